@@ -1,0 +1,1 @@
+//! analyze (in progress).

@@ -1,0 +1,2 @@
+//! cli (in progress).
+pub fn main() -> i32 { 0 }

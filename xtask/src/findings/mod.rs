@@ -1,0 +1,466 @@
+//! Findings: what CUDA's debugging tools printed, as typed data.
+//!
+//! Pure code only: the parsers here read text (or bytes) and return values. They never
+//! spawn processes, never touch the terminal and never write files. Every parser is fed
+//! one line at a time by [`scan`], so a gigabyte log is read in bounded memory; the only
+//! parser that does not work on lines is [`memcheck_xml`], which pulls XML events.
+
+pub mod coredump;
+pub mod cudagdb;
+pub mod host;
+pub mod memcheck;
+pub mod memcheck_xml;
+pub mod names;
+pub mod scan;
+pub mod verdict;
+pub mod waits;
+
+use serde::{Serialize, Serializer};
+
+/// A CUDA `dim3`-like triple: block index, thread index, grid or block shape.
+pub type Dim3 = [u32; 3];
+
+/// Which tool wrote the lines a finding came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tool {
+    /// The program itself: CUDA runtime errors, Python tracebacks, PyTorch's assert line.
+    Host,
+    /// The CUDA driver's coredump progress stream (`CUDA_COREDUMP_SHOW_PROGRESS=1`).
+    Coredump,
+    /// cuda-gdb, on a coredump (`target cudacore`) or attached to a live process.
+    CudaGdb,
+    /// The `CUDA_DEVICE_WAITS_ON_EXCEPTION` message.
+    Waits,
+    /// compute-sanitizer's text output.
+    Memcheck,
+    /// compute-sanitizer's `--xml --save` report.
+    MemcheckXml,
+}
+
+impl Tool {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tool::Host => "host",
+            Tool::Coredump => "coredump",
+            Tool::CudaGdb => "cuda-gdb",
+            Tool::Waits => "waits",
+            Tool::Memcheck => "memcheck",
+            Tool::MemcheckXml => "memcheck-xml",
+        }
+    }
+}
+
+/// The kind of device error, normalised across tools.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ErrorClass {
+    /// `an illegal memory access was encountered`, `Warp Illegal Address`, `CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS`.
+    IllegalAddress,
+    /// `misaligned address`, `Warp Misaligned Address`.
+    MisalignedAddress,
+    /// `device-side assert triggered`, `Assertion failed.`, `CUDBG_EXCEPTION_WARP_ASSERT`.
+    DeviceAssert,
+    /// `unspecified launch failure` (often what a fault becomes under compute-sanitizer).
+    LaunchFailure,
+    /// `an illegal instruction was encountered`, `Warp Illegal Instruction`.
+    IllegalInstruction,
+    /// compute-sanitizer's `Invalid __global__ read/write ...`: an out-of-bounds or
+    /// otherwise invalid access, whether or not the hardware faulted.
+    InvalidAccess,
+    /// compute-sanitizer's misaligned-access record.
+    MisalignedAccess,
+    /// Anything else, as printed (normalised to lower case).
+    Other(String),
+}
+
+impl ErrorClass {
+    pub fn as_str(&self) -> &str {
+        match self {
+            ErrorClass::IllegalAddress => "illegal-address",
+            ErrorClass::MisalignedAddress => "misaligned-address",
+            ErrorClass::DeviceAssert => "device-assert",
+            ErrorClass::LaunchFailure => "launch-failure",
+            ErrorClass::IllegalInstruction => "illegal-instruction",
+            ErrorClass::InvalidAccess => "invalid-access",
+            ErrorClass::MisalignedAccess => "misaligned-access",
+            ErrorClass::Other(s) => s,
+        }
+    }
+
+    /// Classifies an error message from any tool (`an illegal memory access was
+    /// encountered`, `Warp Illegal Address`, `CUDBG_EXCEPTION_WARP_MISALIGNED_ADDRESS`, ...).
+    pub fn from_message(msg: &str) -> ErrorClass {
+        let m = msg.to_ascii_lowercase();
+        if m.contains("illegal memory access")
+            || m.contains("illegal address")
+            || m.contains("illegal_address")
+            || m.contains("out of range address")
+            || m.contains("out_of_range_address")
+        {
+            ErrorClass::IllegalAddress
+        } else if m.contains("misaligned") {
+            ErrorClass::MisalignedAddress
+        } else if m.contains("assert") {
+            ErrorClass::DeviceAssert
+        } else if m.contains("unspecified launch failure") || m.contains("launchfailure") {
+            ErrorClass::LaunchFailure
+        } else if m.contains("illegal instruction") || m.contains("illegal_instruction") {
+            ErrorClass::IllegalInstruction
+        } else {
+            ErrorClass::Other(m.trim().to_string())
+        }
+    }
+
+    /// True for errors that mean a kernel faulted (as opposed to, say, `invalid argument`).
+    pub fn is_device_fault(&self) -> bool {
+        !matches!(self, ErrorClass::Other(_))
+    }
+}
+
+impl Serialize for ErrorClass {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// A source position as a tool printed it (`ima_far.cu:13`, `/src/x.py:21`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct SourceLoc {
+    pub file: String,
+    pub line: u32,
+}
+
+impl std::fmt::Display for SourceLoc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// One frame of a device or host stack.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Frame {
+    /// Function name, demangled where it was mangled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// Shared object or executable (`libtorch_cuda.so`, `f_li`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    /// A Python frame (from a traceback or a sanitizer `Host Frame: f in x.py:12`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub python: bool,
+}
+
+/// Where a bad address lies relative to the nearest allocation (compute-sanitizer).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Nearest {
+    /// Distance in bytes to the allocation.
+    pub distance: u64,
+    /// True when the access is before the allocation, false when after it.
+    pub before: bool,
+    pub allocation: u64,
+    pub allocation_size: u64,
+}
+
+/// The memory access behind a fault, where a tool said what it was.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Access {
+    /// `read`, `write`, `atomic`, ... as printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// `__global__`, `__shared__`, `__local__`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub space: Option<String>,
+    /// Access size in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_hex_opt")]
+    pub address: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nearest: Option<Nearest>,
+}
+
+/// A device-side fault located (at least) to a kernel: from a coredump, cuda-gdb,
+/// compute-sanitizer or PyTorch's device assert line. Grouped sanitizer records are one
+/// `Fault` with `count > 1` and the ranges of blocks and threads seen.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Fault {
+    pub tool: Option<Tool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorClass>,
+    /// The kernel, demangled (`scatter_far(int*, int)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// The mangled name, where the tool printed one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mangled: Option<String>,
+    /// The user's source line: for an inlined device function, the outermost
+    /// `inlined from` position; otherwise where the tool said the fault was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<SourceLoc>,
+    /// For faults inside inlined code: the innermost position first, then each
+    /// `inlined from` position, ending with `location`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inlined: Vec<SourceLoc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block: Option<Dim3>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<Dim3>,
+    /// Launch shape, where printed (`<<<(4,1,1),(256,1,1)>>>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grid: Option<Dim3>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_dim: Option<Dim3>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sm: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warp: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lane: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_hex_opt")]
+    pub pc: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access: Option<Access>,
+    /// How many tool records this finding stands for (1 unless grouped).
+    pub count: u64,
+    /// Smallest and largest block and thread index among the grouped records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_range: Option<[Dim3; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread_range: Option<[Dim3; 2]>,
+    /// Device stack (cuda-gdb `bt`, coredump `#0 ...` lines), innermost first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<Frame>,
+    /// Host stack at launch time (compute-sanitizer), innermost first; Python frames included.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub host_frames: Vec<Frame>,
+    /// Kernel arguments and locals as cuda-gdb printed them (`i = 640`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<(String, String)>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub locals: Vec<(String, String)>,
+    /// Process that faulted (coredump file name, attach PID), where known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The rank of a distributed job (`[rank1]:` prefix), where known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// Free text a tool added: the assertion, `warp has exited`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// What the program itself reported on the host: the (misleading) symptom.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Symptom {
+    pub error: Option<ErrorClass>,
+    /// The error text as printed (`an illegal memory access was encountered`).
+    pub message: String,
+    /// The `file:line` the program reported the error from, where it printed one
+    /// (`CUDA error at ima_far.cu:32: ...`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reported_at: Option<SourceLoc>,
+    /// The call that returned the error (`cudaMemcpy(h, d, ...)`), where printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
+    /// Python exception type (`torch.AcceleratorError`, `RuntimeError`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exception: Option<String>,
+    /// Python traceback frames, outermost first as Python prints them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub python_frames: Vec<Frame>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// 1-based line of the log where the symptom was seen.
+    pub log_line: u64,
+}
+
+impl Symptom {
+    /// The innermost traceback frame that is the user's code rather than a library's.
+    pub fn user_frame(&self) -> Option<&Frame> {
+        self.python_frames
+            .iter()
+            .rev()
+            .find(|f| f.file.as_deref().is_some_and(|p| !names::is_library_path(p)))
+            .or(self.python_frames.last())
+    }
+}
+
+/// `... You can now attach a debugger to the application (PID N) for inspection.`
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WaitNotice {
+    pub host: String,
+    pub pid: u32,
+}
+
+/// A coredump the driver said it wrote (`Writing ELF file to PATH`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CoredumpFile {
+    pub path: String,
+    /// The PID in a `%h.%p.%t` name, where the name has that shape.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+}
+
+/// compute-sanitizer's `Program hit cudaErrorX (error N) due to "..." on CUDA API call to f.`,
+/// grouped by (error, api).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ApiError {
+    pub api: String,
+    pub error: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<u32>,
+    pub message: String,
+    pub count: u64,
+}
+
+/// Everything read from one input file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Evidence {
+    /// The file, as given.
+    pub path: String,
+    /// A short name for where it came from: the rung (`coredump`) for a file inside a
+    /// bundle's `rungs/NN-<rung>/`, otherwise the file name.
+    pub origin: String,
+    /// The tools whose output was recognised in the file, sorted.
+    pub tools: Vec<Tool>,
+    pub symptoms: Vec<Symptom>,
+    pub faults: Vec<Fault>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub waits: Vec<WaitNotice>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub coredumps: Vec<CoredumpFile>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub api_errors: Vec<ApiError>,
+    /// compute-sanitizer's `ERROR SUMMARY: N errors`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_summary: Option<u64>,
+    /// cuda-gdb hit `A fatal error internal to GDB has been detected`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub debugger_crashed: bool,
+    /// Lines read and bytes read.
+    pub lines: u64,
+    pub bytes: u64,
+    /// What could not be read, and other things a human must know.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl Evidence {
+    pub fn new(path: impl Into<String>, origin: impl Into<String>) -> Evidence {
+        Evidence { path: path.into(), origin: origin.into(), ..Evidence::default() }
+    }
+
+    /// Records that a tool's output was seen.
+    pub fn saw(&mut self, tool: Tool) {
+        if let Err(i) = self.tools.binary_search(&tool) {
+            self.tools.insert(i, tool);
+        }
+    }
+}
+
+/// Per-line context that [`scan`] gives every parser.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LineCtx {
+    /// 1-based line number in the file.
+    pub lineno: u64,
+    /// The rank from a `[rankN]:` prefix (already stripped from the line).
+    pub rank: Option<u32>,
+}
+
+/// A parser of one tool's text output, fed one line at a time (without the newline).
+/// Lines that are not its tool's must be ignored cheaply: every line reaches every parser.
+pub trait LineParser {
+    fn line(&mut self, line: &str, ctx: LineCtx);
+    /// Called once after the last line; moves what was found into `ev`.
+    fn finish(&mut self, ev: &mut Evidence);
+}
+
+fn ser_hex_opt<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => s.serialize_str(&format!("{v:#x}")),
+        None => s.serialize_none(),
+    }
+}
+
+/// Parses `(x,y,z)` or `[x,y,z]` (spaces allowed) into a [`Dim3`].
+pub fn parse_dim3(s: &str) -> Option<Dim3> {
+    let s = s.trim();
+    let inner = s
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .or_else(|| s.strip_prefix('[').and_then(|r| r.strip_suffix(']')))?;
+    let mut it = inner.split(',').map(|p| p.trim().parse::<u32>().ok());
+    let d = [it.next()??, it.next()??, it.next()??];
+    if it.next().is_some() {
+        return None;
+    }
+    Some(d)
+}
+
+/// Parses `0x7f..` (or decimal) into a number.
+pub fn parse_hex(s: &str) -> Option<u64> {
+    let s = s.trim();
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// Parses `31,999,997,952` (thousands separators allowed) into a number.
+pub fn parse_grouped_u64(s: &str) -> Option<u64> {
+    let digits: String = s.trim().chars().filter(|c| *c != ',').collect();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Splits `FILE:LINE` at the last colon; the line must be a number.
+pub fn parse_source_loc(s: &str) -> Option<SourceLoc> {
+    let s = s.trim();
+    let (file, line) = s.rsplit_once(':')?;
+    let line: u32 = line.trim().parse().ok()?;
+    if file.is_empty() {
+        return None;
+    }
+    Some(SourceLoc { file: file.to_string(), line })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dims_and_numbers() {
+        assert_eq!(parse_dim3("(2,0,0)"), Some([2, 0, 0]));
+        assert_eq!(parse_dim3("[0, 0, 3]"), Some([0, 0, 3]));
+        assert_eq!(parse_dim3("(2,0)"), None);
+        assert_eq!(parse_dim3("(1,2,3,4)"), None);
+        assert_eq!(parse_hex("0x7f9a577a00f0"), Some(0x7f9a577a00f0));
+        assert_eq!(parse_grouped_u64("31,999,997,952"), Some(31_999_997_952));
+        assert_eq!(parse_grouped_u64(",,"), None);
+        assert_eq!(
+            parse_source_loc("ima_far.cu:13"),
+            Some(SourceLoc { file: "ima_far.cu".into(), line: 13 })
+        );
+        assert_eq!(parse_source_loc("C:\\x"), None);
+    }
+
+    #[test]
+    fn error_classes() {
+        assert_eq!(
+            ErrorClass::from_message("an illegal memory access was encountered"),
+            ErrorClass::IllegalAddress
+        );
+        assert_eq!(ErrorClass::from_message("Warp Misaligned Address"), ErrorClass::MisalignedAddress);
+        assert_eq!(ErrorClass::from_message("device-side assert triggered"), ErrorClass::DeviceAssert);
+        assert_eq!(ErrorClass::from_message("unspecified launch failure"), ErrorClass::LaunchFailure);
+        assert!(!ErrorClass::from_message("invalid argument").is_device_fault());
+    }
+}

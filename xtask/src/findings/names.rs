@@ -1,0 +1,143 @@
+//! Kernel and path names: demangling, normalising for comparison across tools, and
+//! telling library code from the user's. Pure string functions; no I/O.
+
+/// Demangles an Itanium C++ symbol (`_Z11scatter_farPii` -> `scatter_far(int*, int)`).
+/// Returns `None` when the input is not a mangled name or cannot be demangled (bounded
+/// recursion, so hostile input cannot blow the stack).
+pub fn demangle(sym: &str) -> Option<String> {
+    let sym = sym.trim();
+    if !sym.starts_with("_Z") || sym.len() > 16 * 1024 {
+        return None;
+    }
+    let parse = cpp_demangle::ParseOptions::default().recursion_limit(256);
+    let symbol = cpp_demangle::Symbol::new_with_options(sym.as_bytes(), &parse).ok()?;
+    let opts = cpp_demangle::DemangleOptions::default().recursion_limit(256);
+    symbol.demangle_with_options(&opts).ok()
+}
+
+/// Demangles where possible; otherwise returns the name as it was.
+pub fn pretty(sym: &str) -> String {
+    demangle(sym).unwrap_or_else(|| sym.trim().to_string())
+}
+
+/// A comparison key for kernel names as different tools print them:
+/// `scatter_far(int *, int)` (sanitizer), `scatter_far(int*, int)` (cuda-gdb),
+/// `void scatter_far<...>(...)` and `_Z11scatter_farPii` all compare equal on the
+/// qualified base name. Template arguments and parameter lists are dropped.
+pub fn kernel_key(name: &str) -> String {
+    let pretty = pretty(name);
+    let mut s = pretty.as_str().trim();
+    // Drop a leading return type (`void `), which cuda-gdb prints for templates.
+    if let Some(rest) = s.strip_prefix("void ") {
+        s = rest;
+    }
+    // Cut at the first '(' or '<' that is at nesting depth 0, but keep
+    // `(anonymous namespace)` which is part of the qualified name.
+    let mut out = String::with_capacity(s.len());
+    let mut depth_angle = 0usize;
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i] as char;
+        if s[i..].starts_with("(anonymous namespace)") {
+            if depth_angle == 0 {
+                out.push_str("(anonymous namespace)");
+            }
+            i += "(anonymous namespace)".len();
+            continue;
+        }
+        match c {
+            '<' => depth_angle += 1,
+            '>' => depth_angle = depth_angle.saturating_sub(1),
+            '(' if depth_angle == 0 => break,
+            _ if depth_angle == 0 && !c.is_whitespace() => out.push(c),
+            _ => {}
+        }
+        i += c.len_utf8();
+    }
+    out
+}
+
+/// Compacts a demangled signature for display: `int *` -> `int*`, collapses spaces.
+pub fn compact_signature(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut prev_space = false;
+    for c in name.trim().chars() {
+        if c.is_whitespace() {
+            prev_space = true;
+            continue;
+        }
+        if prev_space && !matches!(c, '*' | '&' | ')' | ',' | '>') && !out.ends_with(['(', '<']) {
+            out.push(' ');
+        }
+        prev_space = false;
+        out.push(c);
+        if c == ',' {
+            prev_space = true;
+        }
+    }
+    out
+}
+
+/// True for paths that belong to Python, PyTorch, Triton or other installed libraries
+/// rather than the user's code: the first user frame skips these.
+pub fn is_library_path(path: &str) -> bool {
+    const MARKERS: &[&str] = &[
+        "/site-packages/",
+        "/dist-packages/",
+        "/lib/python3",
+        "<frozen ",
+        "/torch/",
+        "/triton/",
+        "/pytorch/",
+        "/usr/lib/",
+    ];
+    MARKERS.iter().any(|m| path.contains(m)) || path.starts_with('<')
+}
+
+/// The file name part of a path (`/src/probe/ima_far.cu` -> `ima_far.cu`).
+pub fn base_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demangles_kernels() {
+        assert_eq!(demangle("_Z11scatter_farPii").as_deref(), Some("scatter_far(int*, int)"));
+        assert_eq!(demangle("scatter_far"), None);
+        assert_eq!(demangle("_Z"), None);
+        assert_eq!(pretty("not_mangled"), "not_mangled");
+    }
+
+    #[test]
+    fn keys_agree_across_tools() {
+        let k = kernel_key("scatter_far(int *, int)");
+        assert_eq!(k, "scatter_far");
+        assert_eq!(kernel_key("scatter_far(int*, int)"), k);
+        assert_eq!(kernel_key("_Z11scatter_farPii"), k);
+        assert_eq!(
+            kernel_key("void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*, float*)"),
+            "at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d"
+        );
+        assert_eq!(
+            kernel_key("at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>()"),
+            "at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d"
+        );
+    }
+
+    #[test]
+    fn compacts() {
+        assert_eq!(compact_signature("scatter_far(int *, int)"), "scatter_far(int*, int)");
+        assert_eq!(compact_signature("f(float const *, long)"), "f(float const*, long)");
+    }
+
+    #[test]
+    fn library_paths() {
+        assert!(is_library_path("/opt/torch/.venv/lib/python3.12/site-packages/torch/cuda/graphs.py"));
+        assert!(!is_library_path("/src/probe/graph_ima.py"));
+        assert_eq!(base_name("/src/probe/ima_far.cu"), "ima_far.cu");
+    }
+}
