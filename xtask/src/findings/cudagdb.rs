@@ -1,10 +1,834 @@
-//! Placeholder being replaced by the real cudagdb parser.
-use super::{Evidence, LineCtx, LineParser};
+//! cuda-gdb's output, on a GPU coredump (`target cudacore FILE`) or attached to a live
+//! process (`-p PID`, after `CUDA_DEVICE_WAITS_ON_EXCEPTION`).
+//!
+//! Recognises `Opening GPU coredump: PATH`, `CUDA Exception: Warp Illegal Address`,
+//! `Assertion failed.`, `Thread N "x" received signal CUDA_EXCEPTION_14, ...`,
+//! `The exception was triggered at PC 0x...  KERNEL  (FILE:LINE)` (also without the
+//! location, and with `in FN inlined from FILE:LINE`: the location is then the outermost
+//! `inlined from` position and the chain is kept innermost first), the focus line
+//! (`[Current focus set to ...]` / `[Switching focus to ...]`), `bt` frames with the launch
+//! shape, arguments and `at FILE:LINE`, the stop line of an attach
+//! (`0x... in KERNEL<<<...>>> (...) at FILE:LINE`), `info locals` / `info args` lines right
+//! after a device `bt`, the `info cuda kernels` table, and cuda-gdb's own crash
+//! (`A fatal error internal to GDB has been detected`). One [`Fault`] per debugging
+//! session (a `$ cuda-gdb ...` command line, an `Opening GPU coredump:` line, or the
+//! first cuda-gdb line of a log without either) that showed an exception.
+//!
+//! Must not: do I/O, spawn processes, print, panic on any input, or allocate for lines
+//! that are not cuda-gdb's while no session is open (every line of a log reaches every
+//! parser). Memory is bounded: frames, arguments, locals and notes are capped.
 
+use super::coredump::pid_from_dump_path;
+use super::names;
+use super::{
+    parse_dim3, parse_hex, parse_source_loc, Dim3, ErrorClass, Evidence, Fault, Frame, LineCtx,
+    LineParser, SourceLoc, Tool,
+};
+
+/// Frames, arguments and locals kept per session.
+const MAX_ITEMS: usize = 256;
+/// Faults and notes kept per input.
+const MAX_SESSIONS: usize = 1024;
+
+/// One frame as cuda-gdb printed it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct GdbFrame {
+    function: String,
+    file: Option<String>,
+    line: Option<u32>,
+    module: Option<String>,
+    grid: Option<Dim3>,
+    block_dim: Option<Dim3>,
+    args: Vec<(String, String)>,
+    /// Printed with a `<<<grid,block>>>` launch shape: a kernel (device) frame.
+    launch: bool,
+}
+
+impl GdbFrame {
+    fn to_frame(&self) -> Frame {
+        Frame {
+            function: Some(self.function.clone()).filter(|f| !f.is_empty()),
+            file: self.file.clone(),
+            line: self.line,
+            module: self.module.clone(),
+            python: false,
+        }
+    }
+
+    fn location(&self) -> Option<SourceLoc> {
+        Some(SourceLoc { file: self.file.clone()?, line: self.line? })
+    }
+}
+
+/// The focus line's coordinates.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Focus {
+    block: Option<Dim3>,
+    thread: Option<Dim3>,
+    device: Option<u32>,
+    sm: Option<u32>,
+    warp: Option<u32>,
+    lane: Option<u32>,
+}
+
+/// A row of `info cuda kernels`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct KernelRow {
+    current: bool,
+    device: Option<u32>,
+    grid: Option<Dim3>,
+    block_dim: Option<Dim3>,
+    invocation: String,
+}
+
+/// What `The exception was triggered at ...` said.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Triggered {
+    pc: Option<u64>,
+    function: Option<String>,
+    /// Innermost first; the last is the user's line.
+    chain: Vec<SourceLoc>,
+}
+
+/// One cuda-gdb run (or one coredump opened in it).
+#[derive(Debug, Default)]
+struct Session {
+    rank: Option<u32>,
+    pid: Option<u32>,
+    core: Option<String>,
+    error: Option<ErrorClass>,
+    triggered: Option<Triggered>,
+    device_only: Option<u32>,
+    focus: Option<Focus>,
+    /// The last device `bt` (a listing with a kernel frame).
+    frames: Vec<GdbFrame>,
+    stop: Option<GdbFrame>,
+    kernel_row: Option<KernelRow>,
+    locals: Vec<(String, String)>,
+    /// Something cuda-gdb printed that belongs to this session was seen.
+    output: bool,
+}
+
+impl Session {
+    fn has_exception(&self) -> bool {
+        self.error.is_some() || self.triggered.is_some() || self.focus.is_some()
+    }
+
+    /// The kernel frame of the device stack: the one printed with a launch shape.
+    fn kernel_frame(&self) -> Option<&GdbFrame> {
+        self.frames.iter().find(|f| f.launch).or(self.stop.as_ref().filter(|f| f.launch))
+    }
+
+    fn to_fault(&self) -> Fault {
+        let mut f = Fault {
+            tool: Some(Tool::CudaGdb),
+            error: self.error.clone(),
+            pid: self.pid,
+            rank: self.rank,
+            count: 1,
+            device: self.device_only,
+            ..Fault::default()
+        };
+        if let Some(t) = &self.triggered {
+            f.pc = t.pc;
+            if let Some(name) = &t.function {
+                if name.starts_with("_Z") {
+                    f.mangled = Some(name.clone());
+                }
+                f.kernel = Some(names::pretty(name));
+            }
+            f.location = t.chain.last().cloned();
+            if t.chain.len() > 1 {
+                f.inlined = t.chain.clone();
+            }
+        }
+        let kframe = self.kernel_frame();
+        if f.kernel.is_none() {
+            f.kernel = kframe.map(|k| k.function.clone()).filter(|k| !k.is_empty());
+        }
+        if f.location.is_none() {
+            f.location = self
+                .frames
+                .iter()
+                .chain(self.stop.as_ref())
+                .find_map(GdbFrame::location);
+        }
+        if let Some(k) = kframe {
+            f.grid = k.grid;
+            f.block_dim = k.block_dim;
+            f.args = k.args.clone();
+        }
+        if let Some(row) = &self.kernel_row {
+            f.grid = f.grid.or(row.grid);
+            f.block_dim = f.block_dim.or(row.block_dim);
+            f.device = f.device.or(row.device);
+            if f.kernel.is_none() || f.args.is_empty() {
+                let (name, args) = split_call(&row.invocation);
+                if f.kernel.is_none() && !name.is_empty() {
+                    f.kernel = Some(name.to_string());
+                }
+                if f.args.is_empty() {
+                    f.args = args;
+                }
+            }
+        }
+        if let Some(focus) = &self.focus {
+            f.block = focus.block;
+            f.thread = focus.thread;
+            f.device = focus.device.or(f.device);
+            f.sm = focus.sm;
+            f.warp = focus.warp;
+            f.lane = focus.lane;
+        }
+        f.frames = if self.frames.is_empty() {
+            self.stop.iter().map(GdbFrame::to_frame).collect()
+        } else {
+            self.frames.iter().map(GdbFrame::to_frame).collect()
+        };
+        f.locals = self.locals.clone();
+        f
+    }
+
+    /// A short account of what was kept, for the crash note.
+    fn kept(&self) -> String {
+        if !self.has_exception() {
+            return "nothing about the fault".to_string();
+        }
+        let f = self.to_fault();
+        let mut parts = Vec::new();
+        if let Some(e) = &f.error {
+            parts.push(format!("the exception ({})", e.as_str()));
+        }
+        match (&f.kernel, &f.location) {
+            (Some(k), Some(l)) => parts.push(format!("the kernel {k} at {l}")),
+            (Some(k), None) => parts.push(format!("the kernel {k}")),
+            (None, Some(l)) => parts.push(format!("the location {l}")),
+            (None, None) => {}
+        }
+        if f.block.is_some() {
+            parts.push("the focus (block, thread)".to_string());
+        }
+        if f.frames.is_empty() {
+            parts.push("no backtrace".to_string());
+        }
+        parts.join(", ")
+    }
+}
+
+/// Parses cuda-gdb's output; see the module documentation.
 #[derive(Default)]
-pub struct CudaGdbParser;
+pub struct CudaGdbParser {
+    cur: Option<Session>,
+    faults: Vec<Fault>,
+    notes: Vec<String>,
+    seen: bool,
+    crashed: bool,
+    /// A `bt` listing being read (`#0`, `#1`, ... lines).
+    listing: Vec<GdbFrame>,
+    in_listing: bool,
+    /// The lines just after a device `bt`: `info locals` / `info args` output.
+    after_bt: bool,
+    /// Inside the `info cuda kernels` table.
+    in_table: bool,
+}
+
+impl CudaGdbParser {
+    fn session(&mut self, ctx: LineCtx) -> &mut Session {
+        self.cur.get_or_insert_with(|| Session { rank: ctx.rank, ..Session::default() })
+    }
+
+    fn note(&mut self, note: String) {
+        if self.notes.len() < MAX_SESSIONS {
+            self.notes.push(note);
+        }
+    }
+
+    fn end_listing(&mut self) {
+        if !self.in_listing {
+            return;
+        }
+        self.in_listing = false;
+        let listing = std::mem::take(&mut self.listing);
+        // Host stacks (`thread apply all bt`) have no kernel frame: not ours to keep.
+        if listing.iter().any(|f| f.launch) {
+            if let Some(s) = self.cur.as_mut() {
+                s.frames = listing;
+                self.after_bt = true;
+            }
+        }
+    }
+
+    fn end_session(&mut self) {
+        self.end_listing();
+        self.after_bt = false;
+        self.in_table = false;
+        if let Some(s) = self.cur.take() {
+            if s.has_exception() && self.faults.len() < MAX_SESSIONS {
+                self.faults.push(s.to_fault());
+            }
+        }
+    }
+
+    fn command(&mut self, cmd: &str, ctx: LineCtx) {
+        self.end_session();
+        let mut toks = cmd.split_whitespace().map(|t| t.trim_matches(|c| c == '"' || c == '\''));
+        if !toks.any(|t| names::base_name(t) == "cuda-gdb") {
+            return;
+        }
+        let mut s = Session { rank: ctx.rank, ..Session::default() };
+        let mut prev = "";
+        for t in toks {
+            if t == "--args" {
+                break;
+            }
+            let num = |v: &str| v.parse::<u32>().ok();
+            match prev {
+                "-p" | "-pid" | "--pid" | "attach" => s.pid = s.pid.or(num(t)),
+                "cudacore" if !t.starts_with('-') => {
+                    s.core = Some(t.to_string());
+                    s.pid = s.pid.or(pid_from_dump_path(t));
+                }
+                _ => {}
+            }
+            if let Some(v) = t.strip_prefix("--pid=").or_else(|| t.strip_prefix("-pid=")) {
+                s.pid = s.pid.or(num(v));
+            }
+            prev = t;
+        }
+        self.cur = Some(s);
+    }
+
+    fn opening(&mut self, path: &str, ctx: LineCtx) {
+        let path = path.trim();
+        // A second coredump opened in the same run starts a new session.
+        let busy = self.cur.as_ref().is_some_and(|s| s.has_exception() || s.output);
+        if busy {
+            self.end_session();
+        }
+        let s = self.session(ctx);
+        s.output = true;
+        s.pid = pid_from_dump_path(path).or(s.pid);
+        s.core = Some(path.to_string());
+    }
+
+    fn crash(&mut self, ctx: LineCtx) {
+        self.crashed = true;
+        let kept = self.cur.as_ref().map(Session::kept).unwrap_or_else(|| "nothing".to_string());
+        self.note(format!(
+            "cuda-gdb crashed (`A fatal error internal to GDB has been detected`, line {}) after \
+             printing what was kept: {kept}; the commands after that point printed nothing",
+            ctx.lineno
+        ));
+        self.end_session();
+    }
+
+    /// Lines that may start a session (or belong to one): all begin with one of
+    /// `$ O C T [ A`.
+    fn opener(&mut self, line: &str, ctx: LineCtx) -> bool {
+        match line.as_bytes()[0] {
+            b'$' => {
+                if let Some(cmd) = line.strip_prefix("$ ") {
+                    self.command(cmd, ctx);
+                    return true;
+                }
+            }
+            b'O' => {
+                if let Some(path) = line.strip_prefix("Opening GPU coredump: ") {
+                    self.seen = true;
+                    self.opening(path, ctx);
+                    return true;
+                }
+            }
+            b'C' => {
+                if let Some(name) = line.strip_prefix("CUDA Exception: ") {
+                    self.seen = true;
+                    let s = self.session(ctx);
+                    s.output = true;
+                    s.error.get_or_insert_with(|| error_class(name));
+                    return true;
+                }
+            }
+            b'T' => {
+                if let Some(rest) = line.strip_prefix("The exception was triggered ") {
+                    self.seen = true;
+                    let s = self.session(ctx);
+                    s.output = true;
+                    if let Some(pc) = rest.strip_prefix("at ") {
+                        if s.triggered.is_none() {
+                            s.triggered = parse_triggered(pc);
+                        }
+                    } else if let Some(dev) = rest.strip_prefix("in device ") {
+                        s.device_only = dev.trim_end_matches('.').trim().parse().ok();
+                    }
+                    return true;
+                }
+                if line.starts_with("Thread ") {
+                    if let Some((_, sig)) = line.split_once(" received signal CUDA_EXCEPTION_") {
+                        self.seen = true;
+                        let name = sig.split_once(", ").map(|(_, n)| n).unwrap_or("");
+                        let name = name.trim().trim_end_matches('.');
+                        let s = self.session(ctx);
+                        s.output = true;
+                        if !name.is_empty() {
+                            s.error.get_or_insert_with(|| error_class(name));
+                        }
+                        return true;
+                    }
+                }
+            }
+            b'[' => {
+                let focus = line
+                    .strip_prefix("[Current focus set to ")
+                    .or_else(|| line.strip_prefix("[Switching focus to "));
+                if let Some(f) = focus {
+                    self.seen = true;
+                    let focus = parse_focus(f);
+                    let s = self.session(ctx);
+                    s.output = true;
+                    if s.focus.is_none() {
+                        s.focus = Some(focus);
+                    }
+                    return true;
+                }
+                if line.starts_with("[exit ") && self.cur.is_some() {
+                    self.end_session();
+                    return true;
+                }
+            }
+            b'A' => {
+                if line.starts_with("A fatal error internal to GDB has been detected") {
+                    if self.cur.is_some() {
+                        self.seen = true;
+                    }
+                    self.crash(ctx);
+                    return true;
+                }
+                if let Some(pid) = line.strip_prefix("Attaching to process ") {
+                    let s = self.session(ctx);
+                    s.output = true;
+                    s.pid = s.pid.or(pid.trim().parse().ok());
+                    return true;
+                }
+            }
+            _ => {}
+        }
+        false
+    }
+
+    /// Lines that only mean something inside a session.
+    fn inside(&mut self, line: &str, ctx: LineCtx) {
+        let first = line.as_bytes()[0];
+        if first == b'#' {
+            if let Some((n, frame)) = parse_frame_line(line) {
+                self.in_table = false;
+                self.after_bt = false;
+                if n == 0 || !self.in_listing {
+                    self.listing.clear();
+                    self.in_listing = true;
+                }
+                if self.listing.len() < MAX_ITEMS {
+                    self.listing.push(frame);
+                }
+                return;
+            }
+        }
+        self.end_listing();
+        let Some(s) = self.cur.as_mut() else { return };
+        if first == b' ' && line.trim_start().starts_with("Kernel Parent Dev Grid Status") {
+            self.seen = true;
+            s.output = true;
+            self.in_table = true;
+            self.after_bt = false;
+            return;
+        }
+        if self.in_table {
+            if let Some(row) = parse_kernel_row(line) {
+                let better = match &s.kernel_row {
+                    None => true,
+                    Some(old) => row.current && !old.current,
+                };
+                if better {
+                    s.kernel_row = Some(row);
+                }
+                return;
+            }
+            self.in_table = false;
+        }
+        if first == b'0' && line.starts_with("0x") && line.contains("<<<") {
+            // The stop line of an attach: `0x... in KERNEL<<<...>>> (args) at FILE:LINE`.
+            if let Some(frame) = parse_frame_body(line) {
+                s.stop.get_or_insert(frame);
+            }
+            self.after_bt = false;
+            return;
+        }
+        if self.after_bt {
+            if line == "No locals." || line == "No arguments." {
+                return;
+            }
+            if let Some((name, value)) = parse_var(line) {
+                let is_arg = s
+                    .frames
+                    .first()
+                    .is_some_and(|f| f.args.iter().any(|(n, _)| n == name));
+                let known = s.locals.iter().any(|(n, _)| n == name);
+                if !is_arg && !known && s.locals.len() < MAX_ITEMS {
+                    s.locals.push((name.to_string(), value.to_string()));
+                }
+                return;
+            }
+            self.after_bt = false;
+        }
+        if line == "Assertion failed." {
+            self.seen = true;
+            s.output = true;
+            s.error.get_or_insert(ErrorClass::DeviceAssert);
+            return;
+        }
+        if line.starts_with("No core file specified") || line.starts_with("ptrace: ") {
+            self.seen = true;
+            s.output = true;
+            let note = format!("cuda-gdb (line {}): {}", ctx.lineno, line.trim());
+            self.note(note);
+        }
+    }
+}
 
 impl LineParser for CudaGdbParser {
-    fn line(&mut self, _line: &str, _ctx: LineCtx) {}
-    fn finish(&mut self, _ev: &mut Evidence) {}
+    fn line(&mut self, line: &str, ctx: LineCtx) {
+        let Some(&first) = line.as_bytes().first() else {
+            if self.cur.is_some() {
+                self.end_listing();
+                self.in_table = false;
+                self.after_bt = false;
+            }
+            return;
+        };
+        if self.cur.is_none() && !matches!(first, b'$' | b'O' | b'C' | b'T' | b'[' | b'A') {
+            return;
+        }
+        if matches!(first, b'$' | b'O' | b'C' | b'T' | b'[' | b'A') {
+            if self.in_listing && first != b'#' {
+                self.end_listing();
+            }
+            if self.opener(line, ctx) {
+                self.in_table = false;
+                self.after_bt = false;
+                return;
+            }
+        }
+        if self.cur.is_some() {
+            self.inside(line, ctx);
+        }
+    }
+
+    fn finish(&mut self, ev: &mut Evidence) {
+        self.end_session();
+        if self.seen {
+            ev.saw(Tool::CudaGdb);
+        }
+        if self.crashed {
+            ev.debugger_crashed = true;
+        }
+        ev.faults.append(&mut self.faults);
+        ev.notes.append(&mut self.notes);
+    }
+}
+
+/// Classifies a cuda-gdb exception name (`Warp Illegal Address`, `Warp Out-of-range Address`).
+fn error_class(name: &str) -> ErrorClass {
+    let e = ErrorClass::from_message(name);
+    if !e.is_device_fault() && name.contains('-') {
+        let alt = ErrorClass::from_message(&name.replace('-', " "));
+        if alt.is_device_fault() {
+            return alt;
+        }
+    }
+    e
+}
+
+/// Splits at `sep` outside parentheses, brackets, braces and double quotes.
+fn split_top(s: &str, sep: u8) -> impl Iterator<Item = &str> {
+    let b = s.as_bytes();
+    let mut start = 0;
+    let mut depth = 0i32;
+    let mut quoted = false;
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        if start > b.len() {
+            return None;
+        }
+        while i < b.len() {
+            let c = b[i];
+            if quoted {
+                if c == b'\\' {
+                    i += 1;
+                } else if c == b'"' {
+                    quoted = false;
+                }
+            } else {
+                match c {
+                    b'"' => quoted = true,
+                    b'(' | b'[' | b'{' => depth += 1,
+                    b')' | b']' | b'}' => depth -= 1,
+                    _ if c == sep && depth <= 0 => {
+                        let piece = &s[start..i];
+                        i += 1;
+                        start = i;
+                        return Some(piece);
+                    }
+                    _ => {}
+                }
+            }
+            i += 1;
+        }
+        let piece = s.get(start..).unwrap_or("");
+        start = b.len() + 1;
+        Some(piece)
+    })
+}
+
+/// The index of the `(` matching a final `)`, if `s` ends with one.
+fn open_of_last_group(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    if b.last() != Some(&b')') {
+        return None;
+    }
+    let mut depth = 0usize;
+    for (i, &c) in b.iter().enumerate().rev() {
+        match c {
+            b')' => depth += 1,
+            b'(' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `name=value, name=value` (gdb's argument list) into pairs; pieces that are not
+/// `identifier=value` are skipped.
+fn parse_args(inner: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for piece in split_top(inner, b',') {
+        let Some((name, value)) = piece.split_once('=') else { continue };
+        let name = name.trim();
+        if is_ident(name) && out.len() < MAX_ITEMS {
+            out.push((name.to_string(), value.trim().to_string()));
+        }
+    }
+    out
+}
+
+fn is_ident(s: &str) -> bool {
+    let mut b = s.bytes();
+    matches!(b.next(), Some(c) if c.is_ascii_alphabetic() || c == b'_')
+        && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+/// `scatter_far(out=0x7f6f33e00000, n=1024)` -> (`scatter_far`, args);
+/// `at::native::k<4, F>()` -> (`at::native::k<4, F>`, none).
+fn split_call(s: &str) -> (&str, Vec<(String, String)>) {
+    let s = s.trim();
+    match open_of_last_group(s) {
+        Some(o) => (s[..o].trim_end(), parse_args(&s[o + 1..s.len() - 1])),
+        None => (s, Vec::new()),
+    }
+}
+
+/// `FILE:LINE` optionally followed by ` in FUNCTION`.
+fn loc_of(s: &str) -> Option<SourceLoc> {
+    let s = s.trim();
+    let s = s.split_once(" in ").map(|(l, _)| l).unwrap_or(s);
+    if s.contains(' ') {
+        return None;
+    }
+    parse_source_loc(s)
+}
+
+/// `PC 0x7f9a577a00f0  scatter_far(int*, int)  (ima_far.cu:13)`, also with the
+/// location missing, the function missing, or `(a.cu:5 in f(int*) inlined from b.cu:13)`
+/// and trailing ` inlined from FILE:LINE` positions.
+fn parse_triggered(rest: &str) -> Option<Triggered> {
+    let rest = rest.trim().strip_prefix("PC ")?;
+    let (pc, mut r) = match rest.find(char::is_whitespace) {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let mut t = Triggered { pc: parse_hex(pc), ..Triggered::default() };
+    r = r.trim();
+    // Trailing ` inlined from FILE:LINE` outside the parentheses, outermost last.
+    let mut trailing = Vec::new();
+    while let Some((head, tail)) = r.rsplit_once(" inlined from ") {
+        if tail.contains(['(', ')']) {
+            break;
+        }
+        match loc_of(tail) {
+            Some(loc) if trailing.len() < MAX_ITEMS => {
+                trailing.push(loc);
+                r = head.trim_end();
+            }
+            _ => break,
+        }
+    }
+    trailing.reverse();
+    let mut func = r;
+    if let Some(o) = open_of_last_group(r) {
+        let inner = &r[o + 1..r.len() - 1];
+        let mut segs = inner.split(" inlined from ");
+        if let Some(first) = segs.next().and_then(loc_of) {
+            t.chain.push(first);
+            for seg in segs {
+                if let Some(loc) = loc_of(seg) {
+                    if t.chain.len() < MAX_ITEMS {
+                        t.chain.push(loc);
+                    }
+                }
+            }
+            func = r[..o].trim();
+        }
+    }
+    t.chain.extend(trailing);
+    t.chain.truncate(MAX_ITEMS);
+    let func = func.trim();
+    if !func.is_empty() {
+        t.function = Some(func.to_string());
+    }
+    Some(t)
+}
+
+/// The inside of `[Current focus set to CUDA kernel 0, grid 10, block (16902,0,0), ...]`.
+fn parse_focus(s: &str) -> Focus {
+    let s = s.trim_end();
+    let s = s.strip_suffix(']').unwrap_or(s);
+    let mut f = Focus::default();
+    for piece in split_top(s, b',') {
+        let Some((key, value)) = piece.trim().rsplit_once(' ') else { continue };
+        match key.trim() {
+            "block" => f.block = parse_dim3(value),
+            "thread" => f.thread = parse_dim3(value),
+            "device" => f.device = value.parse().ok(),
+            "sm" => f.sm = value.parse().ok(),
+            "warp" => f.warp = value.parse().ok(),
+            "lane" => f.lane = value.parse().ok(),
+            _ => {}
+        }
+    }
+    f
+}
+
+/// `#N  ...` -> (N, frame).
+fn parse_frame_line(line: &str) -> Option<(u32, GdbFrame)> {
+    let rest = line.strip_prefix('#')?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || !rest[digits..].starts_with(' ') {
+        return None;
+    }
+    let n = rest[..digits].parse().ok()?;
+    Some((n, parse_frame_body(rest[digits..].trim())?))
+}
+
+/// `[0x... in ]FUNC[<<<(g),(b)>>>] [(ARGS)] [at FILE:LINE | from LIB]`.
+fn parse_frame_body(body: &str) -> Option<GdbFrame> {
+    let mut s = body.trim();
+    if s.starts_with("0x") {
+        let (_, tail) = s.split_once(" in ")?;
+        s = tail.trim_start();
+    }
+    let mut f = GdbFrame::default();
+    if let Some((head, tail)) = s.rsplit_once(" at ") {
+        if let Some(loc) = parse_source_loc(tail).filter(|_| !tail.trim().contains(' ')) {
+            f.file = Some(loc.file);
+            f.line = Some(loc.line);
+            s = head.trim_end();
+        }
+    }
+    if f.file.is_none() {
+        if let Some((head, tail)) = s.rsplit_once(" from ") {
+            let tail = tail.trim();
+            if !tail.is_empty() && !tail.contains([' ', '(', ')']) {
+                f.module = Some(tail.to_string());
+                s = head.trim_end();
+            }
+        }
+    }
+    if let Some(i) = s.find("<<<") {
+        let after = &s[i + 3..];
+        let end = after.find(">>>")?;
+        let shape = &after[..end];
+        if let Some(j) = shape.find("),(") {
+            f.grid = parse_dim3(&shape[..j + 1]);
+            f.block_dim = parse_dim3(&shape[j + 2..]);
+        }
+        f.launch = true;
+        f.function = s[..i].trim().to_string();
+        let rest = after[end + 3..].trim();
+        if let Some(inner) = rest.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
+            f.args = parse_args(inner);
+        }
+    } else {
+        f.function = s.to_string();
+        if let Some(o) = open_of_last_group(s) {
+            // gdb separates the argument list with a space: `helper (p=0x0)`; a
+            // signature `f(int*)` has none.
+            if o > 0 && s.as_bytes()[o - 1] == b' ' {
+                f.args = parse_args(&s[o + 1..s.len() - 1]);
+                f.function = s[..o].trim_end().to_string();
+            }
+        }
+    }
+    Some(f)
+}
+
+/// A row of the `info cuda kernels` table:
+/// `*      0      -   0    1 Active 0x0550... (4,1,1) (256,1,1) scatter_far(out=0x7f6f33e00000, n=1024) `.
+fn parse_kernel_row(line: &str) -> Option<KernelRow> {
+    let t = line.trim_start();
+    let (current, t) = match t.strip_prefix('*') {
+        Some(r) => (true, r),
+        None => (false, t),
+    };
+    // Token boundaries, so that the invocation (which has spaces) is kept whole.
+    let mut toks: Vec<(usize, usize)> = Vec::with_capacity(12);
+    let b = t.as_bytes();
+    let mut i = 0;
+    while i < b.len() && toks.len() < 12 {
+        while i < b.len() && b[i] == b' ' {
+            i += 1;
+        }
+        let start = i;
+        while i < b.len() && b[i] != b' ' {
+            i += 1;
+        }
+        if start < i {
+            toks.push((start, i));
+        }
+    }
+    let tok = |k: usize| toks.get(k).map(|&(a, z)| &t[a..z]);
+    tok(0)?.parse::<u32>().ok()?;
+    let g = (1..toks.len()).find(|&k| tok(k).and_then(parse_dim3).is_some())?;
+    let grid = tok(g).and_then(parse_dim3);
+    let block_dim = tok(g + 1).and_then(parse_dim3);
+    block_dim?;
+    let invocation = toks.get(g + 2).map(|&(a, _)| t[a..].trim()).unwrap_or("");
+    Some(KernelRow {
+        current,
+        device: tok(2).and_then(|d| d.parse().ok()),
+        grid,
+        block_dim,
+        invocation: invocation.to_string(),
+    })
+}
+
+/// `i = 640` (an `info locals` / `info args` line); not `$1 = 640`.
+fn parse_var(line: &str) -> Option<(&str, &str)> {
+    let (name, value) = line.split_once(" = ")?;
+    if !is_ident(name) {
+        return None;
+    }
+    Some((name, value.trim()))
 }
