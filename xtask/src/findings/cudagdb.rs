@@ -21,8 +21,8 @@
 use super::coredump::pid_from_dump_path;
 use super::names;
 use super::{
-    parse_dim3, parse_hex, parse_source_loc, Dim3, ErrorClass, Evidence, Fault, Frame, LineCtx,
-    LineParser, SourceLoc, Tool,
+    parse_dim3, parse_hex, parse_source_loc, Dim3, ErrorClass, Evidence, Fault, Frame, LineCtx, LineParser,
+    SourceLoc, Tool,
 };
 
 /// Frames, arguments and locals kept per session.
@@ -147,11 +147,7 @@ impl Session {
             f.kernel = kframe.map(|k| k.function.clone()).filter(|k| !k.is_empty());
         }
         if f.location.is_none() {
-            f.location = self
-                .frames
-                .iter()
-                .chain(self.stop.as_ref())
-                .find_map(GdbFrame::location);
+            f.location = self.frames.iter().chain(self.stop.as_ref()).find_map(GdbFrame::location);
         }
         if let Some(k) = kframe {
             f.grid = k.grid;
@@ -403,12 +399,6 @@ impl CudaGdbParser {
                     self.crash(ctx);
                     return true;
                 }
-                if let Some(pid) = line.strip_prefix("Attaching to process ") {
-                    let s = self.session(ctx);
-                    s.output = true;
-                    s.pid = s.pid.or(pid.trim().parse().ok());
-                    return true;
-                }
             }
             _ => {}
         }
@@ -467,10 +457,7 @@ impl CudaGdbParser {
                 return;
             }
             if let Some((name, value)) = parse_var(line) {
-                let is_arg = s
-                    .frames
-                    .first()
-                    .is_some_and(|f| f.args.iter().any(|(n, _)| n == name));
+                let is_arg = s.frames.first().is_some_and(|f| f.args.iter().any(|(n, _)| n == name));
                 let known = s.locals.iter().any(|(n, _)| n == name);
                 if !is_arg && !known && s.locals.len() < MAX_ITEMS {
                     s.locals.push((name.to_string(), value.to_string()));
@@ -615,7 +602,9 @@ fn open_of_last_group(s: &str) -> Option<usize> {
 fn parse_args(inner: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for piece in split_top(inner, b',') {
-        let Some((name, value)) = piece.split_once('=') else { continue };
+        let Some((name, value)) = piece.split_once('=') else {
+            continue;
+        };
         let name = name.trim();
         if is_ident(name) && out.len() < MAX_ITEMS {
             out.push((name.to_string(), value.trim().to_string()));
@@ -707,7 +696,9 @@ fn parse_focus(s: &str) -> Focus {
     let s = s.strip_suffix(']').unwrap_or(s);
     let mut f = Focus::default();
     for piece in split_top(s, b',') {
-        let Some((key, value)) = piece.trim().rsplit_once(' ') else { continue };
+        let Some((key, value)) = piece.trim().rsplit_once(' ') else {
+            continue;
+        };
         match key.trim() {
             "block" => f.block = parse_dim3(value),
             "thread" => f.thread = parse_dim3(value),
@@ -831,4 +822,528 @@ fn parse_var(line: &str) -> Option<(&str, &str)> {
         return None;
     }
     Some((name, value.trim()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::scan::scan_str;
+    use super::super::{ErrorClass, Evidence, SourceLoc, Tool};
+    use super::*;
+    use proptest::prelude::*;
+
+    /// `13_cudacore.log`, verbatim.
+    const NO_CORE_13: &str = r#"$ cuda-gdb -batch -ex set pagination off -ex target cudacore  -ex info cuda kernels -ex bt -ex info cuda threads -ex info line *$pc -ex x/3i $pc -ex info registers $pc -ex info cuda exceptions
+No core file specified.
+No CUDA kernels.
+No stack.
+No CUDA threads.
+No registers.
+No registers.
+The program has no registers now.
+Unrecognized option: 'exceptions'.
+[exit 1, s]
+"#;
+
+    /// `17_attach.log`, verbatim.
+    const NO_PROCESS_17: &str = r#"$ cuda-gdb -batch -ex set pagination off -p 927 -ex info cuda kernels -ex bt -ex info cuda threads -ex info line *$pc -ex info cuda exceptions -ex thread apply all bt -ex kill
+ptrace: No such process.
+No CUDA kernels.
+No stack.
+No CUDA threads.
+No registers.
+Unrecognized option: 'exceptions'.
+The program is not being run.
+[exit 1, s]
+"#;
+
+    /// `36_assert_cudacore.log`, verbatim.
+    const ASSERT_36: &str = r#"$ cuda-gdb -batch -ex target cudacore /tmp/cd/cuda_coredump_vm.1293.1795999427 -ex info cuda kernels -ex bt
+Opening GPU coredump: /tmp/cd/cuda_coredump_vm.1293.1795999427
+[Current focus set to CUDA kernel 0, grid 3, block (0,0,0), thread (3,0,0), device 0, sm 124, warp 2, lane 3]
+
+Assertion failed.
+#0  0x00007f22377a4380 in void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*, float*, float const*, long const*, float const*, bool, long, long, long, long)<<<(1,1,1),(32,1,1)>>> ()
+  Kernel Parent Dev Grid Status                             SMs Mask GridDim BlockDim Invocation                                                                                      
+*      0      -   0    3 Active 0x0010000000000000000000000000000000 (1,1,1) (32,1,1) at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>() 
+#0  0x00007f22377a4380 in void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*, float*, float const*, long const*, float const*, bool, long, long, long, long)<<<(1,1,1),(32,1,1)>>> ()
+[exit 0, s]
+"#;
+
+    /// `43_far_cudacore.log`, verbatim.
+    const CRASH_43: &str = r#"$ cuda-gdb -batch -ex target cudacore /tmp/cd/cuda_coredump_vm.1720.1795999523 -ex set pagination off -ex info cuda kernels -ex bt -ex info cuda devices -ex info cuda sms -ex info cuda warps -ex info cuda lanes -ex info cuda threads -ex info line *$pc -ex x/4i $pc -ex list *$pc -ex print $errno -ex info frame
+Opening GPU coredump: /tmp/cd/cuda_coredump_vm.1720.1795999523
+
+CUDA Exception: Warp Illegal Address
+The exception was triggered at PC 0x7f9a577a00f0  scatter_far(int*, int)  (ima_far.cu:13)
+terminate called after throwing an instance of 'std::out_of_range'
+  what():  vector::_M_range_check: __n (which is 4294967294) >= this->size() (which is 64)
+
+
+Fatal signal: Aborted
+----- Backtrace -----
+0x545d9b _Z22gdb_internal_backtracev
+0x6fa971 _ZL19handle_fatal_signali
+0x7f145104532f ???
+0x7f145109ec0c pthread_kill
+0x7f145104527d gsignal
+0x7f14510288fe abort
+0x7f14514a5ff4 ???
+0x7f14514bb0d9 ???
+0x7f14514a5a54 _ZSt9terminatev
+0x7f14514bb390 __cxa_throw
+0x7f14514a949f _ZSt24__throw_out_of_range_fmtPKcz
+0x60790c _ZNK14cuda_exception27print_cuda_exception_stringEv
+0x604504 _Z38cuda_core_initialize_events_exceptionsv
+0x604950 _ZL21cuda_core_target_openPKci
+0x957bc2 _ZL11open_targetPKciP16cmd_list_element
+0x57266f _Z8cmd_funcP16cmd_list_elementPKci
+0x96801e _Z15execute_commandPKci
+0x7de284 _ZL20catch_command_errorsPFvPKciES0_ib
+0x7de33f _ZL15execute_cmdargsPKSt6vectorI6cmdargSaIS0_EE11cmdarg_kindS5_Pi
+0x7df3b6 _ZL15captured_main_1P18captured_main_args
+0x7dfd8a _Z8gdb_mainP18captured_main_args
+0x44c884 main
+---------------------
+A fatal error internal to GDB has been detected, further
+debugging is not possible.  GDB will now terminate.
+
+This is a bug, please report it.  For instructions, see:
+<https://forums.developer.nvidia.com/c/developer-tools/cuda-developer-tools/cuda-gdb>.
+
+[exit 134, 328 ms]
+"#;
+
+    /// `45_far_cudacore_G.log`, verbatim.
+    const LOCALS_45: &str = r#"$ cuda-gdb -batch -ex target cudacore /tmp/cd/cuda_coredump_vm.1783.1795999524 -ex bt -ex info locals -ex info args -ex print i -ex info cuda kernels
+Opening GPU coredump: /tmp/cd/cuda_coredump_vm.1783.1795999524
+[Current focus set to CUDA kernel 0, grid 1, block (2,0,0), thread (128,0,0), device 0, sm 124, warp 4, lane 0]
+
+CUDA Exception: Warp Illegal Address
+The exception was triggered at PC 0x7f6f3b7a02c0  scatter_far(int*, int)  (ima_far.cu:13)
+#0  0x00007f6f3b7a02f0 in scatter_far<<<(4,1,1),(256,1,1)>>> (out=0x7f6f33e00000, n=1024) at ima_far.cu:15
+15	}
+#0  0x00007f6f3b7a02f0 in scatter_far<<<(4,1,1),(256,1,1)>>> (out=0x7f6f33e00000, n=1024) at ima_far.cu:15
+i = 640
+out = 0x7f6f33e00000
+n = 1024
+$1 = 640
+  Kernel Parent Dev Grid Status                             SMs Mask GridDim  BlockDim Invocation                              
+*      0      -   0    1 Active 0x0550000000000000000000000000000000 (4,1,1) (256,1,1) scatter_far(out=0x7f6f33e00000, n=1024) 
+[exit 0, 304 ms]
+"#;
+
+    /// `51_attach.log`, verbatim.
+    const ATTACH_CRASH_51: &str = r#"$ cuda-gdb -batch -p 1866 -ex set pagination off -ex info cuda kernels -ex bt -ex info cuda devices -ex info cuda sms -ex info cuda warps -ex info cuda lanes -ex info cuda threads -ex info line *$pc -ex x/4i $pc -ex list *$pc -ex print $errno -ex info frame -ex info cuda exception -ex thread apply all bt
+[New LWP 1869]
+[New LWP 1873]
+[Thread debugging using libthread_db enabled]
+Using host libthread_db library "/lib/x86_64-linux-gnu/libthread_db.so.1".
+[New Thread 0x7fae47dd5000 (LWP 1920)]
+[New Thread 0x7fac35b0d000 (LWP 1921)]
+[Detaching after fork from child process 1922]
+[Thread 0x7fae47dd5000 (LWP 1920) exited]
+
+CUDA Exception: Warp Illegal Address
+The exception was triggered at PC 0x7fac2f7a00f0  scatter_far(int*, int)  (ima_far.cu:13)
+terminate called after throwing an instance of 'std::out_of_range'
+  what():  vector::_M_range_check: __n (which is 4294967294) >= this->size() (which is 64)
+
+
+Fatal signal: Aborted
+----- Backtrace -----
+0x545d9b _Z22gdb_internal_backtracev
+0x6fa971 _ZL19handle_fatal_signali
+0x7f9e4d84532f ???
+0x7f9e4d89ec0c pthread_kill
+0x7f9e4d84527d gsignal
+0x7f9e4d8288fe abort
+0x7f9e4dca5ff4 ???
+0x7f9e4dcbb0d9 ???
+0x7f9e4dca5a54 _ZSt9terminatev
+0x7f9e4dca5a6e ???
+0x445ba2 _Z11target_wait6ptid_tP17target_waitstatus10enum_flagsI16target_wait_flagE.cold.332
+0x77fc42 _ZL16do_target_wait_1P8inferior6ptid_tP17target_waitstatus10enum_flagsI16target_wait_flagE
+0x7929c7 _ZL17wait_for_inferiorP8inferior
+0x61b617 _ZL21cuda_inferior_createdP8inferior
+0x775373 _Z20post_create_inferiori
+0x7759e7 _ZL16attach_post_waiti21attach_post_wait_mode
+0x7777fe _ZN8inferior20do_all_continuationsEv
+0x765b0b _Z22inferior_event_handler19inferior_event_type
+0x793289 _Z20fetch_inferior_eventv
+0xb4b69c _ZL18gdb_wait_for_eventi.part.17
+0xb4b7b5 _Z16gdb_do_one_eventi
+0x964b88 _Z22wait_sync_command_donev
+0x7de28f _ZL20catch_command_errorsPFvPKciES0_ib
+0x7dfa20 _ZL15captured_main_1P18captured_main_args
+0x7dfd8a _Z8gdb_mainP18captured_main_args
+0x44c884 main
+---------------------
+A fatal error internal to GDB has been detected, further
+debugging is not possible.  GDB will now terminate.
+
+This is a bug, please report it.  For instructions, see:
+<https://forums.developer.nvidia.com/c/developer-tools/cuda-developer-tools/cuda-gdb>.
+
+[exit 134, 503 ms]
+"#;
+
+    /// `53_attach_G.log`, verbatim.
+    const ATTACH_G_53: &str = r#"$ cuda-gdb -batch -p 1933 -ex bt -ex info locals -ex print i -ex print out -ex info cuda kernels
+[New LWP 1935]
+[New LWP 1939]
+[Thread debugging using libthread_db enabled]
+Using host libthread_db library "/lib/x86_64-linux-gnu/libthread_db.so.1".
+[New Thread 0x7fe915fd5000 (LWP 1988)]
+[New Thread 0x7fe90c851000 (LWP 1989)]
+[Detaching after fork from child process 1990]
+[Thread 0x7fe915fd5000 (LWP 1988) exited]
+
+CUDA Exception: Warp Illegal Address
+The exception was triggered at PC 0x7fe7037a02c0  scatter_far(int*, int)  (ima_far.cu:13)
+
+Thread 1 "f_G" received signal CUDA_EXCEPTION_14, Warp Illegal Address.
+[Switching focus to CUDA kernel 0, grid 1, block (2,0,0), thread (128,0,0), device 0, sm 124, warp 4, lane 0]
+0x00007fe7037a02f0 in scatter_far<<<(4,1,1),(256,1,1)>>> (out=0x7fe6f5e00000, n=1024) at ima_far.cu:15
+15	}
+#0  0x00007fe7037a02f0 in scatter_far<<<(4,1,1),(256,1,1)>>> (out=0x7fe6f5e00000, n=1024) at ima_far.cu:15
+i = 640
+$1 = 640
+$2 = (@generic int * @parameter) 0x7fe6f5e00000
+  Kernel Parent Dev Grid Status                             SMs Mask GridDim  BlockDim Invocation                              
+*      0      -   0    1 Active 0x0550000000000000000000000000000000 (4,1,1) (256,1,1) scatter_far(out=0x7fe6f5e00000, n=1024) 
+[exit 0, 709 ms]
+"#;
+
+    /// `63_graph_cudacore.log`, verbatim.
+    const GRAPH_63: &str = r#"$ cuda-gdb -batch -ex target cudacore /tmp/cd/cuda_coredump_vm.2131.1795999550 -ex info cuda kernels -ex bt
+Opening GPU coredump: /tmp/cd/cuda_coredump_vm.2131.1795999550
+[Current focus set to CUDA kernel 0, grid 10, block (16902,0,0), thread (0,0,0), device 0, sm 0, warp 10, lane 0]
+
+CUDA Exception: Warp Illegal Address
+The exception was triggered at PC 0x7ff49f7a9430  void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >(int, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul>)
+#0  0x00007ff49f7a9470 in void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >(int, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul>)<<<(40960,1,1),(128,1,1)>>> ()
+  Kernel Parent Dev Grid Status                             SMs Mask     GridDim  BlockDim Invocation                                                                                                      
+*      0      -   0   10 Active 0x0fffffffffffffffffffffffffffffffff (40960,1,1) (128,1,1) at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >() 
+#0  0x00007ff49f7a9470 in void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >(int, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul>)<<<(40960,1,1),(128,1,1)>>> ()
+[exit 0, 3123 ms]
+"#;
+
+    /// `86_dist_attach.log`, verbatim.
+    const DIST_ATTACH_86: &str = r#"$ cuda-gdb -batch -p 833 -ex info cuda kernels -ex bt
+[New LWP 852]
+[New LWP 853]
+[New LWP 854]
+[New LWP 855]
+[New LWP 866]
+[New LWP 869]
+[New LWP 870]
+[Thread debugging using libthread_db enabled]
+Using host libthread_db library "/lib/x86_64-linux-gnu/libthread_db.so.1".
+[New Thread 0x7f05bdfd5700 (LWP 964)]
+[New Thread 0x7f02b8a416c0 (LWP 966)]
+[Detaching after fork from child process 967]
+[Thread 0x7f05bdfd5700 (LWP 964) exited]
+
+CUDA Exception: Warp Illegal Address
+The exception was triggered at PC 0x7f02edd3c830  void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >(int, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul>)
+
+Thread 1 "python3" received signal CUDA_EXCEPTION_14, Warp Illegal Address.
+[Switching focus to CUDA kernel 0, grid 4, block (50295,0,0), thread (0,0,0), device 1, sm 0, warp 7, lane 0]
+0x00007f02edd3c870 in void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >(int, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul>)<<<(524288,1,1),(128,1,1)>>> ()
+  Kernel Parent Dev Grid Status                             SMs Mask      GridDim  BlockDim Invocation                                                                                                      
+*      0      -   1    4 Active 0x0fffffffffffffffffffffffffffffffff (524288,1,1) (128,1,1) at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >() 
+#0  0x00007f02edd3c870 in void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >(int, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul>)<<<(524288,1,1),(128,1,1)>>> ()
+[exit 0, 12801 ms]
+"#;
+
+    fn loc(file: &str, line: u32) -> SourceLoc {
+        SourceLoc { file: file.to_string(), line }
+    }
+
+    fn pair(a: &str, b: &str) -> (String, String) {
+        (a.to_string(), b.to_string())
+    }
+
+    fn one_fault(text: &str) -> (Evidence, Fault) {
+        let ev = scan_str(text, "x.log");
+        assert_eq!(ev.faults.len(), 1, "{:#?}", ev.faults);
+        let f = ev.faults[0].clone();
+        assert_eq!(f.tool, Some(Tool::CudaGdb));
+        assert_eq!(f.count, 1);
+        (ev, f)
+    }
+
+    const FILL: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >(int, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul>)";
+
+    #[test]
+    fn coredump_of_a_device_assert() {
+        let (ev, f) = one_fault(ASSERT_36);
+        assert!(ev.tools.contains(&Tool::CudaGdb));
+        assert_eq!(f.error, Some(ErrorClass::DeviceAssert));
+        assert_eq!(
+            f.kernel.as_deref(),
+            Some(
+                "void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*, float*, float const*, long const*, float const*, bool, long, long, long, long)"
+            )
+        );
+        assert_eq!(f.location, None);
+        assert_eq!(f.block, Some([0, 0, 0]));
+        assert_eq!(f.thread, Some([3, 0, 0]));
+        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(0), Some(124), Some(2), Some(3)));
+        assert_eq!(f.grid, Some([1, 1, 1]));
+        assert_eq!(f.block_dim, Some([32, 1, 1]));
+        assert_eq!(f.pid, Some(1293));
+        assert_eq!(f.frames.len(), 1);
+        assert!(f.args.is_empty() && f.locals.is_empty());
+        assert!(!ev.debugger_crashed);
+    }
+
+    #[test]
+    fn crash_after_the_exception_line_keeps_it() {
+        let (ev, f) = one_fault(CRASH_43);
+        assert!(ev.debugger_crashed);
+        assert_eq!(f.error, Some(ErrorClass::IllegalAddress));
+        assert_eq!(f.kernel.as_deref(), Some("scatter_far(int*, int)"));
+        assert_eq!(f.location, Some(loc("ima_far.cu", 13)));
+        assert!(f.inlined.is_empty());
+        assert_eq!(f.pc, Some(0x7f9a577a00f0));
+        assert_eq!(f.pid, Some(1720));
+        assert_eq!((f.block, f.thread, f.grid), (None, None, None));
+        assert!(f.frames.is_empty());
+        let note = ev.notes.iter().find(|n| n.contains("cuda-gdb crashed")).expect("crash note");
+        assert!(note.contains("scatter_far(int*, int) at ima_far.cu:13"), "{note}");
+        assert!(note.contains("line 35"), "{note}");
+    }
+
+    #[test]
+    fn debug_build_coredump_with_locals_and_args() {
+        let (_, f) = one_fault(LOCALS_45);
+        assert_eq!(f.error, Some(ErrorClass::IllegalAddress));
+        assert_eq!(f.kernel.as_deref(), Some("scatter_far(int*, int)"));
+        // The exception line is exact; the frame (line 15, `}`) is where the warp was after.
+        assert_eq!(f.location, Some(loc("ima_far.cu", 13)));
+        assert_eq!(f.pc, Some(0x7f6f3b7a02c0));
+        assert_eq!(f.block, Some([2, 0, 0]));
+        assert_eq!(f.thread, Some([128, 0, 0]));
+        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(0), Some(124), Some(4), Some(0)));
+        assert_eq!(f.grid, Some([4, 1, 1]));
+        assert_eq!(f.block_dim, Some([256, 1, 1]));
+        assert_eq!(f.args, vec![pair("out", "0x7f6f33e00000"), pair("n", "1024")]);
+        assert_eq!(f.locals, vec![pair("i", "640")]);
+        assert_eq!(
+            f.frames,
+            vec![Frame {
+                function: Some("scatter_far".into()),
+                file: Some("ima_far.cu".into()),
+                line: Some(15),
+                ..Frame::default()
+            }]
+        );
+        assert_eq!(f.pid, Some(1783));
+    }
+
+    #[test]
+    fn crash_on_attach_keeps_the_exception_and_the_pid() {
+        let (ev, f) = one_fault(ATTACH_CRASH_51);
+        assert!(ev.debugger_crashed);
+        assert_eq!(f.kernel.as_deref(), Some("scatter_far(int*, int)"));
+        assert_eq!(f.location, Some(loc("ima_far.cu", 13)));
+        assert_eq!(f.pc, Some(0x7fac2f7a00f0));
+        assert_eq!(f.pid, Some(1866));
+        assert!(ev.notes.iter().any(|n| n.contains("cuda-gdb crashed")));
+    }
+
+    #[test]
+    fn attach_to_a_debug_build() {
+        let (ev, f) = one_fault(ATTACH_G_53);
+        assert!(!ev.debugger_crashed);
+        assert_eq!(f.error, Some(ErrorClass::IllegalAddress));
+        assert_eq!(f.kernel.as_deref(), Some("scatter_far(int*, int)"));
+        assert_eq!(f.location, Some(loc("ima_far.cu", 13)));
+        assert_eq!(f.pc, Some(0x7fe7037a02c0));
+        assert_eq!(f.block, Some([2, 0, 0]));
+        assert_eq!(f.thread, Some([128, 0, 0]));
+        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(0), Some(124), Some(4), Some(0)));
+        assert_eq!(f.grid, Some([4, 1, 1]));
+        assert_eq!(f.block_dim, Some([256, 1, 1]));
+        assert_eq!(f.args, vec![pair("out", "0x7fe6f5e00000"), pair("n", "1024")]);
+        // `$1 = 640` and `$2 = ...` (print) are not locals.
+        assert_eq!(f.locals, vec![pair("i", "640")]);
+        assert_eq!(f.pid, Some(1933));
+    }
+
+    #[test]
+    fn template_kernel_with_spaces_and_no_line() {
+        let (_, f) = one_fault(GRAPH_63);
+        assert_eq!(f.kernel.as_deref(), Some(FILL));
+        assert_eq!(f.location, None);
+        assert_eq!(f.pc, Some(0x7ff49f7a9430));
+        assert_eq!(f.block, Some([16902, 0, 0]));
+        assert_eq!(f.thread, Some([0, 0, 0]));
+        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(0), Some(0), Some(10), Some(0)));
+        assert_eq!(f.grid, Some([40960, 1, 1]));
+        assert_eq!(f.block_dim, Some([128, 1, 1]));
+        assert_eq!(f.frames.len(), 1);
+        assert_eq!(f.frames[0].function.as_deref(), Some(FILL));
+        assert_eq!(f.pid, Some(2131));
+    }
+
+    #[test]
+    fn attach_to_one_rank_of_a_distributed_job() {
+        let (_, f) = one_fault(DIST_ATTACH_86);
+        assert_eq!(f.error, Some(ErrorClass::IllegalAddress));
+        assert_eq!(f.kernel.as_deref(), Some(FILL));
+        assert_eq!(f.pc, Some(0x7f02edd3c830));
+        assert_eq!(f.block, Some([50295, 0, 0]));
+        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(1), Some(0), Some(7), Some(0)));
+        assert_eq!(f.grid, Some([524288, 1, 1]));
+        assert_eq!(f.block_dim, Some([128, 1, 1]));
+        assert_eq!(f.pid, Some(833));
+    }
+
+    #[test]
+    fn focus_and_bt_without_the_exception_line() {
+        // 86 from the signal line on: no `$ cuda-gdb -p` line, no `The exception was
+        // triggered` line.
+        let from = DIST_ATTACH_86.find("Thread 1 \"python3\"").unwrap();
+        let (_, f) = one_fault(&DIST_ATTACH_86[from..]);
+        assert_eq!(f.error, Some(ErrorClass::IllegalAddress));
+        assert_eq!(f.kernel.as_deref(), Some(FILL));
+        assert_eq!(f.pc, None);
+        assert_eq!(f.block, Some([50295, 0, 0]));
+        assert_eq!(f.device, Some(1));
+        assert_eq!(f.grid, Some([524288, 1, 1]));
+        assert_eq!(f.pid, None);
+        // Only the focus line and the stop line.
+        let from = DIST_ATTACH_86.find("[Switching focus").unwrap();
+        let to = DIST_ATTACH_86.find("  Kernel Parent").unwrap();
+        let (_, f) = one_fault(&DIST_ATTACH_86[from..to]);
+        assert_eq!(f.error, None);
+        assert_eq!(f.kernel.as_deref(), Some(FILL));
+        assert_eq!(f.block, Some([50295, 0, 0]));
+        assert_eq!(f.grid, Some([524288, 1, 1]));
+    }
+
+    #[test]
+    fn failed_runs_give_notes_not_faults() {
+        let ev = scan_str(NO_CORE_13, "13.log");
+        assert!(ev.faults.is_empty());
+        assert!(ev.tools.contains(&Tool::CudaGdb));
+        assert!(ev.notes.iter().any(|n| n == "cuda-gdb (line 2): No core file specified."), "{:?}", ev.notes);
+        let ev = scan_str(NO_PROCESS_17, "17.log");
+        assert!(ev.faults.is_empty());
+        assert!(
+            ev.notes.iter().any(|n| n == "cuda-gdb (line 2): ptrace: No such process."),
+            "{:?}",
+            ev.notes
+        );
+        assert!(!ev.debugger_crashed);
+    }
+
+    #[test]
+    fn sessions_in_one_log_stay_apart() {
+        let text = format!("{ASSERT_36}{CRASH_43}{LOCALS_45}{DIST_ATTACH_86}");
+        let ev = scan_str(&text, "many.log");
+        let got: Vec<_> = ev.faults.iter().map(|f| (f.pid, f.error.clone(), f.location.clone())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (Some(1293), Some(ErrorClass::DeviceAssert), None),
+                (Some(1720), Some(ErrorClass::IllegalAddress), Some(loc("ima_far.cu", 13))),
+                (Some(1783), Some(ErrorClass::IllegalAddress), Some(loc("ima_far.cu", 13))),
+                (Some(833), Some(ErrorClass::IllegalAddress), None),
+            ]
+        );
+        assert!(ev.debugger_crashed);
+        assert_eq!(ev.faults[2].locals, vec![pair("i", "640")]);
+        assert!(ev.faults[3].locals.is_empty());
+    }
+
+    #[test]
+    fn kernel_table_rows() {
+        let row = parse_kernel_row("*      0      -   1    4 Active 0x0fffffffffffffffffffffffffffffffff (524288,1,1) (128,1,1) at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >() ").unwrap();
+        assert!(row.current);
+        assert_eq!(row.device, Some(1));
+        assert_eq!(row.grid, Some([524288, 1, 1]));
+        assert_eq!(row.block_dim, Some([128, 1, 1]));
+        assert_eq!(
+            row.invocation,
+            "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >()"
+        );
+        assert_eq!(parse_kernel_row("  Kernel Parent Dev Grid Status                             SMs Mask GridDim BlockDim Invocation"), None);
+    }
+
+    #[test]
+    fn excerpts_cut_at_every_char_boundary_never_panic() {
+        // The parser alone (scan_str allocates a 1 MiB buffer per call).
+        fn parse(text: &str) -> Evidence {
+            let mut p = CudaGdbParser::default();
+            for (n, line) in text.lines().enumerate() {
+                let (line, rank) = super::super::scan::strip_rank(line);
+                p.line(line, LineCtx { lineno: n as u64 + 1, rank });
+            }
+            let mut ev = Evidence::default();
+            p.finish(&mut ev);
+            ev
+        }
+        for text in [
+            NO_CORE_13,
+            NO_PROCESS_17,
+            ASSERT_36,
+            CRASH_43,
+            LOCALS_45,
+            ATTACH_CRASH_51,
+            ATTACH_G_53,
+            GRAPH_63,
+            DIST_ATTACH_86,
+        ] {
+            assert_eq!(parse(text).faults, scan_str(text, "x.log").faults);
+            for (i, _) in text.char_indices() {
+                let _ = parse(&text[..i]);
+                let _ = parse(&text[i..]);
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(s in "\\PC{0,400}") {
+            let _ = scan_str(&s, "any.log");
+            let _ = parse_triggered(&s);
+            let _ = parse_frame_body(&s);
+            let _ = parse_kernel_row(&s);
+            let _ = parse_focus(&s);
+        }
+
+        #[test]
+        fn gdb_like_lines_never_panic(
+            lines in prop::collection::vec(
+                "(\\$ cuda-gdb -p |Opening GPU coredump: |CUDA Exception: |The exception was triggered at PC 0x|\\[Current focus set to |#[0-9]  0x[0-9a-f]{1,4} in |0x1 in |  Kernel Parent Dev Grid Status|\\*  |[a-z]{1,3} = |A fatal error internal to GDB has been detected|Assertion failed\\.|\\[exit )[ -~]{0,60}",
+                0..40,
+            )
+        ) {
+            let text = lines.join("\n");
+            let ev = scan_str(&text, "gen.log");
+            prop_assert!(ev.faults.iter().all(|f| f.frames.len() <= MAX_ITEMS && f.locals.len() <= MAX_ITEMS));
+        }
+
+        #[test]
+        fn triggered_lines_with_nested_parentheses_never_panic(
+            s in "PC 0x[0-9a-f]{1,8} {1,2}[a-z<>(), :*0-9]{0,60}( \\(| inlined from )?[a-z.:0-9() ]{0,30}"
+        ) {
+            if let Some(t) = parse_triggered(&s) {
+                prop_assert!(t.chain.len() <= MAX_ITEMS);
+            }
+        }
+
+        #[test]
+        fn shuffled_real_lines_never_panic(picks in prop::collection::vec(0usize..200, 0..80)) {
+            let all: Vec<&str> = [ASSERT_36, CRASH_43, LOCALS_45, ATTACH_G_53, GRAPH_63, DIST_ATTACH_86]
+                .iter()
+                .flat_map(|t| t.lines())
+                .collect();
+            let text: Vec<&str> = picks.iter().map(|&i| all[i % all.len()]).collect();
+            let _ = scan_str(&text.join("\n"), "mix.log");
+        }
+    }
 }

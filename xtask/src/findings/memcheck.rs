@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::{
-    names, parse_dim3, parse_hex, parse_source_loc, Access, ApiError, CoredumpFile, Dim3,
-    ErrorClass, Evidence, Fault, Frame, LineCtx, LineParser, Nearest, SourceLoc, Tool,
+    names, parse_dim3, parse_hex, parse_source_loc, Access, ApiError, CoredumpFile, Dim3, ErrorClass,
+    Evidence, Fault, Frame, LineCtx, LineParser, Nearest, SourceLoc, Tool,
 };
 
 /// Distinct sites (kernel, line, error kind) kept; records at further sites are only counted.
@@ -115,13 +115,7 @@ impl Sites {
     }
 
     /// Starts a new group from its first record (`count`, ranges, block and thread are set here).
-    pub(crate) fn add(
-        &mut self,
-        key: &[u8],
-        mut fault: Fault,
-        block: Option<Dim3>,
-        thread: Option<Dim3>,
-    ) {
+    pub(crate) fn add(&mut self, key: &[u8], mut fault: Fault, block: Option<Dim3>, thread: Option<Dim3>) {
         if self.faults.len() >= MAX_SITES {
             self.other = self.other.saturating_add(1);
             return;
@@ -148,16 +142,9 @@ impl Sites {
         self.frames_cut = true;
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.faults.len()
-    }
-
     /// Records grouped so far, over all sites (including those beyond the cap).
     pub(crate) fn records(&self) -> u64 {
-        self.faults
-            .iter()
-            .map(|f| f.count)
-            .fold(self.other, u64::saturating_add)
+        self.faults.iter().map(|f| f.count).fold(self.other, u64::saturating_add)
     }
 
     /// Moves the groups into `ev`, with notes on what was capped.
@@ -233,10 +220,6 @@ impl ApiErrors {
         }
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.list.len()
-    }
-
     pub(crate) fn finish(&mut self, ev: &mut Evidence) {
         ev.api_errors.append(&mut self.list);
         if self.other > 0 {
@@ -267,9 +250,7 @@ pub(crate) fn parse_program_hit(text: &str) -> Option<(&str, Option<u32>, &str, 
     let message = match head.split_once(" due to ") {
         Some((_, m)) => {
             let m = m.trim();
-            m.strip_prefix('"')
-                .and_then(|m| m.strip_suffix('"'))
-                .unwrap_or(m)
+            m.strip_prefix('"').and_then(|m| m.strip_suffix('"')).unwrap_or(m)
         }
         None => "",
     };
@@ -356,10 +337,7 @@ fn split_position(s: &str) -> (&str, Option<&str>, Option<&str>) {
         let func = &s[..p];
         let rest = &s[p + 1..];
         let (off, loc) = match rest.find(' ') {
-            Some(q) => (
-                &rest[..q],
-                rest[q..].trim_start().strip_prefix("in ").map(str::trim),
-            ),
+            Some(q) => (&rest[..q], rest[q..].trim_start().strip_prefix("in ").map(str::trim)),
             None => (rest, None),
         };
         return (func, Some(off), loc.filter(|l| !l.is_empty()));
@@ -377,10 +355,7 @@ fn parse_host_frame(s: &str) -> Frame {
     let s = s.trim();
     if let Some(p) = s.rfind("[0x") {
         let head = s[..p].trim();
-        let module = s[p..]
-            .split_once("] in ")
-            .map(|(_, m)| m.trim())
-            .filter(|m| !m.is_empty());
+        let module = s[p..].split_once("] in ").map(|(_, m)| m.trim()).filter(|m| !m.is_empty());
         let (function, file, line) = match head.rsplit_once(" in ") {
             Some((f, l)) => match parse_source_loc(l) {
                 Some(loc) => (f.trim(), Some(loc.file), Some(loc.line)),
@@ -408,10 +383,7 @@ fn parse_host_frame(s: &str) -> Frame {
             };
         }
     }
-    Frame {
-        function: (!s.is_empty()).then(|| s.to_string()),
-        ..Frame::default()
-    }
+    Frame { function: (!s.is_empty()).then(|| s.to_string()), ..Frame::default() }
 }
 
 /// Parses what follows `Device Frame:`: `__assertfail+0x1930`, `f+0x12c0 in x.py:122`.
@@ -608,25 +580,12 @@ impl MemcheckParser {
         let (kernel, mangled) = kernel_name(func);
         let (error, access, detail) = if r.kind == RecKind::Access {
             let (space, kind, size) = parse_access_header(&r.header);
-            let access = Access {
-                kind,
-                space,
-                size,
-                address: r.address,
-                nearest: r.nearest.clone(),
-            };
+            let access = Access { kind, space, size, address: r.address, nearest: r.nearest.clone() };
             let detail = (!r.problem.is_empty()).then(|| r.problem.clone());
             (access_class(&r.header, &r.problem), Some(access), detail)
         } else {
-            let access = r.address.map(|a| Access {
-                address: Some(a),
-                ..Access::default()
-            });
-            (
-                ErrorClass::from_message(&r.header),
-                access,
-                Some(r.header.clone()),
-            )
+            let access = r.address.map(|a| Access { address: Some(a), ..Access::default() });
+            (ErrorClass::from_message(&r.header), access, Some(r.header.clone()))
         };
         Fault {
             tool: Some(Tool::Memcheck),
@@ -666,9 +625,7 @@ impl MemcheckParser {
             } else {
                 self.summary = self.summary.or(n);
             }
-        } else if text.starts_with("COMPUTE-SANITIZER")
-            || text.starts_with("Target application returned")
-        {
+        } else if text.starts_with("COMPUTE-SANITIZER") || text.starts_with("Target application returned") {
             self.end_record();
             self.seen = true;
         } else if let Some(path) = text.strip_prefix("Generating coredump file ") {
@@ -679,10 +636,7 @@ impl MemcheckParser {
                 && self.coredumps.len() < MAX_COREDUMPS
                 && !self.coredumps.iter().any(|c| c.path == path)
             {
-                self.coredumps.push(CoredumpFile {
-                    path: clip(path).to_string(),
-                    pid: None,
-                });
+                self.coredumps.push(CoredumpFile { path: clip(path).to_string(), pid: None });
             }
         } else {
             // `Warp assert` and other headers: a record only if an `at` line follows.
@@ -706,10 +660,7 @@ impl MemcheckParser {
                 r.thread = parse_dim3(t);
                 r.block = parse_dim3(b);
             }
-        } else if let Some(rest) = text
-            .strip_prefix("Access to ")
-            .or_else(|| text.strip_prefix("Address "))
-        {
+        } else if let Some(rest) = text.strip_prefix("Access to ").or_else(|| text.strip_prefix("Address ")) {
             if let Some((addr, problem)) = rest.split_once(" is ") {
                 r.address = parse_hex(addr);
                 r.problem.clear();
@@ -831,10 +782,7 @@ impl LineParser for MemcheckParser {
 pub(crate) fn source_loc(path: &str, line: &str) -> Option<SourceLoc> {
     let path = path.trim();
     let line: u32 = line.trim().parse().ok()?;
-    (!path.is_empty()).then(|| SourceLoc {
-        file: clip(path).to_string(),
-        line,
-    })
+    (!path.is_empty()).then(|| SourceLoc { file: clip(path).to_string(), line })
 }
 
 #[cfg(test)]
@@ -1053,10 +1001,7 @@ ok 4.143046855926514
 ";
 
     fn memcheck_faults(ev: &Evidence) -> Vec<&Fault> {
-        ev.faults
-            .iter()
-            .filter(|f| f.tool == Some(Tool::Memcheck))
-            .collect()
+        ev.faults.iter().filter(|f| f.tool == Some(Tool::Memcheck)).collect()
     }
 
     #[test]
@@ -1069,13 +1014,7 @@ ok 4.143046855926514
         assert_eq!(f.error, Some(ErrorClass::InvalidAccess));
         assert_eq!(f.kernel.as_deref(), Some("scatter_far(int*, int)"));
         assert_eq!(f.mangled, None);
-        assert_eq!(
-            f.location,
-            Some(SourceLoc {
-                file: "ima_far.cu".into(),
-                line: 13
-            })
-        );
+        assert_eq!(f.location, Some(SourceLoc { file: "ima_far.cu".into(), line: 13 }));
         assert_eq!(f.pc, Some(0xf0));
         assert_eq!(f.count, 5);
         assert_eq!(f.block, Some([2, 0, 0]));
@@ -1100,21 +1039,11 @@ ok 4.143046855926514
         );
         assert_eq!(
             f.host_frames,
-            vec![Frame {
-                function: Some("main".into()),
-                module: Some("f_li".into()),
-                ..Frame::default()
-            }]
+            vec![Frame { function: Some("main".into()), module: Some("f_li".into()), ..Frame::default() }]
         );
         assert!(f.frames.is_empty());
         assert_eq!(ev.error_summary, Some(1026));
-        assert!(
-            ev.notes
-                .iter()
-                .any(|n| n.contains("did not print 1021 of 1026 errors")),
-            "{:?}",
-            ev.notes
-        );
+        assert!(ev.notes.iter().any(|n| n.contains("did not print 1021 of 1026 errors")), "{:?}", ev.notes);
         assert!(ev.api_errors.is_empty());
     }
 
@@ -1124,29 +1053,15 @@ ok 4.143046855926514
         let f = memcheck_faults(&ev);
         assert_eq!(f.len(), 1);
         let f = f[0];
-        assert_eq!(
-            f.kernel.as_deref(),
-            Some("sum_neighbors(const float*, float*, int)")
-        );
-        assert_eq!(
-            f.location,
-            Some(SourceLoc {
-                file: "small_oob.cu".into(),
-                line: 8
-            })
-        );
+        assert_eq!(f.kernel.as_deref(), Some("sum_neighbors(const float*, float*, int)"));
+        assert_eq!(f.location, Some(SourceLoc { file: "small_oob.cu".into(), line: 8 }));
         assert_eq!(f.thread, Some([231, 0, 0]));
         assert_eq!(f.block, Some([3, 0, 0]));
         let a = f.access.as_ref().unwrap();
         assert_eq!(a.kind.as_deref(), Some("read"));
         assert_eq!(
             a.nearest,
-            Some(Nearest {
-                distance: 1,
-                before: false,
-                allocation: 0x7f0496800000,
-                allocation_size: 4000
-            })
+            Some(Nearest { distance: 1, before: false, allocation: 0x7f0496800000, allocation_size: 4000 })
         );
         assert_eq!(
             ev.api_errors,
@@ -1186,17 +1101,8 @@ ok 4.143046855926514
         assert_eq!(f.pc, Some(0x130));
         assert_eq!(f.block, Some([2391, 0, 0]));
         assert_eq!(f.host_frames.len(), 21);
-        assert_eq!(
-            f.host_frames[0],
-            Frame {
-                module: Some("libcudart.so.13".into()),
-                ..Frame::default()
-            }
-        );
-        assert_eq!(
-            f.host_frames[2].function.as_deref(),
-            Some("at::cuda::CUDAGraph::replay()")
-        );
+        assert_eq!(f.host_frames[0], Frame { module: Some("libcudart.so.13".into()), ..Frame::default() });
+        assert_eq!(f.host_frames[2].function.as_deref(), Some("at::cuda::CUDAGraph::replay()"));
         assert_eq!(
             f.host_frames[20],
             Frame {
@@ -1222,13 +1128,7 @@ ok 4.143046855926514
         assert_eq!(f.detail.as_deref(), Some("Warp assert"));
         assert_eq!(f.pc, Some(0x19a0));
         assert_eq!(f.thread, Some([0, 0, 0]));
-        assert_eq!(
-            f.frames,
-            vec![Frame {
-                function: Some("__assertfail".into()),
-                ..Frame::default()
-            }]
-        );
+        assert_eq!(f.frames, vec![Frame { function: Some("__assertfail".into()), ..Frame::default() }]);
         assert_eq!(f.host_frames.len(), 31);
         assert_eq!(f.host_frames[30].file.as_deref(), Some("<string>"));
         assert!(f.host_frames[30].python);
@@ -1245,34 +1145,18 @@ ok 4.143046855926514
     fn api_errors_group_by_error_and_api() {
         let ev = scan_str(DIST, "87_dist_memcheck.log");
         assert!(memcheck_faults(&ev).is_empty());
-        let got: Vec<(&str, u64)> = ev
-            .api_errors
-            .iter()
-            .map(|e| (e.api.as_str(), e.count))
-            .collect();
-        assert_eq!(
-            got,
-            vec![("cudaFuncGetAttributes", 2), ("cudaGetLastError", 1)]
-        );
+        let got: Vec<(&str, u64)> = ev.api_errors.iter().map(|e| (e.api.as_str(), e.count)).collect();
+        assert_eq!(got, vec![("cudaFuncGetAttributes", 2), ("cudaGetLastError", 1)]);
         assert_eq!(ev.api_errors[0].error, "cudaErrorNoKernelImageForDevice");
         assert_eq!(ev.api_errors[0].code, Some(209));
-        assert_eq!(
-            ev.api_errors[0].message,
-            "no kernel image is available for execution on the device"
-        );
+        assert_eq!(ev.api_errors[0].message, "no kernel image is available for execution on the device");
         assert_eq!(ev.error_summary, Some(225_814));
     }
 
     #[test]
     fn sanitizer_coredump_and_clean_run() {
         let ev = scan_str(COREDUMP, "57_far_memcheck_coredump.log");
-        assert_eq!(
-            ev.coredumps,
-            vec![CoredumpFile {
-                path: "/tmp/cd/cs_core".into(),
-                pid: None
-            }]
-        );
+        assert_eq!(ev.coredumps, vec![CoredumpFile { path: "/tmp/cd/cs_core".into(), pid: None }]);
         assert_eq!(ev.error_summary, Some(1024));
         assert!(memcheck_faults(&ev).is_empty());
         let ev = scan_str(CLEAN, "71_time_assert_memcheck.log");
@@ -1313,16 +1197,7 @@ ok 4.143046855926514
         assert_eq!(f.thread_range, Some([[0, 0, 0], [127, 0, 0]]));
         assert_eq!(f.block_range, Some([[2, 0, 0], [9, 0, 0]]));
         assert_eq!(f.access.as_ref().unwrap().address, Some(0x7fce90a88400));
-        assert_eq!(
-            f.access
-                .as_ref()
-                .unwrap()
-                .nearest
-                .as_ref()
-                .unwrap()
-                .distance,
-            399_997_952
-        );
+        assert_eq!(f.access.as_ref().unwrap().nearest.as_ref().unwrap().distance, 399_997_952);
         assert_eq!(f.host_frames.len(), 1);
     }
 
@@ -1333,17 +1208,11 @@ ok 4.143046855926514
         let far = &FAR[..FAR.find("launched").unwrap()];
         let text = format!("{small}{far}{small}");
         let ev = scan_str(&text, "x.log");
-        let got: Vec<(Option<&str>, u64)> = ev
-            .faults
-            .iter()
-            .map(|f| (f.kernel.as_deref(), f.count))
-            .collect();
+        let got: Vec<(Option<&str>, u64)> =
+            ev.faults.iter().map(|f| (f.kernel.as_deref(), f.count)).collect();
         assert_eq!(
             got,
-            vec![
-                (Some("sum_neighbors(const float*, float*, int)"), 2),
-                (Some("scatter_far(int*, int)"), 5)
-            ]
+            vec![(Some("sum_neighbors(const float*, float*, int)"), 2), (Some("scatter_far(int*, int)"), 5)]
         );
         assert_eq!(ev.faults[0].host_frames.len(), 1);
     }
@@ -1358,46 +1227,26 @@ ok 4.143046855926514
         }
         let ev = scan_str(&text, "x.log");
         assert_eq!(ev.faults.len(), MAX_SITES);
-        assert!(
-            ev.notes
-                .iter()
-                .any(|n| n.contains("10 record(s) at sites beyond")),
-            "{:?}",
-            ev.notes
-        );
+        assert!(ev.notes.iter().any(|n| n.contains("10 record(s) at sites beyond")), "{:?}", ev.notes);
     }
 
     #[test]
     fn rows_of_equals_signs_are_not_sanitizer_lines() {
-        let ev = scan_str(
-            "======================================================\n",
-            "x.log",
-        );
+        let ev = scan_str("======================================================\n", "x.log");
         assert!(!ev.tools.contains(&Tool::Memcheck));
     }
 
     #[test]
     fn helpers() {
-        assert_eq!(
-            grouped_u64("18,446,603,832,858,691,073"),
-            Some(18_446_603_832_858_691_073)
-        );
+        assert_eq!(grouped_u64("18,446,603,832,858,691,073"), Some(18_446_603_832_858_691_073));
         assert_eq!(grouped_u64("99,999,999,999,999,999,999"), None);
         assert_eq!(grouped_u64(""), None);
         assert_eq!(
             split_position("scatter_far(int *, int)+0xf0 in ima_far.cu:13"),
-            (
-                "scatter_far(int *, int)",
-                Some("0xf0"),
-                Some("ima_far.cu:13")
-            )
+            ("scatter_far(int *, int)", Some("0xf0"), Some("ima_far.cu:13"))
         );
-        assert_eq!(
-            split_position("__assertfail+0x1930"),
-            ("__assertfail", Some("0x1930"), None)
-        );
-        let f =
-            parse_host_frame("ncclCommInitRankConfig in init.cc:2162 [0x8a0b5] in libnccl.so.2");
+        assert_eq!(split_position("__assertfail+0x1930"), ("__assertfail", Some("0x1930"), None));
+        let f = parse_host_frame("ncclCommInitRankConfig in init.cc:2162 [0x8a0b5] in libnccl.so.2");
         assert_eq!(f.function.as_deref(), Some("ncclCommInitRankConfig"));
         assert_eq!((f.file.as_deref(), f.line), (Some("init.cc"), Some(2162)));
         assert_eq!(f.module.as_deref(), Some("libnccl.so.2"));
@@ -1409,10 +1258,7 @@ ok 4.143046855926514
         );
         assert_eq!(
             kernel_name("_Z11scatter_farPii"),
-            (
-                Some("scatter_far(int*, int)".into()),
-                Some("_Z11scatter_farPii".into())
-            )
+            (Some("scatter_far(int*, int)".into()), Some("_Z11scatter_farPii".into()))
         );
     }
 
@@ -1429,15 +1275,61 @@ ok 4.143046855926514
         let ev = scan_str(&FAR[..cut], "t.log");
         assert_eq!(ev.faults.len(), 1);
         assert_eq!(ev.faults[0].count, 1);
-        assert!(
-            ev.notes.iter().any(|n| n.contains("cut off")),
-            "{:?}",
-            ev.notes
-        );
+        assert!(ev.notes.iter().any(|n| n.contains("cut off")), "{:?}", ev.notes);
         // Cut after it: it counts.
         let cut = FAR.find("=========     and is 31,999,997,948").unwrap();
         let ev = scan_str(&FAR[..cut], "t.log");
         assert_eq!(ev.faults[0].count, 2);
+    }
+
+    /// A ~200 MB log of the records of 55 and 38 (thread numbers varied), for timing:
+    /// `cargo test --release -p xtask --lib findings::memcheck::tests::throughput -- --ignored --nocapture`
+    #[test]
+    #[ignore = "timing; run in release with --ignored --nocapture"]
+    fn throughput() {
+        let recs: Vec<&str> = [FAR, GRAPH]
+            .iter()
+            .flat_map(|t| t.split_inclusive("========= \n"))
+            .filter(|r| r.contains("========= Invalid"))
+            .map(|r| &r[r.find("========= Invalid").unwrap()..])
+            .collect();
+        let mut log = String::with_capacity(210 << 20);
+        log.push_str("========= COMPUTE-SANITIZER\n");
+        let mut i = 0u32;
+        while log.len() < 200 << 20 {
+            let r = recs[(i as usize) % recs.len()];
+            let (head, rest) = r.split_at(r.find("=========     by thread").unwrap());
+            let tail = &rest[rest.find('\n').unwrap() + 1..];
+            log.push_str(head);
+            log.push_str(&format!(
+                "=========     by thread ({},0,0) in block ({},0,0)\n",
+                i % 1024,
+                i / 1024
+            ));
+            log.push_str(tail);
+            i += 1;
+        }
+        let start = std::time::Instant::now();
+        let mut p = MemcheckParser::default();
+        let mut lineno = 0;
+        for line in log.lines() {
+            lineno += 1;
+            p.line(line, LineCtx { lineno, rank: None });
+        }
+        let mut ev = Evidence::default();
+        p.finish(&mut ev);
+        let parser_only = start.elapsed().as_secs_f64();
+        assert_eq!(ev.faults.iter().map(|f| f.count).sum::<u64>(), u64::from(i));
+        let start = std::time::Instant::now();
+        let ev = super::super::scan::scan_reader(log.as_bytes(), "big.log", "big.log");
+        let full = start.elapsed().as_secs_f64();
+        assert_eq!(ev.faults.iter().filter(|f| f.tool == Some(Tool::Memcheck)).count(), 2);
+        let mb = log.len() as f64 / 1e6;
+        eprintln!(
+            "{mb:.0} MB, {i} records: memcheck parser alone {:.0} MB/s; scan_reader (all parsers) {:.0} MB/s",
+            mb / parser_only,
+            mb / full
+        );
     }
 
     proptest! {

@@ -1,3 +1,783 @@
-//! Placeholder being replaced by the real XML parser.
-use super::Evidence;
-pub fn parse<R: std::io::BufRead>(_r: R, _ev: &mut Evidence) {}
+//! compute-sanitizer's `--xml --save FILE` report (`<ComputeSanitizerOutput>` of `<record>`s),
+//! read with a streaming pull parser into the same grouped [`Fault`]s (tool
+//! `memcheck-xml`) and [`ApiError`]s as the text reader in [`super::memcheck`].
+//!
+//! Must not: build a document tree, keep more than the record being read (groups, frames
+//! and field lengths are capped), or panic on any byte sequence. A malformed or truncated
+//! report keeps every record that was complete and adds a note naming the byte position.
+
+use std::io::BufRead;
+
+use quick_xml::events::Event;
+use quick_xml::Reader;
+
+use super::memcheck::{
+    access_class, clip, kernel_name, parse_program_hit, push_clipped, source_loc, ApiErrors, Sites, Slot,
+    MAX_HOST_FRAMES,
+};
+use super::{names, parse_hex, Access, Dim3, ErrorClass, Evidence, Fault, Frame, Tool};
+
+/// Deepest element nesting tracked; deeper elements are skipped (but still balanced).
+const MAX_DEPTH: usize = 64;
+
+/// The element names this reader acts on; everything else is `Other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    Root,
+    Record,
+    Kind,
+    Who,
+    ThreadIdx,
+    BlockIdx,
+    X,
+    Y,
+    Z,
+    What,
+    Text,
+    Space,
+    Size,
+    Direction,
+    Error,
+    Address,
+    Api,
+    Message,
+    Result,
+    Where,
+    Func,
+    Path,
+    File,
+    Line,
+    Pc,
+    HostStack,
+    Frame,
+    Module,
+    Other,
+}
+
+fn tag_of(name: &str) -> Tag {
+    match name {
+        "ComputeSanitizerOutput" => Tag::Root,
+        "record" => Tag::Record,
+        "kind" => Tag::Kind,
+        "who" => Tag::Who,
+        "threadIdx" => Tag::ThreadIdx,
+        "blockIdx" => Tag::BlockIdx,
+        "x" => Tag::X,
+        "y" => Tag::Y,
+        "z" => Tag::Z,
+        "what" => Tag::What,
+        "text" => Tag::Text,
+        "space" => Tag::Space,
+        "size" => Tag::Size,
+        "direction" => Tag::Direction,
+        "error" => Tag::Error,
+        "address" => Tag::Address,
+        "api" => Tag::Api,
+        "message" => Tag::Message,
+        "result" => Tag::Result,
+        "where" => Tag::Where,
+        "func" => Tag::Func,
+        "path" => Tag::Path,
+        "file" => Tag::File,
+        "line" => Tag::Line,
+        "pc" => Tag::Pc,
+        "hostStack" => Tag::HostStack,
+        "frame" => Tag::Frame,
+        "module" => Tag::Module,
+        _ => Tag::Other,
+    }
+}
+
+/// One `<frame>` of a `<hostStack>`, as text fields (reused).
+#[derive(Default)]
+struct RawFrame {
+    func: String,
+    module: String,
+    path: String,
+    line: String,
+}
+
+impl RawFrame {
+    fn clear(&mut self) {
+        self.func.clear();
+        self.module.clear();
+        self.path.clear();
+        self.line.clear();
+    }
+
+    fn to_frame(&self) -> Frame {
+        let func = self.func.trim();
+        let module = self.module.trim();
+        let line: Option<u32> = self.line.trim().parse().ok();
+        let path = self.path.trim();
+        Frame {
+            function: (!func.is_empty()).then(|| func.to_string()),
+            file: (!path.is_empty()).then(|| path.to_string()),
+            line,
+            module: (!module.is_empty()).then(|| module.to_string()),
+            // A frame with a source line but no module is an interpreter (Python) frame.
+            python: module.is_empty() && line.is_some(),
+        }
+    }
+}
+
+/// The `<record>` being read; buffers are reused from record to record.
+#[derive(Default)]
+struct Record {
+    kind: String,
+    thread: [Option<u32>; 3],
+    block: [Option<u32>; 3],
+    text: String,
+    space: String,
+    size: String,
+    direction: String,
+    error: String,
+    address: String,
+    api: String,
+    message: String,
+    result: String,
+    func: String,
+    path: String,
+    line: String,
+    pc: String,
+    /// Keep this record's host frames (decided at `<hostStack>`: its site is new)?
+    want_frames: bool,
+    frames: Vec<Frame>,
+    frames_cut: bool,
+    frame: RawFrame,
+}
+
+impl Record {
+    fn clear(&mut self) {
+        self.kind.clear();
+        self.thread = [None; 3];
+        self.block = [None; 3];
+        for s in [
+            &mut self.text,
+            &mut self.space,
+            &mut self.size,
+            &mut self.direction,
+            &mut self.error,
+            &mut self.address,
+            &mut self.api,
+            &mut self.message,
+            &mut self.result,
+            &mut self.func,
+            &mut self.path,
+            &mut self.line,
+            &mut self.pc,
+        ] {
+            s.clear();
+        }
+        self.want_frames = false;
+        self.frames.clear();
+        self.frames_cut = false;
+        self.frame.clear();
+    }
+
+    fn dim(d: [Option<u32>; 3]) -> Option<Dim3> {
+        Some([d[0]?, d[1]?, d[2]?])
+    }
+
+    fn is_api(&self) -> bool {
+        self.kind.trim() == "Api"
+    }
+
+    /// A record that locates a fault: it names a function or a thread.
+    fn is_fault(&self) -> bool {
+        !self.is_api() && (!self.func.trim().is_empty() || Self::dim(self.thread).is_some())
+    }
+
+    /// The site key: kind, what happened, function, and line (or offset without line info).
+    fn key(&self, k: &mut Vec<u8>) {
+        k.clear();
+        for s in [
+            &self.kind,
+            &self.text,
+            &self.space,
+            &self.direction,
+            &self.size,
+            &self.error,
+            &self.func,
+            &self.path,
+        ] {
+            k.extend_from_slice(s.trim().as_bytes());
+            k.push(0);
+        }
+        let line = self.line.trim();
+        k.extend_from_slice(if line.is_empty() { self.pc.trim() } else { line }.as_bytes());
+    }
+
+    fn fault(&self) -> Fault {
+        let func = self.func.trim();
+        let (mut kernel, mut mangled) = kernel_name(func);
+        // `<func>` is the bare name (`sum_neighbors`); the launch stub in the host stack
+        // (`__device_stub__Z13sum_neighborsPKfPfi`) carries the mangled signature.
+        if kernel.is_some() {
+            let stub = self.frames.iter().filter_map(|f| f.function.as_deref()).find_map(|f| {
+                let m = f.strip_prefix("__device_stub_")?;
+                let d = names::demangle(m)?;
+                (names::kernel_key(&d) == names::kernel_key(func)).then(|| (d, m.to_string()))
+            });
+            if let Some((d, m)) = stub {
+                kernel = Some(names::compact_signature(&d));
+                mangled = Some(m);
+            }
+        }
+        let text = self.text.trim();
+        let error = self.error.trim();
+        let direction = self.direction.trim();
+        let space = self.space.trim();
+        let is_access = text.starts_with("Invalid ") || !direction.is_empty() || !space.is_empty();
+        let address = parse_hex(&self.address);
+        let (class, access) = if is_access {
+            let access = Access {
+                kind: (!direction.is_empty()).then(|| direction.to_string()),
+                space: (!space.is_empty()).then(|| space.to_string()),
+                size: self.size.trim().parse().ok(),
+                address,
+                nearest: None,
+            };
+            (access_class(text, error), Some(access))
+        } else {
+            let what = if text.is_empty() { self.kind.trim() } else { text };
+            let access = address.map(|a| Access { address: Some(a), ..Access::default() });
+            (ErrorClass::from_message(what), access)
+        };
+        let detail = if !error.is_empty() {
+            Some(error.to_string())
+        } else if !text.is_empty() {
+            Some(text.to_string())
+        } else {
+            None
+        };
+        Fault {
+            tool: Some(Tool::MemcheckXml),
+            error: Some(class),
+            kernel,
+            mangled,
+            location: source_loc(&self.path, &self.line),
+            pc: parse_hex(&self.pc),
+            access,
+            host_frames: self.frames.clone(),
+            detail,
+            ..Fault::default()
+        }
+    }
+}
+
+/// The reader's state between events.
+#[derive(Default)]
+struct State {
+    stack: Vec<Tag>,
+    /// Elements open below [`MAX_DEPTH`], not tracked.
+    deep: usize,
+    /// Character data of the innermost element (capped).
+    chars: String,
+    in_record: bool,
+    rec: Record,
+    key: Vec<u8>,
+    sites: Sites,
+    api: ApiErrors,
+    records: u64,
+    seen_root: bool,
+}
+
+impl State {
+    fn parent(&self) -> Option<Tag> {
+        self.stack.last().copied()
+    }
+
+    fn start(&mut self, tag: Tag) {
+        if self.stack.len() >= MAX_DEPTH || self.deep > 0 {
+            self.deep += 1;
+            return;
+        }
+        let parent = self.parent();
+        self.stack.push(tag);
+        self.chars.clear();
+        match (tag, parent) {
+            (Tag::Root, None) => self.seen_root = true,
+            (Tag::Record, _) if !self.in_record => {
+                self.in_record = true;
+                self.rec.clear();
+            }
+            (Tag::HostStack, Some(Tag::Record)) if self.in_record => {
+                // The site is known by now (`<what>` and `<where>` come first): keep the
+                // frames only for the first record of a site.
+                self.rec.want_frames = if self.rec.is_fault() {
+                    self.rec.key(&mut self.key);
+                    self.sites.find(&self.key) == Slot::New
+                } else {
+                    false
+                };
+            }
+            (Tag::Frame, Some(Tag::HostStack)) => self.rec.frame.clear(),
+            _ => {}
+        }
+    }
+
+    fn end(&mut self) {
+        if self.deep > 0 {
+            self.deep -= 1;
+            return;
+        }
+        let Some(tag) = self.stack.pop() else { return };
+        let parent = self.parent();
+        let grand = self.stack.len().checked_sub(2).and_then(|i| self.stack.get(i)).copied();
+        if !self.in_record {
+            self.chars.clear();
+            return;
+        }
+        let text = self.chars.trim();
+        let r = &mut self.rec;
+        match (parent, tag) {
+            (Some(Tag::Record), Tag::Kind) => set(&mut r.kind, text),
+            (Some(Tag::ThreadIdx | Tag::BlockIdx), Tag::X | Tag::Y | Tag::Z) => {
+                let i = match tag {
+                    Tag::X => 0,
+                    Tag::Y => 1,
+                    _ => 2,
+                };
+                let v = text.parse().ok();
+                if parent == Some(Tag::ThreadIdx) {
+                    r.thread[i] = v;
+                } else {
+                    r.block[i] = v;
+                }
+            }
+            (Some(Tag::What), Tag::Text) => set(&mut r.text, text),
+            (Some(Tag::What), Tag::Space) => set(&mut r.space, text),
+            (Some(Tag::What), Tag::Size) => set(&mut r.size, text),
+            (Some(Tag::What), Tag::Direction) => set(&mut r.direction, text),
+            (Some(Tag::What), Tag::Error) => set(&mut r.error, text),
+            (Some(Tag::What), Tag::Address) => set(&mut r.address, text),
+            (Some(Tag::What), Tag::Api) => set(&mut r.api, text),
+            (Some(Tag::What), Tag::Message) => set(&mut r.message, text),
+            (Some(Tag::What), Tag::Result) => set(&mut r.result, text),
+            (Some(Tag::Where), Tag::Func) => set(&mut r.func, text),
+            (Some(Tag::Where), Tag::Path | Tag::File) => set(&mut r.path, text),
+            (Some(Tag::Where), Tag::Line) => set(&mut r.line, text),
+            (Some(Tag::Where), Tag::Pc) => set(&mut r.pc, text),
+            (Some(Tag::Frame), t) if grand == Some(Tag::HostStack) && r.want_frames => match t {
+                Tag::Func => set(&mut r.frame.func, text),
+                Tag::Module => set(&mut r.frame.module, text),
+                Tag::Path | Tag::File => set(&mut r.frame.path, text),
+                Tag::Line => set(&mut r.frame.line, text),
+                _ => {}
+            },
+            (Some(Tag::HostStack), Tag::Frame) if r.want_frames => {
+                if r.frames.len() < MAX_HOST_FRAMES {
+                    r.frames.push(r.frame.to_frame());
+                } else {
+                    r.frames_cut = true;
+                }
+            }
+            (_, Tag::Record) => self.end_record(),
+            _ => {}
+        }
+        self.chars.clear();
+    }
+
+    /// Counts the finished `<record>` into its group.
+    fn end_record(&mut self) {
+        self.in_record = false;
+        self.records += 1;
+        let r = &self.rec;
+        if r.is_api() {
+            let (mut error, mut code, mut message, mut api) =
+                (r.error.trim(), r.result.trim().parse().ok(), r.message.trim(), r.api.trim());
+            if api.is_empty() || error.is_empty() {
+                if let Some((e, c, m, a)) = parse_program_hit(&r.text) {
+                    (error, code, message, api) = (e, c, m, a);
+                }
+            }
+            if !api.is_empty() || !error.is_empty() {
+                self.api.add(error, code, message, if api.is_empty() { "?" } else { api });
+            }
+            return;
+        }
+        if !r.is_fault() {
+            return;
+        }
+        let (block, thread) = (Record::dim(r.block), Record::dim(r.thread));
+        r.key(&mut self.key);
+        match self.sites.find(&self.key) {
+            Slot::Known(i) => self.sites.hit(i, block, thread),
+            Slot::Full => self.sites.skip(),
+            Slot::New => {
+                let fault = r.fault();
+                if r.frames_cut {
+                    self.sites.note_frames_cut();
+                }
+                self.sites.add(&self.key, fault, block, thread);
+            }
+        }
+    }
+
+    fn chars(&mut self, s: &str) {
+        if self.in_record && self.deep == 0 {
+            push_clipped(&mut self.chars, s);
+        }
+    }
+}
+
+fn set(dst: &mut String, s: &str) {
+    dst.clear();
+    dst.push_str(clip(s));
+}
+
+/// Reads one compute-sanitizer XML report into `ev`. Never fails: problems become notes.
+pub fn parse<R: BufRead>(r: R, ev: &mut Evidence) {
+    let mut reader = Reader::from_reader(r);
+    let mut buf: Vec<u8> = Vec::with_capacity(8 * 1024);
+    let mut st = State::default();
+    let mut problem: Option<String> = None;
+    loop {
+        let event = reader.read_event_into(&mut buf);
+        match event {
+            Ok(Event::Start(e)) => st.start(tag_of(e.local_name().as_ref())),
+            Ok(Event::Empty(e)) => {
+                st.start(tag_of(e.local_name().as_ref()));
+                st.end();
+            }
+            Ok(Event::End(_)) => st.end(),
+            Ok(Event::Text(t)) => st.chars(&t),
+            Ok(Event::CData(t)) => st.chars(&t),
+            Ok(Event::GeneralRef(g)) => {
+                let resolved = match g.resolve_char_ref() {
+                    Ok(Some(c)) => Some(c),
+                    _ => quick_xml::escape::resolve_predefined_entity(&g).and_then(|s| s.chars().next()),
+                };
+                match resolved {
+                    Some(c) => st.chars(c.encode_utf8(&mut [0u8; 4])),
+                    None => st.chars("\u{fffd}"),
+                }
+            }
+            Ok(Event::Eof) => {
+                if !st.stack.is_empty() || st.deep > 0 {
+                    let inside = if st.in_record { " inside a <record>" } else { "" };
+                    problem =
+                        Some(format!("XML report truncated at byte {}{inside}", reader.buffer_position()));
+                }
+                break;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                problem = Some(format!("XML report malformed at byte {}: {e}", reader.error_position()));
+                break;
+            }
+        }
+        buf.clear();
+    }
+    ev.bytes = reader.buffer_position();
+    if st.seen_root || st.records > 0 {
+        ev.saw(Tool::MemcheckXml);
+    }
+    let complete = st.records;
+    st.sites.finish(ev);
+    st.api.finish(ev);
+    if let Some(p) = problem {
+        let partial = if st.in_record { "; the partial record was dropped" } else { "" };
+        ev.notes.push(format!("{p}: the {complete} complete record(s) before it were kept{partial}"));
+    }
+    if !st.seen_root {
+        ev.notes
+            .push("XML without a <ComputeSanitizerOutput> root: not a compute-sanitizer report".to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// 23_memcheck.xml (H200, CUDA 13.0, `compute-sanitizer --xml --save`), verbatim.
+    const REPORT: &str = r#"<?xml version="1.0" encoding="utf-8"?>
+<ComputeSanitizerOutput>
+  <record>
+    <kind>Precise</kind>
+    <level>Error</level>
+    <who>
+      <threadIdx>
+        <x>231</x>
+        <y>0</y>
+        <z>0</z>
+      </threadIdx>
+      <blockIdx>
+        <x>3</x>
+        <y>0</y>
+        <z>0</z>
+      </blockIdx>
+    </who>
+    <what>
+      <text>Invalid __global__ read of size 4 bytes is out of bounds</text>
+      <space>__global__</space>
+      <size>4</size>
+      <direction>read</direction>
+      <error>out of bounds</error>
+      <address>0x7fcc1e800fa0</address>
+    </what>
+    <where>
+      <func>sum_neighbors</func>
+      <path>/src/probe/small_oob.cu</path>
+      <line>8</line>
+      <pc>0xc0</pc>
+    </where>
+    <hostStack>
+      <saveLocation>kernel launch time</saveLocation>
+      <frame>
+        <func>cuLaunchKernel</func>
+        <pc>0x39fb94</pc>
+        <module>/usr/local/nvidia/lib64/libcuda.so.1</module>
+      </frame>
+      <frame>
+        <func>libcudart_static_4d8b33a106dceb3c07a56e26de61f2d53bb62a68</func>
+        <pc>0xe153</pc>
+        <module>/src/probe/./s_li</module>
+      </frame>
+      <frame>
+        <func>cudaLaunchKernel</func>
+        <pc>0x705a7</pc>
+        <module>/src/probe/./s_li</module>
+      </frame>
+      <frame>
+        <func>__cudaLaunchKernel_helper</func>
+        <pc>0x8c6d</pc>
+        <module>/src/probe/./s_li</module>
+      </frame>
+      <frame>
+        <func>__device_stub__Z13sum_neighborsPKfPfi</func>
+        <pc>0x8f8e</pc>
+        <module>/src/probe/./s_li</module>
+      </frame>
+      <frame>
+        <func>sum_neighbors</func>
+        <pc>0x9018</pc>
+        <module>/src/probe/./s_li</module>
+      </frame>
+      <frame>
+        <func>main</func>
+        <pc>0x8d47</pc>
+        <module>/src/probe/./s_li</module>
+      </frame>
+      <frame>
+        <pc>0x2a1c9</pc>
+        <module>/lib/x86_64-linux-gnu/libc.so.6</module>
+      </frame>
+      <frame>
+        <func>__libc_start_main</func>
+        <pc>0x2a28a</pc>
+        <module>/lib/x86_64-linux-gnu/libc.so.6</module>
+      </frame>
+      <frame>
+        <func>_start</func>
+        <pc>0x8ae4</pc>
+        <module>/src/probe/./s_li</module>
+      </frame>
+    </hostStack>
+  </record>
+  <record>
+    <kind>Api</kind>
+    <what>
+      <text>Program hit cudaErrorLaunchFailure (error 719) due to &quot;unspecified launch failure&quot; on CUDA API call to cudaDeviceSynchronize.</text>
+      <api>cudaDeviceSynchronize</api>
+      <error>cudaErrorLaunchFailure</error>
+      <message>unspecified launch failure</message>
+      <result>719</result>
+    </what>
+    <hostStack>
+      <saveLocation>error</saveLocation>
+      <frame>
+        <pc>0x4cb045</pc>
+        <module>/usr/local/nvidia/lib64/libcuda.so.1</module>
+      </frame>
+      <frame>
+        <func>cudaDeviceSynchronize</func>
+        <pc>0x40640</pc>
+        <module>/src/probe/./s_li</module>
+      </frame>
+      <frame>
+        <func>main</func>
+        <pc>0x8d4c</pc>
+        <module>/src/probe/./s_li</module>
+      </frame>
+      <frame>
+        <pc>0x2a1c9</pc>
+        <module>/lib/x86_64-linux-gnu/libc.so.6</module>
+      </frame>
+      <frame>
+        <func>__libc_start_main</func>
+        <pc>0x2a28a</pc>
+        <module>/lib/x86_64-linux-gnu/libc.so.6</module>
+      </frame>
+      <frame>
+        <func>_start</func>
+        <pc>0x8ae4</pc>
+        <module>/src/probe/./s_li</module>
+      </frame>
+    </hostStack>
+  </record>
+</ComputeSanitizerOutput>
+"#;
+
+    fn read(bytes: &[u8]) -> Evidence {
+        let mut ev = Evidence::new("r.xml", "r.xml");
+        parse(bytes, &mut ev);
+        ev
+    }
+
+    /// The report's first record, as it stands between `  <record>` and `  </record>`.
+    fn first_record() -> &'static str {
+        let start = REPORT.find("  <record>").unwrap();
+        let end = REPORT.find("  </record>").unwrap() + "  </record>\n".len();
+        &REPORT[start..end]
+    }
+
+    #[test]
+    fn reads_the_recorded_report() {
+        let ev = read(REPORT.as_bytes());
+        assert_eq!(ev.tools, vec![Tool::MemcheckXml]);
+        assert!(ev.notes.is_empty(), "{:?}", ev.notes);
+        assert_eq!(ev.faults.len(), 1);
+        let f = &ev.faults[0];
+        assert_eq!(f.tool, Some(Tool::MemcheckXml));
+        assert_eq!(f.error, Some(ErrorClass::InvalidAccess));
+        assert_eq!(f.kernel.as_deref(), Some("sum_neighbors(float const*, float*, int)"));
+        assert_eq!(f.mangled.as_deref(), Some("_Z13sum_neighborsPKfPfi"));
+        assert_eq!(
+            f.location,
+            Some(super::super::SourceLoc { file: "/src/probe/small_oob.cu".into(), line: 8 })
+        );
+        assert_eq!(f.pc, Some(0xc0));
+        assert_eq!(f.thread, Some([231, 0, 0]));
+        assert_eq!(f.block, Some([3, 0, 0]));
+        assert_eq!(f.count, 1);
+        assert_eq!(f.thread_range, Some([[231, 0, 0], [231, 0, 0]]));
+        assert_eq!(f.detail.as_deref(), Some("out of bounds"));
+        assert_eq!(
+            f.access,
+            Some(Access {
+                kind: Some("read".into()),
+                space: Some("__global__".into()),
+                size: Some(4),
+                address: Some(0x7fcc1e800fa0),
+                nearest: None,
+            })
+        );
+        assert_eq!(f.host_frames.len(), 10);
+        assert_eq!(
+            f.host_frames[6],
+            Frame {
+                function: Some("main".into()),
+                module: Some("/src/probe/./s_li".into()),
+                ..Frame::default()
+            }
+        );
+        assert_eq!(f.host_frames[7].function, None);
+        assert!(f.host_frames.iter().all(|h| !h.python));
+        assert_eq!(
+            ev.api_errors,
+            vec![super::super::ApiError {
+                api: "cudaDeviceSynchronize".into(),
+                error: "cudaErrorLaunchFailure".into(),
+                code: Some(719),
+                message: "unspecified launch failure".into(),
+                count: 1,
+            }]
+        );
+        assert_eq!(ev.bytes, REPORT.len() as u64);
+    }
+
+    #[test]
+    fn same_site_records_group() {
+        // The recorded record repeated with the thread index counting up.
+        let rec = first_record();
+        let mut doc = String::from("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<ComputeSanitizerOutput>\n");
+        for i in 0..300u32 {
+            doc.push_str(&rec.replacen("<x>231</x>", &format!("<x>{}</x>", 200 + i % 50), 1));
+        }
+        doc.push_str(&REPORT[REPORT.find("  <record>\n    <kind>Api").unwrap()..]);
+        let ev = read(doc.as_bytes());
+        assert_eq!(ev.faults.len(), 1);
+        let f = &ev.faults[0];
+        assert_eq!(f.count, 300);
+        assert_eq!(f.thread, Some([200, 0, 0]));
+        assert_eq!(f.thread_range, Some([[200, 0, 0], [249, 0, 0]]));
+        assert_eq!(f.block_range, Some([[3, 0, 0], [3, 0, 0]]));
+        assert_eq!(f.host_frames.len(), 10);
+        assert_eq!(ev.api_errors[0].count, 1);
+    }
+
+    #[test]
+    fn truncated_report_keeps_complete_records() {
+        let cut = REPORT.find("<api>").unwrap();
+        let ev = read(&REPORT.as_bytes()[..cut]);
+        assert_eq!(ev.faults.len(), 1);
+        assert!(ev.api_errors.is_empty());
+        let note = ev.notes.iter().find(|n| n.contains("truncated")).expect("a note");
+        assert!(note.contains(&format!("at byte {cut}")), "{note}");
+        assert!(note.contains("1 complete record(s)"), "{note}");
+        assert!(note.contains("partial record was dropped"), "{note}");
+    }
+
+    #[test]
+    fn malformed_report_says_where() {
+        let bad = REPORT.replacen("</what>", "</wat>", 1);
+        let ev = read(bad.as_bytes());
+        assert!(ev.faults.is_empty());
+        let note = ev.notes.iter().find(|n| n.contains("malformed")).expect("a note");
+        assert!(note.contains("at byte"), "{note}");
+    }
+
+    #[test]
+    fn not_a_report() {
+        let ev = read(b"<?xml version=\"1.0\"?><html><body/></html>");
+        assert!(ev.tools.is_empty());
+        assert!(ev.notes.iter().any(|n| n.contains("not a compute-sanitizer report")));
+    }
+
+    #[test]
+    fn scan_sends_xml_here() {
+        let ev = super::super::scan::scan_str(REPORT, "23_memcheck.xml");
+        assert_eq!(ev.tools, vec![Tool::MemcheckXml]);
+        assert_eq!(ev.faults.len(), 1);
+    }
+
+    #[test]
+    fn every_truncation_is_safe() {
+        for i in 0..=REPORT.len() {
+            let ev = read(&REPORT.as_bytes()[..i]);
+            assert!(ev.faults.len() <= 1);
+            if i < REPORT.len() - 1 && i > 0 {
+                assert!(!ev.notes.is_empty(), "cut at {i} went unnoticed");
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+            let _ = read(&bytes);
+        }
+
+        #[test]
+        fn corrupted_reports_never_panic(at in 0usize..3471, junk in proptest::collection::vec(any::<u8>(), 0..16)) {
+            let mut bytes = REPORT.as_bytes().to_vec();
+            let at = at.min(bytes.len());
+            bytes.splice(at..at, junk);
+            let _ = read(&bytes);
+        }
+
+        #[test]
+        fn tag_soup_never_panics(parts in proptest::collection::vec(
+            "(<record>|</record>|<what>|</what>|<where>|</where>|<hostStack>|</hostStack>|<frame>|</frame>|<func>f</func>|<kind>Api</kind>|<x>1</x>|<threadIdx>|</threadIdx>|&quot;|&#x41;|&bogus;|<![CDATA[x]]>)",
+            0..60,
+        )) {
+            let doc = format!("<ComputeSanitizerOutput>{}</ComputeSanitizerOutput>", parts.concat());
+            let _ = read(doc.as_bytes());
+        }
+    }
+}

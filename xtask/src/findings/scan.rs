@@ -14,6 +14,8 @@ use super::{
 
 /// Lines longer than this are cut (the rest of the line is skipped, not buffered).
 pub const MAX_LINE: usize = 64 * 1024;
+/// How the note for a text input with nothing recognisable starts.
+pub const NOT_RECOGNISED: &str = "no output of a known tool";
 /// Size of the read buffer.
 const CHUNK: usize = 1 << 20;
 
@@ -189,11 +191,10 @@ pub fn scan_reader<R: Read>(reader: R, path: &str, origin: &str) -> Evidence {
         ));
     }
     if ev.tools.is_empty() {
-        ev.notes.push(
-            "no output of a known tool (CUDA runtime error, Python traceback, coredump, \
-             cuda-gdb, compute-sanitizer) was recognised"
-                .to_string(),
-        );
+        ev.notes.push(format!(
+            "{NOT_RECOGNISED} (CUDA runtime error, Python traceback, coredump, cuda-gdb, \
+             compute-sanitizer) was recognised"
+        ));
     }
     ev
 }

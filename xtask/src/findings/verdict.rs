@@ -1,1 +1,540 @@
-//! Verdict (in progress).
+//! The verdict: merges the findings of every rung (every input file) into one answer —
+//! the faulting kernel, the source line, the error, block and thread, the bad address,
+//! the first user frame on the host — and says which inputs support it and where they
+//! disagree. When no tool located a fault there is no verdict: this module never guesses.
+//!
+//! Pure: takes [`Evidence`] values, returns an [`Analysis`]. No I/O, no printing.
+
+use serde::Serialize;
+
+use super::{
+    names, Access, Dim3, ErrorClass, Evidence, Fault, Frame, SourceLoc, Symptom, Tool,
+};
+
+/// The merged answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    /// The kernel, demangled, with its signature where a tool printed one.
+    pub kernel: String,
+    /// The source position of the faulting access: the user's line.
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub error: ErrorClass,
+    pub block: Option<Dim3>,
+    pub thread: Option<Dim3>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<u32>,
+    /// Process and rank that faulted, where known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// The access (kind, size, address, nearest allocation), where memcheck saw it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access: Option<Access>,
+    /// For a fault in inlined code: the chain from the faulting line out to the
+    /// kernel's own line (`store_helpers.cuh:5`, `inlined.cu:8`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inlined: Vec<SourceLoc>,
+    /// The innermost user frame on the host that launched the kernel or saw the error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_frame: Option<Frame>,
+    /// The inputs (rungs) whose findings support this verdict, in input order.
+    pub rungs: Vec<String>,
+    /// Inputs that point elsewhere, one sentence each.
+    pub disagreements: Vec<String>,
+    /// Things a reader should know about this verdict (graph replay, crashed debugger).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub remarks: Vec<String>,
+}
+
+/// A finding together with the input it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Located<T> {
+    pub origin: String,
+    #[serde(flatten)]
+    pub item: T,
+}
+
+/// Everything `analyze` reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Analysis {
+    pub verdict: Option<Verdict>,
+    /// Why there is no verdict, or what the verdict rests on, in one sentence.
+    pub conclusion: String,
+    /// Every device fault found, grouped by site within each input.
+    pub findings: Vec<Located<Fault>>,
+    /// What the program reported on the host, per input.
+    pub symptoms: Vec<Located<Symptom>>,
+    /// Per input: what was recognised and what could not be read.
+    pub inputs: Vec<InputSummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InputSummary {
+    pub path: String,
+    pub origin: String,
+    pub tools: Vec<Tool>,
+    pub lines: u64,
+    pub bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_summary: Option<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub waits: Vec<super::WaitNotice>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub coredumps: Vec<super::CoredumpFile>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub api_errors: Vec<super::ApiError>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub debugger_crashed: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// How much a finding from a tool is worth when locating a fault. cuda-gdb's
+/// `The exception was triggered at PC` is the hardware's own word; memcheck watched the
+/// access; PyTorch's assert line names the line that failed; the coredump progress stream
+/// names only the kernel.
+fn weight(f: &Fault) -> u32 {
+    let located = f.location.is_some();
+    match f.tool {
+        Some(Tool::CudaGdb) if located => 50,
+        Some(Tool::Memcheck | Tool::MemcheckXml) if located => 40,
+        Some(Tool::Host) if located => 35,
+        Some(Tool::CudaGdb) => 20,
+        Some(Tool::Memcheck | Tool::MemcheckXml) => 15,
+        Some(Tool::Coredump) => 10,
+        _ => 5,
+    }
+}
+
+/// The kernel a fault happened in: for memcheck records in inlined code, the outermost
+/// device frame is the `__global__` function; otherwise the kernel as printed.
+fn kernel_of(f: &Fault) -> Option<&str> {
+    if matches!(f.tool, Some(Tool::Memcheck | Tool::MemcheckXml)) {
+        if let Some(outer) = f.frames.last().and_then(|fr| fr.function.as_deref()) {
+            return Some(outer);
+        }
+    }
+    f.kernel.as_deref()
+}
+
+/// True when two printed kernel names denote the same kernel: equal comparison keys, or
+/// one is the other's unqualified tail (`nll_loss_forward_reduce_cuda_kernel_2d` from
+/// PyTorch's assert line vs `at::native::(anonymous namespace)::nll_loss_...` from cuda-gdb).
+pub fn same_kernel(a: &str, b: &str) -> bool {
+    let (ka, kb) = (names::kernel_key(a), names::kernel_key(b));
+    ka == kb || ka.ends_with(&format!("::{kb}")) || kb.ends_with(&format!("::{ka}"))
+}
+
+/// Whether two positions name the same line: same line number and the same file, where
+/// one tool may print a full path and the other only the file name.
+fn same_loc(a: &SourceLoc, b: &SourceLoc) -> bool {
+    a.line == b.line && (a.file == b.file || names::base_name(&a.file) == names::base_name(&b.file))
+}
+
+/// The positions of a fault, innermost first: the faulting line, then the lines it was
+/// inlined into (cuda-gdb's `inlined from`, memcheck's device frames).
+fn chain(f: &Fault) -> Vec<SourceLoc> {
+    let mut out: Vec<SourceLoc> = Vec::new();
+    let mut push = |l: SourceLoc| {
+        if !out.iter().any(|o| same_loc(o, &l)) {
+            out.push(l);
+        }
+    };
+    if !f.inlined.is_empty() {
+        for l in &f.inlined {
+            push(l.clone());
+        }
+    }
+    if let Some(l) = &f.location {
+        push(l.clone());
+    }
+    if matches!(f.tool, Some(Tool::Memcheck | Tool::MemcheckXml)) {
+        for fr in &f.frames {
+            if let (Some(file), Some(line)) = (&fr.file, fr.line) {
+                push(SourceLoc { file: file.clone(), line });
+            }
+        }
+    }
+    out
+}
+
+/// The user's line in a chain: the innermost position outside library and toolkit
+/// headers (CUDA's, CUTLASS's, PyTorch's), else the innermost position.
+fn user_loc(chain: &[SourceLoc]) -> Option<&SourceLoc> {
+    chain.iter().find(|l| !is_toolkit_path(&l.file)).or(chain.first())
+}
+
+fn is_toolkit_path(p: &str) -> bool {
+    p.contains("/cuda/include/")
+        || p.contains("/cuda-")
+        || p.contains("/targets/x86_64-linux/include/")
+        || p.contains("/cutlass/")
+        || p.contains("/cub/")
+        || p.contains("/thrust/")
+        || p.starts_with("/usr/include/")
+}
+
+/// `cudaGraphLaunch`, `cuLaunchKernel`, `cudaMemcpy`: the runtime and driver APIs.
+fn is_cuda_api(func: &str) -> bool {
+    let upper_after = |p: &str| func.strip_prefix(p).and_then(|r| r.chars().next()).is_some_and(|c| c.is_ascii_uppercase());
+    upper_after("cuda") || upper_after("cu")
+}
+
+/// Host frames that are the runtime, the driver or the interpreter, not the user's code.
+fn is_runtime_frame(f: &Frame) -> bool {
+    if f.python {
+        return f.file.as_deref().is_none_or(names::is_library_path);
+    }
+    let module = f.module.as_deref().unwrap_or("");
+    let func = f.function.as_deref().unwrap_or("");
+    func.is_empty()
+        || module.starts_with("libcuda")
+        || module.starts_with("libcudart")
+        || module.starts_with("libtorch")
+        || module.starts_with("libc10")
+        || module.starts_with("libc.so")
+        || module.starts_with("python")
+        || module.starts_with("libpython")
+        || module.starts_with("__triton_launcher")
+        || module.contains("/nvidia/")
+        || is_cuda_api(func)
+        || func.starts_with("__cudaLaunch")
+        || func.starts_with("__device_stub")
+        || func.starts_with("libcudart_static")
+        || func.starts_with("_Py")
+        || func.starts_with("Py")
+        || func == "_start"
+        || func == "__libc_start_main"
+}
+
+/// Merges the evidence of every input into an analysis.
+pub fn decide(inputs: &[Evidence]) -> Analysis {
+    let mut findings: Vec<Located<Fault>> = Vec::new();
+    let mut symptoms: Vec<Located<Symptom>> = Vec::new();
+    for ev in inputs {
+        for f in &ev.faults {
+            findings.push(Located { origin: ev.origin.clone(), item: f.clone() });
+        }
+        for s in &ev.symptoms {
+            symptoms.push(Located { origin: ev.origin.clone(), item: s.clone() });
+        }
+    }
+    let summaries = inputs.iter().map(summarise).collect();
+
+    // Cluster the faults by kernel; the cluster with the most weight wins, ties going to
+    // the one seen first. Only faults that name a kernel can found a verdict.
+    let mut clusters: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, f) in findings.iter().enumerate() {
+        let Some(k) = kernel_of(&f.item) else { continue };
+        match clusters.iter_mut().find(|(ck, _)| same_kernel(ck, k)) {
+            Some((_, members)) => members.push(i),
+            None => clusters.push((k.to_string(), vec![i])),
+        }
+    }
+    let cluster_weight = |members: &[usize]| -> u32 {
+        // Weight counts each input once, by its best finding.
+        let mut best: Vec<(&str, u32)> = Vec::new();
+        for &i in members {
+            let w = weight(&findings[i].item);
+            match best.iter_mut().find(|(o, _)| *o == findings[i].origin) {
+                Some(b) => b.1 = b.1.max(w),
+                None => best.push((&findings[i].origin, w)),
+            }
+        }
+        best.iter().map(|b| b.1).sum()
+    };
+    let winner = clusters
+        .iter()
+        .enumerate()
+        .max_by_key(|(idx, (_, m))| (cluster_weight(m), std::cmp::Reverse(*idx)))
+        .map(|(idx, _)| idx);
+
+    let Some(win) = winner else {
+        let conclusion = no_verdict_reason(&symptoms, inputs);
+        return Analysis { verdict: None, conclusion, findings, symptoms, inputs: summaries };
+    };
+    let members = &clusters[win].1;
+
+    // The primary finding: the heaviest; among equals, the first.
+    let primary_idx = *members
+        .iter()
+        .max_by_key(|&&i| (weight(&findings[i].item), std::cmp::Reverse(i)))
+        .expect("a cluster has members");
+    let primary = &findings[primary_idx].item;
+
+    // The kernel's display name: the longest demangled name among the cluster's members
+    // that is the kernel itself (cuda-gdb prints the full signature).
+    let kernel = members
+        .iter()
+        .filter_map(|&i| kernel_of(&findings[i].item))
+        .max_by_key(|k| (k.contains('('), k.len()))
+        .map(names::compact_signature)
+        .unwrap_or_default();
+
+    // Location: the primary finding's chain, falling back to any member with one.
+    let mut loc_chain = chain(primary);
+    if loc_chain.is_empty() {
+        if let Some(m) = members
+            .iter()
+            .map(|&i| &findings[i].item)
+            .filter(|f| f.location.is_some())
+            .max_by_key(|f| weight(f))
+        {
+            loc_chain = chain(m);
+        }
+    }
+    let user = user_loc(&loc_chain).cloned();
+    let inlined = if loc_chain.len() > 1 { loc_chain.clone() } else { Vec::new() };
+
+    let error = pick_error(members.iter().map(|&i| &findings[i].item), &symptoms);
+
+    // Block and thread: from the primary finding, else the first member that has them.
+    let pick = |get: &dyn Fn(&Fault) -> Option<Dim3>| {
+        get(primary).or_else(|| members.iter().find_map(|&i| get(&findings[i].item)))
+    };
+    let block = pick(&|f| f.block);
+    let thread = pick(&|f| f.thread);
+    let device = primary.device.or_else(|| members.iter().find_map(|&i| findings[i].item.device));
+    let pid = members.iter().find_map(|&i| findings[i].item.pid);
+    let rank = members.iter().find_map(|&i| findings[i].item.rank);
+    let access = members
+        .iter()
+        .filter_map(|&i| findings[i].item.access.clone())
+        .max_by_key(|a| (a.nearest.is_some(), a.address.is_some()));
+
+    let host_frame = pick_host_frame(members.iter().map(|&i| &findings[i].item), &symptoms, &kernel);
+
+    let mut rungs: Vec<String> = Vec::new();
+    for &i in members {
+        if !rungs.contains(&findings[i].origin) {
+            rungs.push(findings[i].origin.clone());
+        }
+    }
+
+    let mut disagreements = Vec::new();
+    if let Some(u) = &user {
+        for &i in members {
+            let f = &findings[i].item;
+            let c = chain(f);
+            if let Some(fl) = user_loc(&c) {
+                if !c.iter().any(|l| same_loc(l, u)) {
+                    let s = format!(
+                        "{} ({}) places the fault at {fl}",
+                        findings[i].origin,
+                        f.tool.map(Tool::as_str).unwrap_or("?")
+                    );
+                    if !disagreements.contains(&s) {
+                        disagreements.push(s);
+                    }
+                }
+            }
+        }
+    }
+    for (ci, (k, m)) in clusters.iter().enumerate() {
+        if ci == win {
+            continue;
+        }
+        let origins: Vec<&str> = {
+            let mut o: Vec<&str> = Vec::new();
+            for &i in m {
+                if !o.contains(&findings[i].origin.as_str()) {
+                    o.push(&findings[i].origin);
+                }
+            }
+            o
+        };
+        let at = m
+            .iter()
+            .find_map(|&i| findings[i].item.location.clone())
+            .map(|l| format!(" at {l}"))
+            .unwrap_or_default();
+        disagreements.push(format!(
+            "{} also report{} `{}`{at}",
+            origins.join(", "),
+            if origins.len() == 1 { "s" } else { "" },
+            names::compact_signature(k)
+        ));
+    }
+
+    let mut remarks = Vec::new();
+    if graph_replay(&findings, &symptoms) {
+        remarks.push(
+            "the kernel ran inside a CUDA graph replay: `CUDA_LAUNCH_BLOCKING=1` cannot see inside a \
+             graph, so the host traceback points at the replay, not at a launch"
+                .to_string(),
+        );
+    }
+    if user.is_none() {
+        remarks.push(
+            "no tool printed a source line: rebuild with `-lineinfo` (or `-G`) and rerun the coredump \
+             or memcheck rung"
+                .to_string(),
+        );
+    }
+    for ev in inputs {
+        if ev.debugger_crashed {
+            remarks.push(format!(
+                "cuda-gdb crashed in {}; what it printed before the crash was kept",
+                ev.origin
+            ));
+        }
+    }
+
+    let conclusion = match &user {
+        Some(l) => format!("{} in `{kernel}` at {l}", error.as_str()),
+        None => format!("{} in `{kernel}` (source line unknown)", error.as_str()),
+    };
+    let verdict = Verdict {
+        kernel,
+        file: user.as_ref().map(|l| l.file.clone()),
+        line: user.as_ref().map(|l| l.line),
+        error,
+        block,
+        thread,
+        device,
+        pid,
+        rank,
+        access,
+        inlined,
+        host_frame,
+        rungs,
+        disagreements,
+        remarks,
+    };
+    Analysis { verdict: Some(verdict), conclusion, findings, symptoms, inputs: summaries }
+}
+
+/// The first user frame on the host. Sanitizer Python frames carry only a file's base
+/// name, so one counts as the user's only when a traceback shows that file outside the
+/// libraries; next comes the traceback of the rung where launches were synchronous
+/// (launch-blocking), which points at the launch; then any traceback's user frame; then
+/// a C++ frame of the user's binary.
+fn pick_host_frame<'a>(
+    members: impl Iterator<Item = &'a Fault> + Clone,
+    symptoms: &[Located<Symptom>],
+    kernel: &str,
+) -> Option<Frame> {
+    let user_files: Vec<&str> = symptoms
+        .iter()
+        .flat_map(|s| s.item.python_frames.iter())
+        .filter(|f| !is_runtime_frame(f))
+        .filter_map(|f| f.file.as_deref().map(names::base_name))
+        .collect();
+    let sanitizer_python = members.clone().flat_map(|f| f.host_frames.iter()).find(|f| {
+        f.python && f.file.as_deref().is_some_and(|p| user_files.contains(&names::base_name(p)))
+    });
+    if let Some(f) = sanitizer_python {
+        return Some(f.clone());
+    }
+    let mut ordered: Vec<&Located<Symptom>> = symptoms.iter().collect();
+    ordered.sort_by_key(|s| !s.origin.contains("blocking"));
+    if let Some(f) = ordered.iter().find_map(|s| s.item.user_frame().filter(|f| !is_runtime_frame(f))) {
+        return Some(f.clone());
+    }
+    // The launch stub on the host carries the kernel's own name: skip it for its caller.
+    members
+        .flat_map(|f| f.host_frames.iter())
+        .find(|f| {
+            !f.python
+                && !is_runtime_frame(f)
+                && !f.function.as_deref().is_some_and(|n| same_kernel(n, kernel))
+        })
+        .cloned()
+}
+
+/// The error class: the hardware's word (cuda-gdb, coredump) first, then the program's,
+/// then memcheck's.
+fn pick_error<'a>(members: impl Iterator<Item = &'a Fault> + Clone, symptoms: &[Located<Symptom>]) -> ErrorClass {
+    let by_tool = |tools: &[Tool]| {
+        members
+            .clone()
+            .filter(|f| f.tool.is_some_and(|t| tools.contains(&t)))
+            .find_map(|f| f.error.clone().filter(|e| *e != ErrorClass::LaunchFailure))
+    };
+    by_tool(&[Tool::CudaGdb, Tool::Coredump, Tool::Host])
+        .or_else(|| {
+            symptoms
+                .iter()
+                .filter_map(|s| s.item.error.clone())
+                .find(|e| e.is_device_fault() && *e != ErrorClass::LaunchFailure)
+        })
+        .or_else(|| by_tool(&[Tool::Memcheck, Tool::MemcheckXml]))
+        .or_else(|| members.clone().find_map(|f| f.error.clone()))
+        .unwrap_or(ErrorClass::Other("unknown".into()))
+}
+
+fn graph_replay(findings: &[Located<Fault>], symptoms: &[Located<Symptom>]) -> bool {
+    let frame_says = |f: &Frame| {
+        f.function.as_deref().is_some_and(|n| n.contains("cudaGraphLaunch") || n.contains("CUDAGraph::replay"))
+    };
+    findings.iter().any(|f| f.item.host_frames.iter().any(frame_says))
+        || symptoms.iter().any(|s| {
+            s.item.call.as_deref().is_some_and(|c| c.contains("cudaGraphLaunch"))
+                || s.item.python_frames.iter().any(|f| f.function.as_deref() == Some("replay"))
+        })
+}
+
+fn no_verdict_reason(symptoms: &[Located<Symptom>], inputs: &[Evidence]) -> String {
+    if let Some(s) = symptoms.iter().find(|s| s.item.error.as_ref().is_some_and(|e| e.is_device_fault())) {
+        return format!(
+            "no verdict: {} reported `{}` but no tool located the faulting kernel; run the coredump or \
+             memcheck rung (`cargo xtask debug-ima --rungs coredump,memcheck`)",
+            s.origin, s.item.message
+        );
+    }
+    if inputs.iter().any(|e| e.error_summary == Some(0)) {
+        return "no verdict: nothing faulted and memcheck found no errors".to_string();
+    }
+    "no verdict: nothing faulted. Not every bad access faults: run the memcheck rung \
+     (`cargo xtask debug-ima --rungs memcheck`) to look for silent out-of-bounds accesses"
+        .to_string()
+}
+
+fn summarise(ev: &Evidence) -> InputSummary {
+    InputSummary {
+        path: ev.path.clone(),
+        origin: ev.origin.clone(),
+        tools: ev.tools.clone(),
+        lines: ev.lines,
+        bytes: ev.bytes,
+        error_summary: ev.error_summary,
+        waits: ev.waits.clone(),
+        coredumps: ev.coredumps.clone(),
+        api_errors: ev.api_errors.clone(),
+        debugger_crashed: ev.debugger_crashed,
+        notes: ev.notes.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_match_across_qualification() {
+        assert!(same_kernel(
+            "nll_loss_forward_reduce_cuda_kernel_2d",
+            "void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*)"
+        ));
+        assert!(same_kernel("scatter_far(int *, int)", "_Z11scatter_farPii"));
+        assert!(!same_kernel("scatter", "scatter_far"));
+    }
+
+    #[test]
+    fn no_findings_no_verdict() {
+        let a = decide(&[Evidence::new("x.log", "baseline")]);
+        assert!(a.verdict.is_none());
+        assert!(a.conclusion.contains("nothing faulted"));
+    }
+
+    #[test]
+    fn user_line_skips_toolkit_headers() {
+        let c = vec![
+            SourceLoc { file: "/usr/local/cuda/include/cuda/std/span".into(), line: 3 },
+            SourceLoc { file: "k.cu".into(), line: 9 },
+        ];
+        assert_eq!(user_loc(&c).unwrap().line, 9);
+    }
+}

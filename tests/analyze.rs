@@ -1,0 +1,170 @@
+//! `cargo xtask analyze` on the recordings of the GPU suite (tests/fixtures/h200/<case>/,
+//! recorded on an H200 by tests/gpu/record.sh): every case gets the verdict written in
+//! tests/gpu/expected.tsv, the rendered text is snapshot-tested, and the binary's JSON and
+//! exit codes are checked for good and bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use xtask::analyze::{analyze, render_json, render_text};
+use xtask::findings::{names, verdict::same_kernel};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+struct Expected {
+    case: String,
+    kernel: Option<String>,
+    file: String,
+    line: u32,
+    error: String,
+}
+
+fn expected() -> Vec<Expected> {
+    let text = std::fs::read_to_string(root().join("tests/gpu/expected.tsv")).unwrap();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let c: Vec<&str> = l.split('\t').collect();
+            Expected {
+                case: c[0].into(),
+                kernel: (c[1] != "-").then(|| c[1].to_string()),
+                file: c[2].into(),
+                line: c[3].parse().unwrap_or(0),
+                error: c[4].into(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn every_recorded_case_gets_the_expected_verdict() {
+    let cases = expected();
+    assert!(cases.len() >= 14, "expected.tsv lists the suite");
+    let mut failures = Vec::new();
+    for e in &cases {
+        let dir = root().join("tests/fixtures/h200").join(&e.case);
+        let a = analyze(&[dir]).unwrap();
+        match (&e.kernel, &a.verdict) {
+            (None, None) => {}
+            (None, Some(v)) => failures.push(format!("{}: expected no verdict, got {v:?}", e.case)),
+            (Some(_), None) => failures.push(format!("{}: no verdict: {}", e.case, a.conclusion)),
+            (Some(k), Some(v)) => {
+                let file = v.file.as_deref().map(names::base_name);
+                if !same_kernel(k, &v.kernel)
+                    || file != Some(e.file.as_str())
+                    || v.line != Some(e.line)
+                    || v.error.as_str() != e.error
+                {
+                    failures.push(format!(
+                        "{}: expected {k} at {}:{} ({}), got {} at {:?}:{:?} ({})",
+                        e.case,
+                        e.file,
+                        e.line,
+                        e.error,
+                        v.kernel,
+                        v.file,
+                        v.line,
+                        v.error.as_str()
+                    ));
+                }
+                if v.block.is_none() || v.thread.is_none() {
+                    failures.push(format!("{}: verdict without block/thread", e.case));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn rendered_analyses_are_stable() {
+    for e in expected() {
+        let dir = root().join("tests/fixtures/h200").join(&e.case);
+        let a = analyze(&[dir]).unwrap();
+        insta::with_settings!({snapshot_path => root().join("tests/snapshots"), prepend_module_to_snapshot => false}, {
+            insta::assert_snapshot!(format!("analyze_{}", e.case), render_text(&a));
+        });
+    }
+}
+
+#[test]
+fn each_rung_alone_names_what_it_can() {
+    // The coredump rung's cuda-gdb output alone is enough for a verdict with a line,
+    // even when cuda-gdb crashed after printing it (oob_write, -lineinfo build).
+    let dir = root().join("tests/fixtures/h200/oob_write");
+    let a = analyze(&[dir.join("cudagdb-core-1.log")]).unwrap();
+    let v = a.verdict.expect("cuda-gdb's line survives its crash");
+    assert_eq!(v.line, Some(7));
+    assert!(v.remarks.iter().any(|r| r.contains("crashed")), "{:?}", v.remarks);
+    // The baseline alone only has the symptom: no verdict, and the tool says what to run.
+    let a = analyze(&[dir.join("baseline.log")]).unwrap();
+    assert!(a.verdict.is_none());
+    assert!(a.conclusion.contains("coredump or memcheck"), "{}", a.conclusion);
+    // The XML report alone.
+    let a = analyze(&[dir.join("memcheck.xml")]).unwrap();
+    assert_eq!(a.verdict.unwrap().line, Some(7));
+}
+
+fn xtask() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_xtask"))
+}
+
+#[test]
+fn json_has_the_documented_shape() {
+    let out = xtask().args(["analyze", "--json"]).arg(root().join("tests/fixtures/h200/oob_read")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let verdict = &v["verdict"];
+    assert!(verdict["kernel"].as_str().unwrap().starts_with("gather_rows"));
+    assert_eq!(verdict["line"], 8);
+    assert_eq!(verdict["error"], "illegal-address");
+    assert_eq!(verdict["block"], serde_json::json!([3, 0, 0]));
+    assert_eq!(verdict["thread"].as_array().unwrap().len(), 3);
+    assert!(!verdict["rungs"].as_array().unwrap().is_empty());
+    assert!(!v["findings"].as_array().unwrap().is_empty());
+    // And the same through the library, byte for byte (deterministic output).
+    let a = analyze(&[root().join("tests/fixtures/h200/oob_read")]).unwrap();
+    assert_eq!(render_json(&a).as_bytes(), &out.stdout[..]);
+}
+
+#[test]
+fn clean_program_has_null_verdict_and_exit_zero() {
+    let out = xtask().args(["analyze", "--json"]).arg(root().join("tests/fixtures/h200/clean")).output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["verdict"].is_null());
+}
+
+#[test]
+fn unreadable_input_names_the_file_and_fails() {
+    let out = xtask().args(["analyze", "/nonexistent/ima.log"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/ima.log"), "{err}");
+    assert!(err.starts_with("error: "), "{err}");
+}
+
+#[test]
+fn garbage_input_is_read_and_said_to_be_unknown() {
+    let dir = std::env::temp_dir().join(format!("xtask-garbage-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("core.bin");
+    let bytes: Vec<u8> = (0..100_000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    std::fs::write(&bin, bytes).unwrap();
+    std::fs::write(dir.join("empty.log"), b"").unwrap();
+    let out = xtask().arg("analyze").arg(&dir).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("binary content"), "{text}");
+    assert!(text.contains("empty file"), "{text}");
+    assert!(text.contains("no verdict"), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn usage_errors_exit_two() {
+    let out = xtask().arg("analyze").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
