@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
-use crate::{analyze, bench, ui};
+use crate::{analyze, bench, debug_ima, doctor, recipe, ui};
 
 /// Exit status for success.
 pub const EXIT_OK: i32 = 0;
@@ -32,6 +32,20 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Climb the debugging ladder for a target and collect the evidence in a bundle:
+    /// baseline, rebuild with line info, CUDA_LAUNCH_BLOCKING, GPU coredump + cuda-gdb,
+    /// attach cuda-gdb on the exception, compute-sanitizer memcheck. Stops at the first
+    /// rung that locates the fault (`--full` runs them all).
+    ///
+    /// Exit codes: 0 the ladder ran (with or without a verdict), 1 it could not (the message
+    /// says why), 2 usage, 130 interrupted (the bundle keeps what was collected).
+    DebugIma(debug_ima::Args),
+    /// Check what the ladder needs (GPU, driver, nvcc, cuda-gdb, compute-sanitizer,
+    /// cuobjdump, ptrace, disk space) and say how to fix what is missing.
+    Doctor(doctor::DoctorArgs),
+    /// List, show or check recipes.
+    #[command(subcommand)]
+    Recipe(RecipeCommand),
     /// Read logs, compute-sanitizer XML reports or whole directories (a bundle, a folder of
     /// logs) and name the faulting kernel and line.
     ///
@@ -43,6 +57,22 @@ pub enum Command {
     Analyze(AnalyzeArgs),
     /// Measure the analyzer on a generated 1 GiB memcheck log against `grep -c`.
     Bench(bench::BenchArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RecipeCommand {
+    /// The built-in recipes.
+    List,
+    /// A recipe's YAML and its variables with their defaults.
+    Show {
+        /// A built-in name or a path to a recipe file.
+        recipe: String,
+    },
+    /// Validate a recipe file (keys, types, variables) without running anything.
+    Check {
+        /// A built-in name or a path to a recipe file.
+        recipe: String,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -79,6 +109,21 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Analyze(args) => {
             let analysis = analyze::analyze(&args.paths)?;
             let text = if args.json { analyze::render_json(&analysis) } else { analyze::render_text(&analysis) };
+            ui::out(&text).context("cannot write to stdout")?;
+            Ok(EXIT_OK)
+        }
+        Command::DebugIma(args) => debug_ima::run(args),
+        Command::Doctor(args) => doctor::run(args),
+        Command::Recipe(cmd) => {
+            let text = match cmd {
+                RecipeCommand::List => recipe::render_list(),
+                RecipeCommand::Show { recipe: r } => recipe::render_show(&recipe::load(&r)?),
+                RecipeCommand::Check { recipe: r } => {
+                    let rec = recipe::load(&r)?;
+                    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+                    recipe::check_recipe(&rec, &cwd)?
+                }
+            };
             ui::out(&text).context("cannot write to stdout")?;
             Ok(EXIT_OK)
         }

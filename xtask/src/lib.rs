@@ -1,6 +1,13 @@
 //! The xtask library: every command of `cargo xtask`. `main.rs` only calls [`cli::main`].
 pub mod analyze;
 pub mod bench;
+pub mod bundle;
+pub mod debug_ima;
+pub mod doctor;
+pub mod exec;
 pub mod cli;
 pub mod findings;
+pub mod ladder;
+pub mod recipe;
+pub mod rungs;
 pub mod ui;

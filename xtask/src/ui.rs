@@ -23,3 +23,152 @@ pub fn error(e: &anyhow::Error) {
 pub fn status(text: &str) {
     let _ = writeln!(io::stderr().lock(), "{text}");
 }
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// True when a person is at the terminal: stdin and stderr are both terminals.
+pub fn is_tty() -> bool {
+    io::stdin().is_terminal() && io::stderr().is_terminal()
+}
+
+/// What the user decided before a rung.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    Run,
+    Skip,
+    Stop,
+}
+
+/// The questions the ladder asks. Behind a trait so the ladder's logic is tested without a
+/// terminal; `Interactive` asks with dialoguer, `NonInteractive` takes defaults.
+pub trait Prompter {
+    /// Which recipe, when `--recipe` was not given.
+    fn choose_recipe(&mut self, names: &[&str]) -> Result<String>;
+    /// A recipe variable without a value.
+    fn variable(&mut self, name: &str, description: &str, default: Option<&str>) -> Result<String>;
+    /// Before each rung: run it, skip it, or stop the ladder.
+    fn before_rung(&mut self, rung: &str, what: &str) -> Result<Choice>;
+}
+
+/// dialoguer prompts on the terminal.
+pub struct Interactive;
+
+impl Prompter for Interactive {
+    fn choose_recipe(&mut self, names: &[&str]) -> Result<String> {
+        let i = dialoguer::Select::new()
+            .with_prompt("which recipe describes your target?")
+            .items(names)
+            .default(0)
+            .interact()?;
+        Ok(names[i].to_string())
+    }
+
+    fn variable(&mut self, name: &str, description: &str, default: Option<&str>) -> Result<String> {
+        let mut input = dialoguer::Input::<String>::new().with_prompt(format!("{name} ({description})"));
+        if let Some(d) = default {
+            input = input.default(d.to_string());
+        }
+        Ok(input.interact_text()?)
+    }
+
+    fn before_rung(&mut self, rung: &str, what: &str) -> Result<Choice> {
+        let items = ["run it", "skip it", "stop here"];
+        let i = dialoguer::Select::new()
+            .with_prompt(format!("next: {rung}: {what}"))
+            .items(&items)
+            .default(0)
+            .interact()?;
+        Ok([Choice::Run, Choice::Skip, Choice::Stop][i])
+    }
+}
+
+/// No terminal, or `--yes`: defaults are taken; a question without a default is an error
+/// naming the flag that answers it.
+pub struct NonInteractive;
+
+impl Prompter for NonInteractive {
+    fn choose_recipe(&mut self, names: &[&str]) -> Result<String> {
+        bail!("no recipe given: pass `--recipe NAME` (built in: {}) or `--recipe path/to/recipe.yaml`", names.join(", "))
+    }
+
+    fn variable(&mut self, name: &str, description: &str, default: Option<&str>) -> Result<String> {
+        match default {
+            Some(d) => Ok(d.to_string()),
+            None => bail!("the recipe needs `{name}` ({description}): pass `--set {name}=VALUE`"),
+        }
+    }
+
+    fn before_rung(&mut self, _rung: &str, _what: &str) -> Result<Choice> {
+        Ok(Choice::Run)
+    }
+}
+
+/// The progress of one rung: a spinner with elapsed time and the latest output line on a
+/// terminal (a bar for the coredump's `SM k/N`), plain start and end lines otherwise.
+pub struct RungProgress {
+    bar: Option<ProgressBar>,
+    label: String,
+    started: Instant,
+}
+
+impl RungProgress {
+    pub fn start(index: usize, total: usize, rung: &str, what: &str) -> RungProgress {
+        let label = format!("[{index}/{total}] {rung}");
+        let bar = if io::stderr().is_terminal() {
+            let pb = ProgressBar::new_spinner();
+            pb.set_style(
+                ProgressStyle::with_template("{spinner} {prefix} {elapsed:>4} {wide_msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            pb.set_prefix(label.clone());
+            pb.enable_steady_tick(Duration::from_millis(120));
+            Some(pb)
+        } else {
+            status(&format!("==> {label}: {what}"));
+            None
+        };
+        RungProgress { bar, label, started: Instant::now() }
+    }
+
+    /// The latest line the rung printed.
+    pub fn line(&self, line: &str) {
+        if let Some(pb) = &self.bar {
+            let short: String = line.chars().take(120).collect();
+            pb.set_message(short);
+        }
+    }
+
+    /// Coredump collection: `SM k/N has finished state collection` becomes a bar.
+    pub fn sm(&self, k: u32, n: u32) {
+        if let Some(pb) = &self.bar {
+            if pb.length() != Some(n as u64) {
+                pb.set_length(n as u64);
+                pb.set_style(
+                    ProgressStyle::with_template("{prefix} {elapsed:>4} [{bar:30}] SM {pos}/{len} {wide_msg}")
+                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                );
+            }
+            pb.set_position(k as u64);
+        }
+    }
+
+    /// A remark while the rung runs (a crash, a retry).
+    pub fn note(&self, text: &str) {
+        match &self.bar {
+            Some(pb) => pb.suspend(|| status(&format!("    {text}"))),
+            None => status(&format!("    {text}")),
+        }
+    }
+
+    pub fn finish(self, outcome: &str) {
+        let secs = self.started.elapsed().as_secs_f64();
+        if let Some(pb) = &self.bar {
+            pb.finish_and_clear();
+        }
+        status(&format!("    {}: {outcome} ({secs:.1} s)", self.label));
+    }
+}

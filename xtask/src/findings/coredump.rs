@@ -17,9 +17,7 @@
 //! Memory is bounded: frames, faults, files and streams are capped.
 
 use super::names;
-use super::{
-    parse_hex, CoredumpFile, ErrorClass, Evidence, Fault, Frame, LineCtx, LineParser, Tool,
-};
+use super::{parse_hex, CoredumpFile, ErrorClass, Evidence, Fault, Frame, LineCtx, LineParser, Tool};
 
 /// Frames kept per exception.
 const MAX_FRAMES: usize = 256;
@@ -134,11 +132,7 @@ impl CoredumpParser {
             // Keep feeding the last stream rather than growing without bound.
             return self.streams.len() - 1;
         }
-        self.streams.push(Stream {
-            rank,
-            started_at,
-            ..Stream::default()
-        });
+        self.streams.push(Stream { rank, started_at, ..Stream::default() });
         self.streams.len() - 1
     }
 
@@ -217,10 +211,7 @@ impl CoredumpParser {
                 f.mangled = Some(name.to_string());
             }
         }
-        f.frames.push(Frame {
-            function,
-            ..Frame::default()
-        });
+        f.frames.push(Frame { function, ..Frame::default() });
     }
 
     fn writing(&mut self, path: &str, ctx: LineCtx) {
@@ -230,11 +221,7 @@ impl CoredumpParser {
             // A second file for the same stream: two processes' progress lines are
             // interleaved. Give it to the oldest open stream that has none.
             self.overlapped = true;
-            match self
-                .streams
-                .iter()
-                .position(|st| st.rank == ctx.rank && !st.done && st.file.is_none())
-            {
+            match self.streams.iter().position(|st| st.rank == ctx.rank && !st.done && st.file.is_none()) {
                 Some(o) => s = o,
                 None => s = self.new_stream(ctx.rank, None),
             }
@@ -242,10 +229,7 @@ impl CoredumpParser {
         if self.files.len() >= MAX_SESSIONS {
             return;
         }
-        self.files.push(CoredumpFile {
-            path: path.to_string(),
-            pid: pid_from_dump_path(path),
-        });
+        self.files.push(CoredumpFile { path: path.to_string(), pid: pid_from_dump_path(path) });
         self.streams[s].file = Some(self.files.len() - 1);
     }
 }
@@ -809,10 +793,7 @@ Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
         let f = &ev.faults[0];
         assert_eq!(f.tool, Some(Tool::Coredump));
         assert_eq!(f.error, Some(ErrorClass::IllegalAddress));
-        assert_eq!(
-            (f.device, f.sm, f.warp, f.lane),
-            (Some(0), Some(124), None, None)
-        );
+        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(0), Some(124), None, None));
         assert_eq!(f.pc, Some(0x7f9a577a00f0));
         assert_eq!(f.detail.as_deref(), Some(WARP_EXITED));
         assert_eq!(f.kernel, None);
@@ -821,10 +802,7 @@ Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
         assert_eq!(f.count, 1);
         assert_eq!(
             ev.coredumps,
-            vec![CoredumpFile {
-                path: "/tmp/cd/cuda_coredump_vm.1720.1795999523".into(),
-                pid: Some(1720)
-            }]
+            vec![CoredumpFile { path: "/tmp/cd/cuda_coredump_vm.1720.1795999523".into(), pid: Some(1720) }]
         );
         assert!(coredump_notes(&ev).is_empty(), "{:?}", ev.notes);
     }
@@ -850,10 +828,7 @@ Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
         assert_eq!(f.frames.len(), 1);
         assert_eq!(f.frames[0].function, f.kernel);
         assert_eq!(f.pid, Some(1293));
-        assert_eq!(
-            ev.coredumps[0].path,
-            "/tmp/cd/cuda_coredump_vm.1293.1795999427"
-        );
+        assert_eq!(ev.coredumps[0].path, "/tmp/cd/cuda_coredump_vm.1293.1795999427");
         assert_eq!(f.detail, None);
     }
 
@@ -867,10 +842,7 @@ Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
             f.kernel.as_deref(),
             Some("void at::native::_assert_async_cuda_kernel<bool>(bool const*, at::native::Msg)")
         );
-        assert_eq!(
-            f.mangled.as_deref(),
-            Some("_ZN2at6native25_assert_async_cuda_kernelIbEEvPKT_NS0_3MsgE")
-        );
+        assert_eq!(f.mangled.as_deref(), Some("_ZN2at6native25_assert_async_cuda_kernelIbEEvPKT_NS0_3MsgE"));
         assert_eq!((f.sm, f.warp, f.lane), (Some(124), Some(0), Some(0)));
         assert_eq!(f.pid, Some(1394));
         assert_eq!(ev.coredumps[0].pid, Some(1394));
@@ -908,11 +880,7 @@ Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
     fn several_processes_in_one_log_stay_apart() {
         let text = format!("{ASSERT_35}{FAR_42}{CHILD_37}");
         let ev = scan_str(&text, "many.log");
-        let got: Vec<_> = ev
-            .faults
-            .iter()
-            .map(|f| (f.pid, f.error.clone(), f.warp))
-            .collect();
+        let got: Vec<_> = ev.faults.iter().map(|f| (f.pid, f.error.clone(), f.warp)).collect();
         assert_eq!(
             got,
             vec![
@@ -934,11 +902,7 @@ Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
         assert!(ev.coredumps.is_empty());
         let notes = coredump_notes(&ev);
         assert_eq!(notes.len(), 1, "{:?}", ev.notes);
-        assert!(
-            notes[0].contains("never reached `Writing ELF file`"),
-            "{}",
-            notes[0]
-        );
+        assert!(notes[0].contains("never reached `Writing ELF file`"), "{}", notes[0]);
         assert!(notes[0].contains("SM 7/132"), "{}", notes[0]);
         assert!(notes[0].contains("line 3"), "{}", notes[0]);
     }
@@ -951,16 +915,8 @@ Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
         assert_eq!(ev.coredumps.len(), 1);
         let notes = coredump_notes(&ev);
         assert_eq!(notes.len(), 1, "{:?}", ev.notes);
-        assert!(
-            notes[0].contains("never reached `All done`"),
-            "{}",
-            notes[0]
-        );
-        assert!(
-            notes[0].contains("/tmp/cd/cuda_coredump_vm.1720.1795999523"),
-            "{}",
-            notes[0]
-        );
+        assert!(notes[0].contains("never reached `All done`"), "{}", notes[0]);
+        assert!(notes[0].contains("/tmp/cd/cuda_coredump_vm.1720.1795999523"), "{}", notes[0]);
     }
 
     #[test]
@@ -982,14 +938,8 @@ Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
             sm_progress("[00:45:57.036585] coredump: SM 132/132 has finished state collection"),
             Some((132, 132))
         );
-        assert_eq!(
-            sm_progress("SM 57/132 has finished state collection"),
-            Some((57, 132))
-        );
-        assert_eq!(
-            sm_progress("[00:45:57.036649] coredump: Device 1/1 has finished state collection"),
-            None
-        );
+        assert_eq!(sm_progress("SM 57/132 has finished state collection"), Some((57, 132)));
+        assert_eq!(sm_progress("[00:45:57.036649] coredump: Device 1/1 has finished state collection"), None);
         assert_eq!(sm_progress("[00:45:24.191238] coredump:   - SM: 124"), None);
         assert_eq!(sm_progress("launched both kernels"), None);
         assert_eq!(sm_progress(""), None);
@@ -1001,15 +951,9 @@ Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
 
     #[test]
     fn pids_from_dump_names() {
-        assert_eq!(
-            pid_from_dump_path("/tmp/cd/cuda_coredump_vm.1293.1795999427"),
-            Some(1293)
-        );
+        assert_eq!(pid_from_dump_path("/tmp/cd/cuda_coredump_vm.1293.1795999427"), Some(1293));
         // Host names may have dots: the PID is the second-to-last field.
-        assert_eq!(
-            pid_from_dump_path("/d/cuda_coredump_gpu7.example.org.746.1795999427"),
-            Some(746)
-        );
+        assert_eq!(pid_from_dump_path("/d/cuda_coredump_gpu7.example.org.746.1795999427"), Some(746));
         assert_eq!(pid_from_dump_path("core.4242.17"), Some(4242));
         assert_eq!(pid_from_dump_path("/tmp/cd/cs_core"), None);
         assert_eq!(pid_from_dump_path("core-r1-125335.nvcudmp"), None);
@@ -1025,13 +969,7 @@ Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
             let mut p = CoredumpParser::default();
             for (n, line) in text.lines().enumerate() {
                 let (line, rank) = super::super::scan::strip_rank(line);
-                p.line(
-                    line,
-                    LineCtx {
-                        lineno: n as u64 + 1,
-                        rank,
-                    },
-                );
+                p.line(line, LineCtx { lineno: n as u64 + 1, rank });
             }
             let mut ev = Evidence::default();
             p.finish(&mut ev);

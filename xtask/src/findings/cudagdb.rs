@@ -391,14 +391,12 @@ impl CudaGdbParser {
                     return true;
                 }
             }
-            b'A' => {
-                if line.starts_with("A fatal error internal to GDB has been detected") {
-                    if self.cur.is_some() {
-                        self.seen = true;
-                    }
-                    self.crash(ctx);
-                    return true;
+            b'A' if line.starts_with("A fatal error internal to GDB has been detected") => {
+                if self.cur.is_some() {
+                    self.seen = true;
                 }
+                self.crash(ctx);
+                return true;
             }
             _ => {}
         }

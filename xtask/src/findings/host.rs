@@ -22,9 +22,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::OnceLock;
-
-use memchr::memmem::Finder;
 
 use super::{
     parse_dim3, parse_source_loc, ErrorClass, Evidence, Fault, Frame, LineCtx, LineParser, SourceLoc,
@@ -58,11 +55,6 @@ const MAX_CHAIN: usize = 16;
 const TRACEBACK: &str = "Traceback (most recent call last):";
 const CHAIN_DURING: &str = "During handling of the above exception, another exception occurred:";
 const CHAIN_CAUSE: &str = "The above exception was the direct cause of the following exception:";
-
-/// Substrings one of which every line we read (outside an open traceback) contains.
-/// `UDA`/`uda`: `CUDA error`, `cudaErrorX`, `CUDA_ERROR_X`, `Cuda failure`; the rest: the
-/// known error strings, `GPUassert` and `Assertion `.
-const PREFILTER: &[&str] = &["UDA", "uda", "ssert", "illegal", "misaligned", "launch"];
 
 /// `cudaGetErrorString` texts of errors that mean a kernel faulted: recognised anywhere.
 const KNOWN: &[&str] = &[
@@ -104,9 +96,72 @@ const FAULT_ENUMS: &[(&str, &str)] = &[
 const SOURCE_EXTS: &[&str] =
     &[".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".hxx", ".py", ".pyx"];
 
-fn prefilter() -> &'static [Finder<'static>] {
-    static F: OnceLock<Vec<Finder<'static>>> = OnceLock::new();
-    F.get_or_init(|| PREFILTER.iter().map(|n| Finder::new(n.as_bytes())).collect())
+/// Fixed texts that make a line worth reading (besides the `cuda` forms, see [`triggers`]),
+/// each with the offset of its first `c`, `C`, `g`, `G` or backtick: the bytes searched for.
+const TRIGGERS: &[(&[u8], usize)] = &[
+    (b"an illegal memory access was encountered", rare_offset(b"an illegal memory access was encountered")),
+    (b"an illegal instruction was encountered", rare_offset(b"an illegal instruction was encountered")),
+    (b"misaligned address", rare_offset(b"misaligned address")),
+    (b"device-side assert triggered", rare_offset(b"device-side assert triggered")),
+    (b"unspecified launch failure", rare_offset(b"unspecified launch failure")),
+    (b"the launch timed out and was terminated", rare_offset(b"the launch timed out and was terminated")),
+    (b"invalid program counter", rare_offset(b"invalid program counter")),
+    (b"hardware stack error", rare_offset(b"hardware stack error")),
+    (
+        b"operation not supported on global/shared address space",
+        rare_offset(b"operation not supported on global/shared address space"),
+    ),
+    (b"GPUassert: ", rare_offset(b"GPUassert: ")),
+    (b"Assertion `", rare_offset(b"Assertion `")),
+];
+
+const fn is_rare(c: u8) -> bool {
+    matches!(c, b'c' | b'C' | b'g' | b'G' | b'`')
+}
+
+const fn rare_offset(s: &[u8]) -> usize {
+    let mut i = 0;
+    while i < s.len() {
+        if is_rare(s[i]) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("trigger without a rare byte")
+}
+
+/// True when the line holds something this parser reads: a `CUDA error` / `Cuda failure`
+/// mention, a `cudaErrorX` / `CUDA_ERROR_X` name, a known error text, `GPUassert: ` or
+/// `Assertion ``. The common path: two SIMD byte searches for rare bytes (`c C g` and
+/// `G ``) and a few byte comparisons at each hit; no allocation.
+fn triggers(b: &[u8]) -> bool {
+    memchr::memchr3_iter(b'c', b'C', b'g', b).any(|p| trigger_at(b, p))
+        || memchr::memchr2_iter(b'G', b'`', b).any(|p| trigger_at(b, p))
+}
+
+fn trigger_at(b: &[u8], p: usize) -> bool {
+    let c = b[p];
+    if (c == b'c' || c == b'C') && cuda_mention_at(b, p) {
+        return true;
+    }
+    TRIGGERS.iter().any(|&(t, off)| t[off] == c && p >= off && b[p - off..].starts_with(t))
+}
+
+/// `cuda error` / `cuda failure` (any case, word-bounded), `cudaErrorX`, `CUDA_ERROR_X` at `p`.
+fn cuda_mention_at(b: &[u8], p: usize) -> bool {
+    let Some(w) = b.get(p..p + 4) else { return false };
+    if !w.eq_ignore_ascii_case(b"cuda") || (p > 0 && is_ident(b[p - 1])) {
+        return false;
+    }
+    let rest = &b[p + 4..];
+    let ci = |n: &[u8]| {
+        rest.get(..n.len()).is_some_and(|r| r.eq_ignore_ascii_case(n))
+            && rest.get(n.len()).is_none_or(|c| !c.is_ascii_alphanumeric())
+    };
+    ci(b" error")
+        || ci(b" failure")
+        || (rest.starts_with(b"Error") && rest.get(5).is_some_and(u8::is_ascii_uppercase))
+        || (rest.starts_with(b"_ERROR_") && w == b"CUDA")
 }
 
 /// Reads host-side reports: see the module documentation.
@@ -216,7 +271,7 @@ impl LineParser for HostParser {
             b'S' if line.starts_with("Search for `cuda") => return, // PyTorch's follow-up line
             _ => {}
         }
-        if !prefilter().iter().any(|f| f.find(b).is_some()) {
+        if !triggers(b) {
             return;
         }
         if line.contains("Assertion `") && line.contains("block: [") {
@@ -321,7 +376,9 @@ impl HostParser {
         }
         let st = &mut self.ranks[i];
         let Some(tb) = st.tb.as_mut() else { return false };
-        let body = strip_prefix_like(line, st.prefix_len, &st.prefix_head);
+        // A logger's prefix, where the traceback had one; otherwise the line as it is
+        // (`Original Traceback (most recent call last):` has no prefix on its frames).
+        let body = strip_prefix_like(line, st.prefix_len, &st.prefix_head).or(Some(line));
         if let Some(body) = body {
             if let Some(rest) = body.strip_prefix("  File \"") {
                 tb.noise = 0;
@@ -362,7 +419,8 @@ impl HostParser {
     fn exception_line(&mut self, i: usize, name: &str, rest: &str, frames: Vec<Frame>, ctx: LineCtx) {
         let Some(found) = find_cuda_error(rest) else {
             let st = &mut self.ranks[i];
-            st.post = Some(PostTb { exception: cut(name, MAX_MESSAGE).to_string(), frames, line: ctx.lineno });
+            st.post =
+                Some(PostTb { exception: cut(name, MAX_MESSAGE).to_string(), frames, line: ctx.lineno });
             return;
         };
         let h = hash_str(found.message);
@@ -434,7 +492,9 @@ impl HostParser {
         let h = hash_str(found.message);
         // PyTorch logs an error and then throws it: the `what():` repeats the report.
         let dup = self.recent.iter().rev().any(|&(mh, r, l)| {
-            mh == h && (r == rank || r.is_none() || rank.is_none()) && ctx.lineno.saturating_sub(l) <= WHAT_WINDOW
+            mh == h
+                && (r == rank || r.is_none() || rank.is_none())
+                && ctx.lineno.saturating_sub(l) <= WHAT_WINDOW
         });
         let exception = match self.terminate.take() {
             Some((l, ty)) if ctx.lineno.saturating_sub(l) <= 2 => Some(ty),
@@ -465,7 +525,7 @@ impl HostParser {
         let Some((i, _)) = self.last_symptom else { return };
         let Some((_, at)) = rest.split_once(" at ") else { return };
         let at = at.split(" (").next().unwrap_or(at);
-        if let Some(loc) = parse_source_loc(at) {
+        if let Some(loc) = parse_source_loc(at).map(short_loc) {
             if let Some(s) = self.symptoms.get_mut(i) {
                 if s.reported_at.is_none() {
                     s.reported_at = Some(loc);
@@ -519,8 +579,9 @@ impl HostParser {
         let prefix = head[..bpos].trim_end();
         let prefix = prefix.strip_suffix(':').unwrap_or(prefix).trim_end();
         let (loc, func) = split_assert_prefix(prefix);
-        let loc = loc.filter(|l| !(l.file == "unknown" && l.line == 0));
-        let kernel = func.filter(|f| !f.is_empty() && *f != "unknown");
+        // Triton prints `unknown:0: unknown` where it knows neither.
+        let loc = loc.filter(|l| !(l.file == "unknown" && l.line == 0)).map(short_loc);
+        let kernel = func.filter(|f| !f.is_empty() && *f != "unknown").map(|f| cut(f, MAX_CALL));
 
         // One fault per site: PyTorch prints the line once per failing thread.
         let key = {
@@ -532,7 +593,10 @@ impl HostParser {
             h.finish()
         };
         let same = |f: &Fault| {
-            f.location == loc && f.kernel.as_deref() == kernel && f.detail.as_deref() == detail && f.rank == ctx.rank
+            f.location == loc
+                && f.kernel.as_deref() == kernel
+                && f.detail.as_deref() == detail
+                && f.rank == ctx.rank
         };
         let hit = match self.last_site {
             Some(i) if same(&self.faults[i]) => Some(i),
@@ -604,7 +668,9 @@ fn parse_frame(rest: &str) -> Option<Frame> {
 }
 
 /// A Python exception line: `torch.AcceleratorError: CUDA error: ...` -> (name, message).
-/// With `strict`, the name must end like an exception class (`...Error`, `...Exception`).
+/// The class name must look like one (`KeyError`, not `INFO` or `step`): it ends in `Error`,
+/// `Exception`, `Interrupt`, `Exit`, ... or, unless `strict`, is qualified by a module
+/// (`torch._dynamo.exc.Unsupported`).
 fn exception_shape(s: &str, strict: bool) -> Option<(&str, &str)> {
     let (name, rest) = match s.find(':') {
         Some(c) => (&s[..c], &s[c + 1..]),
@@ -622,11 +688,14 @@ fn exception_shape(s: &str, strict: bool) -> Option<(&str, &str)> {
         return None;
     }
     let class = name.rsplit('.').next().unwrap_or(name);
-    let classy = ["Error", "Exception", "Interrupt", "Exit", "Failure", "Warning"]
+    let cb = class.as_bytes();
+    if !cb.first().is_some_and(u8::is_ascii_uppercase) || !cb.iter().any(u8::is_ascii_lowercase) {
+        return None;
+    }
+    let classy = ["Error", "Exception", "Interrupt", "Exit", "Failure", "Failed", "Warning", "Iteration"]
         .iter()
         .any(|s| class.ends_with(s));
-    let bare = !s.contains(':');
-    if (strict || bare) && !classy {
+    if !classy && (strict || !name.contains('.')) {
         return None;
     }
     Some((name, rest.trim()))
@@ -658,6 +727,19 @@ fn find_cuda_error(s: &str) -> Option<Found<'_>> {
             return Some(Found { message: tok, error, anchor: marker.map_or(p, |m| m.min(p)) });
         }
     }
+    if let Some(g) = s.find("GPUassert: ") {
+        // `GPUassert: %s %s %d` (message, file, line): any message, since it is
+        // `cudaGetErrorString`'s.
+        let rest = &s[g + "GPUassert: ".len()..];
+        let mut it = rest.trim_end().rsplitn(3, ' ');
+        let (line, file, msg) = (it.next()?, it.next()?, it.next()?);
+        if line.bytes().all(|c| c.is_ascii_digit()) && has_source_ext(file) {
+            let msg = cut(msg.trim(), MAX_MESSAGE);
+            if !msg.is_empty() {
+                return Some(Found { message: msg, error: ErrorClass::from_message(msg), anchor: g });
+            }
+        }
+    }
     let m = marker?;
     let message = marker_message(&s[m..])?;
     Some(Found { message, error: ErrorClass::from_message(message), anchor: m })
@@ -685,11 +767,8 @@ fn marker_pos(s: &str) -> Option<usize> {
 /// f.cu:32: cudaMemcpy(...): invalid argument`), else the first quoted text.
 fn marker_message(s: &str) -> Option<&str> {
     // `s` starts with the marker: `cuda error` or `cuda failure`, in any case.
-    let mlen = if s.as_bytes().get(..10).is_some_and(|m| m.eq_ignore_ascii_case(b"cuda error")) {
-        10
-    } else {
-        12
-    };
+    let mlen =
+        if s.as_bytes().get(..10).is_some_and(|m| m.eq_ignore_ascii_case(b"cuda error")) { 10 } else { 12 };
     let rest = s.get(mlen..)?;
     let rb = rest.as_bytes();
     if !matches!(rb.first(), Some(b':' | b' ' | b'(' | b'[' | b'=')) {
@@ -766,7 +845,7 @@ fn find_loc(s: &str) -> Option<SourceLoc> {
         let t = tok.trim_matches(PUNCT).trim_end_matches([':', '.']);
         if let Some(loc) = parse_source_loc(t) {
             if has_source_ext(&loc.file) {
-                return Some(loc);
+                return Some(short_loc(loc));
             }
         }
         if has_source_ext(t) {
@@ -784,6 +863,14 @@ fn find_loc(s: &str) -> Option<SourceLoc> {
         }
     }
     None
+}
+
+/// A position with its file name cut to a sane length.
+fn short_loc(mut loc: SourceLoc) -> SourceLoc {
+    if loc.file.len() > MAX_CALL {
+        loc.file = cut(&loc.file, MAX_CALL).to_string();
+    }
+    loc
 }
 
 fn has_source_ext(f: &str) -> bool {
@@ -869,12 +956,11 @@ fn is_ident(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
 
-/// Case-insensitive search for an ASCII lower-case needle.
+/// Case-insensitive search for an ASCII lower-case needle that starts with a letter.
 fn find_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() || hay.len() < needle.len() {
-        return None;
-    }
-    (0..=hay.len() - needle.len()).find(|&i| hay[i..i + needle.len()].eq_ignore_ascii_case(needle))
+    let first = *needle.first()?;
+    memchr::memchr2_iter(first, first.to_ascii_uppercase(), hay)
+        .find(|&i| hay.get(i..i + needle.len()).is_some_and(|w| w.eq_ignore_ascii_case(needle)))
 }
 
 /// `s` cut to at most `max` bytes, at a character boundary.
@@ -913,46 +999,756 @@ fn symptom_key(s: &Symptom) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::scan::{scan_str, strip_rank};
     use super::*;
+    use proptest::prelude::*;
 
-    #[test]
-    #[ignore]
-    fn bench_tmp() {
-        let mut text = String::new();
-        let mut paths: Vec<_> = std::fs::read_dir("/work/shared/transcripts/h200-cuda13").unwrap().map(|e| e.unwrap().path()).collect();
-        paths.sort();
-        for p in &paths { if p.extension().is_some_and(|e| e == "log") { text.push_str(&std::fs::read_to_string(p).unwrap()); } }
-        let mut big = String::new();
-        while big.len() < 300 << 20 { big.push_str(&text); }
-        let lines: Vec<&str> = big.lines().collect();
-        let t = std::time::Instant::now();
+    /// Feeds `text` to a `HostParser` alone, line by line, as the scanner does (the
+    /// `[rankN]:` prefix stripped), so these tests do not depend on the other parsers.
+    fn host(text: &str) -> Evidence {
         let mut p = HostParser::default();
-        for (i, l) in lines.iter().enumerate() { p.line(l, LineCtx { lineno: i as u64 + 1, rank: None }); }
+        feed(&mut p, text);
         let mut ev = Evidence::default();
         p.finish(&mut ev);
-        let dt = t.elapsed();
-        println!("transcripts: {} MB {} lines in {:?} = {:.1} ns/line, {:.2} GB/s; symptoms {} faults {}", big.len() >> 20, lines.len(), dt, dt.as_nanos() as f64 / lines.len() as f64, big.len() as f64 / dt.as_secs_f64() / 1e9, ev.symptoms.len(), ev.faults.len());
-        let mut big = String::new();
-        let mut i = 0u64;
-        while big.len() < 300 << 20 { i += 1; big.push_str(&format!("step {i} loss 2.{i:05} lr 3e-4 grad_norm 1.{i} tokens/s 123456 mem 40.2GB\n")); }
-        let lines: Vec<&str> = big.lines().collect();
-        let t = std::time::Instant::now();
-        let mut p = HostParser::default();
-        for (i, l) in lines.iter().enumerate() { p.line(l, LineCtx { lineno: i as u64 + 1, rank: None }); }
-        let dt = t.elapsed();
-        println!("train: {} MB {} lines in {:?} = {:.1} ns/line, {:.2} GB/s", big.len() >> 20, lines.len(), dt, dt.as_nanos() as f64 / lines.len() as f64, big.len() as f64 / dt.as_secs_f64() / 1e9);
+        ev
+    }
+
+    fn feed(p: &mut HostParser, text: &str) {
+        for (i, raw) in text.lines().enumerate() {
+            let (line, rank) = strip_rank(raw);
+            p.line(line, LineCtx { lineno: i as u64 + 1, rank });
+        }
+    }
+
+    fn pyframe(function: &str, file: &str, line: u32) -> Frame {
+        Frame {
+            function: Some(function.into()),
+            file: Some(file.into()),
+            line: Some(line),
+            module: None,
+            python: true,
+        }
+    }
+
+    fn loc(file: &str, line: u32) -> Option<SourceLoc> {
+        Some(SourceLoc { file: file.into(), line })
+    }
+
+    /// Lines `from..=to` (1-based) of `text`, each with its newline.
+    fn lines(text: &str, from: usize, to: usize) -> String {
+        text.lines().skip(from - 1).take(to + 1 - from).map(|l| format!("{l}\n")).collect()
+    }
+
+    /// The invariants every input must keep.
+    fn check_bounded(text: &str, ev: &Evidence) {
+        let n = text.lines().count().max(1);
+        assert!(ev.symptoms.len() <= n, "{} symptoms from {n} lines", ev.symptoms.len());
+        assert!(ev.faults.len() <= n);
+        assert!(ev.faults.iter().map(|f| f.count).sum::<u64>() <= n as u64);
+        for s in &ev.symptoms {
+            assert!(s.message.len() <= MAX_MESSAGE && !s.message.is_empty());
+            assert!(s.python_frames.len() <= MAX_FRAMES);
+            assert!(s.log_line >= 1 && s.log_line <= n as u64);
+            assert!(s.call.as_ref().is_none_or(|c| c.len() <= MAX_CALL));
+        }
+        for f in &ev.faults {
+            assert_eq!(f.tool, Some(Tool::Host));
+            assert!(f.count >= 1);
+            assert!(f.detail.as_ref().is_none_or(|d| d.len() <= MAX_MESSAGE));
+        }
+    }
+
+    // ----- Real output, copied verbatim from the H200 / CUDA 13 recordings -----------------
+    /// 40_far_plain.log (whole).
+    const FAR_PLAIN: &str = r#"$ ./f_plain
+launched both kernels
+CUDA error at ima_far.cu:32: cudaMemcpy(h, d, n * sizeof(int), cudaMemcpyDeviceToHost): an illegal memory access was encountered
+[exit 1, 582 ms]
+"#;
+
+    /// 46_null_plain.log (whole).
+    const NULL_PLAIN: &str = r#"$ ./f_li null
+launched both kernels
+CUDA error at ima_far.cu:32: cudaMemcpy(h, d, n * sizeof(int), cudaMemcpyDeviceToHost): invalid argument
+[exit 1, 448 ms]
+"#;
+
+    /// 22_memcheck_small.log (whole): the program's own line among compute-sanitizer's.
+    const MEMCHECK_SMALL: &str = r#"$ compute-sanitizer --tool memcheck --show-backtrace yes ./s_li
+========= COMPUTE-SANITIZER
+========= Invalid __global__ read of size 4 bytes
+=========     at sum_neighbors(const float *, float *, int)+0xc0 in small_oob.cu:8
+=========     by thread (231,0,0) in block (3,0,0)
+=========     Access to 0x7f0496800fa0 is out of bounds
+=========     and is 1 bytes after the nearest allocation at 0x7f0496800000 of size 4,000 bytes
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: main [0x8d47] in s_li
+========= 
+========= Program hit cudaErrorLaunchFailure (error 719) due to "unspecified launch failure" on CUDA API call to cudaDeviceSynchronize.
+=========     Saved host backtrace up to driver entry point at error
+=========         Host Frame: main [0x8d4c] in s_li
+========= 
+sync: unspecified launch failure
+========= Target application returned an error
+========= ERROR SUMMARY: 2 errors
+[exit 1, s]
+"#;
+
+    /// 34_assert_plain.log (whole).
+    const ASSERT_PLAIN: &str = r#"$ python3 assert_ce.py
+loss queued
+/pytorch/aten/src/ATen/native/cuda/Loss.cu:245: nll_loss_forward_reduce_cuda_kernel_2d: block: [0,0,0], thread: [3,0,0] Assertion `t >= 0 && t < n_classes` failed.
+Traceback (most recent call last):
+  File "/src/probe/assert_ce.py", line 7, in <module>
+    print(loss.item())
+          ^^^^^^^^^^^
+torch.AcceleratorError: CUDA error: device-side assert triggered
+Search for `cudaErrorAssert' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.
+CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+For debugging consider passing CUDA_LAUNCH_BLOCKING=1
+Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
+
+[exit 1, s]
+"#;
+
+    /// 60_graph_plain.log (whole).
+    const GRAPH_PLAIN: &str = r#"$ python3 graph_ima.py
+replayed
+Traceback (most recent call last):
+  File "/src/probe/graph_ima.py", line 34, in <module>
+    print(out.sum().item())
+          ^^^^^^^^^
+torch.AcceleratorError: CUDA error: an illegal memory access was encountered
+Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.
+CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+For debugging consider passing CUDA_LAUNCH_BLOCKING=1
+Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
+
+[exit 1, 5490 ms]
+"#;
+
+    /// 61_graph_blocking.log (whole).
+    const GRAPH_BLOCKING: &str = r#"$ env CUDA_LAUNCH_BLOCKING=1 python3 graph_ima.py
+Traceback (most recent call last):
+  File "/src/probe/graph_ima.py", line 32, in <module>
+    g.replay()
+  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/cuda/graphs.py", line 139, in replay
+    super().replay()
+torch.AcceleratorError: CUDA error: an illegal memory access was encountered
+Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.
+Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
+
+[exit 1, 4587 ms]
+"#;
+
+    /// 82_dist_blocking.log (whole): rank 1's traceback behind `[rank1]:`, then torchrun's own.
+    const DIST_BLOCKING: &str = r#"$ env PYTHONUNBUFFERED=1 CUDA_LAUNCH_BLOCKING=1 python3 -m torch.distributed.run --nproc-per-node 2 dist_ima.py
+
+*****************************************
+Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed. 
+*****************************************
+rank 1 pid 681 first all_reduce okrank 0 pid 680 first all_reduce ok
+
+[rank1]: Traceback (most recent call last):
+[rank1]:   File "/src/probe/dist_ima.py", line 27, in <module>
+[rank1]:     main()
+[rank1]:   File "/src/probe/dist_ima.py", line 21, in main
+[rank1]:     y.fill_(1)  # far past the end of x
+[rank1]:     ^^^^^^^^^^
+[rank1]: torch.AcceleratorError: CUDA error: unspecified launch failure
+[rank1]: Search for `cudaErrorLaunchFailure' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.
+[rank1]: Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
+
+W1130 01:10:22.199000 639 torch/distributed/elastic/multiprocessing/api.py:1012] Sending process 680 closing signal SIGTERM
+E1130 01:10:22.314000 639 torch/distributed/elastic/multiprocessing/api.py:986] failed (exitcode: 1) local_rank: 1 (pid: 681) of binary: /opt/torch/.venv/bin/python3
+Traceback (most recent call last):
+  File "<frozen runpy>", line 198, in _run_module_as_main
+  File "<frozen runpy>", line 88, in _run_code
+  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/run.py", line 994, in <module>
+    main()
+  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 362, in wrapper
+    return f(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^
+  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/run.py", line 990, in main
+    run(args)
+  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/run.py", line 981, in run
+    elastic_launch(
+  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/launcher/api.py", line 170, in __call__
+    return launch_agent(self._config, self._entrypoint, list(args))
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/launcher/api.py", line 317, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+dist_ima.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-30_01:10:22
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 680)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 680
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-30_01:10:22
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : 1 (pid: 681)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+[exit 1, 10675 ms]
+"#;
+
+    /// 81_dist_plain.log, lines 6-69: the NCCL watchdog, `terminate` + `what():`, torchrun's traceback.
+    const DIST_PLAIN: &str = r#"rank 1 pid 615 first all_reduce ok
+rank 0 pid 614 first all_reduce ok
+[rank1]:[E1130 01:10:11.502886129 ProcessGroupNCCL.cpp:2119] [PG ID 0 PG GUID 0(default_pg) Rank 1] Process group watchdog thread terminated with exception: CUDA error: unspecified launch failure
+Search for `cudaErrorLaunchFailure' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.
+CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+For debugging consider passing CUDA_LAUNCH_BLOCKING=1
+Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
+
+Exception raised from query at /pytorch/c10/cuda/CUDAEvent.h:111 (most recent call first):
+frame #0: c10::Error::Error(c10::SourceLocation, std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >) + 0x9d (0x7fa636f7305d in /opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libc10.so)
+frame #1: <unknown function> + 0xc114 (0x7fa6372c0114 in /opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libc10_cuda.so)
+frame #2: c10d::ProcessGroupNCCL::WorkNCCL::finishedGPUExecutionInternal() const + 0x50 (0x7fa5824f3d10 in /opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so)
+frame #3: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted() + 0x68 (0x7fa582502828 in /opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so)
+frame #4: c10d::ProcessGroupNCCL::Watchdog::runLoop() + 0x9c3 (0x7fa5825071d3 in /opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so)
+frame #5: c10d::ProcessGroupNCCL::Watchdog::run() + 0x157 (0x7fa5825093b7 in /opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so)
+frame #6: <unknown function> + 0xecdb4 (0x7fa6070ecdb4 in /lib/x86_64-linux-gnu/libstdc++.so.6)
+frame #7: <unknown function> + 0x9cb84 (0x7fa63809cb84 in /lib/x86_64-linux-gnu/libc.so.6)
+frame #8: <unknown function> + 0x129ecc (0x7fa638129ecc in /lib/x86_64-linux-gnu/libc.so.6)
+
+terminate called after throwing an instance of 'c10::DistBackendError'
+  what():  [PG ID 0 PG GUID 0(default_pg) Rank 1] Process group watchdog thread terminated with exception: CUDA error: unspecified launch failure
+Search for `cudaErrorLaunchFailure' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.
+CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+For debugging consider passing CUDA_LAUNCH_BLOCKING=1
+Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
+
+Exception raised from query at /pytorch/c10/cuda/CUDAEvent.h:111 (most recent call first):
+frame #0: c10::Error::Error(c10::SourceLocation, std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >) + 0x9d (0x7fa636f7305d in /opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libc10.so)
+frame #1: <unknown function> + 0xc114 (0x7fa6372c0114 in /opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libc10_cuda.so)
+frame #2: c10d::ProcessGroupNCCL::WorkNCCL::finishedGPUExecutionInternal() const + 0x50 (0x7fa5824f3d10 in /opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so)
+frame #3: c10d::ProcessGroupNCCL::WorkNCCL::isCompleted() + 0x68 (0x7fa582502828 in /opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so)
+frame #4: c10d::ProcessGroupNCCL::Watchdog::runLoop() + 0x9c3 (0x7fa5825071d3 in /opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so)
+frame #5: c10d::ProcessGroupNCCL::Watchdog::run() + 0x157 (0x7fa5825093b7 in /opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so)
+frame #6: <unknown function> + 0xecdb4 (0x7fa6070ecdb4 in /lib/x86_64-linux-gnu/libstdc++.so.6)
+frame #7: <unknown function> + 0x9cb84 (0x7fa63809cb84 in /lib/x86_64-linux-gnu/libc.so.6)
+frame #8: <unknown function> + 0x129ecc (0x7fa638129ecc in /lib/x86_64-linux-gnu/libc.so.6)
+
+Exception raised from run at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2125 (most recent call first):
+frame #0: c10::Error::Error(c10::SourceLocation, std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >) + 0x9d (0x7fa636f7305d in /opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libc10.so)
+frame #1: <unknown function> + 0x68ef03 (0x7fa581c8ef03 in /opt/torch/.venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so)
+frame #2: <unknown function> + 0xecdb4 (0x7fa6070ecdb4 in /lib/x86_64-linux-gnu/libstdc++.so.6)
+frame #3: <unknown function> + 0x9cb84 (0x7fa63809cb84 in /lib/x86_64-linux-gnu/libc.so.6)
+frame #4: <unknown function> + 0x129ecc (0x7fa638129ecc in /lib/x86_64-linux-gnu/libc.so.6)
+
+W1130 01:10:11.238000 572 torch/distributed/elastic/multiprocessing/api.py:1012] Sending process 614 closing signal SIGTERM
+E1130 01:10:11.353000 572 torch/distributed/elastic/multiprocessing/api.py:986] failed (exitcode: -6) local_rank: 1 (pid: 615) of binary: /opt/torch/.venv/bin/python3
+Traceback (most recent call last):
+  File "<frozen runpy>", line 198, in _run_module_as_main
+  File "<frozen runpy>", line 88, in _run_code
+  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/run.py", line 994, in <module>
+    main()
+  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 362, in wrapper
+    return f(*args, **kwargs)
+           ^^^^^^^^^^^^^^^^^^
+  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/run.py", line 990, in main
+    run(args)
+  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/run.py", line 981, in run
+    elastic_launch(
+  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/launcher/api.py", line 170, in __call__
+    return launch_agent(self._config, self._entrypoint, list(args))
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/launcher/api.py", line 317, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+"#;
+
+    /// 39_child_memcheck.log, lines 1-4.
+    const CHILD_MEMCHECK_HEAD: &str = r#"$ compute-sanitizer --tool memcheck --target-processes all --print-limit 20 python3 child_ima.py
+========= COMPUTE-SANITIZER
+/pytorch/aten/src/ATen/native/cuda/TensorCompare.cu:109: _assert_async_cuda_kernel: block: [0,0,0], thread: [0,0,0] Assertion `` failed.
+========= Warp assert
+"#;
+
+    /// 39_child_memcheck.log, lines 106-125.
+    const CHILD_MEMCHECK_TAIL: &str = r#"=========         Host Frame: spawn_main in spawn.py:122
+=========         Host Frame: <module> in <string>:1
+========= 
+Process SpawnProcess-1:
+Traceback (most recent call last):
+  File "/usr/lib/python3.12/multiprocessing/process.py", line 314, in _bootstrap
+    self.run()
+  File "/usr/lib/python3.12/multiprocessing/process.py", line 108, in run
+    self._target(*self._args, **self._kwargs)
+  File "/src/probe/child_ima.py", line 8, in worker
+    x.index_put_((idx,), torch.ones(1, device="cuda"), accumulate=True)
+torch.AcceleratorError: CUDA error: device-side assert triggered
+Search for `cudaErrorAssert' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.
+CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+For debugging consider passing CUDA_LAUNCH_BLOCKING=1
+Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
+
+child exit code 1
+========= ERROR SUMMARY: 3 errors
+[exit 0, s]
+"#;
+
+    /// 37_child_coredump.log, lines 1-8.
+    const CHILD_COREDUMP: &str = r#"$ env CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1 CUDA_COREDUMP_SHOW_PROGRESS=1 CUDA_COREDUMP_GENERATION_FLAGS=skip_nonrelocated_elf_images,skip_global_memory,skip_shared_memory,skip_local_memory,skip_constbank_memory CUDA_COREDUMP_FILE=/tmp/cd/cuda_coredump_%h.%p.%t CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION=0 python3 child_ima.py
+/pytorch/aten/src/ATen/native/cuda/TensorCompare.cu:109: _assert_async_cuda_kernel: block: [0,0,0], thread: [0,0,0] Assertion `` failed.
+[00:43:55.306790] coredump: Starting GPU coredump generation
+[00:43:55.306875] coredump: SM 1/132 has finished state collection
+[00:43:55.306879] coredump: SM 2/132 has finished state collection
+[00:43:55.306882] coredump: SM 3/132 has finished state collection
+[00:43:55.306885] coredump: SM 4/132 has finished state collection
+[00:43:55.306887] coredump: SM 5/132 has finished state collection
+"#;
+
+    /// 43_far_cudacore.log, lines 1-8: cuda-gdb's own `what():`.
+    const FAR_CUDACORE: &str = r#"$ cuda-gdb -batch -ex target cudacore /tmp/cd/cuda_coredump_vm.1720.1795999523 -ex set pagination off -ex info cuda kernels -ex bt -ex info cuda devices -ex info cuda sms -ex info cuda warps -ex info cuda lanes -ex info cuda threads -ex info line *$pc -ex x/4i $pc -ex list *$pc -ex print $errno -ex info frame
+Opening GPU coredump: /tmp/cd/cuda_coredump_vm.1720.1795999523
+
+CUDA Exception: Warp Illegal Address
+The exception was triggered at PC 0x7f9a577a00f0  scatter_far(int*, int)  (ima_far.cu:13)
+terminate called after throwing an instance of 'std::out_of_range'
+  what():  vector::_M_range_check: __n (which is 4294967294) >= this->size() (which is 64)
+
+"#;
+
+    /// 01_sanitizer_help.log, line 37.
+    const SANITIZER_HELP: &str = r#"  --ignore-getprocaddress-notfound      Ignore CUDA_ERROR_NOT_FOUND API errors for cuGetProcAddress.
+"#;
+
+    /// 87_dist_memcheck.log, lines 424-426: a watchdog timeout, not a CUDA error.
+    const DIST_TIMEOUT: &str = r#"terminate called after throwing an instance of 'c10::DistBackendError'
+  what():  [PG ID 0 PG GUID 0(default_pg) Rank 0] Process group watchdog thread terminated with exception: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=4096, NumelOut=4096, Timeout(ms)=30000) ran for 30080 milliseconds before timing out.
+Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:692 (most recent call first):
+"#;
+
+    // ----- C/C++ runtime errors ---------------------------------------------------------------
+
+    #[test]
+    fn cuda_error_at_file_line_through_the_scanner() {
+        let ev = scan_str(FAR_PLAIN, "40_far_plain.log");
+        assert_eq!(
+            ev.symptoms,
+            vec![Symptom {
+                error: Some(ErrorClass::IllegalAddress),
+                message: "an illegal memory access was encountered".into(),
+                reported_at: loc("ima_far.cu", 32),
+                call: Some("cudaMemcpy(h, d, n * sizeof(int), cudaMemcpyDeviceToHost)".into()),
+                exception: None,
+                python_frames: vec![],
+                rank: None,
+                log_line: 3,
+            }]
+        );
+        assert!(ev.tools.contains(&Tool::Host));
+        assert!(ev.faults.iter().all(|f| f.tool != Some(Tool::Host)));
     }
 
     #[test]
-    #[ignore]
-    fn dump_transcripts() {
-        let mut paths: Vec<_> = std::fs::read_dir("/work/shared/transcripts/h200-cuda13").unwrap().map(|e| e.unwrap().path()).collect();
-        paths.sort();
-        for p in paths {
-            let text = std::fs::read_to_string(&p).unwrap();
-            let ev = super::super::scan::scan_str(&text, p.to_str().unwrap());
-            let v = serde_json::json!({"symptoms": ev.symptoms, "faults": ev.faults.iter().filter(|f| f.tool == Some(Tool::Host)).collect::<Vec<_>>(), "tools": ev.tools});
-            println!("== {}\n{}", p.display(), serde_json::to_string(&v).unwrap());
+    fn host_api_errors_are_kept_but_are_not_device_faults() {
+        let ev = host(NULL_PLAIN);
+        assert_eq!(ev.symptoms.len(), 1);
+        let s = &ev.symptoms[0];
+        assert_eq!(s.message, "invalid argument");
+        assert_eq!(s.error, Some(ErrorClass::Other("invalid argument".into())));
+        assert!(!s.error.as_ref().unwrap().is_device_fault());
+        assert_eq!(s.reported_at, loc("ima_far.cu", 32));
+        assert_eq!(s.call.as_deref(), Some("cudaMemcpy(h, d, n * sizeof(int), cudaMemcpyDeviceToHost)"));
+        assert_eq!(ev.tools, vec![Tool::Host]);
+    }
+
+    #[test]
+    fn program_line_inside_a_sanitizer_log() {
+        let ev = host(MEMCHECK_SMALL);
+        // `sync: unspecified launch failure` is the program's; `========= Program hit
+        // cudaErrorLaunchFailure ...` is compute-sanitizer's and is not read here.
+        assert_eq!(
+            ev.symptoms,
+            vec![Symptom {
+                error: Some(ErrorClass::LaunchFailure),
+                message: "unspecified launch failure".into(),
+                log_line: 15,
+                ..Symptom::default()
+            }]
+        );
+        assert!(ev.faults.is_empty());
+    }
+
+    #[test]
+    fn shapes_named_in_the_brief() {
+        // `GPUassert: %s %s %d`, the widespread gpuErrchk helper.
+        let ev = host("GPUassert: an illegal memory access was encountered ima.cu 40\n");
+        assert_eq!(ev.symptoms.len(), 1);
+        assert_eq!(ev.symptoms[0].message, "an illegal memory access was encountered");
+        assert_eq!(ev.symptoms[0].reported_at, loc("ima.cu", 40));
+        assert_eq!(ev.symptoms[0].error, Some(ErrorClass::IllegalAddress));
+
+        let ev = host("cudaErrorIllegalAddress\n");
+        assert_eq!(ev.symptoms[0].message, "cudaErrorIllegalAddress");
+        assert_eq!(ev.symptoms[0].error, Some(ErrorClass::IllegalAddress));
+
+        let ev =
+            host("small.cu:12: void k(int*): block: [0,0,0], thread: [0,0,0] Assertion `i < n` failed.\n");
+        assert_eq!(ev.faults.len(), 1);
+        let f = &ev.faults[0];
+        assert_eq!(f.kernel.as_deref(), Some("void k(int*)"));
+        assert_eq!(f.location, loc("small.cu", 12));
+        assert_eq!(f.detail.as_deref(), Some("i < n"));
+        assert_eq!((f.block, f.thread), (Some([0, 0, 0]), Some([0, 0, 0])));
+    }
+
+    #[test]
+    fn not_every_error_line_is_a_cuda_error() {
+        // cuda-gdb's own crash (`what():  vector::_M_range_check`), an option's help text
+        // naming CUDA_ERROR_NOT_FOUND, a watchdog timeout, PyTorch's follow-up lines.
+        for text in [FAR_CUDACORE, SANITIZER_HELP, DIST_TIMEOUT, &lines(GRAPH_PLAIN, 8, 12)] {
+            let ev = host(text);
+            assert!(ev.symptoms.is_empty(), "{text}: {:?}", ev.symptoms);
+            assert!(ev.faults.is_empty());
+            assert!(ev.tools.is_empty());
+        }
+    }
+
+    #[test]
+    fn repeated_identical_reports_are_folded() {
+        let line = lines(FAR_PLAIN, 3, 3);
+        let ev = host(&line.repeat(1000));
+        assert_eq!(ev.symptoms.len(), 1);
+        assert_eq!(ev.symptoms[0].log_line, 1);
+    }
+
+    // ----- Python tracebacks ------------------------------------------------------------------
+
+    #[test]
+    fn pytorch_assert_line_and_traceback() {
+        let ev = host(ASSERT_PLAIN);
+        assert_eq!(
+            ev.faults,
+            vec![Fault {
+                tool: Some(Tool::Host),
+                error: Some(ErrorClass::DeviceAssert),
+                kernel: Some("nll_loss_forward_reduce_cuda_kernel_2d".into()),
+                location: loc("/pytorch/aten/src/ATen/native/cuda/Loss.cu", 245),
+                block: Some([0, 0, 0]),
+                thread: Some([3, 0, 0]),
+                count: 1,
+                detail: Some("t >= 0 && t < n_classes".into()),
+                ..Fault::default()
+            }]
+        );
+        assert_eq!(
+            ev.symptoms,
+            vec![Symptom {
+                error: Some(ErrorClass::DeviceAssert),
+                message: "device-side assert triggered".into(),
+                exception: Some("torch.AcceleratorError".into()),
+                python_frames: vec![pyframe("<module>", "/src/probe/assert_ce.py", 7)],
+                log_line: 8,
+                ..Symptom::default()
+            }]
+        );
+        assert_eq!(ev.tools, vec![Tool::Host]);
+    }
+
+    #[test]
+    fn traceback_through_a_library_frame() {
+        let ev = host(GRAPH_PLAIN);
+        assert_eq!(ev.symptoms.len(), 1);
+        assert_eq!(ev.symptoms[0].python_frames, vec![pyframe("<module>", "/src/probe/graph_ima.py", 34)]);
+        assert_eq!(ev.symptoms[0].error, Some(ErrorClass::IllegalAddress));
+        assert_eq!(ev.symptoms[0].log_line, 7);
+
+        let ev = host(GRAPH_BLOCKING);
+        let s = &ev.symptoms[0];
+        assert_eq!(
+            s.python_frames,
+            vec![
+                pyframe("<module>", "/src/probe/graph_ima.py", 32),
+                pyframe("replay", "/opt/torch/.venv/lib/python3.12/site-packages/torch/cuda/graphs.py", 139),
+            ]
+        );
+        assert_eq!(s.user_frame(), Some(&pyframe("<module>", "/src/probe/graph_ima.py", 32)));
+        assert_eq!(s.message, "an illegal memory access was encountered");
+        assert_eq!(s.exception.as_deref(), Some("torch.AcceleratorError"));
+    }
+
+    #[test]
+    fn child_process_under_memcheck() {
+        let ev = host(CHILD_MEMCHECK_HEAD);
+        assert_eq!(ev.faults.len(), 1);
+        let f = &ev.faults[0];
+        assert_eq!(f.kernel.as_deref(), Some("_assert_async_cuda_kernel"));
+        assert_eq!(f.location, loc("/pytorch/aten/src/ATen/native/cuda/TensorCompare.cu", 109));
+        assert_eq!(f.detail, None, "Assertion `` has no text");
+
+        let ev = host(CHILD_MEMCHECK_TAIL);
+        assert_eq!(ev.symptoms.len(), 1);
+        let s = &ev.symptoms[0];
+        assert_eq!(s.message, "device-side assert triggered");
+        assert_eq!(s.log_line, 10);
+        assert_eq!(s.python_frames.len(), 3);
+        assert_eq!(s.user_frame(), Some(&pyframe("worker", "/src/probe/child_ima.py", 8)));
+    }
+
+    #[test]
+    fn assert_line_among_coredump_progress() {
+        let ev = host(CHILD_COREDUMP);
+        assert!(ev.symptoms.is_empty());
+        assert_eq!(ev.faults.len(), 1);
+        assert_eq!(ev.faults[0].kernel.as_deref(), Some("_assert_async_cuda_kernel"));
+    }
+
+    #[test]
+    fn rank_prefixed_traceback() {
+        let ev = host(DIST_BLOCKING);
+        // torchrun's own traceback ends in ChildFailedError: not a CUDA error, ignored.
+        assert_eq!(
+            ev.symptoms,
+            vec![Symptom {
+                error: Some(ErrorClass::LaunchFailure),
+                message: "unspecified launch failure".into(),
+                exception: Some("torch.AcceleratorError".into()),
+                python_frames: vec![
+                    pyframe("<module>", "/src/probe/dist_ima.py", 27),
+                    pyframe("main", "/src/probe/dist_ima.py", 21),
+                ],
+                rank: Some(1),
+                log_line: 14,
+                ..Symptom::default()
+            }]
+        );
+    }
+
+    #[test]
+    fn nccl_watchdog_and_its_what_line_are_one_symptom() {
+        let ev = host(DIST_PLAIN);
+        assert_eq!(
+            ev.symptoms,
+            vec![Symptom {
+                error: Some(ErrorClass::LaunchFailure),
+                message: "unspecified launch failure".into(),
+                // From the `Exception raised from query at ...` line that follows.
+                reported_at: loc("/pytorch/c10/cuda/CUDAEvent.h", 111),
+                rank: Some(1),
+                log_line: 3,
+                ..Symptom::default()
+            }]
+        );
+        // The `terminate` + `what():` pair alone: the exception type, and the rank from
+        // `[PG ID 0 PG GUID 0(default_pg) Rank 1]` (the line has no `[rank1]:` prefix).
+        let at = DIST_PLAIN.lines().position(|l| l.starts_with("terminate called")).unwrap() + 1;
+        let ev = host(&lines(DIST_PLAIN, at, at + 1));
+        assert_eq!(ev.symptoms.len(), 1);
+        let s = &ev.symptoms[0];
+        assert_eq!(s.exception.as_deref(), Some("c10::DistBackendError"));
+        assert_eq!((s.rank, s.log_line), (Some(1), 2));
+        assert_eq!(s.message, "unspecified launch failure");
+    }
+
+    // Derived inputs: real lines, re-arranged (interleaved, relabelled, repeated) to exercise
+    // what a recording of one run cannot show.
+
+    #[test]
+    fn interleaved_ranks_keep_separate_tracebacks() {
+        let r1: Vec<&str> = DIST_BLOCKING.lines().filter(|l| l.starts_with("[rank1]:")).collect();
+        let r0: Vec<String> = r1.iter().map(|l| l.replacen("[rank1]:", "[rank0]:", 1)).collect();
+        let noise = lines(DIST_PLAIN, 1, 2);
+        let mut text = String::new();
+        for (a, b) in r1.iter().zip(&r0) {
+            text.push_str(&format!("{a}\n{noise}{b}\n"));
+        }
+        let ev = host(&text);
+        assert_eq!(ev.symptoms.len(), 2, "{:?}", ev.symptoms);
+        let mut ranks: Vec<_> = ev.symptoms.iter().map(|s| s.rank).collect();
+        ranks.sort();
+        assert_eq!(ranks, vec![Some(0), Some(1)]);
+        for s in &ev.symptoms {
+            assert_eq!(s.python_frames.len(), 2);
+            assert_eq!(s.user_frame(), Some(&pyframe("main", "/src/probe/dist_ima.py", 21)));
+        }
+    }
+
+    #[test]
+    fn unrelated_lines_inside_a_traceback_are_skipped() {
+        let other = lines(DIST_PLAIN, 1, 1); // `rank 1 pid 615 first all_reduce ok`
+        let text: String = GRAPH_BLOCKING.lines().map(|l| format!("{l}\n{other}")).collect();
+        let ev = host(&text);
+        assert_eq!(ev.symptoms.len(), 1);
+        assert_eq!(ev.symptoms[0].python_frames.len(), 2);
+    }
+
+    #[test]
+    fn chained_tracebacks_report_an_error_once() {
+        let first = lines(GRAPH_PLAIN, 2, 6);
+        let second = lines(GRAPH_BLOCKING, 1, 6);
+        let chained = format!("{first}\n{CHAIN_DURING}\n\n{second}");
+        let ev = host(&chained);
+        assert_eq!(ev.symptoms.len(), 1);
+        assert_eq!(ev.symptoms[0].python_frames, vec![pyframe("<module>", "/src/probe/graph_ima.py", 34)]);
+        // Two separate tracebacks of the same error are two reports.
+        let ev = host(&format!("{first}{second}"));
+        assert_eq!(ev.symptoms.len(), 2);
+    }
+
+    #[test]
+    fn logger_prefix_before_every_traceback_line() {
+        let text: String = lines(GRAPH_BLOCKING, 2, 7).lines().map(|l| format!("w0| {l}\n")).collect();
+        let ev = host(&text);
+        assert_eq!(ev.symptoms.len(), 1);
+        assert_eq!(ev.symptoms[0].python_frames.len(), 2);
+        assert_eq!(ev.symptoms[0].exception.as_deref(), Some("torch.AcceleratorError"));
+    }
+
+    #[test]
+    fn a_traceback_that_never_ends_stays_bounded() {
+        let frame = lines(GRAPH_BLOCKING, 3, 4);
+        let mut p = HostParser::default();
+        feed(&mut p, &format!("{}{}", lines(GRAPH_BLOCKING, 2, 2), frame.repeat(50_000)));
+        assert_eq!(p.ranks[0].tb.as_ref().map(|t| t.frames.len()), Some(MAX_FRAMES));
+        p.line(lines(GRAPH_BLOCKING, 7, 7).trim_end(), LineCtx { lineno: 100_002, rank: None });
+        let mut ev = Evidence::default();
+        p.finish(&mut ev);
+        assert_eq!(ev.symptoms.len(), 1);
+        assert_eq!(ev.symptoms[0].python_frames.len(), MAX_FRAMES);
+    }
+
+    #[test]
+    fn assert_lines_are_grouped_per_site() {
+        // PyTorch prints one line per failing thread: the recorded line, with other threads.
+        let line = lines(ASSERT_PLAIN, 3, 3);
+        let mut text = String::new();
+        for t in [5, 3, 7, 0, 4] {
+            text.push_str(&line.replace("thread: [3,0,0]", &format!("thread: [{t},0,0]")));
+        }
+        text.push_str(&format!("[rank1]:{line}"));
+        let ev = host(&text);
+        assert_eq!(ev.faults.len(), 2);
+        let f = &ev.faults[0];
+        assert_eq!(f.count, 5);
+        assert_eq!(f.thread, Some([5, 0, 0]));
+        assert_eq!(f.thread_range, Some([[0, 0, 0], [7, 0, 0]]));
+        assert_eq!(f.block_range, Some([[0, 0, 0], [0, 0, 0]]));
+        assert_eq!((ev.faults[1].rank, ev.faults[1].count), (Some(1), 1));
+        assert_eq!(ev.faults[1].thread_range, None);
+    }
+
+    #[test]
+    fn distinct_reports_are_capped() {
+        let line = lines(FAR_PLAIN, 3, 3);
+        let text: String = (0..MAX_SYMPTOMS + 10).map(|i| line.replace(":32:", &format!(":{i}:"))).collect();
+        let ev = host(&text);
+        assert_eq!(ev.symptoms.len(), MAX_SYMPTOMS);
+        assert!(ev.notes.iter().any(|n| n.contains("10 further")));
+    }
+
+    #[test]
+    fn helpers() {
+        // Triton prints `unknown:0: unknown` for position and function.
+        let (l, f) = split_assert_prefix("unknown:0: unknown");
+        assert_eq!((l, f), (loc("unknown", 0), Some("unknown")));
+        assert_eq!(
+            exception_shape("torch.AcceleratorError: CUDA error: x", true).map(|e| e.0),
+            Some("torch.AcceleratorError")
+        );
+        assert_eq!(exception_shape("sync: unspecified launch failure", false), None);
+        assert_eq!(exception_shape("rank 1 pid 615 first all_reduce ok", false), None);
+        assert_eq!(infer_rank("[PG ID 0 PG GUID 0(default_pg) Rank 1] Process"), Some(1));
+        assert_eq!(cut("héllo", 2), "h");
+        assert!(!triggers(b"CUDA kernel errors might be asynchronously reported at some other API call"));
+        assert!(
+            triggers(b"x CUDA Error: y") && triggers(b"cudaErrorAssert") && triggers(b"CUDA_ERROR_ASSERT")
+        );
+        assert!(!triggers(b"libtorch_cuda.so") && !triggers(b"device='cuda'"));
+    }
+
+    // ----- Robustness ---------------------------------------------------------------------------
+
+    const ALL: &[&str] = &[
+        FAR_PLAIN,
+        NULL_PLAIN,
+        MEMCHECK_SMALL,
+        ASSERT_PLAIN,
+        GRAPH_PLAIN,
+        GRAPH_BLOCKING,
+        DIST_BLOCKING,
+        DIST_PLAIN,
+        CHILD_MEMCHECK_HEAD,
+        CHILD_MEMCHECK_TAIL,
+        CHILD_COREDUMP,
+        FAR_CUDACORE,
+        SANITIZER_HELP,
+        DIST_TIMEOUT,
+    ];
+
+    #[test]
+    fn truncated_excerpts_never_panic() {
+        for ex in ALL {
+            for cut_at in (0..=ex.len()).filter(|&i| ex.is_char_boundary(i)) {
+                let text = &ex[..cut_at];
+                check_bounded(text, &host(text));
+            }
+        }
+    }
+
+    fn real_lines() -> Vec<&'static str> {
+        ALL.iter().flat_map(|t| t.lines()).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_text_is_bounded(s in any::<String>()) {
+            check_bounded(&s, &host(&s));
+        }
+
+        #[test]
+        fn byte_soup_is_bounded(bytes in proptest::collection::vec(any::<u8>(), 0..4096)) {
+            let s = String::from_utf8_lossy(&bytes);
+            check_bounded(&s, &host(&s));
+        }
+
+        #[test]
+        fn shuffled_real_lines_are_bounded(
+            picks in proptest::collection::vec((any::<proptest::sample::Index>(), 0u8..4), 0..400),
+        ) {
+            let pool = real_lines();
+            let mut text = String::new();
+            for (i, r) in picks {
+                let l = pool[i.index(pool.len())];
+                match r {
+                    0 => text.push_str(&format!("[rank0]:{l}\n")),
+                    1 => text.push_str(&format!("[rank1]: {l}\n")),
+                    _ => text.push_str(&format!("{l}\n")),
+                }
+            }
+            check_bounded(&text, &host(&text));
+        }
+
+        #[test]
+        fn real_lines_with_junk_spliced_in(
+            i in any::<proptest::sample::Index>(),
+            at in any::<proptest::sample::Index>(),
+            junk in "\\PC{0,40}",
+        ) {
+            let pool = real_lines();
+            let l = pool[i.index(pool.len())];
+            let mut cut_at = at.index(l.len() + 1);
+            while !l.is_char_boundary(cut_at) {
+                cut_at -= 1;
+            }
+            let text = format!("{}{junk}{}\n", &l[..cut_at], &l[cut_at..]);
+            check_bounded(&text, &host(&text));
         }
     }
 }

@@ -13,7 +13,7 @@ use quick_xml::Reader;
 
 use super::memcheck::{
     access_class, clip, kernel_name, parse_program_hit, push_clipped, source_loc, ApiErrors, Sites, Slot,
-    MAX_HOST_FRAMES,
+    MAX_DEVICE_FRAMES, MAX_HOST_FRAMES,
 };
 use super::{names, parse_hex, Access, Dim3, ErrorClass, Evidence, Fault, Frame, Tool};
 
@@ -49,6 +49,8 @@ enum Tag {
     Line,
     Pc,
     HostStack,
+    DeviceStack,
+    Exception,
     Frame,
     Module,
     Other,
@@ -82,6 +84,8 @@ fn tag_of(name: &str) -> Tag {
         "line" => Tag::Line,
         "pc" => Tag::Pc,
         "hostStack" => Tag::HostStack,
+        "deviceStack" => Tag::DeviceStack,
+        "exception" => Tag::Exception,
         "frame" => Tag::Frame,
         "module" => Tag::Module,
         _ => Tag::Other,
@@ -119,6 +123,17 @@ impl RawFrame {
             python: module.is_empty() && line.is_some(),
         }
     }
+
+    fn to_device_frame(&self) -> Frame {
+        let (function, _) = kernel_name(&self.func);
+        let func = self.func.trim();
+        Frame {
+            function: function.or_else(|| (!func.is_empty()).then(|| func.to_string())),
+            python: false,
+            module: None,
+            ..self.to_frame()
+        }
+    }
 }
 
 /// The `<record>` being read; buffers are reused from record to record.
@@ -132,6 +147,7 @@ struct Record {
     size: String,
     direction: String,
     error: String,
+    exception: String,
     address: String,
     api: String,
     message: String,
@@ -140,9 +156,11 @@ struct Record {
     path: String,
     line: String,
     pc: String,
-    /// Keep this record's host frames (decided at `<hostStack>`: its site is new)?
-    want_frames: bool,
+    /// Keep this record's stacks (decided at the first `<deviceStack>` or `<hostStack>`,
+    /// after `<what>` and `<where>`: is its site new?)
+    want_frames: Option<bool>,
     frames: Vec<Frame>,
+    device_frames: Vec<Frame>,
     frames_cut: bool,
     frame: RawFrame,
 }
@@ -158,6 +176,7 @@ impl Record {
             &mut self.size,
             &mut self.direction,
             &mut self.error,
+            &mut self.exception,
             &mut self.address,
             &mut self.api,
             &mut self.message,
@@ -169,8 +188,9 @@ impl Record {
         ] {
             s.clear();
         }
-        self.want_frames = false;
+        self.want_frames = None;
         self.frames.clear();
+        self.device_frames.clear();
         self.frames_cut = false;
         self.frame.clear();
     }
@@ -198,6 +218,7 @@ impl Record {
             &self.direction,
             &self.size,
             &self.error,
+            &self.exception,
             &self.func,
             &self.path,
         ] {
@@ -212,19 +233,26 @@ impl Record {
         let func = self.func.trim();
         let (mut kernel, mut mangled) = kernel_name(func);
         // `<func>` is the bare name (`sum_neighbors`); the launch stub in the host stack
-        // (`__device_stub__Z13sum_neighborsPKfPfi`) carries the mangled signature.
-        if kernel.is_some() {
-            let stub = self.frames.iter().filter_map(|f| f.function.as_deref()).find_map(|f| {
-                let m = f.strip_prefix("__device_stub_")?;
-                let d = names::demangle(m)?;
-                (names::kernel_key(&d) == names::kernel_key(func)).then(|| (d, m.to_string()))
-            });
-            if let Some((d, m)) = stub {
-                kernel = Some(names::compact_signature(&d));
-                mangled = Some(m);
-            }
+        // (`__device_stub__Z13sum_neighborsPKfPfi`), saved when the kernel was launched,
+        // carries its mangled signature. For a device assert (`__assertfail`) the stub is
+        // the only name of the kernel.
+        let stub = self.frames.iter().filter_map(|f| f.function.as_deref()).find_map(|f| {
+            let m = f.strip_prefix("__device_stub_")?;
+            let d = names::demangle(m)?;
+            let fits = match &kernel {
+                Some(_) => names::kernel_key(&d) == names::kernel_key(func),
+                None => func.starts_with("__assertfail"),
+            };
+            fits.then(|| (d, m.to_string()))
+        });
+        if let Some((d, m)) = stub {
+            kernel = Some(names::compact_signature(&d));
+            mangled = Some(m);
         }
-        let text = self.text.trim();
+        let text = match self.text.trim() {
+            "" => self.exception.trim(),
+            t => t,
+        };
         let error = self.error.trim();
         let direction = self.direction.trim();
         let space = self.space.trim();
@@ -260,6 +288,7 @@ impl Record {
             pc: parse_hex(&self.pc),
             access,
             host_frames: self.frames.clone(),
+            frames: self.device_frames.clone(),
             detail,
             ..Fault::default()
         }
@@ -302,17 +331,18 @@ impl State {
                 self.in_record = true;
                 self.rec.clear();
             }
-            (Tag::HostStack, Some(Tag::Record)) if self.in_record => {
+            (Tag::HostStack | Tag::DeviceStack, Some(Tag::Record))
+                if self.in_record && self.rec.want_frames.is_none() =>
+            {
                 // The site is known by now (`<what>` and `<where>` come first): keep the
-                // frames only for the first record of a site.
-                self.rec.want_frames = if self.rec.is_fault() {
+                // stacks only for the first record of a site.
+                let want = self.rec.is_fault() && {
                     self.rec.key(&mut self.key);
                     self.sites.find(&self.key) == Slot::New
-                } else {
-                    false
                 };
+                self.rec.want_frames = Some(want);
             }
-            (Tag::Frame, Some(Tag::HostStack)) => self.rec.frame.clear(),
+            (Tag::Frame, Some(Tag::HostStack | Tag::DeviceStack)) => self.rec.frame.clear(),
             _ => {}
         }
     }
@@ -351,6 +381,7 @@ impl State {
             (Some(Tag::What), Tag::Size) => set(&mut r.size, text),
             (Some(Tag::What), Tag::Direction) => set(&mut r.direction, text),
             (Some(Tag::What), Tag::Error) => set(&mut r.error, text),
+            (Some(Tag::What), Tag::Exception) => set(&mut r.exception, text),
             (Some(Tag::What), Tag::Address) => set(&mut r.address, text),
             (Some(Tag::What), Tag::Api) => set(&mut r.api, text),
             (Some(Tag::What), Tag::Message) => set(&mut r.message, text),
@@ -359,16 +390,28 @@ impl State {
             (Some(Tag::Where), Tag::Path | Tag::File) => set(&mut r.path, text),
             (Some(Tag::Where), Tag::Line) => set(&mut r.line, text),
             (Some(Tag::Where), Tag::Pc) => set(&mut r.pc, text),
-            (Some(Tag::Frame), t) if grand == Some(Tag::HostStack) && r.want_frames => match t {
-                Tag::Func => set(&mut r.frame.func, text),
-                Tag::Module => set(&mut r.frame.module, text),
-                Tag::Path | Tag::File => set(&mut r.frame.path, text),
-                Tag::Line => set(&mut r.frame.line, text),
-                _ => {}
-            },
-            (Some(Tag::HostStack), Tag::Frame) if r.want_frames => {
+            (Some(Tag::Frame), t)
+                if matches!(grand, Some(Tag::HostStack | Tag::DeviceStack))
+                    && r.want_frames == Some(true) =>
+            {
+                match t {
+                    Tag::Func => set(&mut r.frame.func, text),
+                    Tag::Module => set(&mut r.frame.module, text),
+                    Tag::Path | Tag::File => set(&mut r.frame.path, text),
+                    Tag::Line => set(&mut r.frame.line, text),
+                    _ => {}
+                }
+            }
+            (Some(Tag::HostStack), Tag::Frame) if r.want_frames == Some(true) => {
                 if r.frames.len() < MAX_HOST_FRAMES {
                     r.frames.push(r.frame.to_frame());
+                } else {
+                    r.frames_cut = true;
+                }
+            }
+            (Some(Tag::DeviceStack), Tag::Frame) if r.want_frames == Some(true) => {
+                if r.device_frames.len() < MAX_DEVICE_FRAMES {
+                    r.device_frames.push(r.frame.to_device_frame());
                 } else {
                     r.frames_cut = true;
                 }
@@ -728,6 +771,109 @@ mod tests {
         assert!(ev.faults.is_empty());
         let note = ev.notes.iter().find(|n| n.contains("malformed")).expect("a note");
         assert!(note.contains("at byte"), "{note}");
+    }
+
+    /// Reads `tests/fixtures/h200/<case>/memcheck.<ext>` (the project's own recordings).
+    fn fixture(case: &str, ext: &str) -> String {
+        let p = format!("{}/../tests/fixtures/h200/{case}/memcheck.{ext}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+    }
+
+    #[test]
+    fn device_assert_is_named_by_the_launch_stub() {
+        let ev = read(fixture("device_assert", "xml").as_bytes());
+        assert_eq!(ev.faults.len(), 1);
+        let f = &ev.faults[0];
+        assert_eq!(f.error, Some(ErrorClass::DeviceAssert));
+        assert_eq!(f.kernel.as_deref(), Some("check_labels(int const*, int, int, int*)"));
+        assert_eq!(f.mangled.as_deref(), Some("_Z12check_labelsPKiiiPi"));
+        assert_eq!(f.detail.as_deref(), Some("Warp assert"));
+        assert_eq!(f.pc, Some(0x19a0));
+        assert_eq!(f.thread, Some([37, 0, 0]));
+        assert_eq!(f.access, None);
+        assert_eq!(f.frames, vec![Frame { function: Some("__assertfail".into()), ..Frame::default() }]);
+        assert_eq!(ev.api_errors.len(), 1);
+    }
+
+    #[test]
+    fn device_stack_of_inlined_code() {
+        let ev = read(fixture("inlined", "xml").as_bytes());
+        let f = &ev.faults[0];
+        assert_eq!(f.kernel.as_deref(), Some("store_scaled"));
+        assert_eq!(
+            f.frames,
+            vec![Frame {
+                function: Some("apply_offsets".into()),
+                file: Some("/tmp/ima-record/inlined.cu".into()),
+                line: Some(8),
+                ..Frame::default()
+            }]
+        );
+    }
+
+    #[test]
+    fn python_frames_in_the_host_stack() {
+        let ev = read(fixture("triton_worker", "xml").as_bytes());
+        assert_eq!(ev.faults.len(), 1);
+        let f = &ev.faults[0];
+        assert_eq!(f.count, 128);
+        let py: Vec<&Frame> = f.host_frames.iter().filter(|h| h.python).collect();
+        assert_eq!(py.len(), 11);
+        assert!(py.iter().all(|h| h.module.is_none() && h.line.is_some()));
+    }
+
+    /// Text and XML reports of the same runs agree on every site.
+    #[test]
+    fn text_and_xml_agree_on_every_recording() {
+        let dir = format!("{}/../tests/fixtures/h200", env!("CARGO_MANIFEST_DIR"));
+        let mut cases = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let case = entry.unwrap().file_name().to_string_lossy().into_owned();
+            let (Ok(log), Ok(xml)) = (
+                std::fs::read_to_string(format!("{dir}/{case}/memcheck.log")),
+                std::fs::read(format!("{dir}/{case}/memcheck.xml")),
+            ) else {
+                continue;
+            };
+            cases += 1;
+            let text = super::super::scan::scan_str(&log, "memcheck.log");
+            let xml = read(&xml);
+            let sites = |ev: &Evidence| -> Vec<_> {
+                ev.faults
+                    .iter()
+                    .filter(|f| matches!(f.tool, Some(Tool::Memcheck | Tool::MemcheckXml)))
+                    .map(|f| {
+                        let line =
+                            f.location.as_ref().map(|l| (names::base_name(&l.file).to_string(), l.line));
+                        let key = f.kernel.as_deref().map(names::kernel_key);
+                        (
+                            f.error.clone(),
+                            line,
+                            f.pc,
+                            f.count,
+                            f.block_range,
+                            f.thread_range,
+                            f.frames.len(),
+                            key,
+                        )
+                    })
+                    .collect()
+            };
+            let (mut t, x) = (sites(&text), sites(&xml));
+            // Only XML names an asserting kernel (by its launch stub).
+            for (s, xs) in t.iter_mut().zip(&x) {
+                if s.7.is_none() {
+                    s.7.clone_from(&xs.7);
+                }
+            }
+            assert_eq!(t, x, "{case}");
+            let apis = |ev: &Evidence| -> Vec<_> {
+                ev.api_errors.iter().map(|e| (e.api.clone(), e.error.clone(), e.code, e.count)).collect()
+            };
+            assert_eq!(apis(&text), apis(&xml), "{case}");
+            assert!(xml.notes.is_empty(), "{case}: {:?}", xml.notes);
+        }
+        assert!(cases >= 10, "{cases} recordings found in {dir}");
     }
 
     #[test]

@@ -33,10 +33,7 @@ pub fn wait_notice(line: &str) -> Option<WaitNotice> {
     let (_, pid) = tail.split_once("(PID ")?;
     let (pid, _) = pid.split_once(')')?;
     let pid = pid.trim().parse().ok()?;
-    Some(WaitNotice {
-        host: host.to_string(),
-        pid,
-    })
+    Some(WaitNotice { host: host.to_string(), pid })
 }
 
 /// Collects every distinct [`WaitNotice`] of an input.
@@ -142,10 +139,7 @@ pid, process_name
 "#;
 
     fn notice(host: &str, pid: u32) -> WaitNotice {
-        WaitNotice {
-            host: host.to_string(),
-            pid,
-        }
+        WaitNotice { host: host.to_string(), pid }
     }
 
     #[test]
@@ -153,10 +147,7 @@ pid, process_name
         let ev = scan_str(WAITS_50, "50.log");
         assert_eq!(ev.waits, vec![notice("vm", 1866)]);
         assert!(ev.tools.contains(&Tool::Waits));
-        assert_eq!(
-            scan_str(WAITS_G_52, "52.log").waits,
-            vec![notice("vm", 1933)]
-        );
+        assert_eq!(scan_str(WAITS_G_52, "52.log").waits, vec![notice("vm", 1933)]);
     }
 
     #[test]

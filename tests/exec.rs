@@ -1,0 +1,375 @@
+//! `xtask::exec` on real processes (`/bin/sh`, `sleep`, `yes`): output streamed to the logs
+//! and to the callback, exit codes and signals, and that no process of a run's group
+//! outlives it, whether it ends by itself, by timeout, by `Control::Stop`, by a panic in
+//! the callback or by Ctrl-C (the last in a re-executed copy of this test binary, since
+//! the interrupt flag is global).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use xtask::exec::{self, Control, Exit, Spec, Stream, MAX_LINE};
+
+/// A fresh directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("exec").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `sh -c SCRIPT` logging to DIR/out.log and DIR/err.log.
+fn sh(dir: &Path, script: &str) -> Spec {
+    Spec::new("/bin/sh", ["-c", script], dir.join("out.log"), dir.join("err.log"))
+}
+
+fn read(path: PathBuf) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// Whether `pid` is a live process (a zombie waiting for a reaper counts as dead).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+            !matches!(state, Some('Z' | 'X'))
+        }
+        Err(_) if Path::new("/proc/self/stat").exists() => false,
+        Err(_) => kill(Pid::from_raw(pid), None).is_ok(),
+    }
+}
+
+/// Waits (generously) for every pid to be dead; SIGKILL is asynchronous.
+fn assert_dead(pids: &[i32]) {
+    let start = Instant::now();
+    while pids.iter().any(|&p| alive(p)) {
+        assert!(start.elapsed() < Duration::from_secs(5), "still alive: {pids:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Runs `spec`, collecting every line the callback got.
+fn run_collect(spec: &Spec) -> (exec::Outcome, Vec<(Stream, String)>) {
+    let mut lines = Vec::new();
+    let outcome = exec::run(spec, &mut |s, l| {
+        lines.push((s, l.to_string()));
+        Control::Continue
+    })
+    .unwrap();
+    (outcome, lines)
+}
+
+fn pids_of(lines: &[(Stream, String)], n: usize) -> Vec<i32> {
+    let pids: Vec<i32> = lines.iter().filter_map(|(_, l)| l.parse().ok()).take(n).collect();
+    assert_eq!(pids.len(), n, "{lines:?}");
+    pids
+}
+
+#[test]
+fn output_goes_to_the_logs_and_lines_to_the_callback_in_order() {
+    let dir = scratch("order");
+    let script = r#"i=0; while [ $i -lt 300 ]; do echo "out $i"; echo "err $i" >&2; i=$((i+1)); done
+                    printf 'no newline at the end'"#;
+    let (outcome, lines) = run_collect(&sh(&dir, script));
+    assert_eq!(outcome.exit, Exit::Code(0));
+    assert!(outcome.pid > 0);
+    assert_eq!(outcome.lines_dropped, 0);
+    assert!(!outcome.output_abandoned);
+
+    let expect = |what: &str| -> Vec<String> { (0..300).map(|i| format!("{what} {i}")).collect() };
+    let mut out_expected = expect("out");
+    out_expected.push("no newline at the end".into());
+    let got = |stream| -> Vec<String> {
+        lines.iter().filter(|(s, _)| *s == stream).map(|(_, l)| l.clone()).collect()
+    };
+    assert_eq!(got(Stream::Stdout), out_expected);
+    assert_eq!(got(Stream::Stderr), expect("err"));
+
+    assert_eq!(read(dir.join("out.log")), expect("out").join("\n") + "\nno newline at the end");
+    assert_eq!(read(dir.join("err.log")), expect("err").join("\n") + "\n");
+}
+
+#[test]
+fn environment_and_working_directory() {
+    let dir = scratch("env");
+    let mut spec = sh(&dir, r#"echo "${HOME-unset} $XTASK_EXEC_TEST"; pwd -P"#);
+    spec.env_remove = vec!["HOME".into(), "XTASK_EXEC_TEST".into()];
+    spec.env_set = vec![("XTASK_EXEC_TEST".into(), "set".into())];
+    spec.cwd = Some(dir.clone());
+    spec.stdout_log = dir.join("logs/deeper/out.log");
+    let (outcome, lines) = run_collect(&spec);
+    assert_eq!(outcome.exit, Exit::Code(0));
+    let text: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
+    assert_eq!(text, ["unset set", dir.canonicalize().unwrap().to_str().unwrap()]);
+    assert!(dir.join("logs/deeper/out.log").is_file());
+}
+
+#[test]
+fn one_log_for_both_streams() {
+    let dir = scratch("one-log");
+    let mut spec = sh(&dir, "echo one; echo two >&2; echo three");
+    spec.stderr_log = spec.stdout_log.clone();
+    let (outcome, _) = run_collect(&spec);
+    assert_eq!(outcome.exit, Exit::Code(0));
+    let log = read(dir.join("out.log"));
+    let mut got: Vec<&str> = log.lines().collect();
+    got.sort();
+    assert_eq!(got, ["one", "three", "two"]);
+}
+
+#[test]
+fn exit_codes_and_signals() {
+    let dir = scratch("exits");
+    let exit = |script| run_collect(&sh(&dir, script)).0.exit;
+    assert_eq!(exit("exit 3"), Exit::Code(3));
+    assert_eq!(exit("kill -ABRT $$"), Exit::Signal(6));
+    assert_eq!(exit("kill -KILL $$"), Exit::Signal(9));
+    assert_eq!(serde_json::to_string(&Exit::Signal(6)).unwrap(), r#"{"signal":6}"#);
+    assert_eq!(serde_json::to_string(&Exit::TimedOut).unwrap(), r#""timed-out""#);
+}
+
+#[test]
+fn timeout_kills_the_whole_group() {
+    let dir = scratch("timeout");
+    let mut spec = sh(&dir, "echo $$; sleep 100 & echo $!; sleep 100");
+    spec.timeout = Some(Duration::from_millis(500));
+    let start = Instant::now();
+    let (outcome, lines) = run_collect(&spec);
+    assert_eq!(outcome.exit, Exit::TimedOut);
+    assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+    assert!(outcome.duration >= Duration::from_millis(500));
+    let pids = pids_of(&lines, 2);
+    assert_eq!(pids[0] as u32, outcome.pid);
+    assert_dead(&pids);
+}
+
+#[test]
+fn stop_from_the_callback_kills_a_spinning_target() {
+    // The attach rung: the target announces its pid and spins; the callback works for a
+    // while (cuda-gdb attached) and then stops the run.
+    let dir = scratch("stop");
+    let spec = sh(&dir, "echo \"waiting (PID $$)\"; sleep 100 & echo $!; while :; do :; done");
+    let mut pids = Vec::new();
+    let mut stopped_at = None;
+    let outcome = exec::run(&spec, &mut |_, line| {
+        if let Some(pid) = line.strip_prefix("waiting (PID ").and_then(|r| r.strip_suffix(')')) {
+            pids.push(pid.parse::<i32>().unwrap());
+        } else if let Ok(pid) = line.parse() {
+            pids.push(pid);
+            std::thread::sleep(Duration::from_millis(300));
+            assert!(alive(pids[0]), "the target must still spin while the callback works");
+            stopped_at = Some(Instant::now());
+            return Control::Stop;
+        }
+        Control::Continue
+    })
+    .unwrap();
+    assert_eq!(outcome.exit, Exit::Stopped);
+    assert!(stopped_at.unwrap().elapsed() < Duration::from_secs(5));
+    assert_eq!(pids.len(), 2);
+    assert_dead(&pids);
+}
+
+#[test]
+fn a_slow_callback_does_not_block_the_target() {
+    let dir = scratch("slow");
+    let size = 10_000_000;
+    let spec = sh(&dir, &format!("yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c {size}"));
+    let mut first = true;
+    let mut got = 0u64;
+    let start = Instant::now();
+    let outcome = exec::run(&spec, &mut |stream, line| {
+        assert_eq!(stream, Stream::Stdout);
+        if first {
+            std::thread::sleep(Duration::from_secs(1));
+            first = false;
+        }
+        got += 1;
+        // The last line may be cut short by `head`.
+        assert!("abcdefghijklmnopqrstuvwxyz0123456789".starts_with(line), "{line:?}");
+        Control::Continue
+    })
+    .unwrap();
+    assert_eq!(outcome.exit, Exit::Code(0));
+    assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+    let lines = (size as u64).div_ceil(37);
+    assert_eq!(got + outcome.lines_dropped, lines);
+    assert_eq!(std::fs::metadata(dir.join("out.log")).unwrap().len(), size as u64);
+}
+
+#[test]
+fn a_grandchild_holding_the_pipe_is_killed_when_the_child_exits() {
+    let dir = scratch("grandchild");
+    let start = Instant::now();
+    let (outcome, lines) = run_collect(&sh(&dir, "sleep 30 & echo $!; exit 4"));
+    assert_eq!(outcome.exit, Exit::Code(4));
+    assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+    assert!(!outcome.output_abandoned);
+    assert_dead(&pids_of(&lines, 1));
+}
+
+#[test]
+fn a_process_that_left_the_group_is_abandoned_after_a_grace() {
+    // `setsid` takes it out of the group, beyond `killpg`; it keeps the pipes open.
+    if !Path::new("/usr/bin/setsid").exists() && !Path::new("/bin/setsid").exists() {
+        return;
+    }
+    let dir = scratch("escaped");
+    let start = Instant::now();
+    // The shell exits only once the escape has happened.
+    let script = "setsid sh -c 'echo $$ > ready; exec sleep 30' &
+                  while [ ! -s ready ]; do sleep 0.01; done; cat ready";
+    let mut spec = sh(&dir, script);
+    spec.cwd = Some(dir.clone());
+    let (outcome, lines) = run_collect(&spec);
+    let escaped = pids_of(&lines, 1)[0];
+    let _ = kill(Pid::from_raw(escaped), Signal::SIGKILL);
+    assert_eq!(outcome.exit, Exit::Code(0));
+    assert!(outcome.output_abandoned);
+    let took = start.elapsed();
+    assert!(took >= exec::READERS_GRACE && took < Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
+fn a_panic_in_the_callback_kills_the_group() {
+    let dir = scratch("panic");
+    let spec = sh(&dir, "echo $$; sleep 100 & echo $!; wait");
+    let mut pids = Vec::new();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        exec::run(&spec, &mut |_, line| {
+            pids.push(line.parse::<i32>().unwrap());
+            if pids.len() == 2 {
+                panic!("the callback failed");
+            }
+            Control::Continue
+        })
+    }));
+    assert!(result.is_err());
+    assert_dead(&pids);
+}
+
+#[test]
+fn long_lines_are_cut_for_the_callback_only() {
+    let dir = scratch("long");
+    let script = "head -c 200000 /dev/zero | tr '\\0' a; echo; echo short";
+    let (outcome, lines) = run_collect(&sh(&dir, script));
+    assert_eq!(outcome.exit, Exit::Code(0));
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0].1, "a".repeat(MAX_LINE));
+    assert_eq!(lines[1].1, "short");
+    assert_eq!(read(dir.join("out.log")), "a".repeat(200_000) + "\nshort\n");
+}
+
+#[test]
+fn invalid_utf8_and_crlf_reach_the_callback_lossily() {
+    let dir = scratch("bytes");
+    let (_, lines) = run_collect(&sh(&dir, r"printf 'a\377b\r\nc\n'"));
+    let text: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
+    assert_eq!(text, ["a\u{fffd}b", "c"]);
+    assert_eq!(std::fs::read(dir.join("out.log")).unwrap(), b"a\xffb\r\nc\n");
+}
+
+#[test]
+fn a_missing_program_is_named() {
+    let dir = scratch("missing");
+    let spec = Spec::new("no-such-tool-xtask", ["--version"], dir.join("o"), dir.join("e"));
+    let err = format!("{:#}", exec::run(&spec, &mut |_, _| Control::Continue).unwrap_err());
+    assert!(err.contains("`no-such-tool-xtask`") && err.contains("PATH"), "{err}");
+
+    let spec = Spec::new("./no/such/tool", Vec::<String>::new(), dir.join("o"), dir.join("e"));
+    let err = format!("{:#}", exec::run(&spec, &mut |_, _| Control::Continue).unwrap_err());
+    assert!(err.contains("`./no/such/tool`") && err.contains("no such file"), "{err}");
+
+    let mut spec = sh(&dir, "true");
+    spec.cwd = Some(dir.join("nowhere"));
+    let err = format!("{:#}", exec::run(&spec, &mut |_, _| Control::Continue).unwrap_err());
+    assert!(err.contains("working directory") && err.contains("nowhere"), "{err}");
+}
+
+// -- Ctrl-C: the flag is process-wide, so these run in a copy of this binary. ----------
+
+const CHILD_ENV: &str = "XTASK_EXEC_INTERRUPT_CHILD";
+
+/// Runs `interrupt_child` in a copy of this binary in MODE; sends it SIGINT once the
+/// target is ready (twice, 200 ms apart, when `twice`), and returns its stdout lines.
+fn interrupt_copy(mode: &str, twice: bool) -> Vec<String> {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["interrupt_child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, mode)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let copy = Pid::from_raw(child.id() as i32);
+    let mut lines = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        // libtest may print `test interrupt_child ... ` before the first line.
+        if line.ends_with("line: ready") {
+            kill(copy, Signal::SIGINT).unwrap();
+            if twice {
+                std::thread::sleep(Duration::from_millis(200));
+                kill(copy, Signal::SIGINT).unwrap();
+            }
+        }
+        lines.push(line);
+    }
+    assert!(child.wait().unwrap().success(), "{lines:#?}");
+    lines
+}
+
+fn target_pids(lines: &[String]) -> Vec<i32> {
+    lines.iter().filter_map(|l| l.rsplit_once("line: ")?.1.parse().ok()).collect()
+}
+
+#[test]
+fn interrupt_kills_the_group_and_later_runs_start_nothing() {
+    let lines = interrupt_copy("once", false);
+    assert!(lines.contains(&"exit: Interrupted".to_string()), "{lines:#?}");
+    assert!(lines.contains(&"after: Interrupted pid 0".to_string()), "{lines:#?}");
+    let pids = target_pids(&lines);
+    assert_eq!(pids.len(), 2, "{lines:#?}");
+    assert_dead(&pids);
+}
+
+#[test]
+fn a_second_interrupt_kills_at_once_even_inside_the_callback() {
+    let lines = interrupt_copy("twice", true);
+    assert!(lines.contains(&"died in the callback: true".to_string()), "{lines:#?}");
+    assert!(lines.contains(&"exit: Interrupted".to_string()), "{lines:#?}");
+    assert_dead(&target_pids(&lines));
+}
+
+/// The copy's side; does nothing in a normal test run.
+#[test]
+fn interrupt_child() {
+    let Ok(mode) = std::env::var(CHILD_ENV) else { return };
+    exec::install_interrupt_handler().unwrap();
+    exec::install_interrupt_handler().unwrap();
+    let dir = scratch(&format!("interrupt-{mode}"));
+    let mut spec = sh(&dir, "echo $$; sleep 100 & echo $!; echo ready; wait");
+    spec.timeout = Some(Duration::from_secs(20));
+    let mut pids = Vec::new();
+    let outcome = exec::run(&spec, &mut |_, line| {
+        println!("line: {line}");
+        if let Ok(pid) = line.parse::<i32>() {
+            pids.push(pid);
+        }
+        if line == "ready" && mode == "twice" {
+            // Busy in the callback (cuda-gdb attached): only the second signal can help.
+            let start = Instant::now();
+            while pids.iter().any(|&p| alive(p)) && start.elapsed() < Duration::from_secs(8) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            println!("died in the callback: {}", !pids.iter().any(|&p| alive(p)));
+        }
+        Control::Continue
+    })
+    .unwrap();
+    println!("exit: {:?}", outcome.exit);
+    assert!(exec::interrupted());
+    let after = exec::run(&sh(&dir, "echo never"), &mut |_, _| Control::Continue).unwrap();
+    println!("after: {:?} pid {}", after.exit, after.pid);
+}

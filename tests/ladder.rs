@@ -1,0 +1,730 @@
+//! The whole ladder (`cargo xtask debug-ima`), run as the real binary against stand-ins
+//! placed first on PATH (tests/standins/: the target program, `cuda-gdb`,
+//! `compute-sanitizer`, `nvidia-smi`) that replay what the real tools printed on an H200
+//! (tests/fixtures/h200/<case>/, recorded by tests/gpu/record.sh): exit codes and signals,
+//! the coredump, the attach wait that never ends by itself, a hang. The rebuild rung runs
+//! the real `nvcc` and `cuobjdump` from NVIDIA's PyPI wheels (.ci/run installs them).
+//!
+//! Every test runs in its own folder under the target directory, with its own bundle root;
+//! the stand-ins write their PIDs into a file there, and every test checks at the end that
+//! none of them is still alive.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// The longest any one run of the binary may take before the test kills it and fails.
+const RUN_LIMIT: Duration = Duration::from_secs(60);
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn standins() -> PathBuf {
+    root().join("tests/standins")
+}
+
+fn fixture(case: &str) -> PathBuf {
+    root().join("tests/fixtures/h200").join(case)
+}
+
+/// PATH with `dirs` first.
+fn path_with(dirs: &[&Path]) -> String {
+    let mut parts: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    if let Ok(p) = std::env::var("PATH") {
+        parts.push(p);
+    }
+    parts.join(":")
+}
+
+/// A folder of its own for one test, removed at the end unless the test failed.
+struct Scratch {
+    dir: PathBuf,
+}
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        static SEQ: AtomicUsize = AtomicUsize::new(0);
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "ladder-{name}-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch { dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    fn bundles(&self) -> PathBuf {
+        self.path("bundles")
+    }
+
+    /// Where the stand-ins write `target PID` and `child PID`.
+    fn pids_file(&self) -> PathBuf {
+        self.path("standin-pids.txt")
+    }
+
+    /// Writes a recipe file and returns its path.
+    fn recipe(&self, yaml: &str) -> PathBuf {
+        let p = self.path("recipe.yaml");
+        std::fs::write(&p, yaml).unwrap();
+        p
+    }
+
+    /// The one bundle the run created.
+    fn bundle(&self) -> Bundle {
+        let entries: Vec<PathBuf> = std::fs::read_dir(self.bundles())
+            .unwrap_or_else(|e| panic!("no bundle root {}: {e}", self.bundles().display()))
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(entries.len(), 1, "one bundle expected: {entries:?}");
+        Bundle { root: entries[0].clone() }
+    }
+
+    /// Every PID a stand-in recorded, with its role.
+    fn standin_pids(&self) -> Vec<(String, i32)> {
+        let text = std::fs::read_to_string(self.pids_file()).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| {
+                let (role, pid) = l.split_once(' ')?;
+                Some((role.to_string(), pid.trim().parse().ok()?))
+            })
+            .collect()
+    }
+
+    /// Fails when a process a stand-in started is still alive.
+    fn assert_no_standin_left(&self) {
+        for (role, pid) in self.standin_pids() {
+            assert!(!alive(pid), "stand-in {role} (PID {pid}) is still running");
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // Whatever happened, leave no process behind (the assertions have already failed
+        // if one was there), and keep the folder of a failed test for a look.
+        for (_, pid) in self.standin_pids() {
+            if alive(pid) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+        }
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// Whether a process exists and is not a zombie (a killed orphan stays a zombie until
+/// its reaper, which in a container may be slow, collects it).
+fn alive(pid: i32) -> bool {
+    match kill(Pid::from_raw(pid), None) {
+        Err(Errno::ESRCH) => false,
+        _ => match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            // `PID (comm) STATE ...`; comm may hold spaces and parentheses.
+            Ok(stat) => stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()) != Some("Z"),
+            Err(_) => false,
+        },
+    }
+}
+
+/// Waits up to `limit` for the condition, checking every 20 ms.
+fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+/// A bundle directory the run wrote.
+struct Bundle {
+    root: PathBuf,
+}
+
+impl Bundle {
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.root.join(rel))
+            .unwrap_or_else(|e| panic!("{}: {e}", self.root.join(rel).display()))
+    }
+
+    fn manifest(&self) -> serde_yaml::Value {
+        serde_yaml::from_str(&self.read("manifest.yaml")).unwrap()
+    }
+
+    fn findings(&self) -> serde_json::Value {
+        serde_json::from_str(&self.read("findings.json")).unwrap()
+    }
+
+    /// `rungs/NN-name` folder names, sorted.
+    fn rung_dirs(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(self.root.join("rungs"))
+            .map(|rd| rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    /// The manifest's record of a rung.
+    fn rung(&self, name: &str) -> serde_yaml::Value {
+        let m = self.manifest();
+        m["rungs"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|r| r["rung"].as_str() == Some(name))
+            .cloned()
+            .unwrap_or_else(|| panic!("no rung {name} in the manifest:\n{}", self.read("manifest.yaml")))
+    }
+
+    fn notes(&self, rung: &str) -> String {
+        let r = self.rung(rung);
+        r["notes"]
+            .as_sequence()
+            .map(|n| n.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default()
+    }
+
+    /// The exit the manifest records for a rung's command with this role.
+    fn exit_of(&self, rung: &str, role: &str) -> serde_yaml::Value {
+        let r = self.rung(rung);
+        r["commands"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|c| c["role"].as_str() == Some(role))
+            .map(|c| c["exit"].clone())
+            .unwrap_or_else(|| panic!("no {role} command in rung {rung}"))
+    }
+
+    fn exists(&self, rel: &str) -> bool {
+        self.root.join(rel).exists()
+    }
+
+    fn files_in(&self, rel: &str) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(self.root.join(rel))
+            .map(|rd| rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+}
+
+/// One run of `xtask debug-ima` in the scratch folder.
+struct Run<'a> {
+    scratch: &'a Scratch,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    path: String,
+}
+
+/// What a finished run printed.
+struct Output {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+impl Output {
+    fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    fn both(&self) -> String {
+        format!("--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr)
+    }
+}
+
+impl<'a> Run<'a> {
+    /// `debug-ima --recipe RECIPE --yes --bundle-dir SCRATCH/bundles`, the stand-ins first on
+    /// PATH, replaying `case`.
+    fn new(scratch: &'a Scratch, recipe: &Path, case: &str) -> Run<'a> {
+        let args = vec![
+            "debug-ima".to_string(),
+            "--recipe".to_string(),
+            recipe.display().to_string(),
+            "--yes".to_string(),
+            "--bundle-dir".to_string(),
+            scratch.bundles().display().to_string(),
+        ];
+        let env = vec![
+            ("STANDIN_CASE".to_string(), fixture(case).display().to_string()),
+            ("STANDIN_PIDS".to_string(), scratch.pids_file().display().to_string()),
+        ];
+        Run { scratch, args, env, path: path_with(&[&standins()]) }
+    }
+
+    fn arg(mut self, a: &str) -> Self {
+        self.args.push(a.to_string());
+        self
+    }
+
+    fn env(mut self, k: &str, v: &str) -> Self {
+        self.env.push((k.to_string(), v.to_string()));
+        self
+    }
+
+    fn path(mut self, path: String) -> Self {
+        self.path = path;
+        self
+    }
+
+    fn spawn(&self) -> Child {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        cmd.args(&self.args)
+            .current_dir(&self.scratch.dir)
+            .env("PATH", &self.path)
+            .env_remove("NVCC_PREPEND_FLAGS")
+            .env_remove("STANDIN_HANG")
+            .env_remove("STANDIN_CHILD")
+            .env_remove("STANDIN_NO_DUMP")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(self.scratch.path("xtask.stdout")).unwrap())
+            .stderr(std::fs::File::create(self.scratch.path("xtask.stderr")).unwrap());
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd.spawn().expect("cannot start the xtask binary")
+    }
+
+    /// Runs to the end (killed and failed after [`RUN_LIMIT`]).
+    fn run(&self) -> Output {
+        let start = Instant::now();
+        let child = self.spawn();
+        self.finish(child, start)
+    }
+
+    fn finish(&self, mut child: Child, start: Instant) -> Output {
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if start.elapsed() > RUN_LIMIT {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "`xtask {}` ran past {} s:\n{}",
+                    self.args.join(" "),
+                    RUN_LIMIT.as_secs(),
+                    std::fs::read_to_string(self.scratch.path("xtask.stderr")).unwrap_or_default()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Output {
+            status,
+            took: start.elapsed(),
+            stdout: std::fs::read_to_string(self.scratch.path("xtask.stdout")).unwrap(),
+            stderr: std::fs::read_to_string(self.scratch.path("xtask.stderr")).unwrap(),
+        }
+    }
+}
+
+/// A recipe that runs the stand-in target (found on PATH), with `extra` YAML appended.
+fn target_recipe(extra: &str) -> String {
+    format!(
+        "version: 1\nname: standin\ndescription: \"the stand-in target, replaying an H200 recording\"\n\
+         run:\n  command: [\"target\"]\n  timeout: 30\n{extra}"
+    )
+}
+
+/// (a) The default ladder on the out-of-bounds write: baseline, launch-blocking, then the
+/// coredump rung, whose cuda-gdb (which crashed with SIGABRT after printing the line, as
+/// cuda-gdb 13.0 did on the H200) locates the fault; the ladder stops there.
+#[test]
+fn oob_write_stops_after_the_coredump_rung_with_the_verdict() {
+    let s = Scratch::new("oob-write");
+    let recipe = s.recipe(&target_recipe(""));
+    let out = Run::new(&s, &recipe, "oob_write").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+
+    let b = s.bundle();
+    for f in ["manifest.yaml", "summary.md", "findings.json"] {
+        assert!(b.exists(f), "{f} missing");
+    }
+    assert_eq!(b.rung_dirs(), ["01-baseline", "02-launch-blocking", "03-coredump"], "{}", out.both());
+    for rung in b.rung_dirs() {
+        for f in ["stdout.log", "stderr.log", "command.txt"] {
+            assert!(b.exists(&format!("rungs/{rung}/{f}")), "rungs/{rung}/{f} missing");
+        }
+    }
+
+    // The verdict, in findings.json and on stdout.
+    let f = b.findings();
+    let v = &f["verdict"];
+    assert_eq!(v["line"], 7, "{}", b.read("findings.json"));
+    assert!(v["kernel"].as_str().unwrap().contains("scale_write"), "{v}");
+    assert!(v["file"].as_str().unwrap().ends_with("oob_write.cu"), "{v}");
+    assert!(out.stdout.contains("scale_write"), "{}", out.both());
+    assert!(out.stdout.contains("oob_write.cu:7"), "{}", out.both());
+    let m = b.manifest();
+    let stopped = m["stopped"].as_str().unwrap();
+    assert!(stopped.contains("oob_write.cu:7"), "{stopped}");
+    assert!(stopped.contains("attach") && stopped.contains("memcheck"), "names the rungs skipped: {stopped}");
+    assert!(b.read("summary.md").contains("scale_write"));
+
+    // The coredump rung: the dump the stand-in wrote, and what cuda-gdb printed before it
+    // crashed, kept.
+    let files = b.files_in("rungs/03-coredump");
+    assert!(files.iter().any(|f| f.starts_with("core_")), "no dump: {files:?}");
+    let gdb = b.read("rungs/03-coredump/cudagdb-1.log") + &b.read("rungs/03-coredump/cudagdb-1.stderr.log");
+    assert!(gdb.contains("(oob_write.cu:7)"), "{gdb}");
+    assert!(gdb.contains("A fatal error internal to GDB has been detected"), "{gdb}");
+    assert!(b.exists("rungs/03-coredump/cudagdb-1.command.txt"));
+    assert!(b.notes("coredump").contains("cuda-gdb crashed"), "{}", b.notes("coredump"));
+    // cuda-gdb printed the line before it crashed: no retry with fewer commands is needed.
+    assert!(!files.iter().any(|f| f.starts_with("cudagdb-1-retry")), "{files:?}");
+    // The target died of SIGABRT after the dump, as the real program did (134 in meta.tsv).
+    assert_eq!(b.exit_of("coredump", "target")["signal"], 6, "{}", b.read("manifest.yaml"));
+    assert_eq!(b.exit_of("baseline", "target")["code"], 1);
+    s.assert_no_standin_left();
+}
+
+/// (b) `--full` runs every rung: the attach rung's target waits for ever, cuda-gdb attaches
+/// to the PID it announced, and the ladder kills it; memcheck runs too.
+#[test]
+fn full_runs_every_rung_and_kills_the_waiting_target() {
+    let s = Scratch::new("full");
+    let recipe = s.recipe(&target_recipe(""));
+    let out = Run::new(&s, &recipe, "oob_write").arg("--full").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.bundle();
+    assert_eq!(
+        b.rung_dirs(),
+        ["01-baseline", "02-launch-blocking", "03-coredump", "04-attach", "05-memcheck"],
+        "{}",
+        out.both()
+    );
+
+    // The attach rung: the message with the stand-in's PID, cuda-gdb's log, the kill.
+    let logs = b.read("rungs/04-attach/stdout.log") + &b.read("rungs/04-attach/stderr.log");
+    let pid: i32 = logs
+        .split("(PID ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no wait message in the attach rung's logs:\n{logs}"));
+    assert!(s.standin_pids().contains(&("target".to_string(), pid)), "the message names the stand-in's PID");
+    assert!(!alive(pid), "the waiting target (PID {pid}) was not killed");
+    let gdb = b.read("rungs/04-attach/cudagdb-attach.log") + &b.read("rungs/04-attach/cudagdb-attach.stderr.log");
+    assert!(gdb.contains("(oob_write.cu:7)"), "cuda-gdb did not attach:\n{gdb}");
+    assert!(b.read("rungs/04-attach/cudagdb-attach.command.txt").contains(&format!("-p {pid}")));
+    assert_eq!(b.exit_of("attach", "target"), serde_yaml::Value::from("stopped"), "{}", b.read("manifest.yaml"));
+    assert!(b.notes("attach").contains(&format!("attached to PID {pid}")), "{}", b.notes("attach"));
+
+    // memcheck: the text report and the XML report.
+    assert!(b.read("rungs/05-memcheck/stdout.log").contains("Invalid __global__ write of size 4 bytes"));
+    assert!(b.read("rungs/05-memcheck/memcheck.xml").contains("<?xml"));
+    assert!(b.read("rungs/05-memcheck/command.txt").contains("--xml --save"));
+
+    let v = &b.findings()["verdict"];
+    assert_eq!(v["line"], 7);
+    let found_by: Vec<&str> = v["rungs"].as_sequence_or_array();
+    for r in ["attach", "memcheck"] {
+        assert!(found_by.iter().any(|x| x.contains(r)), "{r} not among {found_by:?}");
+    }
+    assert!(b.manifest()["stopped"].as_str().unwrap().contains("every planned rung has run"));
+    s.assert_no_standin_left();
+}
+
+/// Reads a JSON array of strings.
+trait StrArray {
+    fn as_sequence_or_array(&self) -> Vec<&str>;
+}
+
+impl StrArray for serde_json::Value {
+    fn as_sequence_or_array(&self) -> Vec<&str> {
+        self.as_array().map(|a| a.iter().filter_map(|x| x.as_str()).collect()).unwrap_or_default()
+    }
+}
+
+/// (c) A rung that yields no artifact: the driver wrote no coredump (as when an NCCL
+/// watchdog aborts the rank first). The ladder says so and goes on to attach, which finds it.
+#[test]
+fn a_rung_without_its_artifact_is_noted_and_the_ladder_goes_on() {
+    let s = Scratch::new("no-dump");
+    let recipe = s.recipe(&target_recipe(""));
+    let out = Run::new(&s, &recipe, "oob_write").env("STANDIN_NO_DUMP", "1").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.bundle();
+    assert_eq!(
+        b.rung_dirs(),
+        ["01-baseline", "02-launch-blocking", "03-coredump", "04-attach"],
+        "{}",
+        out.both()
+    );
+    assert!(!b.files_in("rungs/03-coredump").iter().any(|f| f.starts_with("core_") || f.starts_with("cudagdb")));
+    assert!(b.notes("coredump").contains("no coredump was written"), "{}", b.read("manifest.yaml"));
+    assert!(out.stderr.contains("no coredump was written"), "{}", out.both());
+    let v = &b.findings()["verdict"];
+    assert_eq!(v["line"], 7);
+    assert!(v["rungs"].as_sequence_or_array().iter().any(|r| r.contains("attach")), "{v}");
+    s.assert_no_standin_left();
+}
+
+/// (d) A target that hangs past the recipe's 2 s timeout: killed with its child (the whole
+/// process group), noted, and the ladder goes on to the next rung.
+#[test]
+fn a_hang_past_the_timeout_is_killed_with_its_children_and_the_ladder_goes_on() {
+    let s = Scratch::new("hang");
+    // Only the baseline hangs; the next rung replays normally.
+    let recipe = s.recipe(
+        "version: 1\nname: hang\ndescription: \"the stand-in target, hanging in the baseline\"\n\
+         run:\n  command: [\"target\"]\n  timeout: 2\n\
+         rungs:\n  baseline:\n    env: { STANDIN_HANG: \"1\", STANDIN_CHILD: \"1\" }\n",
+    );
+    let out = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline,launch-blocking").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    assert!(out.took < Duration::from_secs(20), "took {:?}", out.took);
+    let b = s.bundle();
+    assert_eq!(b.rung_dirs(), ["01-baseline", "02-launch-blocking"], "{}", out.both());
+    assert_eq!(b.exit_of("baseline", "target"), serde_yaml::Value::from("timed-out"), "{}", b.read("manifest.yaml"));
+    assert!(b.notes("baseline").contains("timed out after 2 s"), "{}", b.notes("baseline"));
+    let took = b.rung("baseline")["duration_s"].as_f64().unwrap();
+    assert!((1.9..10.0).contains(&took), "the baseline took {took} s");
+
+    // The target and the child it started in the background are both gone.
+    let pids = s.standin_pids();
+    assert!(pids.iter().any(|(r, _)| r == "child"), "the stand-in started no child: {pids:?}");
+    assert!(
+        wait_for(Duration::from_secs(2), || pids.iter().all(|(_, p)| !alive(*p))),
+        "left running: {:?}",
+        pids.iter().filter(|(_, p)| alive(*p)).collect::<Vec<_>>()
+    );
+
+    // The ladder went on: launch-blocking ran and ended as recorded.
+    assert_eq!(b.exit_of("launch-blocking", "target")["code"], 1);
+    assert!(b.read("rungs/02-launch-blocking/stderr.log").contains("an illegal memory access was encountered"));
+    s.assert_no_standin_left();
+}
+
+/// (e) Ctrl-C in the middle of a rung: exit 130, the bundle keeps the manifest and the
+/// rung's logs, and no stand-in is left.
+#[test]
+fn ctrl_c_in_the_middle_keeps_the_bundle_and_kills_the_target() {
+    let s = Scratch::new("ctrl-c");
+    // The launch-blocking rung hangs (a long timeout): Ctrl-C comes while it runs.
+    let recipe = s.recipe(&target_recipe(
+        "rungs:\n  launch-blocking:\n    env: { STANDIN_HANG: \"1\", STANDIN_CHILD: \"1\" }\n",
+    ));
+    let run = Run::new(&s, &recipe, "oob_write");
+    let start = Instant::now();
+    let child = run.spawn();
+    let xtask = Pid::from_raw(child.id() as i32);
+    // Wait for the hanging rung's target and its child to be running.
+    let running = wait_for(Duration::from_secs(30), || {
+        s.standin_pids().iter().filter(|(r, _)| r == "target").count() >= 2
+            && s.standin_pids().iter().any(|(r, _)| r == "child")
+    });
+    if !running {
+        let _ = kill(xtask, Signal::SIGKILL);
+    }
+    assert!(running, "the launch-blocking rung did not start: {:?}", s.standin_pids());
+    let bundle_root = s.bundle().root;
+    assert!(bundle_root.join("rungs/02-launch-blocking").is_dir());
+    std::thread::sleep(Duration::from_millis(200));
+    kill(xtask, Signal::SIGINT).unwrap();
+    let out = run.finish(child, start);
+    assert_eq!(out.code(), Some(130), "{}", out.both());
+
+    let b = s.bundle();
+    assert!(b.exists("manifest.yaml") && b.exists("summary.md") && b.exists("findings.json"));
+    for f in ["stdout.log", "stderr.log", "command.txt"] {
+        assert!(b.exists(&format!("rungs/01-baseline/{f}")), "01-baseline/{f}");
+        assert!(b.exists(&format!("rungs/02-launch-blocking/{f}")), "02-launch-blocking/{f}");
+    }
+    assert_eq!(b.rung_dirs(), ["01-baseline", "02-launch-blocking"], "nothing ran after Ctrl-C");
+    assert_eq!(b.rung("launch-blocking")["status"].as_str(), Some("interrupted"), "{}", b.read("manifest.yaml"));
+    assert_eq!(b.exit_of("launch-blocking", "target"), serde_yaml::Value::from("interrupted"));
+    assert!(b.manifest()["stopped"].as_str().unwrap().contains("interrupted"), "{}", b.read("manifest.yaml"));
+    assert!(b.read("rungs/01-baseline/stderr.log").contains("an illegal memory access"));
+    let pids = s.standin_pids();
+    assert!(
+        wait_for(Duration::from_secs(2), || pids.iter().all(|(_, p)| !alive(*p))),
+        "left running after Ctrl-C: {:?}",
+        pids.iter().filter(|(_, p)| alive(*p)).collect::<Vec<_>>()
+    );
+    s.assert_no_standin_left();
+}
+
+/// (f) A recipe with an unknown key fails before anything runs: `file:line:column` in the
+/// message, no bundle, no process started.
+#[test]
+fn a_bad_recipe_fails_before_anything_runs() {
+    let s = Scratch::new("bad-recipe");
+    let recipe = s.recipe(&target_recipe("retries: 3\n"));
+    let out = Run::new(&s, &recipe, "oob_write").run();
+    assert_eq!(out.code(), Some(1), "{}", out.both());
+    // The unknown key is on line 7 (after version, name, description, run and its 2 keys).
+    let at = format!("{}:7:1", recipe.display());
+    assert!(out.stderr.contains(&at), "no `{at}` in:\n{}", out.both());
+    assert!(out.stderr.contains("retries"), "{}", out.both());
+    assert!(!s.bundles().exists(), "a bundle root was created");
+    assert!(s.standin_pids().is_empty(), "something ran: {:?}", s.standin_pids());
+    assert!(out.took < Duration::from_secs(10), "took {:?}", out.took);
+}
+
+/// (g) A clean program: no verdict, the symptom did not reproduce, and memcheck still ran
+/// (a bad access does not always fault); the rungs that wait for a fault are skipped.
+#[test]
+fn a_clean_run_gives_no_verdict_and_still_runs_memcheck() {
+    let s = Scratch::new("clean");
+    let recipe = s.recipe(&target_recipe(""));
+    let out = Run::new(&s, &recipe, "clean").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.bundle();
+    assert_eq!(b.rung_dirs(), ["01-baseline", "02-memcheck"], "{}", out.both());
+    assert!(b.findings()["verdict"].is_null(), "{}", b.read("findings.json"));
+    assert!(out.stdout.contains("did not reproduce"), "{}", out.both());
+    assert!(b.manifest()["stopped"].as_str().unwrap().contains("did not reproduce"));
+    assert_eq!(b.exit_of("memcheck", "target")["code"], 0);
+    assert!(b.read("rungs/02-memcheck/stdout.log").contains("ERROR SUMMARY: 0 errors"));
+    assert!(b.exists("rungs/02-memcheck/memcheck.xml"));
+    s.assert_no_standin_left();
+}
+
+/// The bin folder of nvcc and cuobjdump: PATH, else this checkout's .venv-cuda (what
+/// .ci/run installs from PyPI).
+fn nvcc_dir() -> Option<PathBuf> {
+    let on_path = std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(PathBuf::from)
+        .find(|d| d.join("nvcc").is_file() && d.join("cuobjdump").is_file());
+    on_path.or_else(|| {
+        let lib = root().join(".venv-cuda/lib");
+        std::fs::read_dir(lib)
+            .ok()?
+            .flatten()
+            .map(|e| e.path().join("site-packages/nvidia/cu13/bin"))
+            .find(|d| d.join("nvcc").is_file() && d.join("cuobjdump").is_file())
+    })
+}
+
+/// (h) The rebuild rung with the real nvcc (from the PyPI wheels, no GPU needed) on a real
+/// program: `NVCC_PREPEND_FLAGS=-lineinfo` reaches nvcc, and `cuobjdump -elf` finds the
+/// line-info sections.
+#[test]
+fn rebuild_with_the_real_nvcc_finds_line_info() {
+    let Some(bin) = nvcc_dir() else {
+        if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0") {
+            panic!(
+                "CI is set but nvcc and cuobjdump are neither on PATH nor in .venv-cuda: .ci/run installs them \
+                 (`pip install nvidia-cuda-nvcc nvidia-cuda-cuobjdump nvidia-cuda-runtime nvidia-cuda-crt`)"
+            );
+        }
+        eprintln!("skipped: no nvcc on PATH nor in .venv-cuda (CI would fail here)");
+        return;
+    };
+    let s = Scratch::new("rebuild");
+    let src = root().join("tests/gpu/programs/oob_write.cu");
+    let exe = s.path("oob_write");
+    let recipe = s.recipe(&format!(
+        "version: 1\nname: rebuild\ndescription: \"oob_write.cu built by the real nvcc\"\n\
+         build:\n  command: [\"nvcc\", \"-arch=sm_90\", \"-o\", \"{exe}\", \"{src}\"]\n  binaries: [\"{exe}\"]\n  timeout: 300\n\
+         run:\n  command: [\"target\"]\n",
+        exe = exe.display(),
+        src = src.display()
+    ));
+    let out = Run::new(&s, &recipe, "oob_write")
+        .path(path_with(&[&standins(), &bin]))
+        .arg("--rungs")
+        .arg("rebuild")
+        .run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.bundle();
+    assert_eq!(b.rung_dirs(), ["01-rebuild"], "{}", out.both());
+    assert!(exe.is_file(), "nvcc built nothing:\n{}", b.read("rungs/01-rebuild/stderr.log"));
+    assert_eq!(b.exit_of("rebuild", "build")["code"], 0, "{}", b.read("rungs/01-rebuild/stderr.log"));
+    assert!(b.read("rungs/01-rebuild/command.txt").contains("NVCC_PREPEND_FLAGS=-lineinfo"));
+    let tsv = b.read("rungs/01-rebuild/lineinfo.tsv");
+    let n: usize = tsv
+        .split('\t')
+        .nth(1)
+        .and_then(|f| f.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("lineinfo.tsv: {tsv}"));
+    assert!(n > 0, "no line-info sections: {tsv}");
+    assert!(tsv.starts_with(&exe.display().to_string()), "{tsv}");
+    assert!(b.read("rungs/01-rebuild/cuobjdump-1.log").contains("debug_line"));
+    assert!(b.notes("rebuild").is_empty(), "{}", b.notes("rebuild"));
+    s.assert_no_standin_left();
+}
+
+/// (i) `--dry-run` prints every rung's command and environment, and runs nothing.
+#[test]
+fn dry_run_prints_every_command_and_creates_nothing() {
+    let s = Scratch::new("dry-run");
+    let recipe = s.recipe(
+        "version: 1\nname: dry\ndescription: \"every rung\"\n\
+         build:\n  command: [\"nvcc\", \"-arch=sm_90\", \"-o\", \"app\", \"app.cu\"]\n  binaries: [\"app\"]\n\
+         run:\n  command: [\"target\", \"--size\", \"1024\"]\n  env: { MY_SETTING: \"x\" }\n",
+    );
+    let out = Run::new(&s, &recipe, "oob_write").arg("--dry-run").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let o = &out.stdout;
+    for want in [
+        "baseline",
+        "rebuild",
+        "launch-blocking",
+        "coredump",
+        "attach",
+        "memcheck",
+        "NVCC_PREPEND_FLAGS=-lineinfo",
+        "cuobjdump -elf",
+        "CUDA_LAUNCH_BLOCKING=1",
+        "CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1",
+        "CUDA_COREDUMP_FILE=",
+        "target cudacore",
+        "CUDA_DEVICE_WAITS_ON_EXCEPTION=1",
+        "cuda-gdb -batch",
+        "-p <PID from the message>",
+        "compute-sanitizer --tool memcheck",
+        "--xml --save",
+        "MY_SETTING=x",
+        "target --size 1024",
+    ] {
+        assert!(o.contains(want), "`{want}` missing from the plan:\n{}", out.both());
+    }
+    assert!(!s.bundles().exists(), "--dry-run created the bundle root");
+    assert!(s.standin_pids().is_empty(), "--dry-run ran something: {:?}", s.standin_pids());
+}
+
+/// (j) On a machine without a GPU (this one, without the stand-in nvidia-smi), the demo
+/// fails within seconds and says what is missing.
+#[test]
+fn without_a_gpu_the_demo_fails_fast_naming_the_gpu() {
+    let real_smi = std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .chain(["/usr/bin", "/usr/local/nvidia/bin", "/usr/lib/wsl/lib"])
+        .any(|d| Path::new(d).join("nvidia-smi").is_file());
+    if real_smi {
+        eprintln!("skipped: this machine has an nvidia-smi");
+        return;
+    }
+    let s = Scratch::new("no-gpu");
+    let out = Run::new(&s, Path::new("demo"), "oob_write")
+        .path(std::env::var("PATH").unwrap_or_default())
+        .run();
+    assert_eq!(out.code(), Some(1), "{}", out.both());
+    assert!(out.took < Duration::from_secs(10), "took {:?}", out.took);
+    let err = out.stderr.to_lowercase();
+    assert!(err.contains("gpu"), "the message does not name the GPU:\n{}", out.both());
+    assert!(err.contains("nvidia-smi") || err.contains("driver"), "{}", out.both());
+    assert!(!s.bundles().exists(), "a bundle was created");
+    assert!(s.standin_pids().is_empty());
+}

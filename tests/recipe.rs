@@ -1,0 +1,510 @@
+//! The recipe format: the built-in recipes parse and resolve; malformed recipes fail with
+//! `file:line:column`; variables, `--set` and word splitting; deterministic `recipe
+//! list|show|check` output (snapshots in tests/snapshots/); hostile input fails cleanly.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use proptest::prelude::*;
+use xtask::recipe::{
+    builtin_names, builtin_text, check, check_recipe, join_words, load, missing_variables, parse, parse_set,
+    render_list, render_show_in, resolve_in, split_words, DebugInfo, RecipeSource, Words, MAX_RECIPE_BYTES,
+};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+const CWD: &str = "/work/proj";
+
+fn builtin(name: &str) -> xtask::recipe::Recipe {
+    parse(builtin_text(name).unwrap(), RecipeSource::Builtin(name.into()), PathBuf::from("/repo/recipes"))
+        .unwrap()
+}
+
+fn parse_file(text: &str) -> anyhow::Result<xtask::recipe::Recipe> {
+    parse(text, RecipeSource::File("recipes/x.yaml".into()), PathBuf::from("/repo/recipes"))
+}
+
+fn err(text: &str) -> String {
+    format!("{:#}", parse_file(text).unwrap_err())
+}
+
+fn sets(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+const MINIMAL: &str = "version: 1\nname: x\ndescription: d\nrun:\n  command: [\"./a\"]\n";
+
+fn snapshot(name: &str, text: &str) {
+    insta::with_settings!({snapshot_path => root().join("tests/snapshots"), prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!(name, text);
+    });
+}
+
+// ---- the built-ins ----------------------------------------------------------------------
+
+#[test]
+fn builtins_are_listed_and_embedded() {
+    assert_eq!(builtin_names(), ["demo", "cuda"]);
+    for name in builtin_names() {
+        let on_disk = std::fs::read_to_string(root().join(format!("recipes/{name}.yaml"))).unwrap();
+        assert_eq!(builtin_text(name).unwrap(), on_disk);
+        let r = load(name).unwrap();
+        assert_eq!(r.name, *name);
+        assert_eq!(r.source, RecipeSource::Builtin(name.to_string()));
+        assert!(r.dir.join("demo.yaml").is_file(), "{}", r.dir.display());
+    }
+}
+
+#[test]
+fn demo_builds_and_runs_its_program() {
+    let r = builtin("demo");
+    assert!(!r.python);
+    assert!(missing_variables(&r, &BTreeMap::new()).is_empty());
+    let res = resolve_in(&r, &BTreeMap::new(), Path::new(CWD)).unwrap();
+    let build = res.build.as_ref().unwrap();
+    assert_eq!(
+        build.argv,
+        strings(&[
+            "nvcc",
+            "-arch=native",
+            "-o",
+            "target/debug-ima/demo/ima_demo",
+            "/repo/recipes/demo/ima_demo.cu"
+        ])
+    );
+    assert_eq!(build.binaries, [PathBuf::from("/work/proj/target/debug-ima/demo/ima_demo")]);
+    assert_eq!(build.binary_dirs(), [PathBuf::from("/work/proj/target/debug-ima/demo")]);
+    assert_eq!(build.timeout, Some(Duration::from_secs(600)));
+    assert_eq!(res.run.argv, strings(&["/work/proj/target/debug-ima/demo/ima_demo"]));
+    assert_eq!(res.run.cwd, None);
+    assert_eq!(res.vars["recipe_dir"], "/repo/recipes");
+    assert_eq!(res.vars["cwd"], CWD);
+    assert_eq!(res.rung("memcheck").timeout, Some(600));
+    assert!(res.enabled("launch-blocking"));
+    assert_eq!(res.debug_info(), DebugInfo::Lineinfo);
+
+    let res = resolve_in(&r, &sets(&[("arch", "sm_90")]), Path::new(CWD)).unwrap();
+    assert_eq!(res.build.unwrap().argv[1], "-arch=sm_90");
+}
+
+#[test]
+fn demo_program_is_where_the_recipe_says() {
+    let src = std::fs::read_to_string(root().join("recipes/demo/ima_demo.cu")).unwrap();
+    assert!(src.contains("// the bad write"));
+    assert!(src.contains("CUDA error at %s:%d: %s: %s"));
+}
+
+#[test]
+fn cuda_needs_build_and_run() {
+    let r = builtin("cuda");
+    let missing: Vec<String> = missing_variables(&r, &BTreeMap::new()).into_iter().map(|(k, _)| k).collect();
+    assert_eq!(missing, ["build", "run"]);
+    let e = format!("{:#}", resolve_in(&r, &sets(&[("run", "./app")]), Path::new(CWD)).unwrap_err());
+    assert!(e.contains("needs a value for `build`"), "{e}");
+    assert!(e.contains("`--set build=VALUE`"), "{e}");
+    let e = format!("{:#}", resolve_in(&r, &BTreeMap::new(), Path::new(CWD)).unwrap_err());
+    assert!(e.contains("`--set build=VALUE --set run=VALUE`"), "{e}");
+
+    let res = resolve_in(
+        &r,
+        &sets(&[
+            ("build", "cmake --build build --clean-first"),
+            ("run", "./build/app --name 'two words'"),
+            ("binaries", "build/app build/libk.so"),
+        ]),
+        Path::new(CWD),
+    )
+    .unwrap();
+    let build = res.build.unwrap();
+    assert_eq!(build.argv, strings(&["cmake", "--build", "build", "--clean-first"]));
+    assert_eq!(
+        build.binaries,
+        [PathBuf::from("/work/proj/build/app"), PathBuf::from("/work/proj/build/libk.so")]
+    );
+    assert_eq!(build.timeout, Some(Duration::from_secs(3600)));
+    assert_eq!(res.run.argv, strings(&["/work/proj/build/app", "--name", "two words"]));
+    assert_eq!(res.run.timeout, None);
+
+    // `binaries` is optional.
+    let res = resolve_in(&r, &sets(&[("build", "make -B"), ("run", "./app")]), Path::new(CWD)).unwrap();
+    assert!(res.build.unwrap().binaries.is_empty());
+    // A value that cannot be split says which field and what it became.
+    let e = format!(
+        "{:#}",
+        resolve_in(&r, &sets(&[("build", "make -B && ./app"), ("run", "./app")]), Path::new(CWD))
+            .unwrap_err()
+    );
+    assert!(e.contains("`build.command` is `make -B && ./app`"), "{e}");
+    assert!(e.contains("not run through a shell"), "{e}");
+    // An empty command is refused.
+    let e = format!(
+        "{:#}",
+        resolve_in(&r, &sets(&[("build", "make"), ("run", "  ")]), Path::new(CWD)).unwrap_err()
+    );
+    assert!(e.contains("`run.command` is empty"), "{e}");
+}
+
+// ---- errors with file:line:column --------------------------------------------------------
+
+#[test]
+fn unknown_key_has_line_and_column() {
+    let e = err(&format!("{MINIMAL}colour: red\n"));
+    assert!(e.starts_with("recipes/x.yaml:6:1: unknown field `colour`, expected one of `version`"), "{e}");
+
+    let e = err(&format!("{MINIMAL}  cwd: .\n  binaries: [a]\n"));
+    assert!(e.starts_with("recipes/x.yaml:7:3: run: unknown field `binaries`"), "{e}");
+
+    let e = err(&format!("{MINIMAL}rungs:\n  memchek: {{}}\n"));
+    assert!(e.starts_with("recipes/x.yaml:7:3: rungs: unknown field `memchek`"), "{e}");
+
+    let e = err(&format!("{MINIMAL}rungs:\n  rebuild: {{ args: [] }}\n"));
+    assert!(e.starts_with("recipes/x.yaml:7:14: rungs.rebuild: unknown field `args`"), "{e}");
+
+    let e = err(&format!("{MINIMAL}variables:\n  a: {{ default: x, help: y }}\n"));
+    assert!(e.starts_with("recipes/x.yaml:7:20: variables.a: unknown field `help`"), "{e}");
+}
+
+#[test]
+fn wrong_type_has_line_and_column() {
+    let e = err(&format!("{MINIMAL}python: yes\n"));
+    assert_eq!(e, "recipes/x.yaml:6:9: python: invalid type: string \"yes\", expected a boolean");
+
+    let e = err(&format!("{MINIMAL}  timeout: soon\n"));
+    assert!(e.starts_with("recipes/x.yaml:6:12: run.timeout: invalid type: string \"soon\""), "{e}");
+
+    let e = err(&format!("{MINIMAL}rungs:\n  memcheck: {{ timeout: 0 }}\n"));
+    assert!(e.starts_with("recipes/x.yaml:7:24: rungs.memcheck.timeout: invalid value: integer `0`"), "{e}");
+
+    let e = err("version: 1\nname: x\ndescription: d\nrun:\n  command: 5\n");
+    assert!(
+        e.starts_with("recipes/x.yaml:5:12: run.command: invalid type: integer `5`, expected a command"),
+        "{e}"
+    );
+
+    let e = err("version: 1\nname: x\ndescription: d\nrun: ./a\n");
+    assert!(
+        e.starts_with(
+            "recipes/x.yaml:4:6: run: invalid type: string \"./a\", expected a mapping with `command`"
+        ),
+        "{e}"
+    );
+
+    let e = err(&format!("{MINIMAL}rungs:\n  rebuild: {{ debug: g }}\n"));
+    assert!(e.starts_with("recipes/x.yaml:7:21: rungs.rebuild.debug: unknown variant `g`"), "{e}");
+
+    let e = err("[1, 2]\n");
+    assert!(
+        e.starts_with("recipes/x.yaml:1:1: invalid type: sequence, expected a mapping with `version`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn missing_fields_have_line_and_column() {
+    let e = err("version: 1\nname: x\ndescription: d\n");
+    assert_eq!(e, "recipes/x.yaml:1:1: missing field `run`");
+    let e = err("# a comment\nversion: 1\nname: x\ndescription: d\nbuild:\n  command: make\n");
+    assert_eq!(e, "recipes/x.yaml:2:1: missing field `run`");
+    let e = err("version: 1\nname: x\ndescription: d\nrun:\n  cwd: .\n");
+    assert_eq!(e, "recipes/x.yaml:5:3: run: missing field `command`");
+    let e = err("name: x\ndescription: d\nrun: { command: [a] }\n");
+    assert_eq!(e, "recipes/x.yaml:1:1: missing field `version`");
+}
+
+#[test]
+fn version_name_and_commands_are_checked() {
+    let e = err("version: 2\nname: x\n");
+    assert!(e.starts_with("recipes/x.yaml:1:10: version: unsupported recipe version 2"), "{e}");
+    let e = err("version: 1\nname: \"a b\"\ndescription: d\nrun: { command: [a] }\n");
+    assert!(e.starts_with("recipes/x.yaml:2:7: name: invalid recipe name `a b`"), "{e}");
+    let e = err("version: 1\nname: x\ndescription: d\nrun:\n  command: []\n");
+    assert!(e.starts_with("recipes/x.yaml:5:12: run.command: the command is an empty list"), "{e}");
+    let e = err("version: 1\nname: x\ndescription: d\nrun:\n  command: \"./a 'b\"\n");
+    assert!(e.starts_with("recipes/x.yaml:5:12: run.command: `./a 'b`: a single quote is not closed"), "{e}");
+    let e = err("version: 1\nname: x\ndescription: d\nrun:\n  command: [a]\n  env: { A: 1, A: 2 }\n");
+    assert!(e.starts_with("recipes/x.yaml:6:8: run.env: duplicate key `A`"), "{e}");
+    let e = err("version: 1\nname: x\ndescription: d\nrun:\n  command: [a]\n  env: { 1A: x }\n");
+    assert!(e.starts_with("recipes/x.yaml:6:10: run.env: invalid environment variable name `1A`"), "{e}");
+    let e = err(&format!("{MINIMAL}variables:\n  cwd: {{ default: x }}\n"));
+    assert!(e.starts_with("recipes/x.yaml:7:3: variables: `cwd` is a built-in variable"), "{e}");
+    assert!(err("").starts_with("recipes/x.yaml: the file is empty"));
+    assert!(err("# only a comment\n").starts_with("recipes/x.yaml: the file is empty"));
+}
+
+// ---- variables ---------------------------------------------------------------------------
+
+#[test]
+fn unknown_variable_reference_is_located() {
+    let text = "version: 1\nname: x\ndescription: d\nvariables:\n  arch: { default: sm_90 }\nrun:\n  command: [\"./a\", \"--out={outdir}/x\"]\n";
+    let e = err(text);
+    assert!(e.starts_with("recipes/x.yaml:7:20: run.command[1]: unknown variable `{outdir}`"), "{e}");
+    assert!(e.contains("the recipe declares `arch`"), "{e}");
+
+    // Variables may be declared after they are used.
+    let text = "version: 1\nname: x\ndescription: d\nrun:\n  command: \"./a {n}\"\nvariables:\n  n: { default: \"3\" }\n";
+    let r = parse_file(text).unwrap();
+    assert_eq!(
+        resolve_in(&r, &BTreeMap::new(), Path::new(CWD)).unwrap().run.argv,
+        strings(&["/work/proj/a", "3"])
+    );
+
+    // In rung options too.
+    let e = err(&format!("{MINIMAL}rungs:\n  memcheck:\n    args: [\"--log-file={{logdir}}\"]\n"));
+    assert!(e.starts_with("recipes/x.yaml:8:12: rungs.memcheck.args[0]: unknown variable `{logdir}`"), "{e}");
+
+    // A default may use the built-ins only.
+    let e = err(&format!(
+        "{MINIMAL}variables:\n  a: {{ default: \"{{recipe_dir}}/x\" }}\n  b: {{ default: \"{{a}}\" }}\n"
+    ));
+    assert!(
+        e.starts_with("recipes/x.yaml:8:17: variables.b.default: `{a}`: a default can only use the built-in"),
+        "{e}"
+    );
+
+    // A `{` that starts no reference.
+    let e = err("version: 1\nname: x\ndescription: d\nrun:\n  command: [\"./a\", \"{ x }\"]\n");
+    assert!(
+        e.starts_with(
+            "recipes/x.yaml:5:20: run.command[1]: `{ x }` in `{ x }`: `{` starts no variable reference"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn braces_escape() {
+    let text = "version: 1\nname: x\ndescription: d\nvariables:\n  n: { default: \"7\" }\nrun:\n  command: [\"./a\", \"{{n}}={n}\", \"{{{n}}}\", \"a}b\"]\n  env: { JSON: '{{\"k\": {n}}}' }\n";
+    let r = parse_file(text).unwrap();
+    let res = resolve_in(&r, &BTreeMap::new(), Path::new(CWD)).unwrap();
+    assert_eq!(res.run.argv, strings(&["/work/proj/a", "{n}=7", "{7}", "a}b"]));
+    assert_eq!(res.run.env["JSON"], "{\"k\": 7}");
+}
+
+#[test]
+fn set_values_are_literal_and_checked() {
+    let r = builtin("demo");
+    let res = resolve_in(&r, &sets(&[("build_dir", "out dir/{x}")]), Path::new(CWD)).unwrap();
+    assert_eq!(res.build.unwrap().argv[3], "out dir/{x}/ima_demo");
+    let e = format!("{:#}", resolve_in(&r, &sets(&[("buld_dir", "x")]), Path::new(CWD)).unwrap_err());
+    assert!(e.contains("recipe `demo` has no variable `buld_dir`"), "{e}");
+    assert!(e.contains("it declares `arch`, `build_dir`"), "{e}");
+}
+
+#[test]
+fn everything_resolves_with_cwd_and_rungs() {
+    let text = r#"
+version: 1
+name: torch-script
+description: "a Python script"
+python: true
+variables:
+  script: { description: "the script" }
+  steps: { default: "10", description: "how many steps" }
+run:
+  command: "python {script} --steps {steps}"
+  cwd: "{recipe_dir}/../work"
+  env: { CUDA_VISIBLE_DEVICES: 0, STEPS: "{steps}" }
+  timeout: 900
+rungs:
+  baseline: { enabled: true }
+  rebuild: { debug: G, enabled: false }
+  launch-blocking: { enabled: false }
+  coredump: { env: { EXTRA: "{steps}" } }
+  memcheck: { timeout: 3000, args: ["--print-limit", "{steps}"], env: {} }
+"#;
+    let r = parse_file(text).unwrap();
+    assert!(r.python);
+    assert_eq!(r.run.command, Words::Line("python {script} --steps {steps}".into()));
+    let res = resolve_in(&r, &sets(&[("script", "train.py")]), Path::new(CWD)).unwrap();
+    assert_eq!(res.run.argv, strings(&["python", "train.py", "--steps", "10"]));
+    assert_eq!(res.run.cwd, Some(PathBuf::from("/repo/work")));
+    assert_eq!(res.run.env, sets(&[("CUDA_VISIBLE_DEVICES", "0"), ("STEPS", "10")]));
+    assert_eq!(res.run.timeout, Some(Duration::from_secs(900)));
+    assert!(!res.enabled("launch-blocking"));
+    assert!(res.enabled("attach"));
+    assert_eq!(res.debug_info(), DebugInfo::G);
+    assert_eq!(res.rung("coredump").env, sets(&[("EXTRA", "10")]));
+    assert_eq!(res.rung("memcheck").args, strings(&["--print-limit", "10"]));
+    assert_eq!(res.rung("memcheck").timeout, Some(3000));
+    assert!(res.build.is_none());
+}
+
+#[test]
+fn resolved_serializes_for_the_manifest() {
+    let res = resolve_in(&builtin("demo"), &BTreeMap::new(), Path::new(CWD)).unwrap();
+    snapshot("recipe_resolved_demo", &serde_json::to_string_pretty(&res).unwrap());
+}
+
+// ---- --set and words ---------------------------------------------------------------------
+
+#[test]
+fn parse_set_cases() {
+    assert_eq!(parse_set("arch=sm_90").unwrap(), ("arch".into(), "sm_90".into()));
+    assert_eq!(parse_set("run=./a --x=1").unwrap(), ("run".into(), "./a --x=1".into()));
+    assert_eq!(parse_set("binaries=").unwrap(), ("binaries".into(), "".into()));
+    for bad in ["arch", "=x", "a b=1", "1a=x", "a-b=1"] {
+        let e = format!("{:#}", parse_set(bad).unwrap_err());
+        assert!(e.contains("NAME=VALUE"), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn split_words_cases() {
+    assert_eq!(split_words("make -B").unwrap(), ["make", "-B"]);
+    assert_eq!(
+        split_words("cmake --build build --clean-first").unwrap(),
+        ["cmake", "--build", "build", "--clean-first"]
+    );
+    assert_eq!(
+        split_words(r#"python -c "import x; x.run()" 'a b'"#).unwrap(),
+        ["python", "-c", "import x; x.run()", "a b"]
+    );
+    assert_eq!(split_words(r"a\ b").unwrap(), ["a b"]);
+    assert!(split_words("a 'b").is_err());
+    assert!(split_words("a \"b").is_err());
+    assert!(split_words("make && ./a").is_err());
+}
+
+// ---- load and check ------------------------------------------------------------------------
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("xtask-recipe-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn load_names_and_paths() {
+    let e = format!("{:#}", load("vllm").unwrap_err());
+    assert_eq!(e, "unknown recipe `vllm`: built-in recipes are demo, cuda; or pass a path to a .yaml file");
+    let e = format!("{:#}", load("nowhere/x.yaml").unwrap_err());
+    assert!(e.starts_with("cannot read recipe `nowhere/x.yaml`"), "{e}");
+
+    let d = temp_dir("load");
+    let path = d.join("mine.yaml");
+    std::fs::write(&path, MINIMAL).unwrap();
+    let r = load(path.to_str().unwrap()).unwrap();
+    assert_eq!(r.dir, d);
+    assert_eq!(r.source, RecipeSource::File(path.clone()));
+
+    std::fs::write(&path, format!("{MINIMAL}extra: 1\n")).unwrap();
+    let e = format!("{:#}", load(path.to_str().unwrap()).unwrap_err());
+    assert_eq!(e, format!("{}:6:1: unknown field `extra`, expected one of `version`, `name`, `description`, `python`, `variables`, `build`, `run`, `rungs`", path.display()));
+
+    std::fs::write(&path, "a: ".repeat(MAX_RECIPE_BYTES)).unwrap();
+    let e = format!("{:#}", load(path.to_str().unwrap()).unwrap_err());
+    assert!(e.contains("larger than 1024 KiB"), "{e}");
+
+    std::fs::write(&path, b"version: 1\nname: \xff\n").unwrap();
+    let e = format!("{:#}", load(path.to_str().unwrap()).unwrap_err());
+    assert!(e.contains("not UTF-8"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn check_reports_notes() {
+    let d = temp_dir("check");
+    let path = d.join("r.yaml");
+    std::fs::write(
+        &path,
+        "version: 1\nname: r\ndescription: d\nvariables:\n  unused: { default: x }\nbuild:\n  command: make\nrun:\n  command: ./a\n",
+    )
+    .unwrap();
+    let out = check(&path).unwrap();
+    assert!(out.starts_with(&format!("{}: ok: recipe `r`", path.display())), "{out}");
+    assert!(out.contains("note: variable `unused` is declared but never used"), "{out}");
+    assert!(out.contains("note: `build.binaries` is empty"), "{out}");
+    assert!(check("demo").unwrap().starts_with("recipes/demo.yaml: ok: recipe `demo`"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+// ---- rendering ------------------------------------------------------------------------------
+
+#[test]
+fn render_is_deterministic() {
+    snapshot("recipe_list", &render_list());
+    assert_eq!(render_list(), render_list());
+    for name in builtin_names() {
+        let r = builtin(name);
+        let show = render_show_in(&r, Path::new(CWD));
+        assert_eq!(show, render_show_in(&r, Path::new(CWD)));
+        snapshot(&format!("recipe_show_{name}"), &show);
+        snapshot(&format!("recipe_check_{name}"), &check_recipe(&r, Path::new(CWD)).unwrap());
+        // `recipe show` prints valid YAML: the same recipe again.
+        let again =
+            parse(&show, RecipeSource::Builtin(name.to_string()), PathBuf::from("/repo/recipes")).unwrap();
+        assert_eq!(again.variables, r.variables);
+        assert_eq!(again.run, r.run);
+    }
+}
+
+// ---- hostile input --------------------------------------------------------------------------
+
+#[test]
+fn hostile_input_errors_cleanly() {
+    let huge = "x".repeat(MAX_RECIPE_BYTES + 1);
+    assert!(err(&huge).contains("larger than"));
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    assert!(err(&deep).starts_with("recipes/x.yaml:"));
+    let deep = format!("{}1{}", "{a: ".repeat(5_000), "}".repeat(5_000));
+    assert!(err(&deep).starts_with("recipes/x.yaml:"));
+    // Alias expansion ("billion laughs") is bounded.
+    let mut laughs = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 0..12 {
+        let (p, n) = (char::from(b'a' + i), char::from(b'a' + i + 1));
+        laughs.push_str(&format!("{n}: &{n} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"));
+    }
+    assert!(err(&laughs).starts_with("recipes/x.yaml"));
+    let laughs_in_variables = laughs.replace('\n', "\n  ").replacen("a: &a", "variables:\n  a: &a", 1);
+    assert!(err(&laughs_in_variables).starts_with("recipes/x.yaml"));
+    assert!(err("\t\0\u{feff}:::").starts_with("recipes/x.yaml"));
+    assert!(err("version: 1\n---\nversion: 1\n").starts_with("recipes/x.yaml"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn garbage_never_panics(text in "\\PC{0,400}") {
+        let _ = parse_file(&text);
+    }
+
+    #[test]
+    fn yamlish_garbage_never_panics(text in "[a-z:{}\\[\\],'\"\\- \n#&*!|>%@`0-9]{0,300}") {
+        if let Err(e) = parse_file(&text) {
+            let msg = format!("{:#}", e);
+            prop_assert!(msg.starts_with("recipes/x.yaml"), "{}", msg);
+        }
+    }
+
+    #[test]
+    fn mutated_builtin_never_panics(cut in 0usize..2000, insert in "\\PC{0,8}") {
+        let text = builtin_text("demo").unwrap();
+        let mut cut = cut.min(text.len());
+        while !text.is_char_boundary(cut) { cut -= 1; }
+        let mutated = format!("{}{}{}", &text[..cut], insert, &text[cut..]);
+        if let Ok(r) = parse_file(&mutated) {
+            let _ = resolve_in(&r, &BTreeMap::new(), Path::new(CWD));
+            let _ = render_show_in(&r, Path::new(CWD));
+        }
+    }
+
+    #[test]
+    fn split_words_never_panics(s in "\\PC{0,200}") {
+        let _ = split_words(&s);
+    }
+
+    #[test]
+    fn join_then_split_round_trips(words in prop::collection::vec("\\PC{0,12}", 0..6)) {
+        let line = join_words(&words);
+        prop_assert_eq!(split_words(&line).unwrap(), words);
+    }
+}

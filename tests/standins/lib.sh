@@ -1,0 +1,61 @@
+# Shared by the stand-ins in this folder (sourced, not run). Each stand-in replays what the
+# real tool printed for one case of the GPU suite, recorded on an H200 by
+# tests/gpu/record.sh into tests/fixtures/h200/<case>/; STANDIN_CASE names the case (a
+# folder, or a case name under tests/fixtures/h200). Only replays: no output is invented
+# but the PIDs, the host and the paths that differ from run to run.
+
+standin_dir=$(cd "$(dirname "$0")" && pwd)
+
+# The recordings of the case, or exit 127 saying why.
+case_dir() {
+  c=${STANDIN_CASE:-}
+  if [ -z "$c" ]; then
+    echo "$(basename "$0") (stand-in): STANDIN_CASE is not set (a folder of tests/fixtures/h200)" >&2
+    exit 127
+  fi
+  if [ ! -d "$c" ] && [ -d "$standin_dir/../fixtures/h200/$c" ]; then
+    c=$standin_dir/../fixtures/h200/$c
+  fi
+  if [ ! -f "$c/meta.tsv" ]; then
+    echo "$(basename "$0") (stand-in): no recording in STANDIN_CASE=$c (meta.tsv missing)" >&2
+    exit 127
+  fi
+  echo "$c"
+}
+
+# The recorded exit status of a row of meta.tsv (empty when the row is absent).
+recorded_code() { # case-dir row
+  awk -F'\t' -v r="$2" '$1 == r { print $2; exit }' "$1/meta.tsv"
+}
+
+# Ends the way the recorded process ended: a status above 128 is how the shell reported
+# a death by signal (134 = SIGABRT), so die of that signal; otherwise exit with it.
+end_as() { # status
+  s=${1:-0}
+  case $s in '' | *[!0-9]*) s=0 ;; esac
+  if [ "$s" -gt 128 ] && [ "$s" -lt 160 ]; then
+    ulimit -c 0 2>/dev/null # no core file of this shell in the caller's folder
+    kill -s "$((s - 128))" $$
+    sleep 1 # the signal is delivered before this ends
+  fi
+  exit "$s"
+}
+
+# Appends `ROLE PID` to $STANDIN_PIDS when set, so tests can check what was killed.
+note_pid() { # role pid
+  if [ -n "${STANDIN_PIDS:-}" ]; then
+    echo "$1 $2" >>"$STANDIN_PIDS"
+  fi
+}
+
+# Prints a recorded log (stdout and stderr were recorded together) on stderr.
+replay() { # file
+  if [ -f "$1" ]; then
+    cat "$1" >&2
+  fi
+}
+
+# The host name, as the driver puts it into dump names.
+host_name() {
+  uname -n 2>/dev/null || cat /proc/sys/kernel/hostname
+}

@@ -1,0 +1,277 @@
+//! The bundle directory: layout, `manifest.yaml`, `summary.md`, `findings.json`. Written as
+//! the ladder goes (after every rung), so an interrupted or failed run keeps everything it
+//! had.
+//!
+//! ```text
+//! bundles/<UTC time>_<recipe>/
+//!   manifest.yaml   tool, recipe (resolved), host, versions, every command with its
+//!                   environment changes, exit, duration, files
+//!   summary.md      the verdict and the evidence, for a human or an issue
+//!   findings.json   the same for machines (the `analyze --json` object)
+//!   env/            doctor's report and tool versions
+//!   rungs/NN-<rung>/  stdout.log, stderr.log, command.txt, artifacts (dumps, XML, cuda-gdb logs)
+//! ```
+//!
+//! Must not: run processes or decide policy.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::analyze::{render_json, render_text};
+use crate::exec::Exit;
+use crate::findings::verdict::Analysis;
+use crate::rungs::Invocation;
+
+/// Where bundles go when `--bundle-dir` is not given: `bundles/` in the current directory.
+pub const DEFAULT_ROOT: &str = "bundles";
+
+/// One process the ladder ran, as the manifest records it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommandRecord {
+    /// `target`, `build`, `cuda-gdb`, `cuobjdump`.
+    pub role: String,
+    pub command: String,
+    pub argv: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// Variables the ladder or the recipe set; the rest of the environment is inherited and
+    /// not recorded.
+    pub env_set: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env_remove: Vec<String>,
+    pub exit: Option<Exit>,
+    pub duration_s: f64,
+    /// Log files, relative to the bundle.
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl CommandRecord {
+    pub fn new(role: &str, inv: &Invocation, stdout: &str, stderr: &str) -> CommandRecord {
+        CommandRecord {
+            role: role.to_string(),
+            command: inv.shell_line(),
+            argv: inv.argv.clone(),
+            cwd: inv.cwd.clone(),
+            env_set: inv.env_set.iter().cloned().collect(),
+            env_remove: inv.env_remove.clone(),
+            exit: None,
+            duration_s: 0.0,
+            stdout: stdout.to_string(),
+            stderr: stderr.to_string(),
+        }
+    }
+}
+
+/// A file in the bundle.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileRecord {
+    pub path: String,
+    pub bytes: u64,
+}
+
+/// One rung, as the manifest records it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RungRecord {
+    pub rung: String,
+    pub dir: String,
+    /// `ran`, `skipped`, `failed`, `interrupted`.
+    pub status: String,
+    pub duration_s: f64,
+    pub commands: Vec<CommandRecord>,
+    pub files: Vec<FileRecord>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Manifest {
+    pub tool: String,
+    pub version: String,
+    pub created: String,
+    pub recipe: serde_json::Value,
+    pub host: BTreeMap<String, String>,
+    pub versions: BTreeMap<String, String>,
+    pub plan: Vec<String>,
+    pub rungs: Vec<RungRecord>,
+    /// Why the ladder stopped, once it has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+}
+
+/// An open bundle directory.
+pub struct Bundle {
+    pub root: PathBuf,
+    pub manifest: Manifest,
+}
+
+/// `2026-11-30T10-04-05Z` from seconds since the epoch (UTC; `-` instead of `:` so the
+/// name is valid everywhere).
+pub fn utc_stamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02}T{:02}-{:02}-{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+impl Bundle {
+    /// Creates `<root>/<UTC time>_<recipe>/` (with a numeric suffix if it exists).
+    pub fn create(root: &Path, recipe: &str, recipe_value: serde_json::Value) -> Result<Bundle> {
+        let stamp = utc_stamp(now_secs());
+        let safe: String =
+            recipe.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+        std::fs::create_dir_all(root)
+            .with_context(|| format!("cannot create the bundle root `{}`: choose another with `--bundle-dir`", root.display()))?;
+        let mut dir = root.join(format!("{stamp}_{safe}"));
+        let mut n = 1;
+        while dir.exists() {
+            n += 1;
+            dir = root.join(format!("{stamp}_{safe}-{n}"));
+        }
+        std::fs::create_dir_all(dir.join("rungs")).with_context(|| format!("cannot create `{}`", dir.display()))?;
+        std::fs::create_dir_all(dir.join("env")).with_context(|| format!("cannot create `{}`", dir.display()))?;
+        let mut host = BTreeMap::new();
+        if let Ok(h) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+            host.insert("hostname".into(), h.trim().to_string());
+        }
+        if let Ok(os) = std::fs::read_to_string("/etc/os-release") {
+            if let Some(p) = os.lines().find_map(|l| l.strip_prefix("PRETTY_NAME=")) {
+                host.insert("os".into(), p.trim_matches('"').to_string());
+            }
+        }
+        if let Ok(k) = std::fs::read_to_string("/proc/sys/kernel/osrelease") {
+            host.insert("kernel".into(), k.trim().to_string());
+        }
+        let manifest = Manifest {
+            tool: "cargo xtask debug-ima".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            created: stamp,
+            recipe: recipe_value,
+            host,
+            versions: BTreeMap::new(),
+            plan: Vec::new(),
+            rungs: Vec::new(),
+            stopped: None,
+            verdict: None,
+        };
+        let b = Bundle { root: dir, manifest };
+        b.write_manifest()?;
+        Ok(b)
+    }
+
+    /// `rungs/NN-<rung>/`, created.
+    pub fn rung_dir(&self, index: usize, rung: &str) -> Result<PathBuf> {
+        let d = self.root.join("rungs").join(format!("{index:02}-{rung}"));
+        std::fs::create_dir_all(&d).with_context(|| format!("cannot create `{}`", d.display()))?;
+        Ok(d)
+    }
+
+    /// A path relative to the bundle root, for the manifest.
+    pub fn rel(&self, p: &Path) -> String {
+        p.strip_prefix(&self.root).unwrap_or(p).display().to_string()
+    }
+
+    /// Lists the files of a rung folder, sorted.
+    pub fn files_of(&self, dir: &Path) -> Vec<FileRecord> {
+        let mut out = Vec::new();
+        for e in walkdir::WalkDir::new(dir).sort_by_file_name().into_iter().flatten() {
+            if e.file_type().is_file() {
+                let bytes = e.metadata().map(|m| m.len()).unwrap_or(0);
+                out.push(FileRecord { path: self.rel(e.path()), bytes });
+            }
+        }
+        out
+    }
+
+    pub fn write_file(&self, rel: &str, text: &str) -> Result<()> {
+        let p = self.root.join(rel);
+        std::fs::write(&p, text).with_context(|| format!("cannot write `{}`", p.display()))
+    }
+
+    pub fn write_manifest(&self) -> Result<()> {
+        let text = serde_yaml::to_string(&self.manifest).context("cannot serialise the manifest")?;
+        self.write_file("manifest.yaml", &text)
+    }
+
+    /// Writes the analysis so far: `findings.json` and `summary.md`, then the manifest.
+    pub fn write_analysis(&mut self, a: &Analysis) -> Result<()> {
+        self.manifest.verdict = a.verdict.as_ref().map(|_| a.conclusion.clone());
+        self.write_file("findings.json", &render_json(a))?;
+        self.write_file("summary.md", &summary_md(&self.manifest, a))?;
+        self.write_manifest()
+    }
+}
+
+/// The bundle's `summary.md`: verdict, the rungs with what each did, the full analysis.
+pub fn summary_md(m: &Manifest, a: &Analysis) -> String {
+    let mut s = String::new();
+    writeln!(s, "# debug-ima: {}\n", recipe_name(m)).unwrap();
+    match &a.verdict {
+        Some(_) => writeln!(s, "**Verdict:** {}\n", a.conclusion).unwrap(),
+        None => writeln!(s, "**No verdict.** {}\n", a.conclusion).unwrap(),
+    }
+    if let Some(st) = &m.stopped {
+        writeln!(s, "Stopped: {st}\n").unwrap();
+    }
+    writeln!(s, "| rung | status | time | exit |").unwrap();
+    writeln!(s, "|---|---|---|---|").unwrap();
+    for r in &m.rungs {
+        let exit = r
+            .commands
+            .iter()
+            .find(|c| c.role == "target")
+            .and_then(|c| c.exit)
+            .map(exit_text)
+            .unwrap_or_else(|| "-".into());
+        writeln!(s, "| {} | {} | {:.1} s | {} |", r.rung, r.status, r.duration_s, exit).unwrap();
+    }
+    writeln!(s, "\n## Analysis\n\n```text\n{}```", render_text(a)).unwrap();
+    s
+}
+
+fn recipe_name(m: &Manifest) -> String {
+    m.recipe.get("name").and_then(|v| v.as_str()).unwrap_or("?").to_string()
+}
+
+/// `exit 1`, `signal 6`, `timed out`, ...
+pub fn exit_text(e: Exit) -> String {
+    match e {
+        Exit::Code(c) => format!("exit {c}"),
+        Exit::Signal(s) => format!("signal {s}"),
+        Exit::TimedOut => "timed out".into(),
+        Exit::Stopped => "killed by the ladder".into(),
+        Exit::Interrupted => "interrupted".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps() {
+        assert_eq!(utc_stamp(0), "1970-01-01T00-00-00Z");
+        assert_eq!(utc_stamp(1_796_031_885), "2026-11-30T09-44-45Z");
+        assert_eq!(utc_stamp(951_782_400), "2000-02-29T00-00-00Z");
+    }
+}

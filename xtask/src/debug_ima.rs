@@ -1,0 +1,545 @@
+//! `cargo xtask debug-ima`: climbs the ladder for one recipe. Asks `ladder` what to run
+//! next, builds the rung's commands with `rungs`, runs them with `exec` into the bundle,
+//! reads what they printed with `findings`, and repeats until the policy says stop.
+//!
+//! Must not: parse tool output itself (that is `findings`), print (that is `ui`), or leave
+//! a process of the target alive (every run goes through `exec`, which owns the groups).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::analyze::scan_file;
+use crate::bundle::{exit_text, Bundle, CommandRecord, RungRecord};
+use crate::doctor;
+use crate::exec::{self, Control, Exit, Spec, Stream};
+use crate::findings::{coredump::sm_progress, verdict::decide, waits::wait_notice, Evidence};
+use crate::ladder::{self, Next, Request, Rung, RungSummary};
+use crate::recipe::{self, Resolved};
+use crate::rungs::{self, rebuild::Debug, Invocation};
+use crate::ui::{self, Choice, Prompter, RungProgress};
+
+/// The options of `debug-ima`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// A built-in recipe (`demo`, `cuda`) or a path to a recipe file. Asked for when absent
+    /// on a terminal.
+    #[arg(long, value_name = "NAME|PATH")]
+    pub recipe: Option<String>,
+    /// Sets a recipe variable (repeatable): `--set script=repro.py`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Runs exactly these rungs, in ladder order (comma-separated).
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub rungs: Option<Vec<Rung>>,
+    /// Runs every rung, even after one has located the fault.
+    #[arg(long)]
+    pub full: bool,
+    /// Rebuilds with `-G` (full device debug info: locals, arguments) instead of `-lineinfo`.
+    #[arg(long = "device-debug")]
+    pub device_debug: bool,
+    /// Prints the plan (every rung's exact command and environment) and runs nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// No prompts: take the defaults; a missing answer is an error naming its flag.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Where bundles go (default: `bundles/` in the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub bundle_dir: Option<PathBuf>,
+}
+
+/// Runs `debug-ima`; returns the exit code.
+pub fn run(args: Args) -> Result<i32> {
+    let interactive = !args.yes && ui::is_tty();
+    let mut prompter: Box<dyn Prompter> =
+        if interactive { Box::new(ui::Interactive) } else { Box::new(ui::NonInteractive) };
+    let resolved = resolve_recipe(&args, prompter.as_mut())?;
+
+    let req = Request {
+        rungs: args.rungs.clone(),
+        full: args.full,
+        has_build: resolved.build.is_some(),
+        disabled: resolved
+            .rungs
+            .iter()
+            .filter(|(_, o)| o.enabled == Some(false))
+            .filter_map(|(k, _)| Rung::from_name(k))
+            .collect(),
+    };
+    let plan = ladder::plan(&req);
+    let debug = if args.device_debug { Debug::Full } else { debug_from_recipe(&resolved) };
+    let bundle_root = args.bundle_dir.clone().unwrap_or_else(|| PathBuf::from(crate::bundle::DEFAULT_ROOT));
+
+    if args.dry_run {
+        ui::out(&render_plan(&resolved, &plan, debug, &bundle_root))?;
+        return Ok(crate::cli::EXIT_OK);
+    }
+
+    // Preflight: on a machine without what the plan needs, stop now and say what is missing.
+    let need: Vec<String> = plan.iter().map(|r| r.name().to_string()).collect();
+    let report = doctor::run_checks(&doctor::Options {
+        coredump_dir: bundle_root.clone(),
+        need: need.clone(),
+        container: None,
+    });
+    let names: Vec<&str> = need.iter().map(String::as_str).collect();
+    doctor::require(&report, &names)?;
+    // Tools found outside PATH (`/usr/local/cuda/bin`) are put on it for the rungs.
+    let additions = report.path_additions();
+    if !additions.is_empty() {
+        let old = std::env::var_os("PATH").unwrap_or_default();
+        let joined = std::env::join_paths(additions.iter().cloned().chain(std::env::split_paths(&old)))
+            .context("cannot extend PATH with the CUDA tool directories")?;
+        // Safe: set once, before any thread of ours starts a process.
+        unsafe { std::env::set_var("PATH", joined) };
+    }
+
+    exec::install_interrupt_handler()?;
+    let recipe_value = serde_json::to_value(&resolved).context("cannot record the recipe")?;
+    let mut bundle = Bundle::create(&bundle_root, &resolved.name, recipe_value)?;
+    bundle.manifest.versions = doctor::versions(&report);
+    bundle.manifest.plan = need;
+    bundle.write_file("env/doctor.txt", &doctor::render(&report))?;
+    bundle.write_manifest()?;
+    ui::status(&format!("bundle: {}", bundle.root.display()));
+
+    let mut ladder = Climb { resolved: &resolved, bundle, evidence: Vec::new(), debug, done: Vec::new() };
+    let outcome = ladder.climb(&req, &plan, prompter.as_mut());
+    // Whatever happened, the bundle keeps what was collected.
+    let analysis = decide(&ladder.evidence);
+    let stop = match &outcome {
+        Ok(reason) => reason.clone(),
+        Err(e) => format!("error: {e:#}"),
+    };
+    ladder.bundle.manifest.stopped = Some(stop.clone());
+    ladder.bundle.write_analysis(&analysis)?;
+
+    let mut text = crate::analyze::render_text(&analysis);
+    text.push_str(&format!("\nstopped: {stop}\n"));
+    text.push_str(&format!("rungs: {}\n", rung_line(&ladder.bundle.manifest.rungs)));
+    text.push_str(&format!("bundle: {}\n", ladder.bundle.root.display()));
+    ui::out(&text)?;
+    match outcome {
+        Ok(_) if exec::interrupted() => Ok(130),
+        Ok(_) => Ok(crate::cli::EXIT_OK),
+        Err(e) => Err(e.context(format!("the bundle keeps what was collected: {}", ladder.bundle.root.display()))),
+    }
+}
+
+fn rung_line(rungs: &[RungRecord]) -> String {
+    rungs.iter().map(|r| format!("{} {} ({:.1} s)", r.rung, r.status, r.duration_s)).collect::<Vec<_>>().join(", ")
+}
+
+fn debug_from_recipe(r: &Resolved) -> Debug {
+    match r.debug_info() {
+        recipe::DebugInfo::G => Debug::Full,
+        recipe::DebugInfo::Lineinfo => Debug::LineInfo,
+    }
+}
+
+/// Loads the recipe, asks for (or takes from `--set`) its variables, and resolves it.
+fn resolve_recipe(args: &Args, prompter: &mut dyn Prompter) -> Result<Resolved> {
+    let name = match &args.recipe {
+        Some(n) => n.clone(),
+        None => prompter.choose_recipe(recipe::builtin_names())?,
+    };
+    let recipe = recipe::load(&name)?;
+    let mut sets: BTreeMap<String, String> = BTreeMap::new();
+    for s in &args.sets {
+        let (k, v) = recipe::parse_set(s)?;
+        sets.insert(k, v);
+    }
+    for (k, var) in recipe::missing_variables(&recipe, &sets) {
+        let v = prompter.variable(&k, &var.description, var.default.as_deref())?;
+        sets.insert(k, v);
+    }
+    recipe::resolve(&recipe, &sets)
+}
+
+/// `--dry-run`: the plan, every rung's exact command and environment.
+pub fn render_plan(r: &Resolved, plan: &[Rung], debug: Debug, bundle_root: &Path) -> String {
+    let mut s = format!("recipe: {}\nplan: {}\n", r.name, plan.iter().map(|r| r.name()).collect::<Vec<_>>().join(", "));
+    let dir = |i: usize, rung: Rung| bundle_root.join("<UTC time>_".to_string() + &r.name).join(format!("rungs/{i:02}-{}", rung.name()));
+    for (i, rung) in plan.iter().enumerate() {
+        let i = i + 1;
+        s.push_str(&format!("\n{i}. {}: {}\n", rung.name(), rung.describe()));
+        let d = dir(i, *rung);
+        let invs: Vec<(&str, Invocation)> = match rung {
+            Rung::Baseline => {
+                let mut v = Vec::new();
+                if let Some(b) = &r.build {
+                    if b.binaries.iter().any(|p| !p.exists()) {
+                        v.push(("build (plain, the binaries do not exist yet)", rungs::rebuild::plain_build(b)));
+                    }
+                }
+                v.push(("target", rungs::baseline::invocation(r)));
+                v
+            }
+            Rung::Rebuild => {
+                let b = r.build.as_ref().expect("plan has rebuild only with a build");
+                let mut v = vec![("build", rungs::rebuild::invocation(r, b, debug, None))];
+                for bin in &b.binaries {
+                    v.push(("line-info check", rungs::rebuild::lineinfo_check(bin)));
+                }
+                v
+            }
+            Rung::LaunchBlocking => vec![("target", rungs::launch_blocking::invocation(r))],
+            Rung::Coredump => vec![
+                ("target", rungs::coredump::invocation(r, &d)),
+                ("per dump", rungs::coredump::gdb(&d.join("core_<host>.<pid>.<time>"), true, debug == Debug::Full)),
+            ],
+            Rung::Attach => vec![
+                ("target", rungs::attach::invocation(r)),
+                ("on the wait message", rungs::attach::gdb(0, true, debug == Debug::Full)),
+            ],
+            Rung::Memcheck => vec![("target", rungs::memcheck::invocation(r, &d.join("memcheck.xml")))],
+        };
+        for (role, inv) in invs {
+            let mut line = inv.shell_line();
+            if matches!(rung, Rung::Attach) && role != "target" {
+                line = line.replace("-p 0", "-p <PID from the message>");
+            }
+            s.push_str(&format!("   {role}: {line}\n"));
+            if let Some(t) = inv.timeout {
+                s.push_str(&format!("      timeout: {} s\n", t.as_secs()));
+            }
+        }
+    }
+    s
+}
+
+/// The state of one climb.
+struct Climb<'a> {
+    resolved: &'a Resolved,
+    bundle: Bundle,
+    evidence: Vec<Evidence>,
+    debug: Debug,
+    done: Vec<(Rung, RungSummary)>,
+}
+
+/// What one process run left behind.
+struct Ran {
+    exit: Exit,
+    secs: f64,
+}
+
+impl Climb<'_> {
+    fn climb(&mut self, req: &Request, plan: &[Rung], prompter: &mut dyn Prompter) -> Result<String> {
+        let total = plan.len();
+        let mut index = 0;
+        loop {
+            if exec::interrupted() {
+                return Ok("interrupted (Ctrl-C): the bundle keeps what was collected".into());
+            }
+            let analysis = decide(&self.evidence);
+            let rung = match ladder::next(req, plan, &self.done, &analysis) {
+                Next::Stop(why) => return Ok(why),
+                Next::Run(r) => r,
+            };
+            index += 1;
+            match prompter.before_rung(rung.name(), rung.describe())? {
+                Choice::Run => {}
+                Choice::Skip => {
+                    self.done.push((rung, RungSummary::default()));
+                    self.bundle.manifest.rungs.push(RungRecord {
+                        rung: rung.name().into(),
+                        dir: String::new(),
+                        status: "skipped".into(),
+                        duration_s: 0.0,
+                        commands: vec![],
+                        files: vec![],
+                        notes: vec!["skipped at the prompt".into()],
+                    });
+                    continue;
+                }
+                Choice::Stop => return Ok(format!("stopped at the prompt before {}", rung.name())),
+            }
+            let dir = self.bundle.rung_dir(index, rung.name())?;
+            let progress = RungProgress::start(index, total, rung.name(), rung.describe());
+            let started = Instant::now();
+            let mut record = RungRecord {
+                rung: rung.name().into(),
+                dir: self.bundle.rel(&dir),
+                status: "ran".into(),
+                duration_s: 0.0,
+                commands: vec![],
+                files: vec![],
+                notes: vec![],
+            };
+            let result = self.run_rung(rung, &dir, &progress, &mut record);
+            record.duration_s = started.elapsed().as_secs_f64();
+            record.files = self.bundle.files_of(&dir);
+            let summary = match &result {
+                Ok(s) => s.clone(),
+                Err(e) => {
+                    record.status = "failed".into();
+                    record.notes.push(format!("{e:#}"));
+                    RungSummary::default()
+                }
+            };
+            if exec::interrupted() {
+                record.status = "interrupted".into();
+            }
+            // Read what the rung's files say, then save the bundle's view of it.
+            let before = self.evidence.len();
+            for f in &record.files {
+                if let Ok(ev) = scan_file(&self.bundle.root.join(&f.path)) {
+                    self.evidence.push(ev);
+                }
+            }
+            let faulted = summary.faulted
+                || self.evidence[before..].iter().any(|e| {
+                    !e.faults.is_empty() || e.symptoms.iter().any(|s| s.error.as_ref().is_some_and(|x| x.is_device_fault()))
+                });
+            let outcome = format!(
+                "{}{}",
+                record.commands.iter().find(|c| c.role == "target").and_then(|c| c.exit).map(exit_text).unwrap_or_else(|| record.status.clone()),
+                if faulted { ", device error seen" } else { "" }
+            );
+            progress.finish(&outcome);
+            for n in &record.notes {
+                ui::status(&format!("    note: {n}"));
+            }
+            self.bundle.manifest.rungs.push(record);
+            self.done.push((rung, RungSummary { faulted, yielded: summary.yielded }));
+            let analysis = decide(&self.evidence);
+            self.bundle.write_analysis(&analysis)?;
+            if let Err(e) = result {
+                if exec::interrupted() {
+                    return Ok("interrupted (Ctrl-C): the bundle keeps what was collected".into());
+                }
+                ui::status(&format!("    {} failed: {e:#}; going on", rung.name()));
+            }
+        }
+    }
+
+    /// Runs one process into `dir/<stem>.stdout.log` and `.stderr.log` (or `stdout.log`
+    /// and `stderr.log` for the target), calling `on_line` for each line.
+    fn exec(
+        &self,
+        role: &str,
+        inv: &Invocation,
+        dir: &Path,
+        stem: &str,
+        record: &mut RungRecord,
+        on_line: &mut dyn FnMut(Stream, &str) -> Control,
+    ) -> Result<Ran> {
+        let (out, err) = if stem.is_empty() {
+            (dir.join("stdout.log"), dir.join("stderr.log"))
+        } else {
+            (dir.join(format!("{stem}.log")), dir.join(format!("{stem}.stderr.log")))
+        };
+        let mut rec = CommandRecord::new(role, inv, &self.bundle.rel(&out), &self.bundle.rel(&err));
+        std::fs::write(dir.join(if stem.is_empty() { "command.txt".to_string() } else { format!("{stem}.command.txt") }), inv.shell_line() + "\n")
+            .with_context(|| format!("cannot write into `{}`", dir.display()))?;
+        let spec = Spec {
+            program: inv.argv[0].clone().into(),
+            args: inv.argv[1..].iter().map(Into::into).collect(),
+            cwd: inv.cwd.clone(),
+            env_set: inv.env_set.clone(),
+            env_remove: inv.env_remove.clone(),
+            stdout_log: out,
+            stderr_log: err,
+            timeout: inv.timeout,
+        };
+        let result = exec::run(&spec, on_line);
+        match result {
+            Ok(o) => {
+                rec.exit = Some(o.exit);
+                rec.duration_s = o.duration.as_secs_f64();
+                record.commands.push(rec);
+                if o.exit == Exit::TimedOut {
+                    record.notes.push(format!(
+                        "{role} timed out after {} s and was killed with its process group",
+                        inv.timeout.map(|t| t.as_secs()).unwrap_or(0)
+                    ));
+                }
+                Ok(Ran { exit: o.exit, secs: o.duration.as_secs_f64() })
+            }
+            Err(e) => {
+                record.commands.push(rec);
+                Err(e)
+            }
+        }
+    }
+
+    fn target_lines<'p>(progress: &'p RungProgress) -> impl FnMut(Stream, &str) -> Control + 'p {
+        move |_, line| {
+            if let Some((k, n)) = sm_progress(line) {
+                progress.sm(k, n);
+            } else {
+                progress.line(line);
+            }
+            Control::Continue
+        }
+    }
+
+    fn run_rung(&mut self, rung: Rung, dir: &Path, progress: &RungProgress, record: &mut RungRecord) -> Result<RungSummary> {
+        let r = self.resolved;
+        match rung {
+            Rung::Baseline => {
+                if let Some(b) = &r.build {
+                    if b.binaries.iter().any(|p| !p.exists()) {
+                        progress.note("building the target first (plain, as the recipe builds it)");
+                        let inv = rungs::rebuild::plain_build(b);
+                        let ran = self.exec("build", &inv, dir, "build", record, &mut Self::target_lines(progress))?;
+                        if ran.exit != Exit::Code(0) {
+                            bail!("the recipe's build failed ({}): see `{}/build.stderr.log`", exit_text(ran.exit), record.dir);
+                        }
+                    }
+                }
+                let inv = rungs::baseline::invocation(r);
+                let ran = self.exec("target", &inv, dir, "", record, &mut Self::target_lines(progress))?;
+                Ok(RungSummary { faulted: ran.exit != Exit::Code(0), yielded: true })
+            }
+            Rung::Rebuild => {
+                let b = r.build.as_ref().context("the recipe has no `build` step to rebuild with")?;
+                let inherited = std::env::var("NVCC_PREPEND_FLAGS").ok();
+                let inv = rungs::rebuild::invocation(r, b, self.debug, inherited.as_deref());
+                let ran = self.exec("build", &inv, dir, "", record, &mut Self::target_lines(progress))?;
+                if ran.exit != Exit::Code(0) {
+                    bail!("the rebuild failed ({}): see `{}/stderr.log`", exit_text(ran.exit), record.dir);
+                }
+                let mut lines = String::new();
+                let mut all_ok = true;
+                for (i, bin) in b.binaries.iter().enumerate() {
+                    let check = rungs::rebuild::lineinfo_check(bin);
+                    let stem = format!("cuobjdump-{}", i + 1);
+                    let ran = self.exec("cuobjdump", &check, dir, &stem, record, &mut |_, _| Control::Continue)?;
+                    let text = std::fs::read_to_string(dir.join(format!("{stem}.log"))).unwrap_or_default();
+                    let n = rungs::rebuild::count_line_sections(&text);
+                    lines.push_str(&format!("{}\t{n} line-info sections\t{}\n", bin.display(), exit_text(ran.exit)));
+                    if n == 0 {
+                        all_ok = false;
+                        record.notes.push(format!(
+                            "`{}` has no line info after the rebuild: the build may not use nvcc, may ignore \
+                             NVCC_PREPEND_FLAGS, or may not have rebuilt it",
+                            bin.display()
+                        ));
+                    }
+                }
+                std::fs::write(dir.join("lineinfo.tsv"), lines).context("cannot write lineinfo.tsv")?;
+                Ok(RungSummary { faulted: false, yielded: all_ok })
+            }
+            Rung::LaunchBlocking => {
+                let inv = rungs::launch_blocking::invocation(r);
+                let ran = self.exec("target", &inv, dir, "", record, &mut Self::target_lines(progress))?;
+                Ok(RungSummary { faulted: ran.exit != Exit::Code(0), yielded: true })
+            }
+            Rung::Coredump => {
+                let inv = rungs::coredump::invocation(r, dir);
+                let ran = self.exec("target", &inv, dir, "", record, &mut Self::target_lines(progress))?;
+                let mut dumps: Vec<PathBuf> = std::fs::read_dir(dir)
+                    .with_context(|| format!("cannot list `{}`", dir.display()))?
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(rungs::coredump::DUMP_PREFIX))
+                    })
+                    .collect();
+                dumps.sort();
+                if dumps.is_empty() {
+                    record.notes.push(format!(
+                        "no coredump was written ({}): the process may have been aborted before the GPU \
+                         exception was handled (an NCCL watchdog does that), or nothing faulted",
+                        exit_text(ran.exit)
+                    ));
+                }
+                let locals = self.debug == Debug::Full;
+                for (i, core) in dumps.iter().enumerate() {
+                    if exec::interrupted() {
+                        break;
+                    }
+                    progress.line(&format!("cuda-gdb on {}", core.display()));
+                    let stem = format!("cudagdb-{}", i + 1);
+                    self.exec("cuda-gdb", &rungs::coredump::gdb(core, true, locals), dir, &stem, record, &mut |_, _| Control::Continue)?;
+                    let ev = scan_file(&dir.join(format!("{stem}.log")))?;
+                    if ev.debugger_crashed && !ev.faults.iter().any(|f| f.location.is_some()) {
+                        progress.note("cuda-gdb crashed before printing the fault's line: retrying with fewer commands");
+                        let retry = format!("{stem}-retry");
+                        self.exec("cuda-gdb", &rungs::coredump::gdb(core, false, false), dir, &retry, record, &mut |_, _| Control::Continue)?;
+                    }
+                    if ev.debugger_crashed {
+                        record.notes.push(
+                            "cuda-gdb crashed on this dump (kept what it printed); a `-G` rebuild \
+                             (`--device-debug`) often avoids that and shows locals"
+                                .into(),
+                        );
+                    }
+                }
+                Ok(RungSummary { faulted: ran.exit != Exit::Code(0) || !dumps.is_empty(), yielded: !dumps.is_empty() })
+            }
+            Rung::Attach => {
+                let inv = rungs::attach::invocation(r);
+                let locals = self.debug == Debug::Full;
+                let mut attached: Option<u32> = None;
+                let mut gdb_error: Option<anyhow::Error> = None;
+                let mut gdb_records: Vec<CommandRecord> = Vec::new();
+                let mut gdb_notes: Vec<String> = Vec::new();
+                let bundle_rel = |p: &Path| self.bundle.rel(p);
+                {
+                    let dir2 = dir.to_path_buf();
+                    let mut on_line = |_s: Stream, line: &str| -> Control {
+                        progress.line(line);
+                        if attached.is_some() {
+                            return Control::Continue;
+                        }
+                        let Some(notice) = wait_notice(line) else { return Control::Continue };
+                        attached = Some(notice.pid);
+                        progress.note(&format!("process {} waits for a debugger: attaching cuda-gdb", notice.pid));
+                        let gdb = rungs::attach::gdb(notice.pid, true, locals);
+                        let out = dir2.join("cudagdb-attach.log");
+                        let err = dir2.join("cudagdb-attach.stderr.log");
+                        let mut rec = CommandRecord::new("cuda-gdb", &gdb, &bundle_rel(&out), &bundle_rel(&err));
+                        let _ = std::fs::write(dir2.join("cudagdb-attach.command.txt"), gdb.shell_line() + "\n");
+                        let spec = Spec {
+                            program: gdb.argv[0].clone().into(),
+                            args: gdb.argv[1..].iter().map(Into::into).collect(),
+                            cwd: None,
+                            env_set: vec![],
+                            env_remove: vec![],
+                            stdout_log: out,
+                            stderr_log: err,
+                            timeout: gdb.timeout,
+                        };
+                        match exec::run(&spec, &mut |_, _| Control::Continue) {
+                            Ok(o) => {
+                                rec.exit = Some(o.exit);
+                                rec.duration_s = o.duration.as_secs_f64();
+                            }
+                            Err(e) => gdb_error = Some(e),
+                        }
+                        gdb_records.push(rec);
+                        gdb_notes.push(format!("attached to PID {} on {}; the target was killed afterwards", notice.pid, notice.host));
+                        Control::Stop
+                    };
+                    self.exec("target", &inv, dir, "", record, &mut on_line)?;
+                }
+                record.commands.extend(gdb_records);
+                record.notes.extend(gdb_notes);
+                if let Some(e) = gdb_error {
+                    return Err(e.context("cuda-gdb could not attach"));
+                }
+                if attached.is_none() {
+                    record.notes.push(
+                        "no process announced that it waits for a debugger: nothing faulted in this run".into(),
+                    );
+                }
+                Ok(RungSummary { faulted: attached.is_some(), yielded: attached.is_some() })
+            }
+            Rung::Memcheck => {
+                let inv = rungs::memcheck::invocation(r, &dir.join("memcheck.xml"));
+                let ran = self.exec("target", &inv, dir, "", record, &mut Self::target_lines(progress))?;
+                let yielded = dir.join("memcheck.xml").exists();
+                if !yielded {
+                    record.notes.push("compute-sanitizer wrote no XML report".into());
+                }
+                let _ = ran.secs;
+                Ok(RungSummary { faulted: ran.exit != Exit::Code(0), yielded })
+            }
+        }
+    }
+}

@@ -1,0 +1,1344 @@
+//! `cargo xtask doctor`: checks what the ladder needs (a GPU and its driver, nvcc,
+//! cuobjdump, cuda-gdb, compute-sanitizer, the debugger back-end, ptrace permission, a
+//! writable TMPDIR, room for coredumps) and says how to fix what is missing. `debug-ima`
+//! runs the same checks first and stops, within seconds, when a rung it needs cannot run.
+//!
+//! Two layers. [`gather`] is the impure one: through a [`Probe`] it runs short commands
+//! (`nvidia-smi`, `nvcc --version`, `df -Pk`, `ldconfig -p`), each killed after
+//! [`PROBE_TIMEOUT`] at most and all at once in threads, and reads files (`/proc`); what
+//! it saw is kept raw in [`Facts`]. [`evaluate`] is pure: facts in, [`Check`]s out, so the
+//! tests feed it outputs recorded on a real H200 and on a machine without a GPU.
+//!
+//! Must not: print (rendering returns a string; `ui` prints), change the machine (the
+//! only write is a probe file created and removed at once to test that a directory is
+//! writable), run any probe longer than [`PROBE_TIMEOUT`], or start a process that it
+//! does not kill when the timeout passes.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use crate::ui;
+
+/// The longest any one probe may run before it is killed. `nvidia-smi` can hang on a
+/// broken driver; every probe runs in its own thread, so the whole doctor takes about
+/// this long at worst.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Below this much free space in the coredump directory the space check warns: a GPU
+/// coredump takes 1 MB to hundreds of MB per process, and several processes may fault.
+pub const LOW_SPACE_BYTES: u64 = 2 << 30;
+/// The fix for a machine without a usable GPU, also shown by `debug-ima` when it stops.
+pub const NO_GPU_FIX: &str = "install the NVIDIA driver; on a machine without a GPU the ladder cannot run \
+     (use `cargo xtask analyze` on logs from a GPU machine)";
+/// Rung names accepted in [`Options::need`] and `--rung`. `all` means every rung.
+pub const RUNGS: [&str; 7] =
+    ["baseline", "rebuild", "launch-blocking", "coredump", "attach", "memcheck", "all"];
+
+/// The `--query-gpu` fields asked of `nvidia-smi`, and the fallback for old drivers that
+/// do not know `compute_cap` (`Field "compute_cap" is not a valid field to query.`).
+const GPU_QUERY: &str = "--query-gpu=name,driver_version,compute_cap,memory.total";
+const GPU_QUERY_OLD: &str = "--query-gpu=name,driver_version,memory.total";
+/// How much of a probe's stdout or stderr is kept.
+const MAX_PROBE_OUTPUT: usize = 256 * 1024;
+/// Time given to a probe's pipe readers once the process is gone.
+const READER_GRACE: Duration = Duration::from_millis(500);
+/// Where NVIDIA's packages install the toolkit; its `bin` is searched after PATH and
+/// `$CUDA_HOME/bin`.
+const CUDA_DEFAULT_HOME: &str = "/usr/local/cuda";
+
+// ---------------------------------------------------------------------------------------
+// The report
+// ---------------------------------------------------------------------------------------
+
+/// How a check came out. Only `Missing` stops a rung that needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Warn,
+    Missing,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Warn => "warn",
+            Status::Missing => "missing",
+        }
+    }
+}
+
+/// One thing the ladder needs, as found on this machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// `gpu`, `driver-toolkit`, `nvcc`, `cuobjdump`, `cuda-gdb`, `compute-sanitizer`,
+    /// `cuda-debugger-backend`, `ptrace`, `tmpdir`, `coredump-space` or `core-pattern`.
+    pub name: String,
+    pub status: Status,
+    /// The version or what was found (or why nothing was).
+    pub detail: String,
+    /// How to fix it, commands in backticks. `None` when there is nothing to fix.
+    pub fix: Option<String>,
+    /// The rungs that need it: `rebuild`, `coredump`, `attach`, `memcheck`, or `all`.
+    pub needed_by: Vec<String>,
+    /// The tool's version line as it printed it (`Cuda compilation tools, release 13.0,
+    /// V13.0.88`); for `gpu`, the `nvidia-smi --query-gpu` lines joined by `; `.
+    pub version: Option<String>,
+    /// Where the tool was found, also when it is not on PATH.
+    pub path: Option<PathBuf>,
+    /// The tool was found outside PATH (`$CUDA_HOME/bin`, `/usr/local/cuda/bin`).
+    pub off_path: bool,
+}
+
+impl Check {
+    fn new(name: &str, status: Status, detail: impl Into<String>, needed_by: &[&str]) -> Check {
+        Check {
+            name: name.to_string(),
+            status,
+            detail: detail.into(),
+            fix: None,
+            needed_by: needed_by.iter().map(|s| s.to_string()).collect(),
+            version: None,
+            path: None,
+            off_path: false,
+        }
+    }
+
+    fn fix(mut self, fix: impl Into<String>) -> Check {
+        self.fix = Some(fix.into());
+        self
+    }
+
+    /// Whether a run of any of `rungs` needs this check (`all` on either side matches).
+    pub fn needed_for(&self, rungs: &[&str]) -> bool {
+        self.needed_by.iter().any(|n| n == "all") || rungs.contains(&"all") || {
+            self.needed_by.iter().any(|n| rungs.contains(&n.as_str()))
+        }
+    }
+}
+
+/// Every check that was run, in a fixed order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Report {
+    pub checks: Vec<Check>,
+}
+
+impl Report {
+    /// The checks that are `Missing` and needed by any of `rungs`.
+    pub fn missing_for(&self, rungs: &[&str]) -> Vec<&Check> {
+        self.checks.iter().filter(|c| c.status == Status::Missing && c.needed_for(rungs)).collect()
+    }
+
+    /// The checks that are `Warn` and needed by any of `rungs`.
+    pub fn warnings_for(&self, rungs: &[&str]) -> Vec<&Check> {
+        self.checks.iter().filter(|c| c.status == Status::Warn && c.needed_for(rungs)).collect()
+    }
+
+    /// Whether `nvidia-smi` listed at least one GPU.
+    pub fn has_gpu(&self) -> bool {
+        self.get("gpu").is_some_and(|c| c.status != Status::Missing)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Check> {
+        self.checks.iter().find(|c| c.name == name)
+    }
+
+    /// Where a tool was found (`nvcc`, `cuda-gdb`, ...), also off PATH, if it runs.
+    pub fn tool_path(&self, name: &str) -> Option<&Path> {
+        self.get(name).filter(|c| c.status != Status::Missing).and_then(|c| c.path.as_deref())
+    }
+
+    /// Directories of tools found only outside PATH (in `$CUDA_HOME/bin` or
+    /// `/usr/local/cuda/bin`), in check order and without repeats: the ladder can put them
+    /// in front of the PATH it gives the target and the tools.
+    pub fn path_additions(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = Vec::new();
+        for c in &self.checks {
+            let usable = c.off_path && c.status != Status::Missing;
+            if let (true, Some(dir)) = (usable, c.path.as_deref().and_then(Path::parent)) {
+                if !out.iter().any(|d| d == dir) {
+                    out.push(dir.to_path_buf());
+                }
+            }
+        }
+        out
+    }
+}
+
+/// What to check, and where.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The directory coredumps will be written to; it need not exist yet (its nearest
+    /// existing ancestor is measured).
+    pub coredump_dir: PathBuf,
+    /// The rungs to check for (names from [`RUNGS`]); empty means every rung.
+    pub need: Vec<String>,
+    /// The container the ladder will run in. Not used yet: the checks run on the host.
+    pub container: Option<String>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { coredump_dir: PathBuf::from("bundles"), need: Vec::new(), container: None }
+    }
+}
+
+impl Options {
+    /// Whether a check needed by `needed_by` is wanted for these options.
+    fn wants(&self, needed_by: &[&str]) -> bool {
+        self.need.is_empty()
+            || needed_by.contains(&"all")
+            || self.need.iter().any(|n| n == "all" || needed_by.contains(&n.as_str()))
+    }
+}
+
+/// The rungs each check is needed by.
+const NEED_GPU: &[&str] = &["all"];
+const NEED_NVCC: &[&str] = &["rebuild"];
+const NEED_CUOBJDUMP: &[&str] = &["rebuild", "coredump"];
+const NEED_CUDA_GDB: &[&str] = &["coredump", "attach"];
+const NEED_SANITIZER: &[&str] = &["memcheck"];
+const NEED_BACKEND: &[&str] = &["attach"];
+const NEED_PTRACE: &[&str] = &["attach"];
+const NEED_TMPDIR: &[&str] = &["coredump", "attach"];
+const NEED_SPACE: &[&str] = &["coredump"];
+
+/// Runs every check `opts` asks for on this machine. Takes about [`PROBE_TIMEOUT`] at
+/// worst (a hanging `nvidia-smi`); on a machine without a GPU, well under a second.
+pub fn run_checks(opts: &Options) -> Report {
+    evaluate(&gather(&SystemProbe, opts))
+}
+
+/// `debug-ima`'s gate: an error naming every missing check that `rungs` need, with its
+/// fix, or `Ok` when they can all run (warnings do not stop it).
+pub fn require(report: &Report, rungs: &[&str]) -> Result<()> {
+    let missing = report.missing_for(rungs);
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut msg = if report.has_gpu() {
+        format!("this machine cannot run the {} rung(s): something they need is missing", rungs.join(", "))
+    } else {
+        "this machine cannot run the ladder: no usable GPU".to_string()
+    };
+    for c in missing {
+        let _ = write!(msg, "\n  {} ({}): {}", c.name, c.needed_by.join(", "), c.detail);
+        if let Some(fix) = &c.fix {
+            let _ = write!(msg, "\n    fix: {fix}");
+        }
+    }
+    msg.push_str("\n`cargo xtask doctor` lists every check");
+    bail!(msg)
+}
+
+/// Tool name to version line, for the bundle manifest: `gpu` (the `nvidia-smi` lines),
+/// `driver`, `nvcc`, `cuobjdump`, `cuda-gdb`, `compute-sanitizer`, where known.
+pub fn versions(report: &Report) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for c in &report.checks {
+        let Some(v) = &c.version else { continue };
+        out.insert(c.name.clone(), v.clone());
+        if c.name == "gpu" {
+            if let Some(gpu) = parse_gpus(&v.replace("; ", "\n")).into_iter().next() {
+                out.insert("driver".to_string(), gpu.driver);
+            }
+        }
+    }
+    out
+}
+
+/// The report as a table for humans, then one line that says what can run. Pure and
+/// deterministic: the same report gives the same text.
+pub fn render(report: &Report) -> String {
+    let header = ["check", "status", "needed by", "found"];
+    let rows: Vec<[String; 4]> = report
+        .checks
+        .iter()
+        .map(|c| [c.name.clone(), c.status.as_str().to_string(), c.needed_by.join(", "), c.detail.clone()])
+        .collect();
+    let mut width = [0usize; 3];
+    for row in std::iter::once(&header.map(String::from)).chain(rows.iter()) {
+        for (w, cell) in width.iter_mut().zip(row.iter()) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let indent = width.iter().sum::<usize>() + 3 * 2;
+    let mut out = String::new();
+    let line = |out: &mut String, row: &[String; 4]| {
+        let _ = writeln!(
+            out,
+            "{:w0$}  {:w1$}  {:w2$}  {}",
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            w0 = width[0],
+            w1 = width[1],
+            w2 = width[2]
+        );
+    };
+    line(&mut out, &header.map(String::from));
+    for (c, row) in report.checks.iter().zip(&rows) {
+        line(&mut out, row);
+        if let Some(fix) = &c.fix {
+            let _ = writeln!(out, "{:indent$}fix: {fix}", "");
+        }
+    }
+    out.push('\n');
+    out.push_str(&summary(report));
+    out.push('\n');
+    out
+}
+
+/// One line: what can run here and what cannot.
+fn summary(report: &Report) -> String {
+    if !report.has_gpu() {
+        return "the ladder cannot run here: no usable GPU; `cargo xtask analyze` reads logs recorded on a GPU \
+                machine"
+            .to_string();
+    }
+    let missing: Vec<String> = report
+        .missing_for(&["all"])
+        .iter()
+        .map(|c| format!("{} ({})", c.name, c.needed_by.join(", ")))
+        .collect();
+    let warns = report.warnings_for(&["all"]).len();
+    let warn_note = match warns {
+        0 => String::new(),
+        1 => "; 1 warning".to_string(),
+        n => format!("; {n} warnings"),
+    };
+    if missing.is_empty() {
+        format!("ready: every checked rung can run{warn_note}")
+    } else {
+        format!("missing: {}; the rungs that need it will be skipped{warn_note}", missing.join(", "))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// `cargo xtask doctor`
+// ---------------------------------------------------------------------------------------
+
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// Print the checks as JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+    /// The directory coredumps will go to; its free space is checked
+    #[arg(long, value_name = "DIR", default_value = "bundles")]
+    pub coredump_dir: PathBuf,
+    /// Check only what this rung needs (repeatable); default every rung
+    #[arg(long = "rung", value_name = "RUNG", value_parser = clap::builder::PossibleValuesParser::new(RUNGS))]
+    pub rungs: Vec<String>,
+}
+
+/// Runs `cargo xtask doctor`: prints the table (or JSON) and returns the exit code, 0 when
+/// nothing the chosen rungs need is missing, 1 otherwise.
+pub fn run(args: DoctorArgs) -> Result<i32> {
+    let opts = Options { coredump_dir: args.coredump_dir, need: args.rungs, container: None };
+    let report = run_checks(&opts);
+    let text = if args.json {
+        let mut s = serde_json::to_string_pretty(&report)?;
+        s.push('\n');
+        s
+    } else {
+        render(&report)
+    };
+    ui::out(&text)?;
+    let rungs: Vec<&str> =
+        if opts.need.is_empty() { vec!["all"] } else { opts.need.iter().map(String::as_str).collect() };
+    Ok(if report.missing_for(&rungs).is_empty() { 0 } else { 1 })
+}
+
+// ---------------------------------------------------------------------------------------
+// Probing: the impure layer
+// ---------------------------------------------------------------------------------------
+
+/// How a probe's command ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+    /// Killed after its timeout.
+    TimedOut,
+    /// Could not be started (the error).
+    NotRun(String),
+}
+
+/// What a probe's command printed, and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Output {
+    pub exit: Exit,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    /// An output with exit code `code` (for tests and recordings).
+    pub fn exited(code: i32, stdout: &str, stderr: &str) -> Output {
+        Output { exit: Exit::Code(code), stdout: stdout.to_string(), stderr: stderr.to_string() }
+    }
+
+    pub fn success(&self) -> bool {
+        self.exit == Exit::Code(0)
+    }
+
+    /// stdout then stderr.
+    pub fn text(&self) -> String {
+        let mut s = self.stdout.clone();
+        if !s.is_empty() && !s.ends_with('\n') {
+            s.push('\n');
+        }
+        s.push_str(&self.stderr);
+        s
+    }
+
+    /// The first non-blank line of stdout, else of stderr.
+    fn first_line(&self) -> &str {
+        first_line(&self.stdout).or_else(|| first_line(&self.stderr)).unwrap_or("")
+    }
+
+    /// `exit 2`, `killed by signal 9`, `no answer within 10 s`, `cannot start: ...`.
+    fn describe_exit(&self) -> String {
+        match &self.exit {
+            Exit::Code(c) => format!("exit {c}"),
+            Exit::Signal(s) => format!("killed by signal {s}"),
+            Exit::TimedOut => format!("no answer within {} s", PROBE_TIMEOUT.as_secs()),
+            Exit::NotRun(e) => format!("cannot start: {e}"),
+        }
+    }
+}
+
+fn first_line(s: &str) -> Option<&str> {
+    s.lines().map(str::trim).find(|l| !l.is_empty())
+}
+
+/// Everything the checks look at on a machine. [`SystemProbe`] is the real one; tests
+/// implement it over recorded outputs.
+pub trait Probe: Sync {
+    /// Runs `program args` with stdin closed, killing it (and its process group) after
+    /// `timeout`.
+    fn run(&self, program: &Path, args: &[&str], timeout: Duration) -> Output;
+    /// A text file's content, `None` when it cannot be read (absent included).
+    fn read_file(&self, path: &Path) -> Option<String>;
+    /// An environment variable of this process.
+    fn env(&self, key: &str) -> Option<String>;
+    /// A regular file with an execute bit.
+    fn is_executable(&self, path: &Path) -> bool;
+    fn is_file(&self, path: &Path) -> bool;
+    fn is_dir(&self, path: &Path) -> bool;
+    /// Creates and removes a file in `dir`: `Err` says why it cannot be written.
+    fn check_writable(&self, dir: &Path) -> std::result::Result<(), String>;
+}
+
+/// The real machine.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemProbe;
+
+impl Probe for SystemProbe {
+    fn run(&self, program: &Path, args: &[&str], timeout: Duration) -> Output {
+        run_with_timeout(program, args, timeout)
+    }
+
+    fn read_file(&self, path: &Path) -> Option<String> {
+        std::fs::read(path).ok().map(|b| String::from_utf8_lossy(&b).into_owned())
+    }
+
+    fn env(&self, key: &str) -> Option<String> {
+        std::env::var_os(key).map(|v| v.to_string_lossy().into_owned())
+    }
+
+    fn is_executable(&self, path: &Path) -> bool {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+
+    fn is_file(&self, path: &Path) -> bool {
+        path.is_file()
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        path.is_dir()
+    }
+
+    fn check_writable(&self, dir: &Path) -> std::result::Result<(), String> {
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let name = format!(".xtask-doctor-{}-{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed));
+        let file = dir.join(name);
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&file) {
+            Ok(_) => {
+                let _ = std::fs::remove_file(&file);
+                Ok(())
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// Runs a short command in its own process group, polling `try_wait` until it exits or
+/// `timeout` passes, then kills the group. Output beyond [`MAX_PROBE_OUTPUT`] per stream is
+/// dropped. A pipe still open [`READER_GRACE`] after the child ended means a leftover in
+/// the group: the group is killed; a reader still blocked after that (a process that left
+/// the group holds the pipe) is abandoned.
+pub fn run_with_timeout(program: &Path, args: &[&str], timeout: Duration) -> Output {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return Output { exit: Exit::NotRun(e.to_string()), stdout: String::new(), stderr: String::new() }
+        }
+    };
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let deadline = Instant::now() + timeout;
+    let mut nap = Duration::from_millis(2);
+    let exit = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                break match (status.code(), status.signal()) {
+                    (Some(c), _) => Exit::Code(c),
+                    (None, Some(s)) => Exit::Signal(s),
+                    (None, None) => Exit::NotRun("no exit status".into()),
+                };
+            }
+            Ok(None) if Instant::now() < deadline => {
+                thread::sleep(nap);
+                nap = (nap * 2).min(Duration::from_millis(50));
+            }
+            Ok(None) => {
+                kill_group(&mut child);
+                break Exit::TimedOut;
+            }
+            Err(e) => {
+                kill_group(&mut child);
+                break Exit::NotRun(e.to_string());
+            }
+        }
+    };
+    // A pipe still open after the exit is held by a leftover of the group (a background
+    // grandchild): that member keeps the group's id reserved, so killing the group is safe.
+    let pgid = child.id();
+    let collect = |rx: Option<mpsc::Receiver<String>>| {
+        let rx = rx?;
+        rx.recv_timeout(READER_GRACE).ok().or_else(|| {
+            killpg(pgid);
+            rx.recv_timeout(READER_GRACE).ok()
+        })
+    };
+    let stdout = collect(stdout).unwrap_or_default();
+    let stderr = collect(stderr).unwrap_or_default();
+    Output { exit, stdout, stderr }
+}
+
+fn killpg(pgid: u32) {
+    if let Ok(pid) = i32::try_from(pgid) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+fn kill_group(child: &mut std::process::Child) {
+    killpg(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Reads a pipe to its end on a thread, keeping the first [`MAX_PROBE_OUTPUT`] bytes.
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> Option<mpsc::Receiver<String>> {
+    let mut pipe = pipe?;
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut buf = [0u8; 8192];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let room = MAX_PROBE_OUTPUT.saturating_sub(kept.len());
+                    kept.extend_from_slice(&buf[..n.min(room)]);
+                }
+            }
+        }
+        let _ = tx.send(String::from_utf8_lossy(&kept).into_owned());
+    });
+    Some(rx)
+}
+
+/// Where a tool was looked for and found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Found {
+    /// In a directory of PATH.
+    OnPath(PathBuf),
+    /// Not on PATH but here (`$CUDA_HOME/bin`, `/usr/local/cuda/bin`, ...).
+    OffPath(PathBuf),
+    /// Nowhere; the directories searched besides PATH.
+    NotFound { searched: Vec<PathBuf> },
+}
+
+impl Found {
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Found::OnPath(p) | Found::OffPath(p) => Some(p),
+            Found::NotFound { .. } => None,
+        }
+    }
+}
+
+/// A tool: where it was found and what its version command printed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolFacts {
+    pub name: String,
+    pub found: Found,
+    /// `None` when the tool was not found (so not run).
+    pub output: Option<Output>,
+}
+
+/// What [`gather`] saw, raw: the input of [`evaluate`]. A `None` section was not asked for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Facts {
+    /// `nvidia-smi --query-gpu=... --format=csv,noheader`.
+    pub gpu: Option<ToolFacts>,
+    /// `nvcc`, `cuobjdump`, `cuda-gdb`, `compute-sanitizer` with `--version`, in this order.
+    pub tools: Vec<ToolFacts>,
+    pub debugger_backend: Option<BackendFacts>,
+    pub ptrace: Option<PtraceFacts>,
+    pub tmpdir: Option<TmpdirFacts>,
+    pub coredump: Option<SpaceFacts>,
+    pub core: Option<CoreFacts>,
+}
+
+/// Where `libcudadebugger.so.1` (the driver's debugger back-end, needed by cuda-gdb) is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BackendFacts {
+    /// `ldconfig -p`, if ldconfig was found.
+    pub ldconfig: Option<Output>,
+    /// Copies found in the directories of `LD_LIBRARY_PATH`.
+    pub in_ld_library_path: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PtraceFacts {
+    /// `/proc/self/status` (its `Uid:` and `CapEff:` lines are read).
+    pub proc_status: Option<String>,
+    /// `/proc/sys/kernel/yama/ptrace_scope`; `None` when absent (no Yama).
+    pub ptrace_scope: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TmpdirFacts {
+    /// `$TMPDIR`, if set (even empty).
+    pub env: Option<String>,
+    /// The directory cuda-gdb and the target will use: `$TMPDIR` or `/tmp`.
+    pub dir: PathBuf,
+    pub is_dir: bool,
+    pub writable: std::result::Result<(), String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SpaceFacts {
+    /// The coredump directory as given.
+    pub dir: PathBuf,
+    /// Its nearest existing ancestor (itself when it exists), which was measured.
+    pub measured: PathBuf,
+    pub writable: std::result::Result<(), String>,
+    /// `df -Pk MEASURED`; `None` when df was not found.
+    pub df: Option<Output>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CoreFacts {
+    /// `/proc/sys/kernel/core_pattern`.
+    pub core_pattern: Option<String>,
+    /// `/proc/self/limits` (its `Max core file size` line is read).
+    pub limits: Option<String>,
+}
+
+/// A tool to look for: its name and where to look after PATH.
+fn extra_dirs(name: &str, cuda_home: Option<&str>) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if name == "nvidia-smi" {
+        // The driver's own places: distro packages, NVIDIA's container mounts, WSL.
+        for d in ["/usr/bin", "/usr/local/nvidia/bin", "/usr/lib/wsl/lib"] {
+            dirs.push(PathBuf::from(d));
+        }
+        return dirs;
+    }
+    let homes: Vec<PathBuf> = cuda_home
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(std::iter::once(PathBuf::from(CUDA_DEFAULT_HOME)))
+        .collect();
+    for h in &homes {
+        dirs.push(h.join("bin"));
+    }
+    if name == "compute-sanitizer" {
+        // Some installs keep only the real binary in its own directory.
+        for h in &homes {
+            dirs.push(h.join("compute-sanitizer"));
+        }
+    }
+    dirs.dedup();
+    dirs
+}
+
+/// Looks for `name` in PATH, then in [`extra_dirs`].
+pub fn locate(probe: &dyn Probe, name: &str) -> Found {
+    let path = probe.env("PATH").unwrap_or_default();
+    for dir in path.split(':').filter(|d| !d.is_empty()) {
+        let candidate = Path::new(dir).join(name);
+        if probe.is_executable(&candidate) {
+            return Found::OnPath(candidate);
+        }
+    }
+    let searched = extra_dirs(name, probe.env("CUDA_HOME").as_deref());
+    for dir in &searched {
+        let candidate = dir.join(name);
+        if probe.is_executable(&candidate) {
+            return Found::OffPath(candidate);
+        }
+    }
+    Found::NotFound { searched }
+}
+
+fn probe_tool(probe: &dyn Probe, name: &str, args: &[&str]) -> ToolFacts {
+    let found = locate(probe, name);
+    let output = found.path().map(|p| probe.run(p, args, PROBE_TIMEOUT));
+    ToolFacts { name: name.to_string(), found, output }
+}
+
+fn probe_gpu(probe: &dyn Probe) -> ToolFacts {
+    let mut facts = probe_tool(probe, "nvidia-smi", &[GPU_QUERY, "--format=csv,noheader"]);
+    let old_driver =
+        facts.output.as_ref().is_some_and(|o| o.text().contains("is not a valid field to query"));
+    if let (true, Some(path)) = (old_driver, facts.found.path()) {
+        facts.output = Some(probe.run(path, &[GPU_QUERY_OLD, "--format=csv,noheader"], PROBE_TIMEOUT));
+    }
+    facts
+}
+
+fn probe_backend(probe: &dyn Probe) -> BackendFacts {
+    let ldconfig = match locate(probe, "ldconfig") {
+        Found::NotFound { .. } => ["/sbin/ldconfig", "/usr/sbin/ldconfig"]
+            .iter()
+            .map(Path::new)
+            .find(|p| probe.is_executable(p))
+            .map(Path::to_path_buf),
+        found => found.path().map(Path::to_path_buf),
+    };
+    let ldconfig = ldconfig.map(|p| probe.run(&p, &["-p"], PROBE_TIMEOUT));
+    let in_ld_library_path = probe
+        .env("LD_LIBRARY_PATH")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join("libcudadebugger.so.1"))
+        .filter(|p| probe.is_file(p))
+        .collect();
+    BackendFacts { ldconfig, in_ld_library_path }
+}
+
+fn probe_space(probe: &dyn Probe, dir: &Path) -> SpaceFacts {
+    let mut measured = dir.to_path_buf();
+    loop {
+        let here = if measured.as_os_str().is_empty() { Path::new(".") } else { measured.as_path() };
+        if probe.is_dir(here) {
+            measured = here.to_path_buf();
+            break;
+        }
+        match measured.parent() {
+            Some(p) => measured = p.to_path_buf(),
+            None => {
+                measured = PathBuf::from(if dir.is_absolute() { "/" } else { "." });
+                break;
+            }
+        }
+    }
+    let writable = probe.check_writable(&measured);
+    let df = match locate(probe, "df") {
+        Found::NotFound { .. } => None,
+        found => found.path().map(|p| {
+            let arg = measured.to_string_lossy().into_owned();
+            probe.run(p, &["-Pk", &arg], PROBE_TIMEOUT)
+        }),
+    };
+    SpaceFacts { dir: dir.to_path_buf(), measured, writable, df }
+}
+
+fn probe_tmpdir(probe: &dyn Probe) -> TmpdirFacts {
+    let env = probe.env("TMPDIR");
+    let dir = PathBuf::from(env.as_deref().filter(|t| !t.is_empty()).unwrap_or("/tmp"));
+    let is_dir = probe.is_dir(&dir);
+    let writable = if is_dir { probe.check_writable(&dir) } else { Err("not a directory".to_string()) };
+    TmpdirFacts { env, dir, is_dir, writable }
+}
+
+/// Looks at the machine through `probe`, for the checks `opts` asks for. The commands run
+/// in parallel threads, each within [`PROBE_TIMEOUT`].
+pub fn gather(probe: &dyn Probe, opts: &Options) -> Facts {
+    let tools: Vec<(&str, &[&str])> = [
+        ("nvcc", NEED_NVCC),
+        ("cuobjdump", NEED_CUOBJDUMP),
+        ("cuda-gdb", NEED_CUDA_GDB),
+        ("compute-sanitizer", NEED_SANITIZER),
+    ]
+    .into_iter()
+    .filter(|(_, need)| opts.wants(need))
+    .collect();
+    thread::scope(|s| {
+        let gpu = s.spawn(|| probe_gpu(probe));
+        let tools: Vec<_> =
+            tools.iter().map(|(name, _)| s.spawn(move || probe_tool(probe, name, &["--version"]))).collect();
+        let backend = opts.wants(NEED_BACKEND).then(|| s.spawn(|| probe_backend(probe)));
+        let space = opts.wants(NEED_SPACE).then(|| s.spawn(|| probe_space(probe, &opts.coredump_dir)));
+        let tmpdir = opts.wants(NEED_TMPDIR).then(|| probe_tmpdir(probe));
+        let ptrace = opts.wants(NEED_PTRACE).then(|| PtraceFacts {
+            proc_status: probe.read_file(Path::new("/proc/self/status")),
+            ptrace_scope: probe.read_file(Path::new("/proc/sys/kernel/yama/ptrace_scope")),
+        });
+        let core = opts.wants(NEED_SPACE).then(|| CoreFacts {
+            core_pattern: probe.read_file(Path::new("/proc/sys/kernel/core_pattern")),
+            limits: probe.read_file(Path::new("/proc/self/limits")),
+        });
+        let join = |h: thread::ScopedJoinHandle<'_, _>| h.join().expect("a doctor probe panicked");
+        Facts {
+            gpu: Some(join(gpu)),
+            tools: tools.into_iter().map(join).collect(),
+            debugger_backend: backend.map(|h| h.join().expect("a doctor probe panicked")),
+            ptrace,
+            tmpdir,
+            coredump: space.map(|h| h.join().expect("a doctor probe panicked")),
+            core,
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Checks: the pure layer
+// ---------------------------------------------------------------------------------------
+
+/// Every check for the facts gathered, in a fixed order.
+pub fn evaluate(facts: &Facts) -> Report {
+    let mut checks = Vec::new();
+    if let Some(gpu) = &facts.gpu {
+        checks.push(check_gpu(gpu));
+    }
+    let nvcc = facts.tools.iter().find(|t| t.name == "nvcc");
+    if let (Some(gpu), Some(nvcc)) = (&facts.gpu, nvcc) {
+        checks.extend(check_driver_toolkit(gpu, nvcc));
+    }
+    for tool in &facts.tools {
+        checks.push(check_tool(tool));
+    }
+    if let Some(b) = &facts.debugger_backend {
+        checks.push(check_debugger_backend(b));
+    }
+    if let Some(p) = &facts.ptrace {
+        checks.push(check_ptrace(p));
+    }
+    if let Some(t) = &facts.tmpdir {
+        checks.push(check_tmpdir(t));
+    }
+    if let Some(s) = &facts.coredump {
+        checks.push(check_space(s));
+    }
+    if let Some(c) = &facts.core {
+        checks.push(check_core_pattern(c));
+    }
+    Report { checks }
+}
+
+/// One GPU as `nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total
+/// --format=csv,noheader` lists it (`NVIDIA H200, 580.159.04, 9.0, 143771 MiB`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Gpu {
+    pub name: String,
+    pub driver: String,
+    /// `9.0`; `None` from a driver too old to report it.
+    pub compute_cap: Option<String>,
+    pub memory: String,
+}
+
+/// The GPUs in `nvidia-smi --query-gpu` CSV output, four fields (or three, without
+/// `compute_cap`) a line; other lines are skipped.
+pub fn parse_gpus(csv: &str) -> Vec<Gpu> {
+    csv.lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split(", ").map(str::trim).collect();
+            let driver_like = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit() || c == '.');
+            match f.as_slice() {
+                [name, driver, cc, mem] if driver_like(driver) => Some(Gpu {
+                    name: name.to_string(),
+                    driver: driver.to_string(),
+                    compute_cap: Some(cc.to_string()),
+                    memory: mem.to_string(),
+                }),
+                [name, driver, mem] if driver_like(driver) => Some(Gpu {
+                    name: name.to_string(),
+                    driver: driver.to_string(),
+                    compute_cap: None,
+                    memory: mem.to_string(),
+                }),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The GPU and its driver, from `nvidia-smi --query-gpu`.
+pub fn check_gpu(facts: &ToolFacts) -> Check {
+    let missing = |detail: String, fix: &str| Check::new("gpu", Status::Missing, detail, NEED_GPU).fix(fix);
+    let Some(out) = &facts.output else {
+        return missing("`nvidia-smi` not found: no NVIDIA driver on this machine".to_string(), NO_GPU_FIX);
+    };
+    let path = facts.found.path().map(Path::to_path_buf);
+    let text = out.text();
+    let first = out.first_line().to_string();
+    let mut check = if text.contains("couldn't communicate with the NVIDIA driver") {
+        missing(
+            format!("nvidia-smi: {first}"),
+            "the NVIDIA driver is not loaded: check `lsmod | grep nvidia` and `dmesg | grep -i nvrm`, \
+             reinstall the driver or reboot; in a container, start it with `--gpus all` (Docker) or \
+             `--device nvidia.com/gpu=all` (Podman)",
+        )
+    } else if text.contains("Driver/library version mismatch") {
+        missing(
+            format!("nvidia-smi: {first}"),
+            "the loaded kernel module and the driver's libraries differ (usually after a driver upgrade): \
+             reboot, or unload and reload the `nvidia` modules",
+        )
+    } else if text.contains("No devices were found") {
+        missing(
+            format!("nvidia-smi: {first}"),
+            "the driver sees no GPU: check `lspci | grep -i nvidia`; in a container, pass the GPUs in \
+             (`--gpus all`, `--device nvidia.com/gpu=all`)",
+        )
+    } else if out.exit == Exit::TimedOut {
+        missing(
+            format!("`nvidia-smi` did not answer within {} s", PROBE_TIMEOUT.as_secs()),
+            "the driver may be hung: look for Xid errors in `dmesg`; if `nvidia-smi` hangs too, the machine \
+             needs a reset or a reboot",
+        )
+    } else if !out.success() {
+        missing(
+            format!("`nvidia-smi` failed ({}): {first}", out.describe_exit()),
+            "run `nvidia-smi` and fix what it reports; the ladder needs a working driver",
+        )
+    } else {
+        let gpus = parse_gpus(&out.stdout);
+        if gpus.is_empty() {
+            missing(
+                format!(
+                    "`nvidia-smi` listed no GPU: {}",
+                    if first.is_empty() { "no output" } else { &first }
+                ),
+                "run `nvidia-smi` and fix what it reports; the ladder needs a working driver",
+            )
+        } else {
+            let each: Vec<String> = gpus
+                .iter()
+                .map(|g| match &g.compute_cap {
+                    Some(cc) => format!("{} (compute capability {cc}, {})", g.name, g.memory),
+                    None => format!("{} ({})", g.name, g.memory),
+                })
+                .collect();
+            let count = if gpus.len() == 1 { String::new() } else { format!("{} GPUs: ", gpus.len()) };
+            let mut c = Check::new(
+                "gpu",
+                Status::Ok,
+                format!("{count}{}, driver {}", each.join(", "), gpus[0].driver),
+                NEED_GPU,
+            );
+            c.version = Some(
+                out.stdout.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; "),
+            );
+            c
+        }
+    };
+    check.path = path;
+    check
+}
+
+/// A tool's version: the line as printed and a short form (`13.0 (V13.0.88)`).
+pub fn parse_version(tool: &str, text: &str) -> Option<(String, String)> {
+    for line in text.lines().map(str::trim) {
+        let short = match tool {
+            // `Cuda compilation tools, release 13.0, V13.0.88`
+            "nvcc" | "cuobjdump" => line.strip_prefix("Cuda compilation tools, release ").map(|rest| {
+                let mut parts = rest.split(", ");
+                let release = parts.next().unwrap_or("").to_string();
+                match parts.next() {
+                    Some(build) => format!("{release} ({build})"),
+                    None => release,
+                }
+            }),
+            // `NVIDIA (R) cuda-gdb 13.0` (after the wrapper's `exec: ...` line)
+            "cuda-gdb" => line.strip_prefix("NVIDIA (R) cuda-gdb ").map(|v| v.trim().to_string()),
+            // `Version 2025.3.1.0 (build 36400806) (public-release)`
+            "compute-sanitizer" => {
+                line.strip_prefix("Version ").and_then(|v| v.split_whitespace().next()).map(str::to_string)
+            }
+            _ => None,
+        };
+        if let Some(short) = short.filter(|s| !s.is_empty()) {
+            return Some((line.to_string(), short));
+        }
+    }
+    None
+}
+
+/// How to install each tool (commands in backticks).
+fn install_fix(tool: &str) -> String {
+    match tool {
+        "nvcc" => "install the CUDA toolkit's compiler: `apt-get install cuda-nvcc-13-0` (match your CUDA \
+                   version) from NVIDIA's repository, or use an `nvidia/cuda:*-devel` image; without a GPU, \
+                   `pip install nvidia-cuda-nvcc nvidia-cuda-cuobjdump nvidia-cuda-runtime nvidia-cuda-crt` \
+                   installs a working nvcc under `site-packages/nvidia/cu13/bin` (put it on PATH)"
+            .to_string(),
+        "cuobjdump" => "install it with the toolkit: `apt-get install cuda-cuobjdump-13-0` (match your CUDA \
+                        version) or `pip install nvidia-cuda-cuobjdump`; without it the rebuild rung cannot \
+                        confirm line info and cuda-gdb cannot disassemble"
+            .to_string(),
+        "cuda-gdb" => "install it: `apt-get install cuda-gdb-13-0` (match your CUDA version), or use an \
+                       `nvidia/cuda:*-devel` image (`cuda-command-line-tools`); it is not published on PyPI"
+            .to_string(),
+        "compute-sanitizer" => {
+            "install it: `apt-get install cuda-sanitizer-13-0` (match your CUDA version), \
+                                or use an `nvidia/cuda:*-devel` image (`cuda-command-line-tools`)"
+                .to_string()
+        }
+        _ => format!("install `{tool}`"),
+    }
+}
+
+/// A CUDA tool, from where it was found and what `TOOL --version` printed.
+pub fn check_tool(facts: &ToolFacts) -> Check {
+    let name = facts.name.as_str();
+    let (need, missing_status): (&[&str], Status) = match name {
+        "nvcc" => (NEED_NVCC, Status::Missing),
+        "cuobjdump" => (NEED_CUOBJDUMP, Status::Warn),
+        "cuda-gdb" => (NEED_CUDA_GDB, Status::Missing),
+        "compute-sanitizer" => (NEED_SANITIZER, Status::Missing),
+        _ => (&["all"], Status::Missing),
+    };
+    let path = match &facts.found {
+        Found::NotFound { searched } => {
+            let searched: Vec<String> = searched.iter().map(|p| p.display().to_string()).collect();
+            let detail = format!("`{name}` not found on PATH nor in {}", searched.join(", "));
+            return Check::new(name, missing_status, detail, need).fix(install_fix(name));
+        }
+        found => found.path().unwrap_or(Path::new(name)).to_path_buf(),
+    };
+    let Some(out) = &facts.output else {
+        let detail = format!("`{}` was not run", path.display());
+        return Check::new(name, missing_status, detail, need).fix(install_fix(name));
+    };
+    let shown = path.display().to_string();
+    let mut check = if !out.success() {
+        Check::new(
+            name,
+            missing_status,
+            format!("`{shown} --version` failed ({}): {}", out.describe_exit(), out.first_line()),
+            need,
+        )
+        .fix(format!("run `{shown} --version` and fix what it reports, or reinstall: {}", install_fix(name)))
+    } else {
+        match parse_version(name, &out.text()) {
+            Some((line, short)) => {
+                let mut c = Check::new(name, Status::Ok, format!("{short} at {shown}"), need);
+                c.version = Some(line);
+                c
+            }
+            None => Check::new(
+                name,
+                Status::Warn,
+                format!("`{shown} --version` printed no version line: {}", out.first_line()),
+                need,
+            )
+            .fix(format!("check that `{shown}` is NVIDIA's {name}")),
+        }
+    };
+    if let (Found::OffPath(p), true) = (&facts.found, check.status != Status::Missing) {
+        let dir = p.parent().unwrap_or(Path::new("/")).display().to_string();
+        check.status = Status::Warn;
+        check.detail.push_str(" (not on PATH)");
+        check.fix = Some(format!("found at `{shown}` but not on PATH: `export PATH={dir}:$PATH`"));
+        check.off_path = true;
+    }
+    check.path = Some(path);
+    check
+}
+
+/// The oldest driver branch a CUDA major release runs on (minor version compatibility):
+/// 13.x needs 580, 12.x 525, 11.x 450.
+fn min_driver(cuda_major: u32) -> Option<u32> {
+    match cuda_major {
+        13 => Some(580),
+        12 => Some(525),
+        11 => Some(450),
+        _ => None,
+    }
+}
+
+/// Whether the driver can run what this nvcc builds. Only when both are known and
+/// working; a warning, since a prebuilt target may not use this nvcc at all.
+pub fn check_driver_toolkit(gpu: &ToolFacts, nvcc: &ToolFacts) -> Option<Check> {
+    let gpus = parse_gpus(&gpu.output.as_ref().filter(|o| o.success())?.stdout);
+    let driver = &gpus.first()?.driver;
+    let driver_major: u32 = driver.split('.').next()?.parse().ok()?;
+    let (_, short) = parse_version("nvcc", &nvcc.output.as_ref().filter(|o| o.success())?.text())?;
+    let release = short.split_whitespace().next()?.to_string();
+    let cuda_major: u32 = release.split('.').next()?.parse().ok()?;
+    let need = min_driver(cuda_major)?;
+    Some(if driver_major >= need {
+        Check::new(
+            "driver-toolkit",
+            Status::Ok,
+            format!("driver {driver} runs CUDA {release} programs (needs {need} or newer)"),
+            NEED_GPU,
+        )
+    } else {
+        Check::new(
+            "driver-toolkit",
+            Status::Warn,
+            format!(
+                "nvcc {release} needs driver {need} or newer, this one is {driver}: programs it builds fail \
+                 with `CUDA driver version is insufficient for CUDA runtime version`"
+            ),
+            NEED_GPU,
+        )
+        .fix(format!(
+            "upgrade the driver to {need} or newer, or put a CUDA toolkit no newer than the driver supports \
+             first on PATH (`nvidia-smi` shows the highest CUDA version it supports)"
+        ))
+    })
+}
+
+/// `libcudadebugger.so.1`, which cuda-gdb loads to debug a live process.
+pub fn check_debugger_backend(facts: &BackendFacts) -> Check {
+    let name = "cuda-debugger-backend";
+    let mut found: Vec<String> = Vec::new();
+    if let Some(out) = facts.ldconfig.as_ref().filter(|o| o.success()) {
+        for line in out.stdout.lines() {
+            let line = line.trim();
+            if line.starts_with("libcudadebugger.so.1 ") {
+                if let Some((_, path)) = line.split_once("=> ") {
+                    found.push(path.trim().to_string());
+                }
+            }
+        }
+    }
+    for p in &facts.in_ld_library_path {
+        let p = p.display().to_string();
+        if !found.contains(&p) {
+            found.push(p);
+        }
+    }
+    if let Some(first) = found.first() {
+        let more = if found.len() > 1 { format!(" (+{} more)", found.len() - 1) } else { String::new() };
+        let mut c =
+            Check::new(name, Status::Ok, format!("libcudadebugger.so.1 at {first}{more}"), NEED_BACKEND);
+        c.path = Some(PathBuf::from(first));
+        return c;
+    }
+    let how = match &facts.ldconfig {
+        None => "`ldconfig` not found; libcudadebugger.so.1 not in LD_LIBRARY_PATH".to_string(),
+        Some(o) if !o.success() => {
+            format!("`ldconfig -p` failed ({}); not in LD_LIBRARY_PATH", o.describe_exit())
+        }
+        Some(_) => {
+            "libcudadebugger.so.1 is not in the `ldconfig -p` cache nor in LD_LIBRARY_PATH".to_string()
+        }
+    };
+    Check::new(name, Status::Warn, how, NEED_BACKEND).fix(
+        "cuda-gdb needs the driver's debugger back-end to attach (`Could not find CUDA Debugger back-end`): \
+         install the full NVIDIA driver (it ships libcudadebugger.so.1); in a container make sure the driver \
+         libraries are mounted (Apptainer: add it to `nvliblist.conf`), then check `ldconfig -p | grep \
+         libcudadebugger`",
+    )
+}
+
+/// `Uid:` (effective, the second number) and whether `CapEff:` holds CAP_SYS_PTRACE (bit 19).
+pub fn parse_proc_status(status: &str) -> (Option<u32>, Option<bool>) {
+    let mut euid = None;
+    let mut cap = None;
+    for line in status.lines() {
+        if let Some(rest) = line.strip_prefix("Uid:") {
+            euid = rest.split_whitespace().nth(1).and_then(|u| u.parse().ok());
+        } else if let Some(rest) = line.strip_prefix("CapEff:") {
+            cap = u64::from_str_radix(rest.trim(), 16).ok().map(|bits| bits & (1 << 19) != 0);
+        }
+    }
+    (euid, cap)
+}
+
+/// Permission to attach cuda-gdb to the target, which is not cuda-gdb's child.
+pub fn check_ptrace(facts: &PtraceFacts) -> Check {
+    let (euid, cap) = facts.proc_status.as_deref().map(parse_proc_status).unwrap_or((None, None));
+    let root = euid == Some(0);
+    let scope = facts.ptrace_scope.as_deref().map(str::trim);
+    let sysctl_fix = "`sudo sysctl kernel.yama.ptrace_scope=0` (for good: \
+                      `echo kernel.yama.ptrace_scope=0 | sudo tee /etc/sysctl.d/10-ptrace.conf`) or run as root";
+    let c = |status, detail: String| Check::new("ptrace", status, detail, NEED_PTRACE);
+    match scope {
+        Some("3") => c(Status::Missing, "ptrace_scope is 3: no process may attach, root included".into()).fix(
+            "the setting cannot be lowered until a reboot: set `kernel.yama.ptrace_scope` to 0 or 1 in \
+             `/etc/sysctl.d/` and reboot; until then use the coredump and memcheck rungs",
+        ),
+        _ if root && cap != Some(false) => {
+            let scope = scope.map_or("no Yama ptrace_scope".to_string(), |s| format!("ptrace_scope {s}"));
+            c(Status::Ok, format!("running as root ({scope})"))
+        }
+        _ if cap == Some(true) => c(Status::Ok, "CAP_SYS_PTRACE held".into()),
+        None => c(Status::Ok, "no Yama ptrace_scope: a process may attach to its user's processes".into()),
+        Some("0") => c(Status::Ok, "ptrace_scope 0: a process may attach to its user's processes".into()),
+        Some("1") if root => c(Status::Warn, "running as root without CAP_SYS_PTRACE, ptrace_scope 1".into()).fix(
+            "attaching to a non-child needs CAP_SYS_PTRACE: start the container with `--cap-add=SYS_PTRACE` \
+             (often also `--security-opt seccomp=unconfined`), or on the host `sudo sysctl \
+             kernel.yama.ptrace_scope=0`",
+        ),
+        Some("1") => c(
+            Status::Warn,
+            "ptrace_scope 1: only a parent may attach, and cuda-gdb is not the target's parent".into(),
+        )
+        .fix(format!("attaching to a non-child needs {sysctl_fix}")),
+        Some("2") if root => c(Status::Missing, "ptrace_scope 2 and no CAP_SYS_PTRACE".into())
+            .fix("start the container with `--cap-add=SYS_PTRACE`, or on the host `sudo sysctl kernel.yama.ptrace_scope=1`"),
+        Some("2") => c(Status::Missing, "ptrace_scope 2: only root (CAP_SYS_PTRACE) may attach".into())
+            .fix(format!("run the ladder as root (`sudo`), or {sysctl_fix}")),
+        Some(other) => c(Status::Warn, format!("unexpected ptrace_scope `{other}`"))
+            .fix(format!("check `/proc/sys/kernel/yama/ptrace_scope`; to attach, {sysctl_fix}")),
+    }
+}
+
+/// The directory cuda-gdb and the target use for temporary files (cuda-gdb writes the
+/// kernels' ELF images there). The ladder gives both the same environment, so they see
+/// the same `$TMPDIR`.
+pub fn check_tmpdir(facts: &TmpdirFacts) -> Check {
+    let dir = facts.dir.display().to_string();
+    let which = match facts.env.as_deref() {
+        Some(t) if !t.is_empty() => format!("TMPDIR={t}"),
+        Some(_) => "TMPDIR empty: /tmp".to_string(),
+        None => "TMPDIR unset: /tmp".to_string(),
+    };
+    let c = |status, detail: String| Check::new("tmpdir", status, detail, NEED_TMPDIR);
+    match (&facts.writable, facts.is_dir) {
+        (Ok(()), _) => c(Status::Ok, format!("{which}, writable; cuda-gdb and the target get the same one")),
+        (Err(_), false) => c(Status::Missing, format!("{which}: `{dir}` is not a directory"))
+            .fix(format!("`mkdir -p {dir}` or point TMPDIR at a writable directory: `export TMPDIR=/tmp`")),
+        (Err(e), true) => c(Status::Missing, format!("{which}: cannot write in `{dir}`: {e}"))
+            .fix("point TMPDIR at a writable directory (`export TMPDIR=/tmp`); cuda-gdb and the target must see the same one"),
+    }
+}
+
+/// Available KiB from `df -Pk DIR` (the last line's fourth field).
+pub fn parse_df_available_kib(text: &str) -> Option<u64> {
+    let line = text.lines().rfind(|l| !l.trim().is_empty())?;
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    // Filesystem 1024-blocks Used Available Capacity Mounted-on; the filesystem name or
+    // mount point may hold spaces, so find the `NN%` field and take the one before it.
+    let pct = fields
+        .iter()
+        .rposition(|f| f.ends_with('%') && f[..f.len() - 1].chars().all(|c| c.is_ascii_digit()))?;
+    fields.get(pct.checked_sub(1)?)?.parse().ok()
+}
+
+/// Sizes for people: `64.0 GiB`, `512 MiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    const MIB: f64 = (1u64 << 20) as f64;
+    let b = bytes as f64;
+    if b >= GIB {
+        format!("{:.1} GiB", b / GIB)
+    } else {
+        format!("{:.0} MiB", b / MIB)
+    }
+}
+
+/// Room for GPU coredumps in the coredump directory.
+pub fn check_space(facts: &SpaceFacts) -> Check {
+    let dir = facts.dir.display().to_string();
+    let measured = facts.measured.display().to_string();
+    let where_ =
+        if facts.measured == facts.dir { format!("`{dir}`") } else { format!("`{measured}` (for `{dir}`)") };
+    let c = |status, detail: String| Check::new("coredump-space", status, detail, NEED_SPACE);
+    let choose = "choose a directory on a writable disk with room (`cargo xtask doctor --coredump-dir DIR` checks one)";
+    if let Err(e) = &facts.writable {
+        return c(Status::Missing, format!("cannot write in {where_}: {e}")).fix(choose);
+    }
+    let avail = facts.df.as_ref().filter(|o| o.success()).and_then(|o| parse_df_available_kib(&o.stdout));
+    match avail {
+        Some(kib) => {
+            let bytes = kib.saturating_mul(1024);
+            if bytes < LOW_SPACE_BYTES {
+                c(
+                    Status::Warn,
+                    format!(
+                        "{} free in {where_}: GPU coredumps take 1 MB to hundreds of MB per process, and \
+                         several processes may fault",
+                        human_bytes(bytes)
+                    ),
+                )
+                .fix(format!("free at least {} there, or {choose}", human_bytes(LOW_SPACE_BYTES)))
+            } else {
+                c(Status::Ok, format!("{} free in {where_}", human_bytes(bytes)))
+            }
+        }
+        None => {
+            let why = match &facts.df {
+                None => "`df` not found".to_string(),
+                Some(o) if !o.success() => {
+                    format!("`df -Pk {measured}` failed ({}): {}", o.describe_exit(), o.first_line())
+                }
+                Some(o) => format!("cannot read `df -Pk {measured}`: {}", o.first_line()),
+            };
+            c(Status::Warn, format!("free space in {where_} unknown: {why}")).fix(format!(
+                "check with `df -h {measured}`: coredumps take up to hundreds of MB per process"
+            ))
+        }
+    }
+}
+
+/// The soft `Max core file size` from `/proc/self/limits`: `0`, `unlimited`, a number.
+pub fn parse_core_limit(limits: &str) -> Option<String> {
+    let line = limits.lines().find(|l| l.starts_with("Max core file size"))?;
+    line["Max core file size".len()..].split_whitespace().next().map(str::to_string)
+}
+
+/// Where CPU core files go: informative only, GPU coredumps do not depend on it.
+pub fn check_core_pattern(facts: &CoreFacts) -> Check {
+    let pattern = facts.core_pattern.as_deref().map(str::trim);
+    let mut detail = match pattern {
+        None => "core_pattern unreadable".to_string(),
+        Some(p) if p.starts_with('|') => format!("core_pattern `{p}`: CPU core files are piped to a program"),
+        Some(p) if p.starts_with('/') => format!("core_pattern `{p}`: CPU core files go to that path"),
+        Some(p) => format!("core_pattern `{p}`: CPU core files go to the process's working directory"),
+    };
+    match facts.limits.as_deref().and_then(parse_core_limit).as_deref() {
+        Some("0") => detail.push_str("; ulimit -c 0: no CPU core files"),
+        Some(limit) => {
+            let _ = write!(detail, "; ulimit -c {limit}");
+        }
+        None => {}
+    }
+    detail.push_str("; GPU coredumps go to CUDA_COREDUMP_FILE either way");
+    Check::new("core-pattern", Status::Ok, detail, NEED_SPACE)
+}

@@ -1,0 +1,587 @@
+//! Runs processes for the ladder: the target under each rung, and the tools that read what
+//! it left. Each run is its own process group (the target with its workers and ranks);
+//! stdout and stderr are copied to log files as the bytes come and handed, line by line,
+//! to a callback (progress, the attach message). A timeout, Ctrl-C/SIGTERM and the
+//! callback's [`Control::Stop`] kill the whole group with SIGKILL; when the direct child
+//! exits by itself, whatever is left of its group is killed too.
+//!
+//! Must not: parse tool output or decide policy (what runs, what a line means and when to
+//! stop belong to the rungs, the ladder and the callback), print, hold a whole output in
+//! memory, or leave a process of the target alive. Every group started is in a registry
+//! that [`kill_all`] kills, for errors, panics and a second Ctrl-C.
+//!
+//! The limit of process groups: a descendant that leaves the group (`setsid`, its own
+//! `setpgid`) escapes the kill. If it keeps the pipes open, its output stops being logged
+//! [`READERS_GRACE`] after the run ends, and [`Outcome::output_abandoned`] says so.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+/// Lines handed to the callback are cut at this many bytes; the logs keep them whole.
+pub const MAX_LINE: usize = 64 * 1024;
+/// How long the readers may take to finish once the group is dead before they are
+/// abandoned (a process that left the group may hold the pipes open).
+pub const READERS_GRACE: Duration = Duration::from_secs(2);
+/// How long a killed child may take to die (a CUDA process can take seconds to release
+/// the device) before `run` gives up with an error.
+pub const KILL_WAIT: Duration = Duration::from_secs(60);
+
+/// Size of one read from a pipe.
+const CHUNK: usize = 64 * 1024;
+/// How long the calling thread waits for a line before it checks the child, the clock and
+/// the interrupt flag.
+const TICK: Duration = Duration::from_millis(50);
+/// While lines flow, the child, the clock and the flag are checked at most this often.
+const CHECK_EVERY: Duration = Duration::from_millis(20);
+/// Lines waiting for the callback, at most; beyond this (or [`QUEUE_BYTES`]) lines are
+/// dropped from the callback, never from the logs.
+const QUEUE_LINES: usize = 4096;
+/// Bytes of lines waiting for the callback, at most.
+const QUEUE_BYTES: usize = 8 << 20;
+
+/// One process to run.
+#[derive(Debug, Clone, Default)]
+pub struct Spec {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    /// Working directory; the caller's when `None`.
+    pub cwd: Option<PathBuf>,
+    /// Variables added or overridden (applied after `env_remove`).
+    pub env_set: Vec<(String, String)>,
+    /// Variables removed from the inherited environment (e.g. `TRITON_DISABLE_LINE_INFO`).
+    pub env_remove: Vec<String>,
+    /// Where stdout goes, streamed as it comes; created (with its directory) or truncated.
+    pub stdout_log: PathBuf,
+    /// Where stderr goes; may be the same path as `stdout_log` to interleave both.
+    pub stderr_log: PathBuf,
+    /// The group is killed this long after the start; `None` waits for ever.
+    pub timeout: Option<Duration>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Exit {
+    /// The child exited with this code.
+    Code(i32),
+    /// The child died of this signal (6 is SIGABRT, as after a GPU coredump).
+    Signal(i32),
+    /// Killed when [`Spec::timeout`] ran out.
+    TimedOut,
+    /// Killed because the callback returned [`Control::Stop`].
+    Stopped,
+    /// Killed because of Ctrl-C or SIGTERM (see [`interrupted`]).
+    Interrupted,
+}
+
+/// What a run yielded besides its logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    pub exit: Exit,
+    /// From the start to the exit (or to the decision to kill).
+    pub duration: Duration,
+    /// The child's pid, which is also its group's id; 0 when nothing was started because
+    /// of an earlier interrupt.
+    pub pid: u32,
+    /// Lines the callback did not see because it fell behind; the logs hold them.
+    pub lines_dropped: u64,
+    /// A process outside the group kept the pipes open after the run: what it wrote later
+    /// is not in the logs.
+    pub output_abandoned: bool,
+}
+
+/// Which pipe a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// What the callback wants after a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    Continue,
+    /// Kill the whole group now; the run ends with [`Exit::Stopped`].
+    Stop,
+}
+
+impl Spec {
+    /// A spec with no extra environment, the caller's working directory and no timeout.
+    pub fn new(
+        program: impl Into<OsString>,
+        args: impl IntoIterator<Item = impl Into<OsString>>,
+        stdout_log: impl Into<PathBuf>,
+        stderr_log: impl Into<PathBuf>,
+    ) -> Spec {
+        Spec {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            stdout_log: stdout_log.into(),
+            stderr_log: stderr_log.into(),
+            ..Spec::default()
+        }
+    }
+}
+
+/// Runs `spec` to its end and returns how it ended. `on_line` gets every complete line of
+/// stdout and stderr (in order within each stream, cut at [`MAX_LINE`], lossy UTF-8,
+/// without the newline) on the calling thread; it may block as long as it likes (the
+/// attach rung runs cuda-gdb from it) while the pipes keep being drained into the logs.
+/// Lines are dropped from the callback, never from the logs, when it falls behind.
+///
+/// Whatever happens, the group is dead when this returns, except that a process stuck
+/// for [`KILL_WAIT`] after SIGKILL makes it an error (the group stays registered for
+/// [`kill_all`]). If [`interrupted`] is already set, nothing is started.
+pub fn run(spec: &Spec, on_line: &mut dyn FnMut(Stream, &str) -> Control) -> anyhow::Result<Outcome> {
+    let (out_log, err_log) = open_logs(spec)?;
+    if interrupted() {
+        return Ok(Outcome {
+            exit: Exit::Interrupted,
+            duration: Duration::ZERO,
+            pid: 0,
+            lines_dropped: 0,
+            output_abandoned: false,
+        });
+    }
+    let mut cmd = command(spec)?;
+    let start = Instant::now();
+    let mut group = Group::spawn(&mut cmd).map_err(|e| spawn_error(&spec.program, e))?;
+    let pid = group.child.id();
+
+    let shared = Arc::new(Shared::default());
+    let (tx, rx) = mpsc::sync_channel(QUEUE_LINES);
+    let stdout = group.child.stdout.take().expect("stdout is piped");
+    let stderr = group.child.stderr.take().expect("stderr is piped");
+    let readers = [
+        spawn_reader(stdout, out_log, &spec.stdout_log, Stream::Stdout, tx.clone(), &shared)?,
+        spawn_reader(stderr, err_log, &spec.stderr_log, Stream::Stderr, tx, &shared)?,
+    ];
+
+    let deadline = spec.timeout.map(|t| start + t);
+    let reason = supervise(&mut group, &rx, &shared, deadline, on_line)?;
+    let duration = start.elapsed();
+
+    let status = group.finish()?;
+    let killed_at = Instant::now();
+    let exit = reason.unwrap_or_else(|| exit_of(status));
+
+    // Hand over what is still queued (only after a normal exit: a kill means the caller
+    // is done), and give the readers a bounded time to see the end of the pipes.
+    let mut deliver = reason.is_none();
+    let mut output_abandoned = false;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(10)) {
+            Ok(line) => {
+                shared.queued_bytes.fetch_sub(line.text.len(), Ordering::Relaxed);
+                if deliver && on_line(line.stream, &line.text) == Control::Stop {
+                    deliver = false;
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        if killed_at.elapsed() >= READERS_GRACE && !readers.iter().all(|r| r.is_finished()) {
+            shared.abandon.store(true, Ordering::Relaxed);
+            output_abandoned = true;
+            break;
+        }
+    }
+    if !output_abandoned {
+        for reader in readers {
+            reader.join().map_err(|_| anyhow!("the reader of a log panicked"))??;
+        }
+    }
+    // Abandoned readers are left blocked in `read`; they stop without writing when it
+    // returns.
+
+    Ok(Outcome {
+        exit,
+        duration,
+        pid,
+        lines_dropped: shared.dropped.load(Ordering::Relaxed),
+        output_abandoned,
+    })
+}
+
+/// Waits for the child to exit, delivering lines; returns why the group must be killed,
+/// or `None` when the child exited by itself.
+fn supervise(
+    group: &mut Group,
+    rx: &Receiver<Line>,
+    shared: &Shared,
+    deadline: Option<Instant>,
+    on_line: &mut dyn FnMut(Stream, &str) -> Control,
+) -> anyhow::Result<Option<Exit>> {
+    let mut last_check: Option<Instant> = None;
+    loop {
+        let idle = match rx.recv_timeout(TICK) {
+            Ok(line) => {
+                shared.queued_bytes.fetch_sub(line.text.len(), Ordering::Relaxed);
+                if on_line(line.stream, &line.text) == Control::Stop {
+                    return Ok(Some(Exit::Stopped));
+                }
+                false
+            }
+            Err(RecvTimeoutError::Timeout) => true,
+            Err(RecvTimeoutError::Disconnected) => {
+                // Both pipes are closed but the child runs on: just poll.
+                thread::sleep(TICK);
+                true
+            }
+        };
+        if !idle && last_check.is_some_and(|t| t.elapsed() < CHECK_EVERY) {
+            continue;
+        }
+        last_check = Some(Instant::now());
+        if interrupted() {
+            return Ok(Some(Exit::Interrupted));
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(Some(Exit::TimedOut));
+        }
+        if group.has_exited().context("cannot wait for the child")? {
+            return Ok(None);
+        }
+    }
+}
+
+fn exit_of(status: ExitStatus) -> Exit {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Exit::Code(code),
+        (None, Some(signal)) => Exit::Signal(signal),
+        // Neither: not a termination status, which `wait` does not return.
+        (None, None) => Exit::Code(-1),
+    }
+}
+
+fn open_logs(spec: &Spec) -> anyhow::Result<(File, File)> {
+    let out = create_log(&spec.stdout_log)?;
+    let err = if spec.stderr_log == spec.stdout_log {
+        // One file description for both: writes append, they do not overwrite each other.
+        out.try_clone().with_context(|| format!("cannot open `{}`", spec.stderr_log.display()))?
+    } else {
+        create_log(&spec.stderr_log)?
+    };
+    Ok((out, err))
+}
+
+fn create_log(path: &Path) -> anyhow::Result<File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
+    }
+    File::create(path).with_context(|| format!("cannot create the log `{}`", path.display()))
+}
+
+fn command(spec: &Spec) -> anyhow::Result<Command> {
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    if let Some(dir) = &spec.cwd {
+        if !dir.is_dir() {
+            bail!(
+                "cannot start `{}`: the working directory `{}` does not exist; check the recipe",
+                Path::new(&spec.program).display(),
+                dir.display()
+            );
+        }
+        cmd.current_dir(dir);
+    }
+    for name in &spec.env_remove {
+        cmd.env_remove(name);
+    }
+    for (name, value) in &spec.env_set {
+        cmd.env(name, value);
+    }
+    Ok(cmd)
+}
+
+fn spawn_error(program: &OsString, e: io::Error) -> anyhow::Error {
+    let shown = Path::new(program).display();
+    let is_path = program.as_bytes().contains(&b'/');
+    match e.kind() {
+        io::ErrorKind::NotFound if is_path && Path::new(program).is_file() => {
+            anyhow!("cannot start `{shown}`: its interpreter (the `#!` line) was not found; check the script")
+        }
+        io::ErrorKind::NotFound if is_path => {
+            anyhow!("cannot start `{shown}`: no such file; check the path in the recipe")
+        }
+        io::ErrorKind::NotFound => {
+            anyhow!("cannot start `{shown}`: not found on PATH; check PATH or the recipe")
+        }
+        io::ErrorKind::PermissionDenied => {
+            anyhow!("cannot start `{shown}`: permission denied; is it executable? check the recipe")
+        }
+        _ => anyhow::Error::new(e).context(format!("cannot start `{shown}`")),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The group: a child in its own process group, registered until it is reaped.
+
+/// Ids of the process groups started and not yet reaped.
+static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+fn groups() -> MutexGuard<'static, Vec<i32>> {
+    GROUPS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// SIGKILLs every live process group started by [`run`]. Safe to call from anywhere, at
+/// any time (error paths, panic hooks, the signal thread); `run` reaps its own child.
+pub fn kill_all() {
+    for &pgid in groups().iter() {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+    }
+}
+
+/// The child, owned: dropped without [`Group::finish`] (an error, a panic in the
+/// callback), it kills the group.
+struct Group {
+    child: Child,
+    pgid: Pid,
+    reaped: bool,
+}
+
+impl Group {
+    fn spawn(cmd: &mut Command) -> io::Result<Group> {
+        let child = cmd.spawn()?;
+        let pgid = Pid::from_raw(child.id() as i32);
+        groups().push(pgid.as_raw());
+        Ok(Group { child, pgid, reaped: false })
+    }
+
+    fn kill(&self) {
+        // ESRCH (nobody left) is the common case after a normal exit.
+        let _ = killpg(self.pgid, Signal::SIGKILL);
+    }
+
+    /// Whether the child has exited, without reaping it: while it is a zombie its pid
+    /// cannot be reused, so killing its group afterwards cannot hit a stranger.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn has_exited(&mut self) -> io::Result<bool> {
+        use nix::errno::Errno;
+        use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+        match waitid(Id::Pid(self.pgid), flags) {
+            Ok(WaitStatus::StillAlive) | Err(Errno::EINTR) => Ok(false),
+            Ok(_) => Ok(true),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    fn has_exited(&mut self) -> io::Result<bool> {
+        // `Child` keeps the status it reaped; `finish` gets it again.
+        Ok(self.child.try_wait()?.is_some())
+    }
+
+    /// Kills what is left of the group and reaps the child.
+    fn finish(&mut self) -> anyhow::Result<ExitStatus> {
+        self.kill();
+        match self.reap(KILL_WAIT).context("cannot wait for the child")? {
+            Some(status) => {
+                self.reaped = true;
+                groups().retain(|&g| g != self.pgid.as_raw());
+                Ok(status)
+            }
+            None => bail!(
+                "process {} is still alive {} s after SIGKILL (stuck in the driver?); \
+                 look at it with `ps -o pid,stat,wchan,cmd -g {}`",
+                self.pgid,
+                KILL_WAIT.as_secs(),
+                self.pgid
+            ),
+        }
+    }
+
+    /// Waits up to `limit` for the (killed) child, killing the group again now and then.
+    fn reap(&mut self, limit: Duration) -> io::Result<Option<ExitStatus>> {
+        let start = Instant::now();
+        let mut pause = Duration::from_millis(1);
+        let mut next_kill = start + Duration::from_secs(1);
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(Some(status));
+            }
+            let now = Instant::now();
+            if now >= start + limit {
+                return Ok(None);
+            }
+            if now >= next_kill {
+                self.kill();
+                next_kill = now + Duration::from_secs(1);
+            }
+            thread::sleep(pause);
+            pause = (pause * 2).min(TICK);
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if self.reaped {
+            return;
+        }
+        self.kill();
+        if let Ok(Some(_)) = self.reap(Duration::from_secs(2)) {
+            groups().retain(|&g| g != self.pgid.as_raw());
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The readers: pipe -> log file (every byte) and -> channel (lines, lossy).
+
+struct Line {
+    stream: Stream,
+    text: String,
+}
+
+#[derive(Default)]
+struct Shared {
+    /// Set when the run has ended without the reader: stop without writing.
+    abandon: AtomicBool,
+    queued_bytes: AtomicUsize,
+    dropped: AtomicU64,
+}
+
+fn spawn_reader(
+    pipe: impl Read + Send + 'static,
+    log: File,
+    log_path: &Path,
+    stream: Stream,
+    tx: SyncSender<Line>,
+    shared: &Arc<Shared>,
+) -> anyhow::Result<JoinHandle<anyhow::Result<()>>> {
+    let shared = Arc::clone(shared);
+    let log_path = log_path.to_path_buf();
+    let name = match stream {
+        Stream::Stdout => "exec-stdout",
+        Stream::Stderr => "exec-stderr",
+    };
+    thread::Builder::new()
+        .name(name.into())
+        .spawn(move || pump(pipe, log, &log_path, stream, tx, &shared))
+        .context("cannot start a thread to read the output")
+}
+
+fn pump(
+    mut pipe: impl Read,
+    mut log: File,
+    log_path: &Path,
+    stream: Stream,
+    tx: SyncSender<Line>,
+    shared: &Shared,
+) -> anyhow::Result<()> {
+    let mut buf = vec![0u8; CHUNK];
+    let mut line = Vec::new();
+    let mut tx = Some(tx);
+    let mut log_error = None;
+    loop {
+        let n = match pipe.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context("cannot read the output of the child"),
+        };
+        if shared.abandon.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let chunk = &buf[..n];
+        // Unbuffered: each chunk is in the file before the next read. After a write error
+        // the pipe is still drained, so the child never blocks.
+        if log_error.is_none() {
+            log_error = log.write_all(chunk).err();
+        }
+        let mut rest = chunk;
+        while let Some(i) = memchr::memchr(b'\n', rest) {
+            append_cut(&mut line, &rest[..i]);
+            send_line(&mut tx, shared, stream, &line);
+            line.clear();
+            rest = &rest[i + 1..];
+        }
+        append_cut(&mut line, rest);
+    }
+    if !line.is_empty() {
+        send_line(&mut tx, shared, stream, &line);
+    }
+    match log_error {
+        Some(e) => Err(e).with_context(|| format!("cannot write the log `{}`", log_path.display())),
+        None => Ok(()),
+    }
+}
+
+/// Appends what fits under [`MAX_LINE`]; the rest of a long line is skipped.
+fn append_cut(line: &mut Vec<u8>, bytes: &[u8]) {
+    let room = MAX_LINE - line.len();
+    line.extend_from_slice(&bytes[..bytes.len().min(room)]);
+}
+
+fn send_line(tx: &mut Option<SyncSender<Line>>, shared: &Shared, stream: Stream, line: &[u8]) {
+    let Some(sender) = tx else { return };
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    // Counted as the receiver counts it: lossy conversion can make the text longer.
+    let text = String::from_utf8_lossy(line).into_owned();
+    let len = text.len();
+    if shared.queued_bytes.fetch_add(len, Ordering::Relaxed) + len > QUEUE_BYTES {
+        shared.queued_bytes.fetch_sub(len, Ordering::Relaxed);
+        shared.dropped.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    match sender.try_send(Line { stream, text }) {
+        Ok(()) => {}
+        Err(TrySendError::Full(_)) => {
+            shared.queued_bytes.fetch_sub(len, Ordering::Relaxed);
+            shared.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(TrySendError::Disconnected(_)) => {
+            // The run is over; keep logging.
+            shared.queued_bytes.fetch_sub(len, Ordering::Relaxed);
+            *tx = None;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Ctrl-C and SIGTERM.
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+static SIGNALS: AtomicU32 = AtomicU32::new(0);
+static HANDLER: OnceLock<Result<(), String>> = OnceLock::new();
+
+/// Installs the handler for Ctrl-C, SIGTERM and SIGHUP (once; later calls return the
+/// first result). The first signal sets the flag that [`interrupted`] reads: the running
+/// [`run`] kills its group within about 50 ms and returns [`Exit::Interrupted`], and
+/// later runs start nothing. A second signal kills every group at once, for when the
+/// caller is busy inside the callback (cuda-gdb attached to a spinning target).
+pub fn install_interrupt_handler() -> anyhow::Result<()> {
+    let installed = HANDLER.get_or_init(|| {
+        ctrlc::set_handler(|| {
+            let before = SIGNALS.fetch_add(1, Ordering::SeqCst);
+            INTERRUPTED.store(true, Ordering::SeqCst);
+            if before > 0 {
+                kill_all();
+            }
+        })
+        .map_err(|e| e.to_string())
+    });
+    installed.clone().map_err(|e| anyhow!("cannot install the Ctrl-C handler: {e}"))
+}
+
+/// Whether Ctrl-C or SIGTERM was received since the handler was installed.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}

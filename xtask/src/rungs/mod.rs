@@ -1,0 +1,150 @@
+//! The rungs: for each, the exact command and environment of its run, built from the
+//! resolved recipe. One file per rung; this file holds what they share.
+//!
+//! Pure: builds [`Invocation`] values and reads nothing but its arguments. Running them is
+//! `exec`'s job, deciding which to run is `ladder`'s.
+
+pub mod attach;
+pub mod baseline;
+pub mod coredump;
+pub mod launch_blocking;
+pub mod memcheck;
+pub mod rebuild;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::recipe::{Resolved, Step};
+
+/// Default time limit of one run of the target when the recipe sets none.
+pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(600);
+/// Time limit for one cuda-gdb session.
+pub const GDB_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// One process to run: what `exec` needs, and what the bundle and `--dry-run` show.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Invocation {
+    pub argv: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// Variables set for this run, in order (the recipe's first, then the rung's).
+    pub env_set: Vec<(String, String)>,
+    /// Variables removed for this run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env_remove: Vec<String>,
+    #[serde(skip)]
+    pub timeout: Option<Duration>,
+}
+
+impl Invocation {
+    /// Sets (or replaces) a variable.
+    pub fn set(&mut self, k: &str, v: impl Into<String>) {
+        let v = v.into();
+        match self.env_set.iter_mut().find(|(n, _)| n == k) {
+            Some(e) => e.1 = v,
+            None => self.env_set.push((k.to_string(), v)),
+        }
+        self.env_remove.retain(|n| n != k);
+    }
+
+    /// Removes a variable from the environment the process sees.
+    pub fn remove(&mut self, k: &str) {
+        self.env_set.retain(|(n, _)| n != k);
+        if !self.env_remove.iter().any(|n| n == k) {
+            self.env_remove.push(k.to_string());
+        }
+    }
+
+    /// The command as a shell line, `env` changes first: for `--dry-run`, `command.txt`
+    /// and `replay.sh`. Values are single-quoted where needed.
+    pub fn shell_line(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        if !self.env_remove.is_empty() || !self.env_set.is_empty() {
+            parts.push("env".into());
+            for k in &self.env_remove {
+                parts.push(format!("-u {}", quote(k)));
+            }
+            for (k, v) in &self.env_set {
+                parts.push(quote(&format!("{k}={v}")));
+            }
+        }
+        parts.extend(self.argv.iter().map(|a| quote(a)));
+        let line = parts.join(" ");
+        match &self.cwd {
+            Some(c) => format!("cd {} && {line}", quote(&c.display().to_string())),
+            None => line,
+        }
+    }
+}
+
+/// Quotes a word for a POSIX shell when it needs it.
+pub fn quote(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+%@^".contains(&b));
+    if safe {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// An invocation of a recipe step (build or run) with its own environment.
+pub fn from_step(step: &Step) -> Invocation {
+    Invocation {
+        argv: step.argv.clone(),
+        cwd: step.cwd.clone(),
+        env_set: step.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        env_remove: Vec::new(),
+        timeout: step.timeout.or(Some(DEFAULT_RUN_TIMEOUT)),
+    }
+}
+
+/// The target's run, as every rung starts it: the recipe's command and environment, plus
+/// what keeps the evidence intact — unbuffered Python output, Triton line info on.
+pub fn target(r: &Resolved) -> Invocation {
+    let mut inv = from_step(&r.run);
+    // Triton drops line info when this is set: the coredump and memcheck rungs need it.
+    inv.remove("TRITON_DISABLE_LINE_INFO");
+    if r.python {
+        inv.set("PYTHONUNBUFFERED", "1");
+    }
+    inv
+}
+
+/// Applies a rung's recipe options: its timeout and extra environment.
+pub fn with_options(mut inv: Invocation, r: &Resolved, rung: &str) -> Invocation {
+    if let Some(o) = r.rungs.get(rung) {
+        if let Some(t) = o.timeout {
+            inv.timeout = Some(Duration::from_secs(t));
+        }
+        for (k, v) in &o.env {
+            inv.set(k, v.clone());
+        }
+    }
+    inv
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_lines_quote_what_needs_it() {
+        let mut inv = Invocation {
+            argv: vec!["python3".into(), "my script.py".into(), "--n=1".into()],
+            cwd: None,
+            env_set: vec![],
+            env_remove: vec![],
+            timeout: None,
+        };
+        inv.set("CUDA_LAUNCH_BLOCKING", "1");
+        inv.remove("TRITON_DISABLE_LINE_INFO");
+        assert_eq!(
+            inv.shell_line(),
+            "env -u TRITON_DISABLE_LINE_INFO CUDA_LAUNCH_BLOCKING=1 python3 'my script.py' --n=1"
+        );
+        assert_eq!(quote("it's"), "'it'\\''s'");
+    }
+}
