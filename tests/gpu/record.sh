@@ -27,9 +27,13 @@ build() { # name extra-flags...
   local src=${name%_G}.cu
   nvcc -arch=sm_90 "$@" -o "bin/$name" "$src" >"$WORK/build_$name.log" 2>&1 || { echo "build $name failed"; cat "$WORK/build_$name.log"; }
 }
-for p in oob_write oob_read misaligned device_assert templated inlined graph_fault clean; do build "$p" -lineinfo; done
-build oob_write_G -G
-build inlined_G -G
+# PLAIN_LADDER=1: what `debug-ima --full` does, as a plain script (for the overhead
+# benchmark): the builds happen inside each case, memcheck runs once with the XML report.
+if [ "${PLAIN_LADDER:-0}" != 1 ]; then
+  for p in oob_write oob_read misaligned device_assert templated inlined graph_fault clean; do build "$p" -lineinfo; done
+  build oob_write_G -G
+  build inlined_G -G
+fi
 
 now() { date +%s.%N; }
 meta() { printf '%s\t%s\t%.3f\t%s\n' "$1" "$2" "$3" "$4" >> "$CASE_DIR/meta.tsv"; }
@@ -80,7 +84,14 @@ record_case() { # name python(0/1) cmd...
   local extra=() pyenv=()
   if [ "$py" = 1 ]; then extra=(--target-processes all); pyenv=(PYTORCH_NO_CUDA_MEMORY_CACHING=1 PYTHONUNBUFFERED=1); fi
   echo "== $name"
+  if [ "${PLAIN_LADDER:-0}" = 1 ] && [ "$py" = 0 ]; then
+    run_rung build build.log -- nvcc -arch=sm_90 -o "bin/$name" "${name%_G}.cu"
+  fi
   run_rung baseline baseline.log PYTHONUNBUFFERED=1 -- "$@"
+  if [ "${PLAIN_LADDER:-0}" = 1 ] && [ "$py" = 0 ]; then
+    run_rung rebuild rebuild.log NVCC_PREPEND_FLAGS=-lineinfo CCACHE_DISABLE=1 -- nvcc -arch=sm_90 -o "bin/$name" "${name%_G}.cu"
+    run_rung cuobjdump cuobjdump.log -- cuobjdump -elf "bin/$name"
+  fi
   run_rung launch-blocking launch-blocking.log PYTHONUNBUFFERED=1 CUDA_LAUNCH_BLOCKING=1 -- "$@"
   local cores=$WORK/cores/$name; mkdir -p "$cores"
   run_rung coredump coredump.log PYTHONUNBUFFERED=1 CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1 CUDA_COREDUMP_SHOW_PROGRESS=1 \
@@ -93,7 +104,12 @@ record_case() { # name python(0/1) cmd...
   done
   rm -rf "$cores"
   attach_rung "$@"
+  if [ "${PLAIN_LADDER:-0}" = 1 ]; then
+    run_rung memcheck memcheck.log "${pyenv[@]}" -- compute-sanitizer --tool memcheck --print-limit 1000 --target-processes all --xml --save "$CASE_DIR/memcheck.xml" "$@"
+    return
+  fi
   run_rung memcheck memcheck.log "${pyenv[@]}" PYTHONUNBUFFERED=1 -- compute-sanitizer --tool memcheck --print-limit 200 "${extra[@]}" "$@"
+  [ "${PLAIN_LADDER:-0}" = 1 ] && return
   run_rung memcheck-xml memcheck-xml.log "${pyenv[@]}" PYTHONUNBUFFERED=1 -- compute-sanitizer --tool memcheck --print-limit 200 "${extra[@]}" --xml --save "$CASE_DIR/memcheck.xml" "$@"
 }
 

@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::findings::{
     names,
-    scan::{scan_reader, NOT_RECOGNISED},
+    scan::{scan_reader, EMPTY, NOT_RECOGNISED},
     verdict::{decide, Analysis},
     Evidence, Fault, Frame,
 };
@@ -25,7 +25,15 @@ pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     for p in paths {
         let meta = std::fs::metadata(p)
             .with_context(|| format!("cannot read `{}`: check the path (a log, an XML report or a directory)", p.display()))?;
-        if meta.is_dir() {
+        if meta.is_dir() && p.join("manifest.yaml").is_file() && p.join("rungs").is_dir() {
+            // A bundle: the rungs' logs and reports, not the bundle's own files.
+            for entry in walkdir::WalkDir::new(p.join("rungs")).sort_by_file_name() {
+                let entry = entry.with_context(|| format!("cannot walk `{}`", p.display()))?;
+                if entry.file_type().is_file() && is_rung_output(entry.path()) {
+                    out.push(entry.into_path());
+                }
+            }
+        } else if meta.is_dir() {
             let walker = walkdir::WalkDir::new(p)
                 .sort_by_file_name()
                 .into_iter()
@@ -46,12 +54,21 @@ pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// True for the files of a rung folder that hold tool output: logs and XML reports (not
+/// `command.txt`, not coredumps, which only cuda-gdb reads).
+pub fn is_rung_output(path: &Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    name.ends_with(".log") || name.ends_with(".xml")
+}
+
 /// A short name for an input: the rung name for a file inside a bundle's
 /// `rungs/NN-<rung>/` folder (`coredump`, or `coredump/cudagdb-core-1` for its other
 /// files), otherwise the file name without a `.log` suffix.
 pub fn origin_of(path: &Path) -> String {
     let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-    let stem = file.strip_suffix(".log").unwrap_or(&file).to_string();
+    let stem = file.strip_suffix(".log").unwrap_or(&file);
+    // A tool's stderr (`cudagdb-1.stderr.log`) belongs with its stdout (`cudagdb-1.log`).
+    let stem = stem.strip_suffix(".stderr").unwrap_or(stem).to_string();
     let parent = path.parent().and_then(|p| p.file_name()).map(|p| p.to_string_lossy().into_owned());
     let grand = path.parent().and_then(|p| p.parent()).and_then(|p| p.file_name());
     if let (Some(dir), Some(g)) = (parent, grand) {
@@ -271,6 +288,15 @@ pub fn render_text(a: &Analysis) -> String {
     if !unknown.is_empty() {
         writeln!(extra, "  no known tool's output in: {}", unknown.join(", ")).unwrap();
     }
+    let empty: Vec<&str> = a
+        .inputs
+        .iter()
+        .filter(|i| i.bytes == 0 && i.notes.iter().any(|n| n.starts_with(EMPTY)))
+        .map(|i| i.path.rsplit('/').next().map(|_| i.origin.as_str()).unwrap_or(""))
+        .collect();
+    if !empty.is_empty() {
+        writeln!(extra, "  empty: {}", empty.join(", ")).unwrap();
+    }
     for i in &a.inputs {
         for w in &i.waits {
             writeln!(extra, "  {}: process {} on {} waits for a debugger", i.origin, w.pid, w.host).unwrap();
@@ -284,7 +310,7 @@ pub fn render_text(a: &Analysis) -> String {
         if let Some(n) = i.error_summary {
             writeln!(extra, "  {}: compute-sanitizer ERROR SUMMARY: {} errors", i.origin, grouped(n)).unwrap();
         }
-        for n in i.notes.iter().filter(|n| !n.starts_with(NOT_RECOGNISED)) {
+        for n in i.notes.iter().filter(|n| !n.starts_with(NOT_RECOGNISED) && !n.starts_with(EMPTY)) {
             writeln!(extra, "  {}: {n}", i.origin).unwrap();
         }
     }

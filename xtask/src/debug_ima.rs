@@ -285,7 +285,7 @@ impl Climb<'_> {
             }
             // Read what the rung's files say, then save the bundle's view of it.
             let before = self.evidence.len();
-            for f in &record.files {
+            for f in record.files.iter().filter(|f| crate::analyze::is_rung_output(Path::new(&f.path))) {
                 if let Ok(ev) = scan_file(&self.bundle.root.join(&f.path)) {
                     self.evidence.push(ev);
                 }
@@ -456,13 +456,17 @@ impl Climb<'_> {
                     progress.line(&format!("cuda-gdb on {}", core.display()));
                     let stem = format!("cudagdb-{}", i + 1);
                     self.exec("cuda-gdb", &rungs::coredump::gdb(core, true, locals), dir, &stem, record, &mut |_, _| Control::Continue)?;
-                    let ev = scan_file(&dir.join(format!("{stem}.log")))?;
-                    if ev.debugger_crashed && !ev.faults.iter().any(|f| f.location.is_some()) {
+                    // cuda-gdb prints the fault on stdout and its own crash on stderr.
+                    let out = scan_file(&dir.join(format!("{stem}.log")))?;
+                    let err = scan_file(&dir.join(format!("{stem}.stderr.log")))?;
+                    let crashed = out.debugger_crashed || err.debugger_crashed;
+                    let located = out.faults.iter().chain(&err.faults).any(|f| f.location.is_some());
+                    if crashed && !located {
                         progress.note("cuda-gdb crashed before printing the fault's line: retrying with fewer commands");
                         let retry = format!("{stem}-retry");
                         self.exec("cuda-gdb", &rungs::coredump::gdb(core, false, false), dir, &retry, record, &mut |_, _| Control::Continue)?;
                     }
-                    if ev.debugger_crashed {
+                    if crashed {
                         record.notes.push(
                             "cuda-gdb crashed on this dump (kept what it printed); a `-G` rebuild \
                              (`--device-debug`) often avoids that and shows locals"

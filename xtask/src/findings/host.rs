@@ -11,10 +11,12 @@
 //!   ones included, ending in an exception line whose message is a CUDA error
 //!   (`torch.AcceleratorError: CUDA error: device-side assert triggered`). Exceptions that
 //!   are not CUDA errors are ignored.
+//!   A logger prefix repeated before every traceback line is allowed for.
 //! - Device-side assert lines, from PyTorch, from C `assert()` in device code and from
-//!   Triton (`FILE:LINE: FUNC: block: [x,y,z], thread: [x,y,z] Assertion `COND` failed.`):
-//!   these are a device location, so they become [`Fault`]s, one per site, with the count
-//!   and the block/thread ranges of the threads that printed it.
+//!   Triton (`FILE:LINE: FUNC: block: [x,y,z], thread: [x,y,z] Assertion `COND` failed.`,
+//!   with `unknown:0: unknown` where Triton knows neither): these are a device location, so
+//!   they become [`Fault`]s, one per site, with the count and the block/thread ranges of the
+//!   threads that printed it.
 //!
 //! Must not: do I/O, spawn processes or print. Every line of a possibly huge log reaches
 //! [`HostParser::line`], so a line that is nothing of ours costs a few byte checks and no
@@ -378,29 +380,27 @@ impl HostParser {
         let Some(tb) = st.tb.as_mut() else { return false };
         // A logger's prefix, where the traceback had one; otherwise the line as it is
         // (`Original Traceback (most recent call last):` has no prefix on its frames).
-        let body = strip_prefix_like(line, st.prefix_len, &st.prefix_head).or(Some(line));
-        if let Some(body) = body {
-            if let Some(rest) = body.strip_prefix("  File \"") {
-                tb.noise = 0;
-                if let Some(frame) = parse_frame(rest) {
-                    if tb.frames.len() >= MAX_FRAMES {
-                        tb.frames.pop_front();
-                    }
-                    tb.frames.push_back(frame);
+        let body = strip_prefix_like(line, st.prefix_len, &st.prefix_head).unwrap_or(line);
+        if let Some(rest) = body.strip_prefix("  File \"") {
+            tb.noise = 0;
+            if let Some(frame) = parse_frame(rest) {
+                if tb.frames.len() >= MAX_FRAMES {
+                    tb.frames.pop_front();
                 }
-                return true;
+                tb.frames.push_back(frame);
             }
-            if body.starts_with(' ') || body.starts_with('\t') {
-                // The code line under a frame, `^^^^` markers, `[Previous line repeated ...]`.
+            return true;
+        }
+        if body.starts_with(' ') || body.starts_with('\t') {
+            // The code line under a frame, `^^^^` markers, `[Previous line repeated ...]`.
+            return true;
+        }
+        if !body.ends_with(TRACEBACK) {
+            if let Some((name, rest)) = exception_shape(body, false) {
+                let frames: Vec<Frame> = st.tb.take().map(|t| t.frames.into()).unwrap_or_default();
+                self.exception_line(i, name, rest, frames, ctx);
+                self.recount_live();
                 return true;
-            }
-            if !body.ends_with(TRACEBACK) {
-                if let Some((name, rest)) = exception_shape(body, false) {
-                    let frames: Vec<Frame> = st.tb.take().map(|t| t.frames.into()).unwrap_or_default();
-                    self.exception_line(i, name, rest, frames, ctx);
-                    self.recount_live();
-                    return true;
-                }
             }
         }
         // Something else printed in the middle (another process, a log line).
@@ -1495,7 +1495,7 @@ Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/Proce
         assert_eq!(ev.symptoms.len(), 1);
         let s = &ev.symptoms[0];
         assert_eq!(s.message, "device-side assert triggered");
-        assert_eq!(s.log_line, 10);
+        assert_eq!(s.log_line, 12);
         assert_eq!(s.python_frames.len(), 3);
         assert_eq!(s.user_frame(), Some(&pyframe("worker", "/src/probe/child_ima.py", 8)));
     }
@@ -1589,8 +1589,8 @@ Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/Proce
 
     #[test]
     fn chained_tracebacks_report_an_error_once() {
-        let first = lines(GRAPH_PLAIN, 2, 6);
-        let second = lines(GRAPH_BLOCKING, 1, 6);
+        let first = lines(GRAPH_PLAIN, 3, 7);
+        let second = lines(GRAPH_BLOCKING, 2, 7);
         let chained = format!("{first}\n{CHAIN_DURING}\n\n{second}");
         let ev = host(&chained);
         assert_eq!(ev.symptoms.len(), 1);

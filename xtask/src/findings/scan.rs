@@ -16,6 +16,8 @@ use super::{
 pub const MAX_LINE: usize = 64 * 1024;
 /// How the note for a text input with nothing recognisable starts.
 pub const NOT_RECOGNISED: &str = "no output of a known tool";
+/// The note for an empty input.
+pub const EMPTY: &str = "empty file";
 /// Size of the read buffer.
 const CHUNK: usize = 1 << 20;
 
@@ -91,7 +93,7 @@ pub fn scan_reader<R: Read>(reader: R, path: &str, origin: &str) -> Evidence {
     };
     match sniff(head) {
         Content::Empty => {
-            ev.notes.push("empty file: nothing to read".to_string());
+            ev.notes.push(format!("{EMPTY}: nothing to read"));
             return ev;
         }
         Content::Binary => {
