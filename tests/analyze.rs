@@ -158,7 +158,7 @@ fn garbage_input_is_read_and_said_to_be_unknown() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("binary content"), "{text}");
-    assert!(text.contains("empty file"), "{text}");
+    assert!(text.contains("empty: empty"), "{text}");
     assert!(text.contains("no verdict"), "{text}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

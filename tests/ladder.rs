@@ -131,7 +131,9 @@ fn alive(pid: i32) -> bool {
         Err(Errno::ESRCH) => false,
         _ => match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             // `PID (comm) STATE ...`; comm may hold spaces and parentheses.
-            Ok(stat) => stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()) != Some("Z"),
+            Ok(stat) => {
+                stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()) != Some("Z")
+            }
             Err(_) => false,
         },
     }
@@ -220,7 +222,11 @@ impl Bundle {
             // `{code: 1}`, should the manifest stop using tags.
             serde_yaml::Value::Mapping(m) if m.len() == 1 => {
                 let (k, v) = m.iter().next().unwrap();
-                format!("{} {}", k.as_str().unwrap_or("?"), v.as_i64().map(|n| n.to_string()).unwrap_or_default())
+                format!(
+                    "{} {}",
+                    k.as_str().unwrap_or("?"),
+                    v.as_i64().map(|n| n.to_string()).unwrap_or_default()
+                )
             }
             other => panic!("rung {rung}, {role}: unexpected exit {other:?}"),
         }
@@ -436,7 +442,8 @@ fn full_runs_every_rung_and_kills_the_waiting_target() {
         .unwrap_or_else(|| panic!("no wait message in the attach rung's logs:\n{logs}"));
     assert!(s.standin_pids().contains(&("target".to_string(), pid)), "the message names the stand-in's PID");
     assert!(!alive(pid), "the waiting target (PID {pid}) was not killed");
-    let gdb = b.read("rungs/04-attach/cudagdb-attach.log") + &b.read("rungs/04-attach/cudagdb-attach.stderr.log");
+    let gdb =
+        b.read("rungs/04-attach/cudagdb-attach.log") + &b.read("rungs/04-attach/cudagdb-attach.stderr.log");
     assert!(gdb.contains("(oob_write.cu:7)"), "cuda-gdb did not attach:\n{gdb}");
     assert!(b.read("rungs/04-attach/cudagdb-attach.command.txt").contains(&format!("-p {pid}")));
     assert_eq!(b.exit_of("attach", "target"), "stopped", "{}", b.read("manifest.yaml"));
@@ -483,7 +490,10 @@ fn a_rung_without_its_artifact_is_noted_and_the_ladder_goes_on() {
         "{}",
         out.both()
     );
-    assert!(!b.files_in("rungs/03-coredump").iter().any(|f| f.starts_with("core_") || f.starts_with("cudagdb")));
+    assert!(!b
+        .files_in("rungs/03-coredump")
+        .iter()
+        .any(|f| f.starts_with("core_") || f.starts_with("cudagdb")));
     assert!(b.notes("coredump").contains("no coredump was written"), "{}", b.read("manifest.yaml"));
     assert!(out.stderr.contains("no coredump was written"), "{}", out.both());
     let v = &b.findings()["verdict"];
@@ -524,7 +534,9 @@ fn a_hang_past_the_timeout_is_killed_with_its_children_and_the_ladder_goes_on() 
 
     // The ladder went on: launch-blocking ran and ended as recorded.
     assert_eq!(b.exit_of("launch-blocking", "target"), "code 1");
-    assert!(b.read("rungs/02-launch-blocking/stderr.log").contains("an illegal memory access was encountered"));
+    assert!(b
+        .read("rungs/02-launch-blocking/stderr.log")
+        .contains("an illegal memory access was encountered"));
     s.assert_no_standin_left();
 }
 
@@ -550,8 +562,8 @@ fn ctrl_c_in_the_middle_keeps_the_bundle_and_kills_the_target() {
         let _ = kill(xtask, Signal::SIGKILL);
     }
     assert!(running, "the launch-blocking rung did not start: {:?}", s.standin_pids());
-    let bundle_root = s.bundle().root;
-    assert!(bundle_root.join("rungs/02-launch-blocking").is_dir());
+    // The rung's folder exists (its target runs): Ctrl-C, to the xtask process only (its
+    // targets run in process groups of their own, so the ladder must kill them).
     std::thread::sleep(Duration::from_millis(200));
     kill(xtask, Signal::SIGINT).unwrap();
     let out = run.finish(child, start);
@@ -564,7 +576,12 @@ fn ctrl_c_in_the_middle_keeps_the_bundle_and_kills_the_target() {
         assert!(b.exists(&format!("rungs/02-launch-blocking/{f}")), "02-launch-blocking/{f}");
     }
     assert_eq!(b.rung_dirs(), ["01-baseline", "02-launch-blocking"], "nothing ran after Ctrl-C");
-    assert_eq!(b.rung("launch-blocking")["status"].as_str(), Some("interrupted"), "{}", b.read("manifest.yaml"));
+    assert_eq!(
+        b.rung("launch-blocking")["status"].as_str(),
+        Some("interrupted"),
+        "{}",
+        b.read("manifest.yaml")
+    );
     assert_eq!(b.exit_of("launch-blocking", "target"), "interrupted");
     assert!(b.manifest()["stopped"].as_str().unwrap().contains("interrupted"), "{}", b.read("manifest.yaml"));
     assert!(b.read("rungs/01-baseline/stderr.log").contains("an illegal memory access"));
@@ -606,7 +623,9 @@ fn a_clean_run_gives_no_verdict_and_still_runs_memcheck() {
     assert_eq!(b.rung_dirs(), ["01-baseline", "02-memcheck"], "{}", out.both());
     assert!(b.findings()["verdict"].is_null(), "{}", b.read("findings.json"));
     assert!(out.stdout.contains("did not reproduce"), "{}", out.both());
-    assert!(b.manifest()["stopped"].as_str().unwrap().contains("did not reproduce"));
+    let stopped = b.manifest()["stopped"].as_str().unwrap().to_string();
+    assert!(stopped.contains("did not reproduce"), "{stopped}");
+    assert!(!stopped.contains("--rungs memcheck"), "memcheck has just run: {stopped}");
     assert_eq!(b.exit_of("memcheck", "target"), "code 0");
     assert!(b.read("rungs/02-memcheck/stdout.log").contains("ERROR SUMMARY: 0 errors"));
     assert!(b.exists("rungs/02-memcheck/memcheck.xml"));
@@ -681,6 +700,54 @@ fn rebuild_with_the_real_nvcc_finds_line_info() {
     s.assert_no_standin_left();
 }
 
+/// The build writes its binaries into folders that need not exist yet (the built-in demo
+/// builds into `target/debug-ima/demo/`): the ladder creates them, since `nvcc -o DIR/FILE`
+/// (like `cp` here) does not.
+#[test]
+fn the_build_gets_the_folders_of_its_binaries() {
+    let s = Scratch::new("binary-dirs");
+    let recipe = s.recipe(&format!(
+        "version: 1\nname: dirs\ndescription: \"a build into a folder that does not exist yet\"\n\
+         build:\n  command: [\"cp\", \"{src}\", \"out/sub/app.cu\"]\n  binaries: [\"out/sub/app.cu\"]\n\
+         run:\n  command: [\"target\"]\n",
+        src = root().join("tests/gpu/programs/oob_write.cu").display()
+    ));
+    let out = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.bundle();
+    assert!(
+        s.path("out/sub/app.cu").is_file(),
+        "the build's output folder was not created:\n{}",
+        b.read("rungs/01-baseline/build.stderr.log")
+    );
+    assert_eq!(b.rung("baseline")["status"].as_str(), Some("ran"), "{}", b.read("manifest.yaml"));
+    assert_eq!(b.exit_of("baseline", "target"), "code 1");
+    s.assert_no_standin_left();
+}
+
+/// A baseline that cannot run (its build fails) is not a clean run: the ladder must not
+/// conclude that the symptom did not reproduce, nor skip the fault rungs on that ground.
+#[test]
+fn a_failed_baseline_build_is_not_a_clean_run() {
+    let s = Scratch::new("build-fails");
+    let recipe = s.recipe(
+        "version: 1\nname: build-fails\ndescription: \"a build that fails\"\n\
+         build:\n  command: [\"false\"]\n  binaries: [\"never-built\"]\n\
+         run:\n  command: [\"target\"]\n",
+    );
+    let out = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline,coredump").run();
+    let b = s.bundle();
+    assert_eq!(b.rung("baseline")["status"].as_str(), Some("failed"), "{}", b.read("manifest.yaml"));
+    assert!(s.standin_pids().is_empty(), "the target ran without its build: {:?}", s.standin_pids());
+    let stopped = b.manifest()["stopped"].as_str().unwrap_or_default().to_string();
+    assert!(
+        !stopped.contains("did not reproduce") && !out.stdout.contains("did not reproduce"),
+        "the target never ran, yet: {stopped}\n{}",
+        out.both()
+    );
+    assert_eq!(out.code(), Some(1), "a failed build is a failure:\n{}", out.both());
+}
+
 /// (i) `--dry-run` prints every rung's command and environment, and runs nothing.
 #[test]
 fn dry_run_prints_every_command_and_creates_nothing() {
@@ -734,9 +801,8 @@ fn without_a_gpu_the_demo_fails_fast_naming_the_gpu() {
         return;
     }
     let s = Scratch::new("no-gpu");
-    let out = Run::new(&s, Path::new("demo"), "oob_write")
-        .path(std::env::var("PATH").unwrap_or_default())
-        .run();
+    let out =
+        Run::new(&s, Path::new("demo"), "oob_write").path(std::env::var("PATH").unwrap_or_default()).run();
     assert_eq!(out.code(), Some(1), "{}", out.both());
     assert!(out.took < Duration::from_secs(10), "took {:?}", out.took);
     let err = out.stderr.to_lowercase();

@@ -426,6 +426,24 @@ fn check_reports_notes() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+#[test]
+fn examples_in_the_docs_parse_and_resolve() {
+    let doc = std::fs::read_to_string(root().join("docs/recipes.md")).unwrap();
+    let mut count = 0;
+    for block in doc.split("```yaml\n").skip(1) {
+        let yaml = &block[..block.find("```").unwrap()];
+        if !yaml.starts_with("version:") {
+            continue;
+        }
+        let r = parse(yaml, RecipeSource::File("docs/recipes.md".into()), PathBuf::from("/repo/docs"))
+            .unwrap_or_else(|e| panic!("{e:#}\n{yaml}"));
+        resolve_in(&r, &BTreeMap::new(), Path::new(CWD)).unwrap();
+        check_recipe(&r, Path::new(CWD)).unwrap();
+        count += 1;
+    }
+    assert_eq!(count, 3);
+}
+
 // ---- rendering ------------------------------------------------------------------------------
 
 #[test]
@@ -456,6 +474,25 @@ fn hostile_input_errors_cleanly() {
     assert!(err(&deep).starts_with("recipes/x.yaml:"));
     let deep = format!("{}1{}", "{a: ".repeat(5_000), "}".repeat(5_000));
     assert!(err(&deep).starts_with("recipes/x.yaml:"));
+    // libyaml is quadratic in flow nesting: deep nesting is refused before it is parsed.
+    let started = std::time::Instant::now();
+    let deep = "{a: ".repeat(200_000);
+    assert_eq!(
+        err(&deep),
+        "recipes/x.yaml:1:257: brackets nested deeper than 64 levels; a recipe needs a few"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // Braces in quoted strings and comments do not count.
+    let braces = format!(
+        "{MINIMAL}# {}\n  env: {{ A: \"{}\", B: '{}' }}\n",
+        "{".repeat(100),
+        "{{".repeat(100),
+        "[".repeat(100)
+    );
+    parse_file(&braces).unwrap();
+    // A huge value is not quoted whole in the message.
+    let long = format!("{}\n", "x".repeat(MAX_RECIPE_BYTES - 10));
+    assert!(err(&long).len() < 600);
     // Alias expansion ("billion laughs") is bounded.
     let mut laughs = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
     for i in 0..12 {

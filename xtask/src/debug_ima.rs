@@ -117,8 +117,13 @@ pub fn run(args: Args) -> Result<i32> {
     ladder.bundle.manifest.stopped = Some(stop.clone());
     ladder.bundle.write_analysis(&analysis)?;
 
-    let mut text = crate::analyze::render_text(&analysis);
-    text.push_str(&format!("\nstopped: {stop}\n"));
+    // After an error with nothing found, the analysis has nothing to say: the error does.
+    let mut text = if outcome.is_err() && analysis.findings.is_empty() && analysis.symptoms.is_empty() {
+        String::new()
+    } else {
+        crate::analyze::render_text(&analysis) + "\n"
+    };
+    text.push_str(&format!("stopped: {stop}\n"));
     text.push_str(&format!("rungs: {}\n", rung_line(&ladder.bundle.manifest.rungs)));
     text.push_str(&format!("bundle: {}\n", ladder.bundle.root.display()));
     ui::out(&text)?;
@@ -127,6 +132,15 @@ pub fn run(args: Args) -> Result<i32> {
         Ok(_) => Ok(crate::cli::EXIT_OK),
         Err(e) => Err(e.context(format!("the bundle keeps what was collected: {}", ladder.bundle.root.display()))),
     }
+}
+
+/// `nvcc -o DIR/FILE` does not create `DIR`: the build's output folders are made first.
+fn create_binary_dirs(b: &recipe::Step) -> Result<()> {
+    for d in b.binary_dirs() {
+        std::fs::create_dir_all(&d)
+            .with_context(|| format!("cannot create `{}` for the build's output", d.display()))?;
+    }
+    Ok(())
 }
 
 fn rung_line(rungs: &[RungRecord]) -> String {
@@ -311,6 +325,10 @@ impl Climb<'_> {
                 if exec::interrupted() {
                     return Ok("interrupted (Ctrl-C): the bundle keeps what was collected".into());
                 }
+                if rung == Rung::Baseline {
+                    // Every later rung runs the same target: if it cannot start, none can.
+                    return Err(e.context("the baseline could not run the target, so no rung can"));
+                }
                 ui::status(&format!("    {} failed: {e:#}; going on", rung.name()));
             }
         }
@@ -384,6 +402,7 @@ impl Climb<'_> {
                 if let Some(b) = &r.build {
                     if b.binaries.iter().any(|p| !p.exists()) {
                         progress.note("building the target first (plain, as the recipe builds it)");
+                        create_binary_dirs(b)?;
                         let inv = rungs::rebuild::plain_build(b);
                         let ran = self.exec("build", &inv, dir, "build", record, &mut Self::target_lines(progress))?;
                         if ran.exit != Exit::Code(0) {
@@ -397,6 +416,7 @@ impl Climb<'_> {
             }
             Rung::Rebuild => {
                 let b = r.build.as_ref().context("the recipe has no `build` step to rebuild with")?;
+                create_binary_dirs(b)?;
                 let inherited = std::env::var("NVCC_PREPEND_FLAGS").ok();
                 let inv = rungs::rebuild::invocation(r, b, self.debug, inherited.as_deref());
                 let ran = self.exec("build", &inv, dir, "", record, &mut Self::target_lines(progress))?;

@@ -158,11 +158,16 @@ pub fn next(req: &Request, plan: &[Rung], done: &[(Rung, RungSummary)], analysis
             if let Some(&r) = pending.iter().find(|r| !r.needs_fault() && **r != Rung::Rebuild) {
                 return Next::Run(r);
             }
-            return Next::Stop(
+            let memchecked = done.iter().any(|(r, s)| *r == Rung::Memcheck && s.yielded);
+            return Next::Stop(if memchecked {
+                "the symptom did not reproduce: the target ran without a CUDA error, and memcheck found no \
+                 bad access either"
+                    .to_string()
+            } else {
                 "the symptom did not reproduce: the target ran without a CUDA error. Not every bad access \
                  faults: run `--rungs memcheck` to look for silent ones"
-                    .to_string(),
-            );
+                    .to_string()
+            });
         }
     }
     Next::Run(first)

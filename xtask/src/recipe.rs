@@ -344,6 +344,13 @@ pub fn parse(text: &str, source: RecipeSource, dir: PathBuf) -> Result<Recipe> {
     if is_blank_yaml(text) {
         bail!("{label}: the file is empty: a recipe needs `version`, `name`, `description` and `run` (see docs/recipes.md)");
     }
+    // libyaml slows down quadratically with flow nesting (`{a: {a: ...`): refuse deep nesting
+    // before it is parsed. A recipe needs a handful of levels.
+    if let Some((line, col)) = too_deep(text) {
+        bail!(
+            "{label}:{line}:{col}: brackets nested deeper than {MAX_FLOW_DEPTH} levels; a recipe needs a few"
+        );
+    }
     // First pass: only the declared variables' names, so that the strict pass can point at
     // an unknown `{reference}` where it stands. A failure here is reported by the strict pass.
     let declared = serde_yaml::from_str::<Prepass>(text)
@@ -358,6 +365,74 @@ pub fn parse(text: &str, source: RecipeSource, dir: PathBuf) -> Result<Recipe> {
     Ok(recipe)
 }
 
+/// The deepest `[`/`{` nesting accepted.
+const MAX_FLOW_DEPTH: usize = 64;
+
+/// Where unquoted `[`/`{` first nest deeper than [`MAX_FLOW_DEPTH`] (line, column; 1-based).
+/// A quick scan that knows quotes and comments well enough: it only has to be right for
+/// inputs nested this deep, and never wrong by much for real recipes.
+fn too_deep(text: &str) -> Option<(usize, usize)> {
+    let (mut depth, mut line, mut col) = (0usize, 1usize, 0usize);
+    let mut quote: Option<char> = None;
+    let mut comment = false;
+    let mut prev = '\n';
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        col += 1;
+        if c == '\n' {
+            line += 1;
+            col = 0;
+            comment = false;
+        } else if comment {
+            // skipped to the end of the line
+        } else if let Some(q) = quote {
+            if c == '\\' && q == '"' {
+                col += 1;
+                if chars.next() == Some('\n') {
+                    line += 1;
+                    col = 0;
+                }
+            } else if c == q {
+                if q == '\'' && chars.peek() == Some(&'\'') {
+                    chars.next();
+                    col += 1;
+                } else {
+                    quote = None;
+                }
+            }
+        } else {
+            let at_start = prev.is_whitespace() || matches!(prev, '[' | '{' | ',' | ':');
+            match c {
+                '#' if prev.is_whitespace() => comment = true,
+                '\'' | '"' if at_start => quote = Some(c),
+                '[' | '{' => {
+                    depth += 1;
+                    if depth > MAX_FLOW_DEPTH {
+                        return Some((line, col));
+                    }
+                }
+                ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        prev = c;
+    }
+    None
+}
+
+/// Cuts a message that quotes a huge value.
+fn shorten(msg: String) -> String {
+    const MAX: usize = 400;
+    if msg.len() <= MAX {
+        return msg;
+    }
+    let mut end = MAX;
+    while !msg.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes cut)", &msg[..end], msg.len() - end)
+}
+
 fn is_blank_yaml(text: &str) -> bool {
     text.lines().all(|l| {
         let t = l.trim();
@@ -366,7 +441,7 @@ fn is_blank_yaml(text: &str) -> bool {
 }
 
 fn yaml_error(label: &str, text: &str, e: serde_yaml::Error) -> anyhow::Error {
-    let mut msg = e.to_string();
+    let mut msg = shorten(e.to_string());
     match e.location() {
         Some(loc) => {
             let suffix = format!(" at line {} column {}", loc.line(), loc.column());

@@ -606,12 +606,8 @@ impl HostParser {
             self.last_site = Some(i);
             let f = &mut self.faults[i];
             f.count += 1;
-            let b0 = f.block.unwrap_or(block);
-            let t0 = f.thread.unwrap_or(thread);
-            let br = f.block_range.get_or_insert([b0, b0]);
-            widen(br, block);
-            let tr = f.thread_range.get_or_insert([t0, t0]);
-            widen(tr, thread);
+            widen(f.block_range.get_or_insert([block, block]), block);
+            widen(f.thread_range.get_or_insert([thread, thread]), thread);
             return;
         }
         if self.faults.len() >= MAX_SITES {
@@ -627,6 +623,8 @@ impl HostParser {
             block: Some(block),
             thread: Some(thread),
             count: 1,
+            block_range: Some([block, block]),
+            thread_range: Some([thread, thread]),
             rank: ctx.rank,
             detail: detail.map(str::to_string),
             ..Fault::default()
@@ -1332,6 +1330,42 @@ terminate called after throwing an instance of 'std::out_of_range'
 Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:692 (most recent call first):
 "#;
 
+    // The project's own recordings (tests/fixtures/h200, recorded by the GPU suite).
+
+    /// tests/fixtures/h200/device_assert/baseline.log (whole): C `assert()` in a kernel.
+    const PROJECT_DEVICE_ASSERT: &str = r#"device_assert.cu:10: void check_labels(const int *, int, int, int *): block: [0,0,0], thread: [37,0,0] Assertion `c >= 0 && c < classes` failed.
+CUDA error at device_assert.cu:26: cudaDeviceSynchronize(): device-side assert triggered
+"#;
+
+    /// tests/fixtures/h200/triton_eager/launch-blocking.log (whole).
+    const PROJECT_TRITON: &str = r#"Traceback (most recent call last):
+  File "/tmp/ima-record/vllm_shaped.py", line 65, in <module>
+    run(mode)
+  File "/tmp/ima-record/vllm_shaped.py", line 48, in run
+    gather(cache, table, out)
+  File "/tmp/ima-record/vllm_shaped.py", line 27, in gather
+    gather_kv_kernel[(table.numel(),)](cache, table, out, BLOCK=BLOCK)
+  File "/opt/torch/.venv/lib/python3.12/site-packages/triton/runtime/jit.py", line 370, in <lambda>
+    return lambda *args, **kwargs: self.run(grid=grid, warmup=False, *args, **kwargs)
+                                   ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "/opt/torch/.venv/lib/python3.12/site-packages/triton/runtime/jit.py", line 744, in run
+    kernel.run(grid_0, grid_1, grid_2, stream, kernel.function, kernel.packed_metadata, launch_metadata,
+  File "/opt/torch/.venv/lib/python3.12/site-packages/triton/backends/nvidia/driver.py", line 713, in __call__
+    self.launch(gridX, gridY, gridZ, stream, function, self.launch_cooperative_grid, self.launch_pdl,
+RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered
+"#;
+
+    /// tests/fixtures/h200/torch_assert/memcheck.log, lines 106-113.
+    const PROJECT_TORCH_WHAT: &str = r#"terminate called after throwing an instance of 'c10::AcceleratorError'
+  what():  CUDA error: device-side assert triggered
+Search for `cudaErrorAssert' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.
+CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+For debugging consider passing CUDA_LAUNCH_BLOCKING=1
+Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
+
+Exception raised from uncached_delete at /pytorch/c10/cuda/CUDACachingAllocator.cpp:3885 (most recent call first):
+"#;
+
     // ----- C/C++ runtime errors ---------------------------------------------------------------
 
     #[test]
@@ -1442,6 +1476,8 @@ Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/Proce
                 block: Some([0, 0, 0]),
                 thread: Some([3, 0, 0]),
                 count: 1,
+                block_range: Some([[0, 0, 0], [0, 0, 0]]),
+                thread_range: Some([[3, 0, 0], [3, 0, 0]]),
                 detail: Some("t >= 0 && t < n_classes".into()),
                 ..Fault::default()
             }]
@@ -1639,7 +1675,7 @@ Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/Proce
         assert_eq!(f.thread_range, Some([[0, 0, 0], [7, 0, 0]]));
         assert_eq!(f.block_range, Some([[0, 0, 0], [0, 0, 0]]));
         assert_eq!((ev.faults[1].rank, ev.faults[1].count), (Some(1), 1));
-        assert_eq!(ev.faults[1].thread_range, None);
+        assert_eq!(ev.faults[1].thread_range, Some([[3, 0, 0], [3, 0, 0]]));
     }
 
     #[test]
@@ -1671,6 +1707,51 @@ Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/Proce
         assert!(!triggers(b"libtorch_cuda.so") && !triggers(b"device='cuda'"));
     }
 
+    #[test]
+    fn project_recordings() {
+        let ev = host(PROJECT_DEVICE_ASSERT);
+        assert_eq!(ev.faults.len(), 1);
+        let f = &ev.faults[0];
+        assert_eq!(f.kernel.as_deref(), Some("void check_labels(const int *, int, int, int *)"));
+        assert_eq!(f.location, loc("device_assert.cu", 10));
+        assert_eq!((f.block, f.thread), (Some([0, 0, 0]), Some([37, 0, 0])));
+        assert_eq!(f.detail.as_deref(), Some("c >= 0 && c < classes"));
+        assert_eq!(
+            ev.symptoms,
+            vec![Symptom {
+                error: Some(ErrorClass::DeviceAssert),
+                message: "device-side assert triggered".into(),
+                reported_at: loc("device_assert.cu", 26),
+                call: Some("cudaDeviceSynchronize()".into()),
+                log_line: 2,
+                ..Symptom::default()
+            }]
+        );
+
+        // Triton's launcher raises `RuntimeError: Triton Error [CUDA]: ...`.
+        let ev = host(PROJECT_TRITON);
+        assert_eq!(ev.symptoms.len(), 1);
+        let s = &ev.symptoms[0];
+        assert_eq!((s.exception.as_deref(), s.log_line), (Some("RuntimeError"), 15));
+        assert_eq!(s.error, Some(ErrorClass::IllegalAddress));
+        assert_eq!(s.python_frames.len(), 6);
+        assert_eq!(s.user_frame(), Some(&pyframe("gather", "/tmp/ima-record/vllm_shaped.py", 27)));
+
+        // An exception thrown from a destructor: `terminate` + `what():`, no traceback.
+        let ev = host(PROJECT_TORCH_WHAT);
+        assert_eq!(
+            ev.symptoms,
+            vec![Symptom {
+                error: Some(ErrorClass::DeviceAssert),
+                message: "device-side assert triggered".into(),
+                reported_at: loc("/pytorch/c10/cuda/CUDACachingAllocator.cpp", 3885),
+                exception: Some("c10::AcceleratorError".into()),
+                log_line: 2,
+                ..Symptom::default()
+            }]
+        );
+    }
+
     // ----- Robustness ---------------------------------------------------------------------------
 
     const ALL: &[&str] = &[
@@ -1688,6 +1769,9 @@ Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/Proce
         FAR_CUDACORE,
         SANITIZER_HELP,
         DIST_TIMEOUT,
+        PROJECT_DEVICE_ASSERT,
+        PROJECT_TRITON,
+        PROJECT_TORCH_WHAT,
     ];
 
     #[test]

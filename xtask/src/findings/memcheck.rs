@@ -1424,10 +1424,8 @@ ok 4.143046855926514
         for round in 0..3 {
             let start = cpu();
             let mut p = MemcheckParser::default();
-            let mut lineno = 0;
-            for line in log.split('\n') {
-                lineno += 1;
-                p.line(line, LineCtx { lineno, rank: None });
+            for (n, line) in log.split('\n').enumerate() {
+                p.line(line, LineCtx { lineno: n as u64 + 1, rank: None });
             }
             let mut ev = Evidence::default();
             p.finish(&mut ev);
