@@ -113,7 +113,11 @@ fn xtask() -> Command {
 
 #[test]
 fn json_has_the_documented_shape() {
-    let out = xtask().args(["analyze", "--json"]).arg(root().join("tests/fixtures/h200/oob_read")).output().unwrap();
+    let out = xtask()
+        .args(["analyze", "--json"])
+        .arg(root().join("tests/fixtures/h200/oob_read"))
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let verdict = &v["verdict"];
@@ -131,7 +135,8 @@ fn json_has_the_documented_shape() {
 
 #[test]
 fn clean_program_has_null_verdict_and_exit_zero() {
-    let out = xtask().args(["analyze", "--json"]).arg(root().join("tests/fixtures/h200/clean")).output().unwrap();
+    let out =
+        xtask().args(["analyze", "--json"]).arg(root().join("tests/fixtures/h200/clean")).output().unwrap();
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["verdict"].is_null());
@@ -167,4 +172,36 @@ fn garbage_input_is_read_and_said_to_be_unknown() {
 fn usage_errors_exit_two() {
     let out = xtask().arg("analyze").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn bundles_written_by_debug_ima_on_the_gpu_are_read_whole() {
+    // Bundles that `cargo xtask debug-ima --yes` wrote on an H200 (tests/gpu/suite.sh),
+    // coredumps over 1 MB removed. A bundle directory is read through its rungs' logs.
+    let b = root().join("tests/fixtures/bundles");
+    let a = analyze(&[b.join("oob_read-full")]).unwrap();
+    let v = a.verdict.expect("oob_read is located");
+    assert_eq!((v.file.as_deref(), v.line), (Some("oob_read.cu"), Some(8)));
+    // memcheck saw the one bad thread: block 3, thread 9 (index 777).
+    assert_eq!((v.block, v.thread), (Some([3, 0, 0]), Some([9, 0, 0])));
+    assert!(v.rungs.iter().any(|r| r.starts_with("coredump")), "{:?}", v.rungs);
+    assert!(v.rungs.iter().any(|r| r.starts_with("attach")), "{:?}", v.rungs);
+    assert!(a.inputs.iter().all(|i| !i.path.ends_with("command.txt")));
+
+    let a = analyze(&[b.join("triton_worker")]).unwrap();
+    let v = a.verdict.expect("the worker's fault is located");
+    assert_eq!((v.file.as_deref(), v.line), (Some("vllm_shaped.py"), Some(22)));
+    assert!(v.pid.is_some(), "the faulting worker's PID is known");
+
+    // The inlined case did not fault in this run: only memcheck saw it.
+    let a = analyze(&[b.join("inlined-full")]).unwrap();
+    let v = a.verdict.expect("memcheck located it");
+    assert_eq!(v.line, Some(5));
+    assert!(v.inlined.iter().any(|l| l.line == 8), "{:?}", v.inlined);
+    for name in ["oob_read-full", "triton_worker", "inlined-full"] {
+        let a = analyze(&[b.join(name)]).unwrap();
+        insta::with_settings!({snapshot_path => root().join("tests/snapshots"), prepend_module_to_snapshot => false}, {
+            insta::assert_snapshot!(format!("bundle_{name}"), render_text(&a));
+        });
+    }
 }

@@ -23,8 +23,9 @@ use crate::findings::{
 pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
-        let meta = std::fs::metadata(p)
-            .with_context(|| format!("cannot read `{}`: check the path (a log, an XML report or a directory)", p.display()))?;
+        let meta = std::fs::metadata(p).with_context(|| {
+            format!("cannot read `{}`: check the path (a log, an XML report or a directory)", p.display())
+        })?;
         if meta.is_dir() && p.join("manifest.yaml").is_file() && p.join("rungs").is_dir() {
             // A bundle: the rungs' logs and reports, not the bundle's own files.
             for entry in walkdir::WalkDir::new(p.join("rungs")).sort_by_file_name() {
@@ -132,7 +133,7 @@ pub fn grouped(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -305,10 +306,12 @@ pub fn render_text(a: &Analysis) -> String {
             writeln!(extra, "  {}: coredump written to {}", i.origin, c.path).unwrap();
         }
         for e in &i.api_errors {
-            writeln!(extra, "  {}: {} on `{}` ({}) x{}", i.origin, e.error, e.api, e.message, e.count).unwrap();
+            writeln!(extra, "  {}: {} on `{}` ({}) x{}", i.origin, e.error, e.api, e.message, e.count)
+                .unwrap();
         }
         if let Some(n) = i.error_summary {
-            writeln!(extra, "  {}: compute-sanitizer ERROR SUMMARY: {} errors", i.origin, grouped(n)).unwrap();
+            writeln!(extra, "  {}: compute-sanitizer ERROR SUMMARY: {} errors", i.origin, grouped(n))
+                .unwrap();
         }
         for n in i.notes.iter().filter(|n| !n.starts_with(NOT_RECOGNISED) && !n.starts_with(EMPTY)) {
             writeln!(extra, "  {}: {n}", i.origin).unwrap();

@@ -138,18 +138,23 @@ impl Bundle {
     /// Creates `<root>/<UTC time>_<recipe>/` (with a numeric suffix if it exists).
     pub fn create(root: &Path, recipe: &str, recipe_value: serde_json::Value) -> Result<Bundle> {
         let stamp = utc_stamp(now_secs());
-        let safe: String =
-            recipe.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
-        std::fs::create_dir_all(root)
-            .with_context(|| format!("cannot create the bundle root `{}`: choose another with `--bundle-dir`", root.display()))?;
+        let safe: String = recipe
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+            .collect();
+        std::fs::create_dir_all(root).with_context(|| {
+            format!("cannot create the bundle root `{}`: choose another with `--bundle-dir`", root.display())
+        })?;
         let mut dir = root.join(format!("{stamp}_{safe}"));
         let mut n = 1;
         while dir.exists() {
             n += 1;
             dir = root.join(format!("{stamp}_{safe}-{n}"));
         }
-        std::fs::create_dir_all(dir.join("rungs")).with_context(|| format!("cannot create `{}`", dir.display()))?;
-        std::fs::create_dir_all(dir.join("env")).with_context(|| format!("cannot create `{}`", dir.display()))?;
+        std::fs::create_dir_all(dir.join("rungs"))
+            .with_context(|| format!("cannot create `{}`", dir.display()))?;
+        std::fs::create_dir_all(dir.join("env"))
+            .with_context(|| format!("cannot create `{}`", dir.display()))?;
         let mut host = BTreeMap::new();
         if let Ok(h) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
             host.insert("hostname".into(), h.trim().to_string());
@@ -239,7 +244,7 @@ pub fn summary_md(m: &Manifest, a: &Analysis) -> String {
         let exit = r
             .commands
             .iter()
-            .find(|c| c.role == "target")
+            .find(|c| c.role == "target" || c.role == "build")
             .and_then(|c| c.exit)
             .map(exit_text)
             .unwrap_or_else(|| "-".into());

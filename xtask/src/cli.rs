@@ -108,7 +108,8 @@ fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Analyze(args) => {
             let analysis = analyze::analyze(&args.paths)?;
-            let text = if args.json { analyze::render_json(&analysis) } else { analyze::render_text(&analysis) };
+            let text =
+                if args.json { analyze::render_json(&analysis) } else { analyze::render_text(&analysis) };
             ui::out(&text).context("cannot write to stdout")?;
             Ok(EXIT_OK)
         }

@@ -130,7 +130,9 @@ pub fn run(args: Args) -> Result<i32> {
     match outcome {
         Ok(_) if exec::interrupted() => Ok(130),
         Ok(_) => Ok(crate::cli::EXIT_OK),
-        Err(e) => Err(e.context(format!("the bundle keeps what was collected: {}", ladder.bundle.root.display()))),
+        Err(e) => {
+            Err(e.context(format!("the bundle keeps what was collected: {}", ladder.bundle.root.display())))
+        }
     }
 }
 
@@ -144,7 +146,11 @@ fn create_binary_dirs(b: &recipe::Step) -> Result<()> {
 }
 
 fn rung_line(rungs: &[RungRecord]) -> String {
-    rungs.iter().map(|r| format!("{} {} ({:.1} s)", r.rung, r.status, r.duration_s)).collect::<Vec<_>>().join(", ")
+    rungs
+        .iter()
+        .map(|r| format!("{} {} ({:.1} s)", r.rung, r.status, r.duration_s))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn debug_from_recipe(r: &Resolved) -> Debug {
@@ -175,8 +181,14 @@ fn resolve_recipe(args: &Args, prompter: &mut dyn Prompter) -> Result<Resolved> 
 
 /// `--dry-run`: the plan, every rung's exact command and environment.
 pub fn render_plan(r: &Resolved, plan: &[Rung], debug: Debug, bundle_root: &Path) -> String {
-    let mut s = format!("recipe: {}\nplan: {}\n", r.name, plan.iter().map(|r| r.name()).collect::<Vec<_>>().join(", "));
-    let dir = |i: usize, rung: Rung| bundle_root.join("<UTC time>_".to_string() + &r.name).join(format!("rungs/{i:02}-{}", rung.name()));
+    let mut s = format!(
+        "recipe: {}\nplan: {}\n",
+        r.name,
+        plan.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ")
+    );
+    let dir = |i: usize, rung: Rung| {
+        bundle_root.join("<UTC time>_".to_string() + &r.name).join(format!("rungs/{i:02}-{}", rung.name()))
+    };
     for (i, rung) in plan.iter().enumerate() {
         let i = i + 1;
         s.push_str(&format!("\n{i}. {}: {}\n", rung.name(), rung.describe()));
@@ -186,7 +198,10 @@ pub fn render_plan(r: &Resolved, plan: &[Rung], debug: Debug, bundle_root: &Path
                 let mut v = Vec::new();
                 if let Some(b) = &r.build {
                     if b.binaries.iter().any(|p| !p.exists()) {
-                        v.push(("build (plain, the binaries do not exist yet)", rungs::rebuild::plain_build(b)));
+                        v.push((
+                            "build (plain, the binaries do not exist yet)",
+                            rungs::rebuild::plain_build(b),
+                        ));
                     }
                 }
                 v.push(("target", rungs::baseline::invocation(r)));
@@ -203,7 +218,10 @@ pub fn render_plan(r: &Resolved, plan: &[Rung], debug: Debug, bundle_root: &Path
             Rung::LaunchBlocking => vec![("target", rungs::launch_blocking::invocation(r))],
             Rung::Coredump => vec![
                 ("target", rungs::coredump::invocation(r, &d)),
-                ("per dump", rungs::coredump::gdb(&d.join("core_<host>.<pid>.<time>"), true, debug == Debug::Full)),
+                (
+                    "per dump",
+                    rungs::coredump::gdb(&d.join("core_<host>.<pid>.<time>"), true, debug == Debug::Full),
+                ),
             ],
             Rung::Attach => vec![
                 ("target", rungs::attach::invocation(r)),
@@ -306,11 +324,18 @@ impl Climb<'_> {
             }
             let faulted = summary.faulted
                 || self.evidence[before..].iter().any(|e| {
-                    !e.faults.is_empty() || e.symptoms.iter().any(|s| s.error.as_ref().is_some_and(|x| x.is_device_fault()))
+                    !e.faults.is_empty()
+                        || e.symptoms.iter().any(|s| s.error.as_ref().is_some_and(|x| x.is_device_fault()))
                 });
             let outcome = format!(
                 "{}{}",
-                record.commands.iter().find(|c| c.role == "target").and_then(|c| c.exit).map(exit_text).unwrap_or_else(|| record.status.clone()),
+                record
+                    .commands
+                    .iter()
+                    .find(|c| c.role == "target")
+                    .and_then(|c| c.exit)
+                    .map(exit_text)
+                    .unwrap_or_else(|| record.status.clone()),
                 if faulted { ", device error seen" } else { "" }
             );
             progress.finish(&outcome);
@@ -351,8 +376,11 @@ impl Climb<'_> {
             (dir.join(format!("{stem}.log")), dir.join(format!("{stem}.stderr.log")))
         };
         let mut rec = CommandRecord::new(role, inv, &self.bundle.rel(&out), &self.bundle.rel(&err));
-        std::fs::write(dir.join(if stem.is_empty() { "command.txt".to_string() } else { format!("{stem}.command.txt") }), inv.shell_line() + "\n")
-            .with_context(|| format!("cannot write into `{}`", dir.display()))?;
+        std::fs::write(
+            dir.join(if stem.is_empty() { "command.txt".to_string() } else { format!("{stem}.command.txt") }),
+            inv.shell_line() + "\n",
+        )
+        .with_context(|| format!("cannot write into `{}`", dir.display()))?;
         let spec = Spec {
             program: inv.argv[0].clone().into(),
             args: inv.argv[1..].iter().map(Into::into).collect(),
@@ -395,7 +423,13 @@ impl Climb<'_> {
         }
     }
 
-    fn run_rung(&mut self, rung: Rung, dir: &Path, progress: &RungProgress, record: &mut RungRecord) -> Result<RungSummary> {
+    fn run_rung(
+        &mut self,
+        rung: Rung,
+        dir: &Path,
+        progress: &RungProgress,
+        record: &mut RungRecord,
+    ) -> Result<RungSummary> {
         let r = self.resolved;
         match rung {
             Rung::Baseline => {
@@ -404,9 +438,20 @@ impl Climb<'_> {
                         progress.note("building the target first (plain, as the recipe builds it)");
                         create_binary_dirs(b)?;
                         let inv = rungs::rebuild::plain_build(b);
-                        let ran = self.exec("build", &inv, dir, "build", record, &mut Self::target_lines(progress))?;
+                        let ran = self.exec(
+                            "build",
+                            &inv,
+                            dir,
+                            "build",
+                            record,
+                            &mut Self::target_lines(progress),
+                        )?;
                         if ran.exit != Exit::Code(0) {
-                            bail!("the recipe's build failed ({}): see `{}/build.stderr.log`", exit_text(ran.exit), record.dir);
+                            bail!(
+                                "the recipe's build failed ({}): see `{}/build.stderr.log`",
+                                exit_text(ran.exit),
+                                record.dir
+                            );
                         }
                     }
                 }
@@ -428,10 +473,15 @@ impl Climb<'_> {
                 for (i, bin) in b.binaries.iter().enumerate() {
                     let check = rungs::rebuild::lineinfo_check(bin);
                     let stem = format!("cuobjdump-{}", i + 1);
-                    let ran = self.exec("cuobjdump", &check, dir, &stem, record, &mut |_, _| Control::Continue)?;
+                    let ran =
+                        self.exec("cuobjdump", &check, dir, &stem, record, &mut |_, _| Control::Continue)?;
                     let text = std::fs::read_to_string(dir.join(format!("{stem}.log"))).unwrap_or_default();
                     let n = rungs::rebuild::count_line_sections(&text);
-                    lines.push_str(&format!("{}\t{n} line-info sections\t{}\n", bin.display(), exit_text(ran.exit)));
+                    lines.push_str(&format!(
+                        "{}\t{n} line-info sections\t{}\n",
+                        bin.display(),
+                        exit_text(ran.exit)
+                    ));
                     if n == 0 {
                         all_ok = false;
                         record.notes.push(format!(
@@ -457,7 +507,8 @@ impl Climb<'_> {
                     .flatten()
                     .map(|e| e.path())
                     .filter(|p| {
-                        p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(rungs::coredump::DUMP_PREFIX))
+                        p.file_name()
+                            .is_some_and(|n| n.to_string_lossy().starts_with(rungs::coredump::DUMP_PREFIX))
                     })
                     .collect();
                 dumps.sort();
@@ -475,16 +526,32 @@ impl Climb<'_> {
                     }
                     progress.line(&format!("cuda-gdb on {}", core.display()));
                     let stem = format!("cudagdb-{}", i + 1);
-                    self.exec("cuda-gdb", &rungs::coredump::gdb(core, true, locals), dir, &stem, record, &mut |_, _| Control::Continue)?;
+                    self.exec(
+                        "cuda-gdb",
+                        &rungs::coredump::gdb(core, true, locals),
+                        dir,
+                        &stem,
+                        record,
+                        &mut |_, _| Control::Continue,
+                    )?;
                     // cuda-gdb prints the fault on stdout and its own crash on stderr.
                     let out = scan_file(&dir.join(format!("{stem}.log")))?;
                     let err = scan_file(&dir.join(format!("{stem}.stderr.log")))?;
                     let crashed = out.debugger_crashed || err.debugger_crashed;
                     let located = out.faults.iter().chain(&err.faults).any(|f| f.location.is_some());
                     if crashed && !located {
-                        progress.note("cuda-gdb crashed before printing the fault's line: retrying with fewer commands");
+                        progress.note(
+                            "cuda-gdb crashed before printing the fault's line: retrying with fewer commands",
+                        );
                         let retry = format!("{stem}-retry");
-                        self.exec("cuda-gdb", &rungs::coredump::gdb(core, false, false), dir, &retry, record, &mut |_, _| Control::Continue)?;
+                        self.exec(
+                            "cuda-gdb",
+                            &rungs::coredump::gdb(core, false, false),
+                            dir,
+                            &retry,
+                            record,
+                            &mut |_, _| Control::Continue,
+                        )?;
                     }
                     if crashed {
                         record.notes.push(
@@ -494,7 +561,10 @@ impl Climb<'_> {
                         );
                     }
                 }
-                Ok(RungSummary { faulted: ran.exit != Exit::Code(0) || !dumps.is_empty(), yielded: !dumps.is_empty() })
+                Ok(RungSummary {
+                    faulted: ran.exit != Exit::Code(0) || !dumps.is_empty(),
+                    yielded: !dumps.is_empty(),
+                })
             }
             Rung::Attach => {
                 let inv = rungs::attach::invocation(r);
@@ -513,12 +583,17 @@ impl Climb<'_> {
                         }
                         let Some(notice) = wait_notice(line) else { return Control::Continue };
                         attached = Some(notice.pid);
-                        progress.note(&format!("process {} waits for a debugger: attaching cuda-gdb", notice.pid));
+                        progress.note(&format!(
+                            "process {} waits for a debugger: attaching cuda-gdb",
+                            notice.pid
+                        ));
                         let gdb = rungs::attach::gdb(notice.pid, true, locals);
                         let out = dir2.join("cudagdb-attach.log");
                         let err = dir2.join("cudagdb-attach.stderr.log");
-                        let mut rec = CommandRecord::new("cuda-gdb", &gdb, &bundle_rel(&out), &bundle_rel(&err));
-                        let _ = std::fs::write(dir2.join("cudagdb-attach.command.txt"), gdb.shell_line() + "\n");
+                        let mut rec =
+                            CommandRecord::new("cuda-gdb", &gdb, &bundle_rel(&out), &bundle_rel(&err));
+                        let _ =
+                            std::fs::write(dir2.join("cudagdb-attach.command.txt"), gdb.shell_line() + "\n");
                         let spec = Spec {
                             program: gdb.argv[0].clone().into(),
                             args: gdb.argv[1..].iter().map(Into::into).collect(),
@@ -537,7 +612,10 @@ impl Climb<'_> {
                             Err(e) => gdb_error = Some(e),
                         }
                         gdb_records.push(rec);
-                        gdb_notes.push(format!("attached to PID {} on {}; the target was killed afterwards", notice.pid, notice.host));
+                        gdb_notes.push(format!(
+                            "attached to PID {} on {}; the target was killed afterwards",
+                            notice.pid, notice.host
+                        ));
                         Control::Stop
                     };
                     self.exec("target", &inv, dir, "", record, &mut on_line)?;
@@ -549,7 +627,8 @@ impl Climb<'_> {
                 }
                 if attached.is_none() {
                     record.notes.push(
-                        "no process announced that it waits for a debugger: nothing faulted in this run".into(),
+                        "no process announced that it waits for a debugger: nothing faulted in this run"
+                            .into(),
                     );
                 }
                 Ok(RungSummary { faulted: attached.is_some(), yielded: attached.is_some() })

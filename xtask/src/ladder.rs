@@ -189,7 +189,11 @@ mod tests {
             plan(&req),
             vec![Rung::Baseline, Rung::LaunchBlocking, Rung::Coredump, Rung::Attach, Rung::Memcheck]
         );
-        let req = Request { rungs: Some(vec![Rung::Memcheck, Rung::Baseline]), has_build: true, ..Request::default() };
+        let req = Request {
+            rungs: Some(vec![Rung::Memcheck, Rung::Baseline]),
+            has_build: true,
+            ..Request::default()
+        };
         assert_eq!(plan(&req), vec![Rung::Baseline, Rung::Memcheck]);
     }
 

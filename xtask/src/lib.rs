@@ -2,10 +2,10 @@
 pub mod analyze;
 pub mod bench;
 pub mod bundle;
+pub mod cli;
 pub mod debug_ima;
 pub mod doctor;
 pub mod exec;
-pub mod cli;
 pub mod findings;
 pub mod ladder;
 pub mod recipe;

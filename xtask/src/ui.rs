@@ -79,7 +79,7 @@ impl Prompter for Interactive {
         let items = ["run it", "skip it", "stop here"];
         let i = dialoguer::Select::new()
             .with_prompt(format!("next: {rung}: {what}"))
-            .items(&items)
+            .items(items)
             .default(0)
             .interact()?;
         Ok([Choice::Run, Choice::Skip, Choice::Stop][i])
@@ -92,7 +92,10 @@ pub struct NonInteractive;
 
 impl Prompter for NonInteractive {
     fn choose_recipe(&mut self, names: &[&str]) -> Result<String> {
-        bail!("no recipe given: pass `--recipe NAME` (built in: {}) or `--recipe path/to/recipe.yaml`", names.join(", "))
+        bail!(
+            "no recipe given: pass `--recipe NAME` (built in: {}) or `--recipe path/to/recipe.yaml`",
+            names.join(", ")
+        )
     }
 
     fn variable(&mut self, name: &str, description: &str, default: Option<&str>) -> Result<String> {
@@ -148,8 +151,10 @@ impl RungProgress {
             if pb.length() != Some(n as u64) {
                 pb.set_length(n as u64);
                 pb.set_style(
-                    ProgressStyle::with_template("{prefix} {elapsed:>4} [{bar:30}] SM {pos}/{len} {wide_msg}")
-                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                    ProgressStyle::with_template(
+                        "{prefix} {elapsed:>4} [{bar:30}] SM {pos}/{len} {wide_msg}",
+                    )
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
                 );
             }
             pb.set_position(k as u64);

@@ -41,10 +41,8 @@ pub fn sniff(head: &[u8]) -> Content {
     }
     let sample = &head[..head.len().min(8192)];
     let nul = sample.iter().filter(|&&b| b == 0).count();
-    let ctrl = sample
-        .iter()
-        .filter(|&&b| b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t' | 0x1b | 0x0c))
-        .count();
+    let ctrl =
+        sample.iter().filter(|&&b| b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t' | 0x1b | 0x0c)).count();
     // Logs may carry a stray control byte; ELF files, coredumps and archives are full of them.
     if nul > 0 || ctrl * 20 > sample.len() {
         return Content::Binary;

@@ -7,9 +7,7 @@
 
 use serde::Serialize;
 
-use super::{
-    names, Access, Dim3, ErrorClass, Evidence, Fault, Frame, SourceLoc, Symptom, Tool,
-};
+use super::{names, Access, Dim3, ErrorClass, Evidence, Fault, Frame, SourceLoc, Symptom, Tool};
 
 /// The merged answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -112,7 +110,11 @@ fn weight(f: &Fault) -> u32 {
 /// device frame is the `__global__` function; otherwise the kernel as printed.
 fn kernel_of(f: &Fault) -> Option<&str> {
     if matches!(f.tool, Some(Tool::Memcheck | Tool::MemcheckXml)) {
-        if let Some(outer) = f.frames.last().and_then(|fr| fr.function.as_deref()) {
+        // The outermost device frame is the kernel, except for the assert machinery
+        // (`__assertfail`), which a warp assert reports as its only frame.
+        if let Some(outer) =
+            f.frames.iter().rev().filter_map(|fr| fr.function.as_deref()).find(|n| !n.starts_with("__assert"))
+        {
             return Some(outer);
         }
     }
@@ -178,7 +180,8 @@ fn is_toolkit_path(p: &str) -> bool {
 
 /// `cudaGraphLaunch`, `cuLaunchKernel`, `cudaMemcpy`: the runtime and driver APIs.
 fn is_cuda_api(func: &str) -> bool {
-    let upper_after = |p: &str| func.strip_prefix(p).and_then(|r| r.chars().next()).is_some_and(|c| c.is_ascii_uppercase());
+    let upper_after =
+        |p: &str| func.strip_prefix(p).and_then(|r| r.chars().next()).is_some_and(|c| c.is_ascii_uppercase());
     upper_after("cuda") || upper_after("cu")
 }
 
@@ -294,8 +297,19 @@ pub fn decide(inputs: &[Evidence]) -> Analysis {
     let pick = |get: &dyn Fn(&Fault) -> Option<Dim3>| {
         get(primary).or_else(|| members.iter().find_map(|&i| get(&findings[i].item)))
     };
-    let block = pick(&|f| f.block);
-    let thread = pick(&|f| f.thread);
+    // cuda-gdb and the coredump name the faulting warp's focus lane; memcheck names the
+    // very thread that made the access: prefer it where it saw this kernel.
+    let sanitizer = members
+        .iter()
+        .map(|&i| &findings[i].item)
+        .find(|f| matches!(f.tool, Some(Tool::Memcheck | Tool::MemcheckXml)) && f.thread.is_some());
+    let (block, thread) = match sanitizer {
+        Some(f) => (f.block, f.thread),
+        None => (pick(&|f| f.block), pick(&|f| f.thread)),
+    };
+    let warp_level = sanitizer.is_none()
+        && matches!(primary.tool, Some(Tool::CudaGdb | Tool::Coredump))
+        && thread.is_some();
     let device = primary.device.or_else(|| members.iter().find_map(|&i| findings[i].item.device));
     let pid = members.iter().find_map(|&i| findings[i].item.pid);
     let rank = members.iter().find_map(|&i| findings[i].item.rank);
@@ -366,6 +380,13 @@ pub fn decide(inputs: &[Evidence]) -> Analysis {
                 .to_string(),
         );
     }
+    if warp_level && error != ErrorClass::DeviceAssert {
+        remarks.push(
+            "block and thread are cuda-gdb's focus in the faulting warp (its first active lane); \
+             memcheck names the exact thread"
+                .to_string(),
+        );
+    }
     if user.is_none() {
         remarks.push(
             "no tool printed a source line: rebuild with `-lineinfo` (or `-G`) and rerun the coredump \
@@ -422,9 +443,10 @@ fn pick_host_frame<'a>(
         .filter(|f| !is_runtime_frame(f))
         .filter_map(|f| f.file.as_deref().map(names::base_name))
         .collect();
-    let sanitizer_python = members.clone().flat_map(|f| f.host_frames.iter()).find(|f| {
-        f.python && f.file.as_deref().is_some_and(|p| user_files.contains(&names::base_name(p)))
-    });
+    let sanitizer_python = members
+        .clone()
+        .flat_map(|f| f.host_frames.iter())
+        .find(|f| f.python && f.file.as_deref().is_some_and(|p| user_files.contains(&names::base_name(p))));
     if let Some(f) = sanitizer_python {
         return Some(f.clone());
     }
@@ -446,7 +468,10 @@ fn pick_host_frame<'a>(
 
 /// The error class: the hardware's word (cuda-gdb, coredump) first, then the program's,
 /// then memcheck's.
-fn pick_error<'a>(members: impl Iterator<Item = &'a Fault> + Clone, symptoms: &[Located<Symptom>]) -> ErrorClass {
+fn pick_error<'a>(
+    members: impl Iterator<Item = &'a Fault> + Clone,
+    symptoms: &[Located<Symptom>],
+) -> ErrorClass {
     let by_tool = |tools: &[Tool]| {
         members
             .clone()
@@ -467,7 +492,9 @@ fn pick_error<'a>(members: impl Iterator<Item = &'a Fault> + Clone, symptoms: &[
 
 fn graph_replay(findings: &[Located<Fault>], symptoms: &[Located<Symptom>]) -> bool {
     let frame_says = |f: &Frame| {
-        f.function.as_deref().is_some_and(|n| n.contains("cudaGraphLaunch") || n.contains("CUDAGraph::replay"))
+        f.function
+            .as_deref()
+            .is_some_and(|n| n.contains("cudaGraphLaunch") || n.contains("CUDAGraph::replay"))
     };
     findings.iter().any(|f| f.item.host_frames.iter().any(frame_says))
         || symptoms.iter().any(|s| {

@@ -14,7 +14,8 @@ pub fn invocation(r: &Resolved) -> Invocation {
 
 /// `cuda-gdb -batch -p PID` with the commands that show the live state.
 pub fn gdb(pid: u32, full: bool, locals: bool) -> Invocation {
-    let mut argv: Vec<String> = vec!["cuda-gdb".into(), "-batch".into(), "-nx".into(), "-p".into(), pid.to_string()];
+    let mut argv: Vec<String> =
+        vec!["cuda-gdb".into(), "-batch".into(), "-nx".into(), "-p".into(), pid.to_string()];
     let mut ex = |c: &str| {
         argv.push("-ex".into());
         argv.push(c.into());

@@ -81,8 +81,7 @@ impl Invocation {
 
 /// Quotes a word for a POSIX shell when it needs it.
 pub fn quote(s: &str) -> String {
-    let safe = !s.is_empty()
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+%@^".contains(&b));
+    let safe = !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+%@^".contains(&b));
     if safe {
         s.to_string()
     } else {
