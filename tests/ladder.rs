@@ -403,7 +403,7 @@ fn oob_write_stops_after_the_coredump_rung_with_the_verdict() {
     // crashed, kept.
     let files = b.files_in("rungs/03-coredump");
     assert!(files.iter().any(|f| f.starts_with("core_")), "no dump: {files:?}");
-    let gdb = b.read("rungs/03-coredump/cudagdb-1.log") + &b.read("rungs/03-coredump/cudagdb-1.stderr.log");
+    let gdb = b.read("rungs/03-coredump/cudagdb-1.log");
     assert!(gdb.contains("(oob_write.cu:7)"), "{gdb}");
     assert!(gdb.contains("A fatal error internal to GDB has been detected"), "{gdb}");
     assert!(b.exists("rungs/03-coredump/cudagdb-1.command.txt"));
@@ -442,8 +442,7 @@ fn full_runs_every_rung_and_kills_the_waiting_target() {
         .unwrap_or_else(|| panic!("no wait message in the attach rung's logs:\n{logs}"));
     assert!(s.standin_pids().contains(&("target".to_string(), pid)), "the message names the stand-in's PID");
     assert!(!alive(pid), "the waiting target (PID {pid}) was not killed");
-    let gdb =
-        b.read("rungs/04-attach/cudagdb-attach.log") + &b.read("rungs/04-attach/cudagdb-attach.stderr.log");
+    let gdb = b.read("rungs/04-attach/cudagdb-attach.log");
     assert!(gdb.contains("(oob_write.cu:7)"), "cuda-gdb did not attach:\n{gdb}");
     assert!(b.read("rungs/04-attach/cudagdb-attach.command.txt").contains(&format!("-p {pid}")));
     assert_eq!(b.exit_of("attach", "target"), "stopped", "{}", b.read("manifest.yaml"));
@@ -718,7 +717,7 @@ fn the_build_gets_the_folders_of_its_binaries() {
     assert!(
         s.path("out/sub/app.cu").is_file(),
         "the build's output folder was not created:\n{}",
-        b.read("rungs/01-baseline/build.stderr.log")
+        b.read("rungs/01-baseline/build.log")
     );
     assert_eq!(b.rung("baseline")["status"].as_str(), Some("ran"), "{}", b.read("manifest.yaml"));
     assert_eq!(b.exit_of("baseline", "target"), "code 1");

@@ -244,7 +244,8 @@ pub fn summary_md(m: &Manifest, a: &Analysis) -> String {
         let exit = r
             .commands
             .iter()
-            .find(|c| c.role == "target" || c.role == "build")
+            .find(|c| c.role == "target")
+            .or_else(|| r.commands.iter().find(|c| c.role == "build"))
             .and_then(|c| c.exit)
             .map(exit_text)
             .unwrap_or_else(|| "-".into());

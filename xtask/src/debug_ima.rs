@@ -359,7 +359,7 @@ impl Climb<'_> {
         }
     }
 
-    /// Runs one process into `dir/<stem>.stdout.log` and `.stderr.log` (or `stdout.log`
+    /// Runs one process into `dir/<stem>.log`, both streams (or `stdout.log`
     /// and `stderr.log` for the target), calling `on_line` for each line.
     fn exec(
         &self,
@@ -370,10 +370,12 @@ impl Climb<'_> {
         record: &mut RungRecord,
         on_line: &mut dyn FnMut(Stream, &str) -> Control,
     ) -> Result<Ran> {
+        // The target's streams are kept apart; a tool's (cuda-gdb prints the fault on stdout
+        // and its own crash on stderr) go into one log, read as one.
         let (out, err) = if stem.is_empty() {
             (dir.join("stdout.log"), dir.join("stderr.log"))
         } else {
-            (dir.join(format!("{stem}.log")), dir.join(format!("{stem}.stderr.log")))
+            (dir.join(format!("{stem}.log")), dir.join(format!("{stem}.log")))
         };
         let mut rec = CommandRecord::new(role, inv, &self.bundle.rel(&out), &self.bundle.rel(&err));
         std::fs::write(
@@ -448,7 +450,7 @@ impl Climb<'_> {
                         )?;
                         if ran.exit != Exit::Code(0) {
                             bail!(
-                                "the recipe's build failed ({}): see `{}/build.stderr.log`",
+                                "the recipe's build failed ({}): see `{}/build.log`",
                                 exit_text(ran.exit),
                                 record.dir
                             );
@@ -534,11 +536,9 @@ impl Climb<'_> {
                         record,
                         &mut |_, _| Control::Continue,
                     )?;
-                    // cuda-gdb prints the fault on stdout and its own crash on stderr.
-                    let out = scan_file(&dir.join(format!("{stem}.log")))?;
-                    let err = scan_file(&dir.join(format!("{stem}.stderr.log")))?;
-                    let crashed = out.debugger_crashed || err.debugger_crashed;
-                    let located = out.faults.iter().chain(&err.faults).any(|f| f.location.is_some());
+                    let ev = scan_file(&dir.join(format!("{stem}.log")))?;
+                    let crashed = ev.debugger_crashed;
+                    let located = ev.faults.iter().any(|f| f.location.is_some());
                     if crashed && !located {
                         progress.note(
                             "cuda-gdb crashed before printing the fault's line: retrying with fewer commands",
@@ -589,7 +589,7 @@ impl Climb<'_> {
                         ));
                         let gdb = rungs::attach::gdb(notice.pid, true, locals);
                         let out = dir2.join("cudagdb-attach.log");
-                        let err = dir2.join("cudagdb-attach.stderr.log");
+                        let err = out.clone();
                         let mut rec =
                             CommandRecord::new("cuda-gdb", &gdb, &bundle_rel(&out), &bundle_rel(&err));
                         let _ =
