@@ -26,8 +26,9 @@ pub struct BenchArgs {
     /// Size of the generated log in MiB (default 1024)
     #[arg(long, default_value_t = 1024)]
     pub size_mib: u64,
-    /// A real memcheck log whose records are repeated to fill the file
-    #[arg(long)]
+    /// A real memcheck log whose records are repeated to fill the file (default: the
+    /// Triton worker's, recorded on an H200, with host and Python frames)
+    #[arg(long, default_value = "tests/fixtures/h200/triton_worker/memcheck.log")]
     pub records: PathBuf,
     /// Where to write the generated log (default: target/bench/memcheck-1g.log)
     #[arg(long)]

@@ -233,7 +233,7 @@ pub fn summary_md(m: &Manifest, a: &Analysis) -> String {
     writeln!(s, "# debug-ima: {}\n", recipe_name(m)).unwrap();
     match &a.verdict {
         Some(_) => writeln!(s, "**Verdict:** {}\n", a.conclusion).unwrap(),
-        None => writeln!(s, "**No verdict.** {}\n", a.conclusion).unwrap(),
+        None => writeln!(s, "**No verdict:** {}\n", a.conclusion.trim_start_matches("no verdict: ")).unwrap(),
     }
     if let Some(st) = &m.stopped {
         writeln!(s, "Stopped: {st}\n").unwrap();

@@ -1386,64 +1386,6 @@ ok 4.143046855926514
         assert_eq!(ev.faults[0].count, 2);
     }
 
-    /// A ~200 MB log of the records of 55 and 38 (thread numbers varied), for timing:
-    /// `cargo test --release -p xtask --lib findings::memcheck::tests::throughput -- --ignored --nocapture`
-    #[test]
-    #[ignore = "timing; run in release with --ignored --nocapture"]
-    fn throughput() {
-        let recs: Vec<&str> = [FAR, GRAPH]
-            .iter()
-            .flat_map(|t| t.split_inclusive("========= \n"))
-            .filter(|r| r.contains("========= Invalid"))
-            .map(|r| &r[r.find("========= Invalid").unwrap()..])
-            .collect();
-        let mut log = String::with_capacity(210 << 20);
-        log.push_str("========= COMPUTE-SANITIZER\n");
-        let mut i = 0u32;
-        while log.len() < 200 << 20 {
-            let r = recs[(i as usize) % recs.len()];
-            let (head, rest) = r.split_at(r.find("=========     by thread").unwrap());
-            let tail = &rest[rest.find('\n').unwrap() + 1..];
-            log.push_str(head);
-            log.push_str(&format!(
-                "=========     by thread ({},0,0) in block ({},0,0)\n",
-                i % 1024,
-                i / 1024
-            ));
-            log.push_str(tail);
-            i += 1;
-        }
-        let mb = log.len() as f64 / 1e6;
-        // Thread CPU time: wall time is noise on a shared machine.
-        let cpu = || {
-            use nix::sys::resource::{getrusage, UsageWho};
-            let u = getrusage(UsageWho::RUSAGE_THREAD).unwrap();
-            let t = |v: nix::sys::time::TimeVal| v.tv_sec() as f64 + v.tv_usec() as f64 / 1e6;
-            t(u.user_time()) + t(u.system_time())
-        };
-        for round in 0..3 {
-            let start = cpu();
-            let mut p = MemcheckParser::default();
-            for (n, line) in log.split('\n').enumerate() {
-                p.line(line, LineCtx { lineno: n as u64 + 1, rank: None });
-            }
-            let mut ev = Evidence::default();
-            p.finish(&mut ev);
-            let parser_only = cpu() - start;
-            assert_eq!(ev.faults.iter().map(|f| f.count).sum::<u64>(), u64::from(i));
-            let start = cpu();
-            let ev = super::super::scan::scan_reader(log.as_bytes(), "big.log", "big.log");
-            let full = cpu() - start;
-            assert_eq!(ev.faults.iter().filter(|f| f.tool == Some(Tool::Memcheck)).count(), 2);
-            eprintln!(
-                "round {round}: {mb:.0} MB, {i} records: memcheck parser alone {:.0} MB/s; \
-                 scan_reader (all parsers) {:.0} MB/s",
-                mb / parser_only,
-                mb / full
-            );
-        }
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
 

@@ -1,0 +1,425 @@
+//! The prompts of `xtask debug-ima` on a real terminal: the real binary runs on a
+//! pseudo-terminal (rexpect) and the test answers its dialoguer questions with keys, as a
+//! person would: the recipe choice, a recipe variable without a value, and the
+//! run/skip/stop question before each rung. The same commands without a terminal (plain
+//! pipes, as in CI) ask nothing and fail naming the flag that answers the question.
+//!
+//! The ladder's logic behind the prompts is tested through the `Prompter` trait; these few
+//! tests only check that the questions reach a terminal, that the answers reach the ladder,
+//! and that the progress display between two questions does not swallow the next one. The
+//! rungs run the stand-ins of tests/standins/ (see tests/ladder.rs), so no GPU is needed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use rexpect::process::{Signal as PtySignal, WaitStatus};
+use rexpect::session::{spawn_with_options, Options, PtySession};
+
+/// How long one expected piece of output may take to appear (generous: a loaded CI
+/// machine, a debug build).
+const EXPECT_MS: u64 = 10_000;
+/// How long a run without a terminal may take before the test kills it and fails.
+const RUN_LIMIT: Duration = Duration::from_secs(20);
+
+/// Keys as a terminal sends them.
+const DOWN: &str = "\x1b[B";
+const ENTER: &str = "\r";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn standins() -> PathBuf {
+    root().join("tests/standins")
+}
+
+/// PATH with the stand-ins first.
+fn standin_path() -> String {
+    let mut parts = vec![standins().display().to_string()];
+    if let Ok(p) = std::env::var("PATH") {
+        parts.push(p);
+    }
+    parts.join(":")
+}
+
+/// A recipe that runs the stand-in target with one required variable, `label`, as its
+/// argument.
+const VARIABLE_RECIPE: &str = "version: 1\nname: standin\n\
+    description: \"the stand-in target, replaying an H200 recording\"\n\
+    variables:\n  label:\n    description: \"a word the target gets as its argument\"\n\
+    run:\n  command: [\"target\", \"{label}\"]\n  timeout: 30\n";
+
+/// Whether a process exists and is not a zombie.
+fn alive(pid: i32) -> bool {
+    match kill(Pid::from_raw(pid), None) {
+        Err(Errno::ESRCH) => false,
+        _ => match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => {
+                stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()) != Some("Z")
+            }
+            Err(_) => false,
+        },
+    }
+}
+
+/// A folder of its own for one test (removed at the end unless the test failed), with the
+/// recipe, the bundle root and the file where the stand-ins write their PIDs.
+struct Scratch {
+    dir: PathBuf,
+}
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        static SEQ: AtomicUsize = AtomicUsize::new(0);
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "prompts-{name}-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("recipe.yaml"), VARIABLE_RECIPE).unwrap();
+        Scratch { dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    fn recipe(&self) -> String {
+        self.path("recipe.yaml").display().to_string()
+    }
+
+    fn bundles(&self) -> PathBuf {
+        self.path("bundles")
+    }
+
+    /// The bundles the run created.
+    fn bundle_dirs(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(self.bundles())
+            .map(|rd| rd.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default()
+    }
+
+    /// The one bundle the run created.
+    fn bundle(&self) -> PathBuf {
+        let dirs = self.bundle_dirs();
+        assert_eq!(dirs.len(), 1, "one bundle expected: {dirs:?}");
+        dirs[0].clone()
+    }
+
+    fn standin_pids(&self) -> Vec<i32> {
+        std::fs::read_to_string(self.path("standin-pids.txt"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split_once(' ')?.1.trim().parse().ok())
+            .collect()
+    }
+
+    fn assert_no_standin_left(&self) {
+        for pid in self.standin_pids() {
+            assert!(!alive(pid), "stand-in PID {pid} is still running");
+        }
+    }
+
+    /// `debug-ima ARGS --bundle-dir SCRATCH/bundles` in this folder, the stand-ins first on
+    /// PATH replaying the out-of-bounds write.
+    fn command(&self, args: &[&str], path: &str) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        cmd.arg("debug-ima")
+            .args(args)
+            .arg("--bundle-dir")
+            .arg(self.bundles())
+            .current_dir(&self.dir)
+            .env("PATH", path)
+            .env("STANDIN_CASE", root().join("tests/fixtures/h200/oob_write"))
+            .env("STANDIN_PIDS", self.path("standin-pids.txt"))
+            .env_remove("NVCC_PREPEND_FLAGS")
+            .env_remove("STANDIN_HANG")
+            .env_remove("STANDIN_CHILD")
+            .env_remove("STANDIN_NO_DUMP")
+            // The terminal's own settings, not the test runner's, decide how it looks.
+            .env("TERM", "xterm-256color")
+            .env_remove("NO_COLOR")
+            .env_remove("CLICOLOR_FORCE");
+        cmd
+    }
+
+    /// The command on a pseudo-terminal of 120 columns and 40 rows.
+    fn tty(&self, args: &[&str], path: &str) -> Tty {
+        let inner = self.command(args, path);
+        // A fresh pseudo-terminal has no size: `stty` gives it one, then the shell becomes
+        // the binary (same PID), keeping the environment and folder set above.
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg("stty cols 120 rows 40 && exec \"$0\" \"$@\"").arg(inner.get_program());
+        cmd.args(inner.get_args());
+        cmd.current_dir(&self.dir);
+        for (k, v) in inner.get_envs() {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        let session = spawn_with_options(
+            cmd,
+            Options::default().timeout_ms(Some(EXPECT_MS)).strip_ansi_escape_codes(true),
+        )
+        .expect("cannot start the xtask binary on a pseudo-terminal");
+        Tty { session, seen: String::new() }
+    }
+
+    /// The command with plain pipes (stdin open but silent, as in CI): returns the exit
+    /// code, stdout and stderr.
+    fn piped(&self, args: &[&str], path: &str) -> (Option<i32>, String, String) {
+        let mut child = self
+            .command(args, path)
+            .stdin(Stdio::piped())
+            .stdout(std::fs::File::create(self.path("xtask.stdout")).unwrap())
+            .stderr(std::fs::File::create(self.path("xtask.stderr")).unwrap())
+            .spawn()
+            .expect("cannot start the xtask binary");
+        // Stdin stays open: a prompt waiting for it would hang until the limit.
+        let _stdin = child.stdin.take();
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if start.elapsed() > RUN_LIMIT {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("`xtask debug-ima {}` without a terminal waited past {RUN_LIMIT:?}", args.join(" "));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        (
+            status.code(),
+            std::fs::read_to_string(self.path("xtask.stdout")).unwrap(),
+            std::fs::read_to_string(self.path("xtask.stderr")).unwrap(),
+        )
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        for pid in self.standin_pids() {
+            if alive(pid) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+        }
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// The binary on a pseudo-terminal: what it wrote (escape codes removed) is read up to
+/// each expected text; keys are written as typed.
+struct Tty {
+    session: PtySession,
+    /// Everything read so far, for failure messages.
+    seen: String,
+}
+
+impl Tty {
+    /// Reads until `text` appears; returns what came before it. Fails with everything seen.
+    fn expect(&mut self, text: &str) -> String {
+        match self.session.exp_string(text) {
+            Ok(before) => {
+                self.seen.push_str(&before);
+                self.seen.push_str(text);
+                before
+            }
+            Err(e) => panic!("`{text}` did not appear on the terminal: {e}\n--- seen before\n{}", self.seen),
+        }
+    }
+
+    fn keys(&mut self, keys: &str) {
+        self.session.send(keys).unwrap();
+        self.session.flush().unwrap();
+    }
+
+    /// Reads to the end of the output and waits for the exit: (exit code, the rest).
+    fn finish(mut self) -> (i32, String) {
+        let rest = match self.session.exp_eof() {
+            Ok(rest) => rest,
+            Err(e) => panic!("the binary did not end: {e}\n--- seen before\n{}", self.seen),
+        };
+        self.seen.push_str(&rest);
+        let start = Instant::now();
+        loop {
+            match self.session.process().status() {
+                Some(WaitStatus::Exited(_, code)) => return (code, rest),
+                Some(WaitStatus::StillAlive) if start.elapsed() < Duration::from_millis(EXPECT_MS) => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                other => panic!("the binary did not exit normally: {other:?}\n--- output\n{}", self.seen),
+            }
+        }
+    }
+}
+
+impl Drop for Tty {
+    fn drop(&mut self) {
+        // A failed test leaves no binary waiting at a prompt (rexpect's own drop would send
+        // SIGTERM, which the ladder's handler only notes while a prompt waits for a key).
+        if let Some(WaitStatus::StillAlive) = self.session.process().status() {
+            let _ = self.session.process_mut().signal(PtySignal::SIGKILL);
+            let _ = self.session.process().wait();
+        }
+    }
+}
+
+/// Whether this machine has an `nvidia-smi` of its own (then the doctor gate passes).
+fn has_real_nvidia_smi() -> bool {
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .chain(["/usr/bin", "/usr/local/nvidia/bin", "/usr/lib/wsl/lib"])
+        .any(|d| Path::new(d).join("nvidia-smi").is_file())
+}
+
+/// Without `--recipe` on a terminal, the binary asks which recipe; Enter takes the first
+/// (`demo`). On this machine without a GPU the doctor gate then fails, naming the GPU.
+#[test]
+fn the_recipe_is_asked_for_and_enter_takes_the_demo() {
+    if has_real_nvidia_smi() {
+        eprintln!("skipped: this machine has an nvidia-smi, so the demo would really run");
+        return;
+    }
+    let s = Scratch::new("choose-recipe");
+    let start = Instant::now();
+    let mut t = s.tty(&[], &std::env::var("PATH").unwrap_or_default());
+    t.expect("which recipe describes your target?");
+    // The built-in recipes, the first one marked.
+    t.expect("> demo");
+    t.expect("cuda");
+    t.keys(ENTER);
+    t.expect("which recipe describes your target?: demo");
+    let (code, rest) = t.finish();
+    assert_eq!(code, 1, "{rest}");
+    assert!(rest.contains("no usable GPU"), "the failure does not name the GPU:\n{rest}");
+    assert!(rest.contains("nvidia-smi"), "{rest}");
+    assert!(s.bundle_dirs().is_empty(), "a bundle was created");
+    assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
+}
+
+/// A required variable without `--set` is asked for with its name and description; the
+/// typed value reaches the target's command. Then the ladder asks before the baseline.
+#[test]
+fn a_missing_variable_is_asked_for_and_the_typed_value_is_used() {
+    let s = Scratch::new("variable");
+    let recipe = s.recipe();
+    let mut t = s.tty(&["--recipe", &recipe, "--rungs", "baseline"], &standin_path());
+    t.expect("label (a word the target gets as its argument)");
+    t.keys("hello-prompt");
+    t.keys(ENTER);
+    t.expect("next: baseline: run the target as it is");
+    t.expect("stop here");
+    t.keys(ENTER);
+    t.expect("[1/1] baseline: exit 1, device error seen");
+    let (code, rest) = t.finish();
+    assert_eq!(code, 0, "{rest}");
+    assert!(rest.contains("stopped: every planned rung has run"), "{rest}");
+    let command = std::fs::read_to_string(s.bundle().join("rungs/01-baseline/command.txt")).unwrap();
+    assert!(command.contains("target hello-prompt"), "the typed value did not reach the target: {command}");
+    s.assert_no_standin_left();
+}
+
+/// Before each rung: run it, skip it or stop here. The baseline runs (its progress drawn
+/// on the terminal), the next question still appears whole after it; launch-blocking is
+/// skipped (down, Enter) and the ladder stops before the coredump (down, down, Enter):
+/// exit 0, the bundle keeps what ran and says where it stopped.
+#[test]
+fn run_skip_and_stop_at_the_rung_prompts() {
+    let s = Scratch::new("run-skip-stop");
+    let recipe = s.recipe();
+    let start = Instant::now();
+    let mut t = s.tty(&["--recipe", &recipe, "--set", "label=x"], &standin_path());
+    t.expect("next: baseline: run the target as it is, to capture the symptom (one normal run):");
+    t.expect("> run it");
+    t.expect("skip it");
+    t.expect("stop here");
+    t.keys(ENTER);
+    t.expect("next: baseline: run the target as it is, to capture the symptom (one normal run): run it");
+    // The progress of the first rung, then its end line.
+    t.expect("[1/5] baseline");
+    t.expect("[1/5] baseline: exit 1, device error seen");
+
+    // After the progress display, the second question appears whole, with all its answers.
+    let before = t.expect("next: launch-blocking: rerun with `CUDA_LAUNCH_BLOCKING=1`");
+    assert!(!before.contains("next:"), "an extra question before the second one: {before:?}");
+    t.expect("(one run, somewhat slower):");
+    t.expect("> run it");
+    t.expect("skip it");
+    t.expect("stop here");
+    t.keys(DOWN);
+    t.expect("> skip it");
+    t.keys(ENTER);
+    t.expect("(one run, somewhat slower): skip it");
+
+    t.expect("next: coredump: ");
+    t.expect("stop here");
+    t.keys(DOWN);
+    t.expect("> skip it");
+    t.keys(DOWN);
+    t.expect("> stop here");
+    t.keys(ENTER);
+    t.expect("per process): stop here");
+    let (code, rest) = t.finish();
+    assert_eq!(code, 0, "{rest}");
+    assert!(rest.contains("stopped: stopped at the prompt before coredump"), "{rest}");
+    assert!(rest.contains("rungs: baseline ran"), "{rest}");
+    assert!(rest.contains("launch-blocking skipped"), "{rest}");
+    assert!(!rest.contains("[3/5]"), "a rung ran after `stop here`:\n{rest}");
+
+    let bundle = s.bundle();
+    assert!(rest.contains(&format!("bundle: {}", bundle.display())), "{rest}");
+    let manifest = std::fs::read_to_string(bundle.join("manifest.yaml")).unwrap();
+    assert!(manifest.contains("stopped at the prompt before coredump"), "{manifest}");
+    assert!(manifest.contains("skipped at the prompt"), "{manifest}");
+    assert!(bundle.join("rungs/01-baseline/stderr.log").is_file());
+    assert!(bundle.join("findings.json").is_file());
+    let rungs: Vec<_> = std::fs::read_dir(bundle.join("rungs")).unwrap().collect();
+    assert_eq!(rungs.len(), 1, "only the baseline ran: {rungs:?}");
+    s.assert_no_standin_left();
+    assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
+}
+
+/// Without a terminal (plain pipes), nothing is asked: a missing recipe or variable is an
+/// error naming the flag that gives it, before anything runs.
+#[test]
+fn without_a_terminal_nothing_is_asked_and_the_error_names_the_flag() {
+    let s = Scratch::new("no-tty");
+    let (code, stdout, stderr) = s.piped(&[], &standin_path());
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("--recipe NAME"), "{stderr}");
+    assert!(stderr.contains("demo, cuda"), "the built-in recipes are named: {stderr}");
+    assert!(!stderr.contains("which recipe"), "a prompt was shown: {stderr}");
+
+    let recipe = s.recipe();
+    let (code, stdout, stderr) = s.piped(&["--recipe", &recipe], &standin_path());
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("--set label=VALUE"), "{stderr}");
+    assert!(stderr.contains("a word the target gets as its argument"), "{stderr}");
+    assert!(s.bundle_dirs().is_empty(), "a bundle was created");
+    assert!(s.standin_pids().is_empty(), "something ran: {:?}", s.standin_pids());
+}
+
+/// `--yes` on a terminal asks nothing either: the same error as without one.
+#[test]
+fn yes_on_a_terminal_asks_nothing() {
+    let s = Scratch::new("yes");
+    let recipe = s.recipe();
+    let t = s.tty(&["--recipe", &recipe, "--yes"], &standin_path());
+    let (code, rest) = t.finish();
+    assert_eq!(code, 1, "{rest}");
+    assert!(rest.contains("--set label=VALUE"), "{rest}");
+    assert!(!rest.contains("label (a word"), "a prompt was shown: {rest}");
+    assert!(s.bundle_dirs().is_empty(), "a bundle was created");
+}
