@@ -272,23 +272,14 @@ fn h200_everything_ok_with_versions() {
 }
 
 #[test]
-fn version_lines_of_the_transcripts() {
+fn version_lines_of_the_recorded_environment() {
+    // tests/fixtures/h200/env.log holds every tool's version output, one after the other
+    // (recorded on the H200 by tests/gpu/record.sh); each parser finds its line.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    for log in ["../shared/transcripts/h200-cuda13/00_env.log", "tests/fixtures/h200/env.log"] {
-        // The logs hold every tool's output one after the other; each parser finds its line.
-        // shared/ may be absent beside a clone; the fixture is in the repository.
-        let Ok(text) = std::fs::read_to_string(root.join(log)) else {
-            assert!(log.starts_with("../shared"), "{log} is missing");
-            continue;
-        };
-        assert_eq!(parse_version("nvcc", &text).unwrap().1, "13.0 (V13.0.88)", "{log}");
-        assert_eq!(
-            parse_version("cuda-gdb", &text).unwrap(),
-            ("NVIDIA (R) cuda-gdb 13.0".into(), "13.0".into())
-        );
-        assert_eq!(parse_version("compute-sanitizer", &text).unwrap().1, "2025.3.1.0", "{log}");
-    }
-    // The same lines, copied, for a checkout without shared/.
+    let text = std::fs::read_to_string(root.join("tests/fixtures/h200/env.log")).unwrap();
+    assert_eq!(parse_version("nvcc", &text).unwrap().1, "13.0 (V13.0.88)");
+    assert_eq!(parse_version("cuda-gdb", &text).unwrap(), ("NVIDIA (R) cuda-gdb 13.0".into(), "13.0".into()));
+    assert_eq!(parse_version("compute-sanitizer", &text).unwrap().1, "2025.3.1.0");
     assert_eq!(parse_version("cuda-gdb", H200_CUDA_GDB).unwrap().1, "13.0");
     assert_eq!(parse_version("cuobjdump", H200_CUOBJDUMP).unwrap().1, "13.0 (V13.0.85)");
     assert_eq!(parse_version("nvcc", "nvcc: NVIDIA (R) Cuda compiler driver\n"), None);

@@ -136,6 +136,21 @@ pub fn run(args: Args) -> Result<i32> {
     }
 }
 
+/// What `exec` runs for an invocation, with its two logs (the same path for both streams
+/// puts them in one file).
+fn to_spec(inv: &Invocation, stdout_log: PathBuf, stderr_log: PathBuf) -> Spec {
+    Spec {
+        program: inv.argv[0].clone().into(),
+        args: inv.argv[1..].iter().map(Into::into).collect(),
+        cwd: inv.cwd.clone(),
+        env_set: inv.env_set.clone(),
+        env_remove: inv.env_remove.clone(),
+        stdout_log,
+        stderr_log,
+        timeout: inv.timeout,
+    }
+}
+
 /// `nvcc -o DIR/FILE` does not create `DIR`: the build's output folders are made first.
 fn create_binary_dirs(b: &recipe::Step) -> Result<()> {
     for d in b.binary_dirs() {
@@ -383,16 +398,7 @@ impl Climb<'_> {
             inv.shell_line() + "\n",
         )
         .with_context(|| format!("cannot write into `{}`", dir.display()))?;
-        let spec = Spec {
-            program: inv.argv[0].clone().into(),
-            args: inv.argv[1..].iter().map(Into::into).collect(),
-            cwd: inv.cwd.clone(),
-            env_set: inv.env_set.clone(),
-            env_remove: inv.env_remove.clone(),
-            stdout_log: out,
-            stderr_log: err,
-            timeout: inv.timeout,
-        };
+        let spec = to_spec(inv, out, err);
         let result = exec::run(&spec, on_line);
         match result {
             Ok(o) => {
@@ -594,16 +600,7 @@ impl Climb<'_> {
                             CommandRecord::new("cuda-gdb", &gdb, &bundle_rel(&out), &bundle_rel(&err));
                         let _ =
                             std::fs::write(dir2.join("cudagdb-attach.command.txt"), gdb.shell_line() + "\n");
-                        let spec = Spec {
-                            program: gdb.argv[0].clone().into(),
-                            args: gdb.argv[1..].iter().map(Into::into).collect(),
-                            cwd: None,
-                            env_set: vec![],
-                            env_remove: vec![],
-                            stdout_log: out,
-                            stderr_log: err,
-                            timeout: gdb.timeout,
-                        };
+                        let spec = to_spec(&gdb, out, err);
                         match exec::run(&spec, &mut |_, _| Control::Continue) {
                             Ok(o) => {
                                 rec.exit = Some(o.exit);

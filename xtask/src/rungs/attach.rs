@@ -3,7 +3,7 @@
 //! attaches `cuda-gdb -batch -p N`, collects, then kills the whole target. The waiting
 //! process never exits by itself.
 
-use super::{target, with_options, Invocation, GDB_TIMEOUT};
+use super::{target, with_options, Invocation};
 use crate::recipe::Resolved;
 
 pub fn invocation(r: &Resolved) -> Invocation {
@@ -14,20 +14,5 @@ pub fn invocation(r: &Resolved) -> Invocation {
 
 /// `cuda-gdb -batch -p PID` with the commands that show the live state.
 pub fn gdb(pid: u32, full: bool, locals: bool) -> Invocation {
-    let mut argv: Vec<String> =
-        vec!["cuda-gdb".into(), "-batch".into(), "-nx".into(), "-p".into(), pid.to_string()];
-    let mut ex = |c: &str| {
-        argv.push("-ex".into());
-        argv.push(c.into());
-    };
-    ex("set pagination off");
-    if full {
-        ex("info cuda kernels");
-        ex("bt");
-        if locals {
-            ex("info locals");
-            ex("info args");
-        }
-    }
-    Invocation { argv, cwd: None, env_set: vec![], env_remove: vec![], timeout: Some(GDB_TIMEOUT) }
+    super::cuda_gdb(&["-p".to_string(), pid.to_string()], None, full, locals)
 }

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::{target, with_options, Invocation, GDB_TIMEOUT};
+use super::{target, with_options, Invocation};
 use crate::recipe::Resolved;
 
 /// Everything but the registers and the stack of the faulting warps is skipped: dumps stay
@@ -29,20 +29,5 @@ pub fn invocation(r: &Resolved, dump_dir: &Path) -> Invocation {
 /// cuda-gdb 13.0 has been seen to crash on); the retry after a crash uses `full = false`.
 /// `locals` asks for arguments and locals, which only a `-G` build has.
 pub fn gdb(core: &Path, full: bool, locals: bool) -> Invocation {
-    let mut argv: Vec<String> = vec!["cuda-gdb".into(), "-batch".into(), "-nx".into()];
-    let mut ex = |c: &str| {
-        argv.push("-ex".into());
-        argv.push(c.into());
-    };
-    ex("set pagination off");
-    ex(&format!("target cudacore {}", core.display()));
-    if full {
-        ex("info cuda kernels");
-        ex("bt");
-        if locals {
-            ex("info locals");
-            ex("info args");
-        }
-    }
-    Invocation { argv, cwd: None, env_set: vec![], env_remove: vec![], timeout: Some(GDB_TIMEOUT) }
+    super::cuda_gdb(&[], Some(format!("target cudacore {}", core.display())), full, locals)
 }

@@ -89,6 +89,27 @@ pub fn quote(s: &str) -> String {
     }
 }
 
+/// `cuda-gdb -batch -nx` with `first` (the target: `-p PID`, or nothing) and the
+/// commands: pagination off, then `target` (the coredump, if any); with `full`, the kernels
+/// table and the backtrace; with `locals` too, locals and arguments (a `-G` build has them).
+pub fn cuda_gdb(first: &[String], target: Option<String>, full: bool, locals: bool) -> Invocation {
+    let mut argv: Vec<String> = vec!["cuda-gdb".into(), "-batch".into(), "-nx".into()];
+    argv.extend(first.iter().cloned());
+    let mut commands = vec!["set pagination off".to_string()];
+    commands.extend(target);
+    if full {
+        commands.extend(["info cuda kernels".to_string(), "bt".to_string()]);
+        if locals {
+            commands.extend(["info locals".to_string(), "info args".to_string()]);
+        }
+    }
+    for c in commands {
+        argv.push("-ex".into());
+        argv.push(c);
+    }
+    Invocation { argv, cwd: None, env_set: vec![], env_remove: vec![], timeout: Some(GDB_TIMEOUT) }
+}
+
 /// An invocation of a recipe step (build or run) with its own environment.
 pub fn from_step(step: &Step) -> Invocation {
     Invocation {
