@@ -408,8 +408,10 @@ fn oob_write_stops_after_the_coredump_rung_with_the_verdict() {
     assert!(gdb.contains("A fatal error internal to GDB has been detected"), "{gdb}");
     assert!(b.exists("rungs/03-coredump/cudagdb-1.command.txt"));
     assert!(b.notes("coredump").contains("cuda-gdb crashed"), "{}", b.notes("coredump"));
-    // cuda-gdb printed the line before it crashed: no retry with fewer commands is needed.
-    assert!(!files.iter().any(|f| f.starts_with("cudagdb-1-retry")), "{files:?}");
+    // cuda-gdb crashed: it was run again with fewer commands, and both logs are kept.
+    assert!(files.iter().any(|f| f == "cudagdb-1-retry.log"), "{files:?}");
+    assert!(b.read("rungs/03-coredump/cudagdb-1-retry.command.txt").contains("target cudacore"));
+    assert!(!b.read("rungs/03-coredump/cudagdb-1-retry.command.txt").contains(" bt"));
     // The target died of SIGABRT after the dump, as the real program did (134 in meta.tsv).
     assert_eq!(b.exit_of("coredump", "target"), "signal 6", "{}", b.read("manifest.yaml"));
     assert_eq!(b.exit_of("baseline", "target"), "code 1");
@@ -447,6 +449,11 @@ fn full_runs_every_rung_and_kills_the_waiting_target() {
     assert!(b.read("rungs/04-attach/cudagdb-attach.command.txt").contains(&format!("-p {pid}")));
     assert_eq!(b.exit_of("attach", "target"), "stopped", "{}", b.read("manifest.yaml"));
     assert!(b.notes("attach").contains(&format!("attached to PID {pid}")), "{}", b.notes("attach"));
+    // That cuda-gdb crashed (the recording's), so it was run again, fewer commands, same PID,
+    // before the target was killed.
+    let retry = b.read("rungs/04-attach/cudagdb-attach-retry.command.txt");
+    assert!(retry.contains(&format!("-p {pid}")) && !retry.contains(" bt"), "{retry}");
+    assert!(b.notes("attach").contains("crashed while attached"), "{}", b.notes("attach"));
 
     // memcheck: the text report and the XML report.
     assert!(b.read("rungs/05-memcheck/stdout.log").contains("Invalid __global__ write of size 4 bytes"));

@@ -544,11 +544,9 @@ impl Climb<'_> {
                     )?;
                     let ev = scan_file(&dir.join(format!("{stem}.log")))?;
                     let crashed = ev.debugger_crashed;
-                    let located = ev.faults.iter().any(|f| f.location.is_some());
-                    if crashed && !located {
-                        progress.note(
-                            "cuda-gdb crashed before printing the fault's line: retrying with fewer commands",
-                        );
+                    if crashed {
+                        // What it printed is kept; fewer commands sometimes get further.
+                        progress.note("cuda-gdb crashed: retrying with fewer commands");
                         let retry = format!("{stem}-retry");
                         self.exec(
                             "cuda-gdb",
@@ -593,22 +591,37 @@ impl Climb<'_> {
                             "process {} waits for a debugger: attaching cuda-gdb",
                             notice.pid
                         ));
-                        let gdb = rungs::attach::gdb(notice.pid, true, locals);
-                        let out = dir2.join("cudagdb-attach.log");
-                        let err = out.clone();
-                        let mut rec =
-                            CommandRecord::new("cuda-gdb", &gdb, &bundle_rel(&out), &bundle_rel(&err));
-                        let _ =
-                            std::fs::write(dir2.join("cudagdb-attach.command.txt"), gdb.shell_line() + "\n");
-                        let spec = to_spec(&gdb, out, err);
-                        match exec::run(&spec, &mut |_, _| Control::Continue) {
-                            Ok(o) => {
-                                rec.exit = Some(o.exit);
-                                rec.duration_s = o.duration.as_secs_f64();
+                        // A crash of the full session is retried with fewer commands while
+                        // the target still waits.
+                        for (stem, full) in [("cudagdb-attach", true), ("cudagdb-attach-retry", false)] {
+                            let gdb = rungs::attach::gdb(notice.pid, full, locals);
+                            let out = dir2.join(format!("{stem}.log"));
+                            let mut rec =
+                                CommandRecord::new("cuda-gdb", &gdb, &bundle_rel(&out), &bundle_rel(&out));
+                            let _ = std::fs::write(
+                                dir2.join(format!("{stem}.command.txt")),
+                                gdb.shell_line() + "\n",
+                            );
+                            let spec = to_spec(&gdb, out.clone(), out.clone());
+                            match exec::run(&spec, &mut |_, _| Control::Continue) {
+                                Ok(o) => {
+                                    rec.exit = Some(o.exit);
+                                    rec.duration_s = o.duration.as_secs_f64();
+                                }
+                                Err(e) => gdb_error = Some(e),
                             }
-                            Err(e) => gdb_error = Some(e),
+                            gdb_records.push(rec);
+                            let crashed = scan_file(&out).map(|e| e.debugger_crashed).unwrap_or(false);
+                            if !crashed || !full || gdb_error.is_some() || exec::interrupted() {
+                                break;
+                            }
+                            progress.note("cuda-gdb crashed: retrying with fewer commands");
+                            gdb_notes.push(
+                                "cuda-gdb crashed while attached (kept what it printed); a `-G` rebuild \
+                                 (`--device-debug`) often avoids that"
+                                    .to_string(),
+                            );
                         }
-                        gdb_records.push(rec);
                         gdb_notes.push(format!(
                             "attached to PID {} on {}; the target was killed afterwards",
                             notice.pid, notice.host
