@@ -198,7 +198,12 @@ fn bundles_written_by_debug_ima_on_the_gpu_are_read_whole() {
     let v = a.verdict.expect("memcheck located it");
     assert_eq!(v.line, Some(5));
     assert!(v.inlined.iter().any(|l| l.line == 8), "{:?}", v.inlined);
-    for name in ["oob_read-full", "triton_worker", "inlined-full"] {
+    // Two ranks under torchrun on two H200s, rank 1 faulting on device 1.
+    let a = analyze(&[b.join("dist_fault-full")]).unwrap();
+    let v = a.verdict.expect("the faulting rank is located");
+    assert_eq!((v.file.as_deref(), v.line), (Some("vllm_shaped.py"), Some(22)));
+    assert_eq!((v.rank, v.device), (Some(1), Some(1)));
+    for name in ["oob_read-full", "triton_worker", "inlined-full", "dist_fault-full"] {
         let a = analyze(&[b.join(name)]).unwrap();
         insta::with_settings!({snapshot_path => root().join("tests/snapshots"), prepend_module_to_snapshot => false}, {
             insta::assert_snapshot!(format!("bundle_{name}"), render_text(&a));

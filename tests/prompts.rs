@@ -316,7 +316,8 @@ fn a_missing_variable_is_asked_for_and_the_typed_value_is_used() {
     let s = Scratch::new("variable");
     let recipe = s.recipe();
     let mut t = s.tty(&["--recipe", &recipe, "--rungs", "baseline"], &standin_path());
-    t.expect("label (a word the target gets as its argument)");
+    t.expect("the recipe needs `label`: a word the target gets as its argument");
+    t.expect("label:");
     t.keys("hello-prompt");
     t.keys(ENTER);
     t.expect("next: baseline: run the target as it is");
@@ -341,12 +342,12 @@ fn run_skip_and_stop_at_the_rung_prompts() {
     let recipe = s.recipe();
     let start = Instant::now();
     let mut t = s.tty(&["--recipe", &recipe, "--set", "label=x"], &standin_path());
-    t.expect("next: baseline: run the target as it is, to capture the symptom (one normal run):");
+    t.expect("next: baseline: run the target as it is, to capture the symptom (one normal run)");
     t.expect("> run it");
     t.expect("skip it");
     t.expect("stop here");
     t.keys(ENTER);
-    t.expect("next: baseline: run the target as it is, to capture the symptom (one normal run): run it");
+    t.expect("baseline: run it");
     // The progress of the first rung, then its end line.
     t.expect("[1/5] baseline");
     t.expect("[1/5] baseline: exit 1, device error seen");
@@ -354,14 +355,14 @@ fn run_skip_and_stop_at_the_rung_prompts() {
     // After the progress display, the second question appears whole, with all its answers.
     let before = t.expect("next: launch-blocking: rerun with `CUDA_LAUNCH_BLOCKING=1`");
     assert!(!before.contains("next:"), "an extra question before the second one: {before:?}");
-    t.expect("(one run, somewhat slower):");
+    t.expect("(one run, somewhat slower)");
     t.expect("> run it");
     t.expect("skip it");
     t.expect("stop here");
     t.keys(DOWN);
     t.expect("> skip it");
     t.keys(ENTER);
-    t.expect("(one run, somewhat slower): skip it");
+    t.expect("launch-blocking: skip it");
 
     t.expect("next: coredump: ");
     t.expect("stop here");
@@ -370,7 +371,7 @@ fn run_skip_and_stop_at_the_rung_prompts() {
     t.keys(DOWN);
     t.expect("> stop here");
     t.keys(ENTER);
-    t.expect("per process): stop here");
+    t.expect("coredump: stop here");
     let (code, rest) = t.finish();
     assert_eq!(code, 0, "{rest}");
     assert!(rest.contains("stopped: stopped at the prompt before coredump"), "{rest}");

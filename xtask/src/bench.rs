@@ -432,47 +432,29 @@ pub fn run(args: BenchArgs) -> Result<()> {
 mod tests {
     use super::*;
 
-    /// 55_far_memcheck.log (H200, CUDA 13.0): its first two records (the other three left
-    /// out), the program's own lines and the summary.
-    const FAR: &str = "\
-========= COMPUTE-SANITIZER
-========= Invalid __global__ write of size 4 bytes
-=========     at scatter_far(int *, int)+0xf0 in ima_far.cu:13
-=========     by thread (0,0,0) in block (2,0,0)
-=========     Access to 0x7f20c926c800 is out of bounds
-=========     and is 31,999,997,952 bytes before the nearest allocation at 0x7f283c800000 of size 4,096 bytes
-=========     Saved host backtrace up to driver entry point at kernel launch time
-=========         Host Frame: main [0x8dca] in f_li
-========= 
-========= Invalid __global__ write of size 4 bytes
-=========     at scatter_far(int *, int)+0xf0 in ima_far.cu:13
-=========     by thread (1,0,0) in block (2,0,0)
-=========     Access to 0x7f20c926c804 is out of bounds
-=========     and is 31,999,997,948 bytes before the nearest allocation at 0x7f283c800000 of size 4,096 bytes
-=========     Saved host backtrace up to driver entry point at kernel launch time
-=========         Host Frame: main [0x8dca] in f_li
-========= 
-launched both kernels
-CUDA error at ima_far.cu:32: cudaMemcpy(h, d, n * sizeof(int), cudaMemcpyDeviceToHost): unspecified launch failure
-========= Target application returned an error
-========= ERROR SUMMARY: 1026 errors
-";
+    /// tests/fixtures/h200/oob_write/memcheck.log (the project's own recording, H200, CUDA
+    /// 13.0): 200 records of one write site, the program's own lines and the summary.
+    const OOB_WRITE: &str =
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/h200/oob_write/memcheck.log"));
 
     #[test]
     fn extracts_records() {
-        let t = extract_records(FAR);
-        assert_eq!(t.len(), 2);
+        let t = extract_records(OOB_WRITE);
+        assert_eq!(t.len(), 200);
         assert!(t[0].head.starts_with("========= Invalid __global__ write of size 4 bytes\n"));
-        assert!(t[0].head.ends_with("in ima_far.cu:13\n"));
+        assert!(t[0].head.ends_with("in oob_write.cu:7\n"));
         assert_eq!(t[0].by_prefix, "=========     by thread ");
-        assert_eq!((t[1].thread, t[1].block), ([1, 0, 0], [2, 0, 0]));
-        assert!(t[0].tail.ends_with("Host Frame: main [0x8dca] in f_li\n========= \n"));
-        assert!(extract_records("launched both kernels\n").is_empty());
+        assert_eq!((t[1].thread, t[1].block), ([1, 0, 0], [8, 0, 0]));
+        assert_eq!((t[199].thread, t[199].block), ([199, 0, 0], [8, 0, 0]));
+        assert!(t[0].tail.ends_with("Host Frame: main [0x8d9c] in oob_write\n========= \n"));
+        // The program's own lines (`launched scale_write`, `CUDA error at ...`) are not records.
+        assert!(t.iter().all(|r| !r.head.contains("launched") && !r.tail.contains("CUDA error")));
+        assert!(extract_records("launched scale_write\n").is_empty());
     }
 
     #[test]
     fn generates_one_mib() {
-        let t = extract_records(FAR);
+        let t = extract_records(OOB_WRITE);
         let mut out = Vec::new();
         let stats = generate(&t, 1 << 20, &mut out).unwrap();
         assert_eq!(stats.bytes, out.len() as u64);
@@ -483,8 +465,8 @@ CUDA error at ima_far.cu:32: cudaMemcpy(h, d, n * sizeof(int), cudaMemcpyDeviceT
         assert_eq!(invalid, stats.records);
         assert!(text.ends_with(&format!("========= ERROR SUMMARY: {} errors\n", stats.records)));
         // Only the thread/block numbers vary.
-        assert!(text.contains("=========     by thread (1023,0,0) in block (2,0,0)\n"));
-        assert!(text.contains("=========     by thread (0,0,0) in block (3,0,0)\n"));
+        assert!(text.contains("=========     by thread (1023,0,0) in block (8,0,0)\n"));
+        assert!(text.contains("=========     by thread (0,0,0) in block (9,0,0)\n"));
         let rec_len = (t[0].head.len() + t[0].tail.len()) as u64;
         assert!(stats.records > (1 << 20) / (rec_len + 60));
         // Re-extracting finds every record again.
@@ -493,7 +475,7 @@ CUDA error at ima_far.cu:32: cudaMemcpy(h, d, n * sizeof(int), cudaMemcpyDeviceT
 
     #[test]
     fn generation_is_fast() {
-        let t = extract_records(FAR);
+        let t = extract_records(OOB_WRITE);
         let start = Instant::now();
         let stats = generate(&t, 64 << 20, io::sink()).unwrap();
         let secs = start.elapsed().as_secs_f64();

@@ -68,7 +68,8 @@ impl Prompter for Interactive {
     }
 
     fn variable(&mut self, name: &str, description: &str, default: Option<&str>) -> Result<String> {
-        let mut input = dialoguer::Input::<String>::new().with_prompt(format!("{name} ({description})"));
+        status(&format!("the recipe needs `{name}`: {description}"));
+        let mut input = dialoguer::Input::<String>::new().with_prompt(name);
         if let Some(d) = default {
             input = input.default(d.to_string());
         }
@@ -76,12 +77,10 @@ impl Prompter for Interactive {
     }
 
     fn before_rung(&mut self, rung: &str, what: &str) -> Result<Choice> {
+        // The description goes on its own line: dialoguer erases a wrapped prompt badly.
+        status(&format!("next: {rung}: {what}"));
         let items = ["run it", "skip it", "stop here"];
-        let i = dialoguer::Select::new()
-            .with_prompt(format!("next: {rung}: {what}"))
-            .items(items)
-            .default(0)
-            .interact()?;
+        let i = dialoguer::Select::new().with_prompt(rung).items(items).default(0).interact()?;
         Ok([Choice::Run, Choice::Skip, Choice::Stop][i])
     }
 }

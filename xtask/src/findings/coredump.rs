@@ -331,438 +331,44 @@ impl LineParser for CoredumpParser {
 #[cfg(test)]
 mod tests {
     use super::super::scan::scan_str;
-    use super::super::{ErrorClass, Evidence, Tool};
+    use super::super::{ErrorClass, Evidence, Fault, Tool};
     use super::*;
     use proptest::prelude::*;
 
-    /// `42_far_coredump.log`, verbatim.
-    const FAR_42: &str = r#"$ env CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1 CUDA_COREDUMP_SHOW_PROGRESS=1 CUDA_COREDUMP_GENERATION_FLAGS=skip_nonrelocated_elf_images,skip_global_memory,skip_shared_memory,skip_local_memory,skip_constbank_memory CUDA_COREDUMP_FILE=/tmp/cd/cuda_coredump_%h.%p.%t ./f_li
-launched both kernels
-[00:45:24.185900] coredump: Starting GPU coredump generation
-[00:45:24.186041] coredump: SM 1/132 has finished state collection
-[00:45:24.186050] coredump: SM 2/132 has finished state collection
-[00:45:24.186054] coredump: SM 3/132 has finished state collection
-[00:45:24.186057] coredump: SM 4/132 has finished state collection
-[00:45:24.186061] coredump: SM 5/132 has finished state collection
-[00:45:24.186064] coredump: SM 6/132 has finished state collection
-[00:45:24.186068] coredump: SM 7/132 has finished state collection
-[00:45:24.186090] coredump: SM 8/132 has finished state collection
-[00:45:24.186094] coredump: SM 9/132 has finished state collection
-[00:45:24.186098] coredump: SM 10/132 has finished state collection
-[00:45:24.186102] coredump: SM 11/132 has finished state collection
-[00:45:24.186105] coredump: SM 12/132 has finished state collection
-[00:45:24.186109] coredump: SM 13/132 has finished state collection
-[00:45:24.186112] coredump: SM 14/132 has finished state collection
-[00:45:24.186116] coredump: SM 15/132 has finished state collection
-[00:45:24.186119] coredump: SM 16/132 has finished state collection
-[00:45:24.186123] coredump: SM 17/132 has finished state collection
-[00:45:24.186126] coredump: SM 18/132 has finished state collection
-[00:45:24.186130] coredump: SM 19/132 has finished state collection
-[00:45:24.186133] coredump: SM 20/132 has finished state collection
-[00:45:24.186137] coredump: SM 21/132 has finished state collection
-[00:45:24.186141] coredump: SM 22/132 has finished state collection
-[00:45:24.186144] coredump: SM 23/132 has finished state collection
-[00:45:24.186148] coredump: SM 24/132 has finished state collection
-[00:45:24.186152] coredump: SM 25/132 has finished state collection
-[00:45:24.186155] coredump: SM 26/132 has finished state collection
-[00:45:24.186159] coredump: SM 27/132 has finished state collection
-[00:45:24.186162] coredump: SM 28/132 has finished state collection
-[00:45:24.186166] coredump: SM 29/132 has finished state collection
-[00:45:24.186169] coredump: SM 30/132 has finished state collection
-[00:45:24.186173] coredump: SM 31/132 has finished state collection
-[00:45:24.186176] coredump: SM 32/132 has finished state collection
-[00:45:24.186180] coredump: SM 33/132 has finished state collection
-[00:45:24.186183] coredump: SM 34/132 has finished state collection
-[00:45:24.186186] coredump: SM 35/132 has finished state collection
-[00:45:24.186190] coredump: SM 36/132 has finished state collection
-[00:45:24.186193] coredump: SM 37/132 has finished state collection
-[00:45:24.186197] coredump: SM 38/132 has finished state collection
-[00:45:24.186200] coredump: SM 39/132 has finished state collection
-[00:45:24.186203] coredump: SM 40/132 has finished state collection
-[00:45:24.186206] coredump: SM 41/132 has finished state collection
-[00:45:24.186209] coredump: SM 42/132 has finished state collection
-[00:45:24.186212] coredump: SM 43/132 has finished state collection
-[00:45:24.186216] coredump: SM 44/132 has finished state collection
-[00:45:24.186219] coredump: SM 45/132 has finished state collection
-[00:45:24.186223] coredump: SM 46/132 has finished state collection
-[00:45:24.186226] coredump: SM 47/132 has finished state collection
-[00:45:24.186229] coredump: SM 48/132 has finished state collection
-[00:45:24.186233] coredump: SM 49/132 has finished state collection
-[00:45:24.186236] coredump: SM 50/132 has finished state collection
-[00:45:24.186239] coredump: SM 51/132 has finished state collection
-[00:45:24.186243] coredump: SM 52/132 has finished state collection
-[00:45:24.186246] coredump: SM 53/132 has finished state collection
-[00:45:24.186249] coredump: SM 54/132 has finished state collection
-[00:45:24.186252] coredump: SM 55/132 has finished state collection
-[00:45:24.186256] coredump: SM 56/132 has finished state collection
-[00:45:24.186277] coredump: SM 57/132 has finished state collection
-[00:45:24.186280] coredump: SM 58/132 has finished state collection
-[00:45:24.186284] coredump: SM 59/132 has finished state collection
-[00:45:24.186287] coredump: SM 60/132 has finished state collection
-[00:45:24.186290] coredump: SM 61/132 has finished state collection
-[00:45:24.186294] coredump: SM 62/132 has finished state collection
-[00:45:24.186297] coredump: SM 63/132 has finished state collection
-[00:45:24.186300] coredump: SM 64/132 has finished state collection
-[00:45:24.186304] coredump: SM 65/132 has finished state collection
-[00:45:24.186307] coredump: SM 66/132 has finished state collection
-[00:45:24.186311] coredump: SM 67/132 has finished state collection
-[00:45:24.186314] coredump: SM 68/132 has finished state collection
-[00:45:24.186317] coredump: SM 69/132 has finished state collection
-[00:45:24.186321] coredump: SM 70/132 has finished state collection
-[00:45:24.186324] coredump: SM 71/132 has finished state collection
-[00:45:24.186328] coredump: SM 72/132 has finished state collection
-[00:45:24.186331] coredump: SM 73/132 has finished state collection
-[00:45:24.186335] coredump: SM 74/132 has finished state collection
-[00:45:24.186338] coredump: SM 75/132 has finished state collection
-[00:45:24.186341] coredump: SM 76/132 has finished state collection
-[00:45:24.186345] coredump: SM 77/132 has finished state collection
-[00:45:24.186348] coredump: SM 78/132 has finished state collection
-[00:45:24.186351] coredump: SM 79/132 has finished state collection
-[00:45:24.186355] coredump: SM 80/132 has finished state collection
-[00:45:24.186358] coredump: SM 81/132 has finished state collection
-[00:45:24.186362] coredump: SM 82/132 has finished state collection
-[00:45:24.186365] coredump: SM 83/132 has finished state collection
-[00:45:24.186369] coredump: SM 84/132 has finished state collection
-[00:45:24.186372] coredump: SM 85/132 has finished state collection
-[00:45:24.186376] coredump: SM 86/132 has finished state collection
-[00:45:24.186379] coredump: SM 87/132 has finished state collection
-[00:45:24.186382] coredump: SM 88/132 has finished state collection
-[00:45:24.186386] coredump: SM 89/132 has finished state collection
-[00:45:24.186389] coredump: SM 90/132 has finished state collection
-[00:45:24.186393] coredump: SM 91/132 has finished state collection
-[00:45:24.186396] coredump: SM 92/132 has finished state collection
-[00:45:24.186400] coredump: SM 93/132 has finished state collection
-[00:45:24.186403] coredump: SM 94/132 has finished state collection
-[00:45:24.186406] coredump: SM 95/132 has finished state collection
-[00:45:24.186410] coredump: SM 96/132 has finished state collection
-[00:45:24.186413] coredump: SM 97/132 has finished state collection
-[00:45:24.186417] coredump: SM 98/132 has finished state collection
-[00:45:24.186420] coredump: SM 99/132 has finished state collection
-[00:45:24.186424] coredump: SM 100/132 has finished state collection
-[00:45:24.186427] coredump: SM 101/132 has finished state collection
-[00:45:24.186431] coredump: SM 102/132 has finished state collection
-[00:45:24.186434] coredump: SM 103/132 has finished state collection
-[00:45:24.186438] coredump: SM 104/132 has finished state collection
-[00:45:24.186441] coredump: SM 105/132 has finished state collection
-[00:45:24.186444] coredump: SM 106/132 has finished state collection
-[00:45:24.186448] coredump: SM 107/132 has finished state collection
-[00:45:24.186451] coredump: SM 108/132 has finished state collection
-[00:45:24.186454] coredump: SM 109/132 has finished state collection
-[00:45:24.186458] coredump: SM 110/132 has finished state collection
-[00:45:24.186461] coredump: SM 111/132 has finished state collection
-[00:45:24.186465] coredump: SM 112/132 has finished state collection
-[00:45:24.186468] coredump: SM 113/132 has finished state collection
-[00:45:24.186472] coredump: SM 114/132 has finished state collection
-[00:45:24.186475] coredump: SM 115/132 has finished state collection
-[00:45:24.186479] coredump: SM 116/132 has finished state collection
-[00:45:24.186485] coredump: SM 117/132 has finished state collection
-[00:45:24.186488] coredump: SM 118/132 has finished state collection
-[00:45:24.186492] coredump: SM 119/132 has finished state collection
-[00:45:24.186495] coredump: SM 120/132 has finished state collection
-[00:45:24.186499] coredump: SM 121/132 has finished state collection
-[00:45:24.186502] coredump: SM 122/132 has finished state collection
-[00:45:24.186506] coredump: SM 123/132 has finished state collection
-[00:45:24.186509] coredump: SM 124/132 has finished state collection
-[00:45:24.191207] coredump: Detected an exception of type CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS (14)
-[00:45:24.191234] coredump:   - Device: 0
-[00:45:24.191238] coredump:   - SM: 124
-[00:45:24.191241] coredump:   - Warp: exception was detected after the warp has exited
-[00:45:24.191245] coredump:   - PC 0x7f9a577a00f0
-[00:45:24.191248] coredump: SM 125/132 has finished state collection
-[00:45:24.191253] coredump: SM 126/132 has finished state collection
-[00:45:24.195731] coredump: SM 127/132 has finished state collection
-[00:45:24.195759] coredump: SM 128/132 has finished state collection
-[00:45:24.200240] coredump: SM 129/132 has finished state collection
-[00:45:24.200269] coredump: SM 130/132 has finished state collection
-[00:45:24.204857] coredump: SM 131/132 has finished state collection
-[00:45:24.204887] coredump: SM 132/132 has finished state collection
-[00:45:24.204900] coredump: Device 1/1 has finished state collection
-[00:45:24.205006] coredump: Calculating ELF file layout
-[00:45:24.206309] coredump: ELF file layout calculated
-[00:45:24.206326] coredump: Writing ELF file to /tmp/cd/cuda_coredump_vm.1720.1795999523
-[00:45:24.206355] coredump: Current working directory is /src/probe
-[00:45:24.206450] coredump: Writing out global memory (0 bytes)
-[00:45:24.206454] coredump: Writing out device table
-[00:45:24.206816] coredump: Writing out metadata
-[00:45:24.206823] coredump: Finalizing
-[00:45:24.206964] coredump: Writing done
-[00:45:24.206970] coredump: All done (took 00s)
-[exit 134, 512 ms]
-total 668
-drwxr-xr-x 2 root root   4096 Nov 30 00:45 .
-drwxrwxrwt 4 root root   4096 Nov 30 00:45 ..
--rw-r--r-- 1 root root 674066 Nov 30 00:45 cuda_coredump_vm.1720.1795999523
-"#;
+    /// A file of the project's own recordings (tests/fixtures/h200, recorded on an H200 by
+    /// tests/gpu/record.sh).
+    macro_rules! recording {
+        ($f:literal) => {
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/h200/", $f))
+        };
+    }
 
-    /// `35_assert_coredump.log, from `SM 124/132` to the exit line`, verbatim.
-    const ASSERT_35: &str = r#"[00:43:47.679431] coredump: SM 124/132 has finished state collection
-[00:43:47.687070] coredump: Detected an exception of type CUDBG_EXCEPTION_WARP_ASSERT (12)
-[00:43:47.687115] coredump:   - Device: 0
-[00:43:47.687119] coredump:   - SM: 124
-[00:43:47.687122] coredump:   - Warp: 2
-[00:43:47.687124] coredump:   - PC 0x7f22377a4380
-[00:43:47.687149] coredump: Stack trace (lane masks: active 0x00000008, valid 0x00000008):
-[00:43:47.687152] coredump:   #0	0x7f22377a4380	_ZN2at6native39_GLOBAL__N__5cd812b1_7_Loss_cu_5b0651e138nll_loss_forward_reduce_cuda_kernel_2dIfflEEvPT_S4_PKS3_PKT1_S6_bllll
-[00:43:47.687502] coredump: SM 125/132 has finished state collection
-[00:43:47.687511] coredump: SM 126/132 has finished state collection
-[00:43:47.687514] coredump: SM 127/132 has finished state collection
-[00:43:47.687517] coredump: SM 128/132 has finished state collection
-[00:43:47.687520] coredump: SM 129/132 has finished state collection
-[00:43:47.687523] coredump: SM 130/132 has finished state collection
-[00:43:47.687526] coredump: SM 131/132 has finished state collection
-[00:43:47.687529] coredump: SM 132/132 has finished state collection
-[00:43:47.687536] coredump: Device 1/1 has finished state collection
-[00:43:47.687620] coredump: Calculating ELF file layout
-[00:43:47.687690] coredump: ELF file layout calculated
-[00:43:47.687693] coredump: Writing ELF file to /tmp/cd/cuda_coredump_vm.1293.1795999427
-[00:43:47.687720] coredump: Current working directory is /src/probe
-[00:43:47.687800] coredump: Writing out global memory (0 bytes)
-[00:43:47.687803] coredump: Writing out device table
-[00:43:47.694128] coredump: Writing out metadata
-[00:43:47.694149] coredump: Finalizing
-[00:43:47.694173] coredump: Writing done
-[00:43:47.694177] coredump: All done (took 00s)
-[exit 134, s]
-"#;
+    /// A reference excerpt kept until the project records the same output itself
+    /// (tests/fixtures/transcripts/README.md).
+    macro_rules! transcript {
+        ($f:literal) => {
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/transcripts/", $f))
+        };
+    }
 
-    /// `37_child_coredump.log, from `SM 124/132` to the exit line`, verbatim.
-    const CHILD_37: &str = r#"[00:43:55.307163] coredump: SM 124/132 has finished state collection
-[00:43:55.321582] coredump: Detected an exception of type CUDBG_EXCEPTION_WARP_ASSERT (12)
-[00:43:55.321624] coredump:   - Device: 0
-[00:43:55.321627] coredump:   - SM: 124
-[00:43:55.321629] coredump:   - Warp: 0
-[00:43:55.321631] coredump:   - PC 0x7f2e6f7b5380
-[00:43:55.321654] coredump: Stack trace (lane masks: active 0x00000001, valid 0x00000001):
-[00:43:55.321656] coredump:   #0	0x7f2e6f7b5380	_ZN2at6native25_assert_async_cuda_kernelIbEEvPKT_NS0_3MsgE
-[00:43:55.322491] coredump: SM 125/132 has finished state collection
-[00:43:55.322501] coredump: SM 126/132 has finished state collection
-[00:43:55.322505] coredump: SM 127/132 has finished state collection
-[00:43:55.322508] coredump: SM 128/132 has finished state collection
-[00:43:55.322510] coredump: SM 129/132 has finished state collection
-[00:43:55.322513] coredump: SM 130/132 has finished state collection
-[00:43:55.322516] coredump: SM 131/132 has finished state collection
-[00:43:55.322518] coredump: SM 132/132 has finished state collection
-[00:43:55.322524] coredump: Device 1/1 has finished state collection
-[00:43:55.322593] coredump: Calculating ELF file layout
-[00:43:55.322656] coredump: ELF file layout calculated
-[00:43:55.322658] coredump: Writing ELF file to /tmp/cd/cuda_coredump_vm.1394.1795999434
-[00:43:55.322679] coredump: Current working directory is /src/probe
-[00:43:55.322736] coredump: Writing out global memory (0 bytes)
-[00:43:55.322738] coredump: Writing out device table
-[00:43:55.334626] coredump: Writing out metadata
-[00:43:55.334658] coredump: Finalizing
-[00:43:55.334687] coredump: Writing done
-[00:43:55.334691] coredump: All done (took 00s)
-child exit code -6
-[exit 0, s]
-"#;
-
-    /// `44_far_coredump_G.log, from `SM 124/132` to the exit line`, verbatim.
-    const FAR_G_44: &str = r#"[00:45:25.035208] coredump: SM 124/132 has finished state collection
-[00:45:25.038299] coredump: Detected an exception of type CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS (14)
-[00:45:25.038324] coredump:   - Device: 0
-[00:45:25.038327] coredump:   - SM: 124
-[00:45:25.038332] coredump:   - Warp: 4
-[00:45:25.038334] coredump:   - PC 0x7f6f3b7a02c0
-[00:45:25.038649] coredump: Stack trace (lane masks: active 0xFFFFFFFF, valid 0xFFFFFFFF):
-[00:45:25.038655] coredump:   #0	0x7f6f3b7a02f0	scatter_far
-[00:45:25.041312] coredump: SM 125/132 has finished state collection
-[00:45:25.041332] coredump: SM 126/132 has finished state collection
-[00:45:25.046765] coredump: SM 127/132 has finished state collection
-[00:45:25.046787] coredump: SM 128/132 has finished state collection
-[00:45:25.052205] coredump: SM 129/132 has finished state collection
-[00:45:25.052225] coredump: SM 130/132 has finished state collection
-[00:45:25.057660] coredump: SM 131/132 has finished state collection
-[00:45:25.057679] coredump: SM 132/132 has finished state collection
-[00:45:25.057689] coredump: Device 1/1 has finished state collection
-[00:45:25.057779] coredump: Calculating ELF file layout
-[00:45:25.059071] coredump: ELF file layout calculated
-[00:45:25.059084] coredump: Writing ELF file to /tmp/cd/cuda_coredump_vm.1783.1795999524
-[00:45:25.059116] coredump: Current working directory is /src/probe
-[00:45:25.059216] coredump: Writing out global memory (0 bytes)
-[00:45:25.059220] coredump: Writing out device table
-[00:45:25.059656] coredump: Writing out metadata
-[00:45:25.059664] coredump: Finalizing
-[00:45:25.059850] coredump: Writing done
-[00:45:25.059856] coredump: All done (took 00s)
-[exit 134, 543 ms]
-"#;
-
-    /// `62_graph_coredump.log`, verbatim.
-    const GRAPH_62: &str = r#"$ env CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1 CUDA_COREDUMP_SHOW_PROGRESS=1 CUDA_COREDUMP_GENERATION_FLAGS=skip_nonrelocated_elf_images,skip_global_memory,skip_shared_memory,skip_local_memory,skip_constbank_memory CUDA_COREDUMP_FILE=/tmp/cd/cuda_coredump_%h.%p.%t CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION=0 python3 graph_ima.py
-replayed
-[00:45:52.023274] coredump: Starting GPU coredump generation
-[00:45:52.030085] coredump: Detected an exception of type CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS (14)
-[00:45:52.030121] coredump:   - Device: 0
-[00:45:52.030124] coredump:   - SM: 0
-[00:45:52.030126] coredump:   - Warp: 10
-[00:45:52.030128] coredump:   - PC 0x7ff49f7a9430
-[00:45:52.031685] coredump: Stack trace (lane masks: active 0xFFFFFFFF, valid 0xFFFFFFFF):
-[00:45:52.031718] coredump:   #0	0x7ff49f7a9470	_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIhEESt5arrayIPcLm1EEEEviT0_T1_
-[00:45:52.058339] coredump: SM 1/132 has finished state collection
-[00:45:52.089809] coredump: SM 2/132 has finished state collection
-[00:45:52.121023] coredump: SM 3/132 has finished state collection
-[00:45:52.153314] coredump: SM 4/132 has finished state collection
-[00:45:52.184893] coredump: SM 5/132 has finished state collection
-[00:45:52.217421] coredump: SM 6/132 has finished state collection
-[00:45:52.248871] coredump: SM 7/132 has finished state collection
-[00:45:52.280073] coredump: SM 8/132 has finished state collection
-[00:45:52.311326] coredump: SM 9/132 has finished state collection
-[00:45:52.342567] coredump: SM 10/132 has finished state collection
-[00:45:52.374302] coredump: SM 11/132 has finished state collection
-[00:45:52.405474] coredump: SM 12/132 has finished state collection
-[00:45:52.437136] coredump: SM 13/132 has finished state collection
-[00:45:52.469469] coredump: SM 14/132 has finished state collection
-[00:45:52.501691] coredump: SM 15/132 has finished state collection
-[00:45:52.533267] coredump: SM 16/132 has finished state collection
-[00:45:52.564401] coredump: SM 17/132 has finished state collection
-[00:45:52.597398] coredump: SM 18/132 has finished state collection
-[00:45:52.630562] coredump: SM 19/132 has finished state collection
-[00:45:52.662176] coredump: SM 20/132 has finished state collection
-[00:45:52.695048] coredump: SM 21/132 has finished state collection
-[00:45:52.729012] coredump: SM 22/132 has finished state collection
-[00:45:52.769222] coredump: SM 23/132 has finished state collection
-[00:45:52.809113] coredump: SM 24/132 has finished state collection
-[00:45:52.849354] coredump: SM 25/132 has finished state collection
-[00:45:52.888227] coredump: SM 26/132 has finished state collection
-[00:45:52.927550] coredump: SM 27/132 has finished state collection
-[00:45:52.967613] coredump: SM 28/132 has finished state collection
-[00:45:53.008172] coredump: SM 29/132 has finished state collection
-[00:45:53.047599] coredump: SM 30/132 has finished state collection
-[00:45:53.085646] coredump: SM 31/132 has finished state collection
-[00:45:53.125136] coredump: SM 32/132 has finished state collection
-[00:45:53.170283] coredump: SM 33/132 has finished state collection
-[00:45:53.211219] coredump: SM 34/132 has finished state collection
-[00:45:53.250262] coredump: SM 35/132 has finished state collection
-[00:45:53.288779] coredump: SM 36/132 has finished state collection
-[00:45:53.327733] coredump: SM 37/132 has finished state collection
-[00:45:53.366510] coredump: SM 38/132 has finished state collection
-[00:45:53.405425] coredump: SM 39/132 has finished state collection
-[00:45:53.444670] coredump: SM 40/132 has finished state collection
-[00:45:53.482146] coredump: SM 41/132 has finished state collection
-[00:45:53.521034] coredump: SM 42/132 has finished state collection
-[00:45:53.559821] coredump: SM 43/132 has finished state collection
-[00:45:53.598740] coredump: SM 44/132 has finished state collection
-[00:45:53.637608] coredump: SM 45/132 has finished state collection
-[00:45:53.677600] coredump: SM 46/132 has finished state collection
-[00:45:53.717701] coredump: SM 47/132 has finished state collection
-[00:45:53.757521] coredump: SM 48/132 has finished state collection
-[00:45:53.796387] coredump: SM 49/132 has finished state collection
-[00:45:53.834418] coredump: SM 50/132 has finished state collection
-[00:45:53.874208] coredump: SM 51/132 has finished state collection
-[00:45:53.914060] coredump: SM 52/132 has finished state collection
-[00:45:53.954577] coredump: SM 53/132 has finished state collection
-[00:45:53.995351] coredump: SM 54/132 has finished state collection
-[00:45:54.035747] coredump: SM 55/132 has finished state collection
-[00:45:54.075807] coredump: SM 56/132 has finished state collection
-[00:45:54.115336] coredump: SM 57/132 has finished state collection
-[00:45:54.154982] coredump: SM 58/132 has finished state collection
-[00:45:54.195229] coredump: SM 59/132 has finished state collection
-[00:45:54.235317] coredump: SM 60/132 has finished state collection
-[00:45:54.275829] coredump: SM 61/132 has finished state collection
-[00:45:54.315630] coredump: SM 62/132 has finished state collection
-[00:45:54.356321] coredump: SM 63/132 has finished state collection
-[00:45:54.395195] coredump: SM 64/132 has finished state collection
-[00:45:54.432439] coredump: SM 65/132 has finished state collection
-[00:45:54.470697] coredump: SM 66/132 has finished state collection
-[00:45:54.508994] coredump: SM 67/132 has finished state collection
-[00:45:54.545722] coredump: SM 68/132 has finished state collection
-[00:45:54.583177] coredump: SM 69/132 has finished state collection
-[00:45:54.621379] coredump: SM 70/132 has finished state collection
-[00:45:54.660146] coredump: SM 71/132 has finished state collection
-[00:45:54.698993] coredump: SM 72/132 has finished state collection
-[00:45:54.738193] coredump: SM 73/132 has finished state collection
-[00:45:54.778857] coredump: SM 74/132 has finished state collection
-[00:45:54.819660] coredump: SM 75/132 has finished state collection
-[00:45:54.859319] coredump: SM 76/132 has finished state collection
-[00:45:54.897923] coredump: SM 77/132 has finished state collection
-[00:45:54.938845] coredump: SM 78/132 has finished state collection
-[00:45:54.979553] coredump: SM 79/132 has finished state collection
-[00:45:55.021507] coredump: SM 80/132 has finished state collection
-[00:45:55.063024] coredump: SM 81/132 has finished state collection
-[00:45:55.104184] coredump: SM 82/132 has finished state collection
-[00:45:55.145448] coredump: SM 83/132 has finished state collection
-[00:45:55.185619] coredump: SM 84/132 has finished state collection
-[00:45:55.227041] coredump: SM 85/132 has finished state collection
-[00:45:55.267976] coredump: SM 86/132 has finished state collection
-[00:45:55.307909] coredump: SM 87/132 has finished state collection
-[00:45:55.349006] coredump: SM 88/132 has finished state collection
-[00:45:55.389758] coredump: SM 89/132 has finished state collection
-[00:45:55.428839] coredump: SM 90/132 has finished state collection
-[00:45:55.467508] coredump: SM 91/132 has finished state collection
-[00:45:55.507940] coredump: SM 92/132 has finished state collection
-[00:45:55.545983] coredump: SM 93/132 has finished state collection
-[00:45:55.583094] coredump: SM 94/132 has finished state collection
-[00:45:55.618453] coredump: SM 95/132 has finished state collection
-[00:45:55.656651] coredump: SM 96/132 has finished state collection
-[00:45:55.695076] coredump: SM 97/132 has finished state collection
-[00:45:55.733944] coredump: SM 98/132 has finished state collection
-[00:45:55.772470] coredump: SM 99/132 has finished state collection
-[00:45:55.811005] coredump: SM 100/132 has finished state collection
-[00:45:55.850010] coredump: SM 101/132 has finished state collection
-[00:45:55.889162] coredump: SM 102/132 has finished state collection
-[00:45:55.927750] coredump: SM 103/132 has finished state collection
-[00:45:55.965803] coredump: SM 104/132 has finished state collection
-[00:45:56.005738] coredump: SM 105/132 has finished state collection
-[00:45:56.044291] coredump: SM 106/132 has finished state collection
-[00:45:56.081847] coredump: SM 107/132 has finished state collection
-[00:45:56.119412] coredump: SM 108/132 has finished state collection
-[00:45:56.158807] coredump: SM 109/132 has finished state collection
-[00:45:56.196977] coredump: SM 110/132 has finished state collection
-[00:45:56.234614] coredump: SM 111/132 has finished state collection
-[00:45:56.273378] coredump: SM 112/132 has finished state collection
-[00:45:56.311838] coredump: SM 113/132 has finished state collection
-[00:45:56.349094] coredump: SM 114/132 has finished state collection
-[00:45:56.387817] coredump: SM 115/132 has finished state collection
-[00:45:56.425797] coredump: SM 116/132 has finished state collection
-[00:45:56.463515] coredump: SM 117/132 has finished state collection
-[00:45:56.501802] coredump: SM 118/132 has finished state collection
-[00:45:56.540369] coredump: SM 119/132 has finished state collection
-[00:45:56.577652] coredump: SM 120/132 has finished state collection
-[00:45:56.616149] coredump: SM 121/132 has finished state collection
-[00:45:56.655048] coredump: SM 122/132 has finished state collection
-[00:45:56.692641] coredump: SM 123/132 has finished state collection
-[00:45:56.730679] coredump: SM 124/132 has finished state collection
-[00:45:56.769728] coredump: SM 125/132 has finished state collection
-[00:45:56.807808] coredump: SM 126/132 has finished state collection
-[00:45:56.845186] coredump: SM 127/132 has finished state collection
-[00:45:56.883827] coredump: SM 128/132 has finished state collection
-[00:45:56.922061] coredump: SM 129/132 has finished state collection
-[00:45:56.959276] coredump: SM 130/132 has finished state collection
-[00:45:56.998446] coredump: SM 131/132 has finished state collection
-[00:45:57.036585] coredump: SM 132/132 has finished state collection
-[00:45:57.036649] coredump: Device 1/1 has finished state collection
-[00:45:57.036751] coredump: Calculating ELF file layout
-[00:45:57.511549] coredump: ELF file layout calculated
-[00:45:57.511618] coredump: Writing ELF file to /tmp/cd/cuda_coredump_vm.2131.1795999550
-[00:45:57.511676] coredump: Current working directory is /src/probe
-[00:45:57.511744] coredump: Writing out global memory (0 bytes)
-[00:45:57.511748] coredump: Writing out device table
-[00:45:57.572849] coredump: Writing out metadata
-[00:45:57.572888] coredump: Finalizing
-[00:45:57.598310] coredump: Writing done
-[00:45:57.602597] coredump: All done (took 05s)
-[exit 134, 10497 ms]
-total 145068
-drwxr-xr-x 2 root root      4096 Nov 30 00:45 .
-drwxrwxrwt 6 root root      4096 Nov 30 00:45 ..
--rw-r--r-- 1 root root 148541384 Nov 30 00:45 cuda_coredump_vm.2131.1795999550
-"#;
-
-    /// `83_dist_coredump.log, first 12 lines`, verbatim.
-    const DIST_83: &str = r#"$ env PYTHONUNBUFFERED=1 CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1 CUDA_COREDUMP_SHOW_PROGRESS=1 CUDA_COREDUMP_GENERATION_FLAGS=skip_nonrelocated_elf_images,skip_global_memory,skip_shared_memory,skip_local_memory,skip_constbank_memory CUDA_COREDUMP_FILE=/tmp/cd/cuda_coredump_%h.%p.%t python3 -m torch.distributed.run --nproc-per-node 2 dist_ima.py
-
-*****************************************
-Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed. 
-*****************************************
-rank 1 pid 746 first all_reduce ok
-rank 0 pid 745 first all_reduce ok
-[rank1]:[E1130 01:10:31.351491630 ProcessGroupNCCL.cpp:2119] [PG ID 0 PG GUID 0(default_pg) Rank 1] Process group watchdog thread terminated with exception: CUDA error: unspecified launch failure
-Search for `cudaErrorLaunchFailure' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.
-CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
-For debugging consider passing CUDA_LAUNCH_BLOCKING=1
-Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
-"#;
+    /// The faulting warp had exited before the dump: no stack (PID 851).
+    const OOB_WRITE: &str = recording!("oob_write/coredump.log");
+    /// The exception detected after SM 124 of 132 had been collected (PID 1077).
+    const OOB_READ: &str = recording!("oob_read/coredump.log");
+    /// PyTorch's device-side assert, with PyTorch's assert line first (PID 2899).
+    const TORCH_ASSERT: &str = recording!("torch_assert/coredump.log");
+    /// A multiprocessing-spawned worker's dump, named with the worker's PID (4554); the
+    /// parent prints `worker exit code -6` after it.
+    const TRITON_WORKER: &str = recording!("triton_worker/coredump.log");
+    /// A -G build: the stack names the kernel unmangled (PID 2419).
+    const OOB_WRITE_G: &str = recording!("oob_write_G/coredump.log");
+    /// A template kernel, mangled (PID 1740).
+    const TEMPLATED: &str = recording!("templated/coredump.log");
+    /// Runs with the coredump variables set that printed no coredump line.
+    const CLEAN: &str = recording!("clean/coredump.log");
+    const INLINED: &str = recording!("inlined/coredump.log");
+    /// A two-rank torchrun job up to the NCCL watchdog's report, before any coredump line.
+    const DIST_83: &str = transcript!("83_dist_coredump.excerpt.log");
 
     /// The first `n` lines of `text`, each with its newline.
     fn head(text: &str, n: usize) -> String {
@@ -781,42 +387,58 @@ Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
         out
     }
 
+    /// This parser's notes (not the scanner's `no output of a known tool (..., coredump,
+    /// ...) was recognised`).
     fn coredump_notes(ev: &Evidence) -> Vec<&String> {
-        ev.notes.iter().filter(|n| n.contains("coredump")).collect()
+        ev.notes
+            .iter()
+            .filter(|n| n.contains("coredump") && !n.starts_with(super::super::scan::NOT_RECOGNISED))
+            .collect()
+    }
+
+    /// The faults this parser found (the scanner also runs the host parser, which reads
+    /// PyTorch's assert line).
+    fn dump_faults(ev: &Evidence) -> Vec<&Fault> {
+        ev.faults.iter().filter(|f| f.tool == Some(Tool::Coredump)).collect()
     }
 
     #[test]
     fn warp_exited_before_the_dump() {
-        let ev = scan_str(FAR_42, "42.log");
+        let ev = scan_str(OOB_WRITE, "oob_write/coredump.log");
         assert!(ev.tools.contains(&Tool::Coredump));
         assert_eq!(ev.faults.len(), 1);
         let f = &ev.faults[0];
         assert_eq!(f.tool, Some(Tool::Coredump));
         assert_eq!(f.error, Some(ErrorClass::IllegalAddress));
-        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(0), Some(124), None, None));
-        assert_eq!(f.pc, Some(0x7f9a577a00f0));
+        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(0), Some(0), None, None));
+        assert_eq!(f.pc, Some(0x7fd8177a0110));
         assert_eq!(f.detail.as_deref(), Some(WARP_EXITED));
         assert_eq!(f.kernel, None);
         assert!(f.frames.is_empty());
-        assert_eq!(f.pid, Some(1720));
+        assert_eq!(f.pid, Some(851));
         assert_eq!(f.count, 1);
         assert_eq!(
             ev.coredumps,
-            vec![CoredumpFile { path: "/tmp/cd/cuda_coredump_vm.1720.1795999523".into(), pid: Some(1720) }]
+            vec![CoredumpFile {
+                path: "/tmp/ima-record/cores/oob_write/core_vm.851.1796031885".into(),
+                pid: Some(851)
+            }]
         );
         assert!(coredump_notes(&ev).is_empty(), "{:?}", ev.notes);
     }
 
     #[test]
     fn device_assert_with_stack() {
-        let ev = scan_str(ASSERT_35, "35.log");
-        assert_eq!(ev.faults.len(), 1);
-        let f = &ev.faults[0];
+        let ev = scan_str(TORCH_ASSERT, "torch_assert/coredump.log");
+        let faults = dump_faults(&ev);
+        assert_eq!(faults.len(), 1);
+        let f = faults[0];
         assert_eq!(f.error, Some(ErrorClass::DeviceAssert));
-        assert_eq!((f.device, f.sm, f.warp), (Some(0), Some(124), Some(2)));
-        // `lane masks: active 0x00000008`: one lane, lane 3 (cuda-gdb's focus agrees).
-        assert_eq!(f.lane, Some(3));
-        assert_eq!(f.pc, Some(0x7f22377a4380));
+        assert_eq!((f.device, f.sm, f.warp), (Some(0), Some(124), Some(1)));
+        // `lane masks: active 0x00000020`: one lane, lane 5 (cuda-gdb's focus agrees:
+        // torch_assert/cudagdb-core-1.log).
+        assert_eq!(f.lane, Some(5));
+        assert_eq!(f.pc, Some(0x7f4c4f7a9280));
         let mangled = "_ZN2at6native39_GLOBAL__N__5cd812b1_7_Loss_cu_5b0651e138nll_loss_forward_reduce_cuda_kernel_2dIfflEEvPT_S4_PKS3_PKT1_S6_bllll";
         assert_eq!(f.mangled.as_deref(), Some(mangled));
         assert_eq!(
@@ -827,123 +449,125 @@ Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
         );
         assert_eq!(f.frames.len(), 1);
         assert_eq!(f.frames[0].function, f.kernel);
-        assert_eq!(f.pid, Some(1293));
-        assert_eq!(ev.coredumps[0].path, "/tmp/cd/cuda_coredump_vm.1293.1795999427");
+        assert_eq!(f.pid, Some(2899));
+        assert_eq!(ev.coredumps[0].path, "/tmp/ima-record/cores/torch_assert/core_vm.2899.1796031946");
         assert_eq!(f.detail, None);
     }
 
     #[test]
     fn child_process_dump() {
-        let ev = scan_str(CHILD_37, "37.log");
+        let ev = scan_str(TRITON_WORKER, "triton_worker/coredump.log");
         assert_eq!(ev.faults.len(), 1);
         let f = &ev.faults[0];
-        assert_eq!(f.error, Some(ErrorClass::DeviceAssert));
-        assert_eq!(
-            f.kernel.as_deref(),
-            Some("void at::native::_assert_async_cuda_kernel<bool>(bool const*, at::native::Msg)")
-        );
-        assert_eq!(f.mangled.as_deref(), Some("_ZN2at6native25_assert_async_cuda_kernelIbEEvPKT_NS0_3MsgE"));
-        assert_eq!((f.sm, f.warp, f.lane), (Some(124), Some(0), Some(0)));
-        assert_eq!(f.pid, Some(1394));
-        assert_eq!(ev.coredumps[0].pid, Some(1394));
+        assert_eq!(f.error, Some(ErrorClass::IllegalAddress));
+        // Triton names its kernels unmangled.
+        assert_eq!(f.kernel.as_deref(), Some("gather_kv_kernel"));
+        assert_eq!(f.mangled, None);
+        // `lane masks: active 0xFFFFFFFF`: every lane, so no one lane.
+        assert_eq!((f.sm, f.warp, f.lane), (Some(84), Some(0), None));
+        assert_eq!(f.pc, Some(0x7f170f7a5400));
+        assert_eq!(f.pid, Some(4554));
+        assert_eq!(ev.coredumps[0].pid, Some(4554));
     }
 
     #[test]
     fn unmangled_kernel_name_of_a_debug_build() {
-        let ev = scan_str(FAR_G_44, "44.log");
+        let ev = scan_str(OOB_WRITE_G, "oob_write_G/coredump.log");
         let f = &ev.faults[0];
-        assert_eq!(f.kernel.as_deref(), Some("scatter_far"));
+        assert_eq!(f.kernel.as_deref(), Some("scale_write"));
         assert_eq!(f.mangled, None);
-        assert_eq!((f.sm, f.warp, f.lane), (Some(124), Some(4), None));
-        assert_eq!(f.pc, Some(0x7f6f3b7a02c0));
-        assert_eq!(f.pid, Some(1783));
+        assert_eq!((f.sm, f.warp, f.lane), (Some(0), Some(4), None));
+        assert_eq!(f.pc, Some(0x7f857b7a0370));
+        assert_eq!(f.pid, Some(2419));
     }
 
     #[test]
     fn template_kernel_is_demangled() {
-        let ev = scan_str(GRAPH_62, "62.log");
+        let ev = scan_str(TEMPLATED, "templated/coredump.log");
         let f = &ev.faults[0];
-        let mangled = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIhEESt5arrayIPcLm1EEEEviT0_T1_";
+        let mangled = "_Z8axpy_vecIfLi4EEvPT_PKS0_S0_ix";
         assert_eq!(f.mangled.as_deref(), Some(mangled));
         assert_eq!(f.kernel, Some(names::pretty(mangled)));
-        assert!(f
-            .kernel
-            .as_deref()
-            .unwrap()
-            .starts_with("void at::native::vectorized_elementwise_kernel<4,"));
-        assert_eq!((f.device, f.sm, f.warp), (Some(0), Some(0), Some(10)));
-        assert_eq!(f.pc, Some(0x7ff49f7a9430));
-        assert_eq!(f.pid, Some(2131));
+        assert!(f.kernel.as_deref().unwrap().starts_with("void axpy_vec<float, 4>("), "{:?}", f.kernel);
+        assert_eq!((f.device, f.sm, f.warp), (Some(0), Some(0), Some(2)));
+        assert_eq!(f.pc, Some(0x7fd74b7a0190));
+        assert_eq!(f.pid, Some(1740));
     }
 
     #[test]
     fn several_processes_in_one_log_stay_apart() {
-        let text = format!("{ASSERT_35}{FAR_42}{CHILD_37}");
+        let text = format!("{TORCH_ASSERT}{OOB_WRITE}{TRITON_WORKER}");
         let ev = scan_str(&text, "many.log");
-        let got: Vec<_> = ev.faults.iter().map(|f| (f.pid, f.error.clone(), f.warp)).collect();
+        let got: Vec<_> = dump_faults(&ev).iter().map(|f| (f.pid, f.error.clone(), f.warp)).collect();
         assert_eq!(
             got,
             vec![
-                (Some(1293), Some(ErrorClass::DeviceAssert), Some(2)),
-                (Some(1720), Some(ErrorClass::IllegalAddress), None),
-                (Some(1394), Some(ErrorClass::DeviceAssert), Some(0)),
+                (Some(2899), Some(ErrorClass::DeviceAssert), Some(1)),
+                (Some(851), Some(ErrorClass::IllegalAddress), None),
+                (Some(4554), Some(ErrorClass::IllegalAddress), Some(0)),
             ]
         );
         let pids: Vec<_> = ev.coredumps.iter().map(|c| c.pid).collect();
-        assert_eq!(pids, vec![Some(1293), Some(1720), Some(1394)]);
+        assert_eq!(pids, vec![Some(2899), Some(851), Some(4554)]);
         assert!(coredump_notes(&ev).is_empty(), "{:?}", ev.notes);
     }
 
     #[test]
     fn killed_before_writing_is_noted() {
-        // The process died while SMs were still being collected.
-        let ev = scan_str(&head(FAR_42, 10), "killed.log");
+        // The process died while SMs were still being collected (before the exception was
+        // detected at SM 126).
+        let ev = scan_str(&head(OOB_READ, 10), "killed.log");
         assert!(ev.faults.is_empty());
         assert!(ev.coredumps.is_empty());
         let notes = coredump_notes(&ev);
         assert_eq!(notes.len(), 1, "{:?}", ev.notes);
         assert!(notes[0].contains("never reached `Writing ELF file`"), "{}", notes[0]);
-        assert!(notes[0].contains("SM 7/132"), "{}", notes[0]);
-        assert!(notes[0].contains("line 3"), "{}", notes[0]);
+        assert!(notes[0].contains("SM 9/132"), "{}", notes[0]);
+        assert!(notes[0].contains("line 1"), "{}", notes[0]);
     }
 
     #[test]
     fn killed_while_writing_is_noted() {
-        let ev = scan_str(&up_to(FAR_42, "Writing done"), "killed.log");
+        let ev = scan_str(&up_to(OOB_WRITE, "Writing done"), "killed.log");
         assert_eq!(ev.faults.len(), 1);
-        assert_eq!(ev.faults[0].pid, Some(1720));
+        assert_eq!(ev.faults[0].pid, Some(851));
         assert_eq!(ev.coredumps.len(), 1);
         let notes = coredump_notes(&ev);
         assert_eq!(notes.len(), 1, "{:?}", ev.notes);
         assert!(notes[0].contains("never reached `All done`"), "{}", notes[0]);
-        assert!(notes[0].contains("/tmp/cd/cuda_coredump_vm.1720.1795999523"), "{}", notes[0]);
+        assert!(notes[0].contains("/tmp/ima-record/cores/oob_write/core_vm.851.1796031885"), "{}", notes[0]);
     }
 
     #[test]
     fn a_run_without_coredump_lines_finds_nothing() {
-        let ev = scan_str(DIST_83, "83.log");
-        assert!(!ev.tools.contains(&Tool::Coredump));
-        assert!(ev.faults.iter().all(|f| f.tool != Some(Tool::Coredump)));
-        assert!(ev.coredumps.is_empty());
-        assert!(coredump_notes(&ev).is_empty(), "{:?}", ev.notes);
+        for (text, name) in
+            [(CLEAN, "clean/coredump.log"), (INLINED, "inlined/coredump.log"), (DIST_83, "83.log")]
+        {
+            let ev = scan_str(text, name);
+            assert!(!ev.tools.contains(&Tool::Coredump), "{name}");
+            assert!(ev.faults.iter().all(|f| f.tool != Some(Tool::Coredump)), "{name}");
+            assert!(ev.coredumps.is_empty(), "{name}");
+            assert!(coredump_notes(&ev).is_empty(), "{name}: {:?}", ev.notes);
+        }
     }
 
     #[test]
     fn sm_progress_lines() {
+        // Lines of oob_write/coredump.log.
         assert_eq!(
-            sm_progress("[00:43:47.679032] coredump: SM 1/132 has finished state collection"),
+            sm_progress("[09:44:46.334769] coredump: SM 1/132 has finished state collection"),
             Some((1, 132))
         );
         assert_eq!(
-            sm_progress("[00:45:57.036585] coredump: SM 132/132 has finished state collection"),
+            sm_progress("[09:44:46.382867] coredump: SM 132/132 has finished state collection"),
             Some((132, 132))
         );
         assert_eq!(sm_progress("SM 57/132 has finished state collection"), Some((57, 132)));
-        assert_eq!(sm_progress("[00:45:57.036649] coredump: Device 1/1 has finished state collection"), None);
-        assert_eq!(sm_progress("[00:45:24.191238] coredump:   - SM: 124"), None);
-        assert_eq!(sm_progress("launched both kernels"), None);
+        assert_eq!(sm_progress("[09:44:46.382876] coredump: Device 1/1 has finished state collection"), None);
+        assert_eq!(sm_progress("[09:44:46.334762] coredump:   - SM: 0"), None);
+        assert_eq!(sm_progress("launched scale_write"), None);
         assert_eq!(sm_progress(""), None);
-        let all: Vec<_> = FAR_42.lines().filter_map(sm_progress).collect();
+        let all: Vec<_> = OOB_WRITE.lines().filter_map(sm_progress).collect();
         assert_eq!(all.len(), 132);
         assert_eq!(all.first(), Some(&(1, 132)));
         assert_eq!(all.last(), Some(&(132, 132)));
@@ -951,11 +575,12 @@ Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
 
     #[test]
     fn pids_from_dump_names() {
-        assert_eq!(pid_from_dump_path("/tmp/cd/cuda_coredump_vm.1293.1795999427"), Some(1293));
+        // The name record.sh gives (`CUDA_COREDUMP_FILE=.../core_%h.%p.%t`).
+        assert_eq!(pid_from_dump_path("/tmp/ima-record/cores/oob_write/core_vm.851.1796031885"), Some(851));
         // Host names may have dots: the PID is the second-to-last field.
-        assert_eq!(pid_from_dump_path("/d/cuda_coredump_gpu7.example.org.746.1795999427"), Some(746));
+        assert_eq!(pid_from_dump_path("/d/cuda_coredump_gpu7.example.org.746.1796031885"), Some(746));
         assert_eq!(pid_from_dump_path("core.4242.17"), Some(4242));
-        assert_eq!(pid_from_dump_path("/tmp/cd/cs_core"), None);
+        assert_eq!(pid_from_dump_path("cores/cs_core"), None);
         assert_eq!(pid_from_dump_path("core-r1-125335.nvcudmp"), None);
         assert_eq!(pid_from_dump_path(".1.2"), None);
         assert_eq!(pid_from_dump_path("x.1.y"), None);
@@ -975,8 +600,9 @@ Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
             p.finish(&mut ev);
             ev
         }
-        for text in [FAR_42, ASSERT_35, CHILD_37, FAR_G_44, GRAPH_62, DIST_83] {
-            assert_eq!(parse(text).faults, scan_str(text, "x.log").faults);
+        for text in [OOB_WRITE, TORCH_ASSERT, TRITON_WORKER, OOB_WRITE_G, TEMPLATED, DIST_83] {
+            let ev = scan_str(text, "x.log");
+            assert_eq!(parse(text).faults.iter().collect::<Vec<_>>(), dump_faults(&ev));
             for (i, _) in text.char_indices() {
                 let _ = parse(&text[..i]);
                 let _ = parse(&text[i..]);
@@ -1006,7 +632,7 @@ Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
 
         #[test]
         fn shuffled_real_lines_never_panic(picks in prop::collection::vec(0usize..400, 0..80)) {
-            let all: Vec<&str> = [FAR_42, ASSERT_35, CHILD_37, GRAPH_62].iter().flat_map(|t| t.lines()).collect();
+            let all: Vec<&str> = [OOB_WRITE, TORCH_ASSERT, TRITON_WORKER, TEMPLATED].iter().flat_map(|t| t.lines()).collect();
             let text: Vec<&str> = picks.iter().map(|&i| all[i % all.len()]).collect();
             let _ = scan_str(&text.join("\n"), "mix.log");
         }

@@ -829,230 +829,72 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// `13_cudacore.log`, verbatim.
-    const NO_CORE_13: &str = r#"$ cuda-gdb -batch -ex set pagination off -ex target cudacore  -ex info cuda kernels -ex bt -ex info cuda threads -ex info line *$pc -ex x/3i $pc -ex info registers $pc -ex info cuda exceptions
-No core file specified.
-No CUDA kernels.
-No stack.
-No CUDA threads.
-No registers.
-No registers.
-The program has no registers now.
-Unrecognized option: 'exceptions'.
-[exit 1, s]
-"#;
+    /// A file of the project's own recordings (tests/fixtures/h200, recorded on an H200 by
+    /// tests/gpu/record.sh; tests/fixtures/bundles, written by `debug-ima`).
+    macro_rules! recording {
+        ($f:literal) => {
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/", $f))
+        };
+    }
 
-    /// `17_attach.log`, verbatim.
-    const NO_PROCESS_17: &str = r#"$ cuda-gdb -batch -ex set pagination off -p 927 -ex info cuda kernels -ex bt -ex info cuda threads -ex info line *$pc -ex info cuda exceptions -ex thread apply all bt -ex kill
-ptrace: No such process.
-No CUDA kernels.
-No stack.
-No CUDA threads.
-No registers.
-Unrecognized option: 'exceptions'.
-The program is not being run.
-[exit 1, s]
-"#;
+    /// A reference excerpt kept until the project records the same output itself
+    /// (tests/fixtures/transcripts/README.md).
+    macro_rules! transcript {
+        ($f:literal) => {
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/transcripts/", $f))
+        };
+    }
 
-    /// `36_assert_cudacore.log`, verbatim.
-    const ASSERT_36: &str = r#"$ cuda-gdb -batch -ex target cudacore /tmp/cd/cuda_coredump_vm.1293.1795999427 -ex info cuda kernels -ex bt
-Opening GPU coredump: /tmp/cd/cuda_coredump_vm.1293.1795999427
-[Current focus set to CUDA kernel 0, grid 3, block (0,0,0), thread (3,0,0), device 0, sm 124, warp 2, lane 3]
+    /// `target cudacore` on PyTorch's device-side assert: no source line (PID 2899).
+    const TORCH_ASSERT_CORE: &str = recording!("h200/torch_assert/cudagdb-core-1.log");
+    /// Attached to the same program: the same kernel, no source line.
+    const TORCH_ASSERT_ATTACH: &str = recording!("h200/torch_assert/attach.log");
+    /// cuda-gdb crashes right after the exception line (the warp had exited; PID 851).
+    const OOB_WRITE_CORE: &str = recording!("h200/oob_write/cudagdb-core-1.log");
+    /// The same crash when attaching (PID 915, from meta.tsv).
+    const OOB_WRITE_ATTACH: &str = recording!("h200/oob_write/attach.log");
+    const OOB_WRITE_META: &str = recording!("h200/oob_write/meta.tsv");
+    /// A -G build: `info locals` and `info args` after `bt` (PID 2419).
+    const OOB_WRITE_G_CORE: &str = recording!("h200/oob_write_G/cudagdb-core-1.log");
+    /// Attached to the -G build (PID 2482, from meta.tsv).
+    const OOB_WRITE_G_ATTACH: &str = recording!("h200/oob_write_G/attach.log");
+    const OOB_WRITE_G_META: &str = recording!("h200/oob_write_G/meta.tsv");
+    /// A template kernel, `axpy_vec<float, 4>` (PID 1740).
+    const TEMPLATED_CORE: &str = recording!("h200/templated/cudagdb-core-1.log");
+    /// Attached by `debug-ima` (PID 4069 in the command it wrote beside the log).
+    const OOB_READ_ATTACH: &str = recording!("bundles/oob_read-full/rungs/05-attach/cudagdb-attach.log");
+    const OOB_READ_ATTACH_CMD: &str =
+        recording!("bundles/oob_read-full/rungs/05-attach/cudagdb-attach.command.txt");
+    /// cuda-gdb without a coredump, and attaching to a process that is gone.
+    const NO_CORE_13: &str = transcript!("13_cudacore.excerpt.log");
+    const NO_PROCESS_17: &str = transcript!("17_attach.excerpt.log");
+    /// Attached to a -G build with `print i` and `print out` among the commands.
+    const ATTACH_G_53: &str = transcript!("53_attach_G.excerpt.log");
+    /// Attached to the faulting rank (device 1) of a two-rank torchrun job.
+    const DIST_ATTACH_86: &str = transcript!("86_dist_attach.excerpt.log");
 
-Assertion failed.
-#0  0x00007f22377a4380 in void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*, float*, float const*, long const*, float const*, bool, long, long, long, long)<<<(1,1,1),(32,1,1)>>> ()
-  Kernel Parent Dev Grid Status                             SMs Mask GridDim BlockDim Invocation                                                                                      
-*      0      -   0    3 Active 0x0010000000000000000000000000000000 (1,1,1) (32,1,1) at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>() 
-#0  0x00007f22377a4380 in void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*, float*, float const*, long const*, float const*, bool, long, long, long, long)<<<(1,1,1),(32,1,1)>>> ()
-[exit 0, s]
-"#;
+    /// `log` after a shell transcript's `$ CMD` line, with the command line record.sh noted
+    /// for `rung` in a case's `meta.tsv` (rung, exit status, seconds, command): how a log
+    /// that carries its command gives cuda-gdb's `-p PID`.
+    fn with_command(meta: &str, rung: &str, log: &str) -> String {
+        let cmd = meta
+            .lines()
+            .find_map(|l| {
+                let mut f = l.split('\t');
+                if f.next() == Some(rung) {
+                    f.nth(2)
+                } else {
+                    None
+                }
+            })
+            .unwrap_or_else(|| panic!("no `{rung}` in meta.tsv"));
+        format!("$ {}\n{log}", cmd.trim_end())
+    }
 
-    /// `43_far_cudacore.log`, verbatim.
-    const CRASH_43: &str = r#"$ cuda-gdb -batch -ex target cudacore /tmp/cd/cuda_coredump_vm.1720.1795999523 -ex set pagination off -ex info cuda kernels -ex bt -ex info cuda devices -ex info cuda sms -ex info cuda warps -ex info cuda lanes -ex info cuda threads -ex info line *$pc -ex x/4i $pc -ex list *$pc -ex print $errno -ex info frame
-Opening GPU coredump: /tmp/cd/cuda_coredump_vm.1720.1795999523
-
-CUDA Exception: Warp Illegal Address
-The exception was triggered at PC 0x7f9a577a00f0  scatter_far(int*, int)  (ima_far.cu:13)
-terminate called after throwing an instance of 'std::out_of_range'
-  what():  vector::_M_range_check: __n (which is 4294967294) >= this->size() (which is 64)
-
-
-Fatal signal: Aborted
------ Backtrace -----
-0x545d9b _Z22gdb_internal_backtracev
-0x6fa971 _ZL19handle_fatal_signali
-0x7f145104532f ???
-0x7f145109ec0c pthread_kill
-0x7f145104527d gsignal
-0x7f14510288fe abort
-0x7f14514a5ff4 ???
-0x7f14514bb0d9 ???
-0x7f14514a5a54 _ZSt9terminatev
-0x7f14514bb390 __cxa_throw
-0x7f14514a949f _ZSt24__throw_out_of_range_fmtPKcz
-0x60790c _ZNK14cuda_exception27print_cuda_exception_stringEv
-0x604504 _Z38cuda_core_initialize_events_exceptionsv
-0x604950 _ZL21cuda_core_target_openPKci
-0x957bc2 _ZL11open_targetPKciP16cmd_list_element
-0x57266f _Z8cmd_funcP16cmd_list_elementPKci
-0x96801e _Z15execute_commandPKci
-0x7de284 _ZL20catch_command_errorsPFvPKciES0_ib
-0x7de33f _ZL15execute_cmdargsPKSt6vectorI6cmdargSaIS0_EE11cmdarg_kindS5_Pi
-0x7df3b6 _ZL15captured_main_1P18captured_main_args
-0x7dfd8a _Z8gdb_mainP18captured_main_args
-0x44c884 main
----------------------
-A fatal error internal to GDB has been detected, further
-debugging is not possible.  GDB will now terminate.
-
-This is a bug, please report it.  For instructions, see:
-<https://forums.developer.nvidia.com/c/developer-tools/cuda-developer-tools/cuda-gdb>.
-
-[exit 134, 328 ms]
-"#;
-
-    /// `45_far_cudacore_G.log`, verbatim.
-    const LOCALS_45: &str = r#"$ cuda-gdb -batch -ex target cudacore /tmp/cd/cuda_coredump_vm.1783.1795999524 -ex bt -ex info locals -ex info args -ex print i -ex info cuda kernels
-Opening GPU coredump: /tmp/cd/cuda_coredump_vm.1783.1795999524
-[Current focus set to CUDA kernel 0, grid 1, block (2,0,0), thread (128,0,0), device 0, sm 124, warp 4, lane 0]
-
-CUDA Exception: Warp Illegal Address
-The exception was triggered at PC 0x7f6f3b7a02c0  scatter_far(int*, int)  (ima_far.cu:13)
-#0  0x00007f6f3b7a02f0 in scatter_far<<<(4,1,1),(256,1,1)>>> (out=0x7f6f33e00000, n=1024) at ima_far.cu:15
-15	}
-#0  0x00007f6f3b7a02f0 in scatter_far<<<(4,1,1),(256,1,1)>>> (out=0x7f6f33e00000, n=1024) at ima_far.cu:15
-i = 640
-out = 0x7f6f33e00000
-n = 1024
-$1 = 640
-  Kernel Parent Dev Grid Status                             SMs Mask GridDim  BlockDim Invocation                              
-*      0      -   0    1 Active 0x0550000000000000000000000000000000 (4,1,1) (256,1,1) scatter_far(out=0x7f6f33e00000, n=1024) 
-[exit 0, 304 ms]
-"#;
-
-    /// `51_attach.log`, verbatim.
-    const ATTACH_CRASH_51: &str = r#"$ cuda-gdb -batch -p 1866 -ex set pagination off -ex info cuda kernels -ex bt -ex info cuda devices -ex info cuda sms -ex info cuda warps -ex info cuda lanes -ex info cuda threads -ex info line *$pc -ex x/4i $pc -ex list *$pc -ex print $errno -ex info frame -ex info cuda exception -ex thread apply all bt
-[New LWP 1869]
-[New LWP 1873]
-[Thread debugging using libthread_db enabled]
-Using host libthread_db library "/lib/x86_64-linux-gnu/libthread_db.so.1".
-[New Thread 0x7fae47dd5000 (LWP 1920)]
-[New Thread 0x7fac35b0d000 (LWP 1921)]
-[Detaching after fork from child process 1922]
-[Thread 0x7fae47dd5000 (LWP 1920) exited]
-
-CUDA Exception: Warp Illegal Address
-The exception was triggered at PC 0x7fac2f7a00f0  scatter_far(int*, int)  (ima_far.cu:13)
-terminate called after throwing an instance of 'std::out_of_range'
-  what():  vector::_M_range_check: __n (which is 4294967294) >= this->size() (which is 64)
-
-
-Fatal signal: Aborted
------ Backtrace -----
-0x545d9b _Z22gdb_internal_backtracev
-0x6fa971 _ZL19handle_fatal_signali
-0x7f9e4d84532f ???
-0x7f9e4d89ec0c pthread_kill
-0x7f9e4d84527d gsignal
-0x7f9e4d8288fe abort
-0x7f9e4dca5ff4 ???
-0x7f9e4dcbb0d9 ???
-0x7f9e4dca5a54 _ZSt9terminatev
-0x7f9e4dca5a6e ???
-0x445ba2 _Z11target_wait6ptid_tP17target_waitstatus10enum_flagsI16target_wait_flagE.cold.332
-0x77fc42 _ZL16do_target_wait_1P8inferior6ptid_tP17target_waitstatus10enum_flagsI16target_wait_flagE
-0x7929c7 _ZL17wait_for_inferiorP8inferior
-0x61b617 _ZL21cuda_inferior_createdP8inferior
-0x775373 _Z20post_create_inferiori
-0x7759e7 _ZL16attach_post_waiti21attach_post_wait_mode
-0x7777fe _ZN8inferior20do_all_continuationsEv
-0x765b0b _Z22inferior_event_handler19inferior_event_type
-0x793289 _Z20fetch_inferior_eventv
-0xb4b69c _ZL18gdb_wait_for_eventi.part.17
-0xb4b7b5 _Z16gdb_do_one_eventi
-0x964b88 _Z22wait_sync_command_donev
-0x7de28f _ZL20catch_command_errorsPFvPKciES0_ib
-0x7dfa20 _ZL15captured_main_1P18captured_main_args
-0x7dfd8a _Z8gdb_mainP18captured_main_args
-0x44c884 main
----------------------
-A fatal error internal to GDB has been detected, further
-debugging is not possible.  GDB will now terminate.
-
-This is a bug, please report it.  For instructions, see:
-<https://forums.developer.nvidia.com/c/developer-tools/cuda-developer-tools/cuda-gdb>.
-
-[exit 134, 503 ms]
-"#;
-
-    /// `53_attach_G.log`, verbatim.
-    const ATTACH_G_53: &str = r#"$ cuda-gdb -batch -p 1933 -ex bt -ex info locals -ex print i -ex print out -ex info cuda kernels
-[New LWP 1935]
-[New LWP 1939]
-[Thread debugging using libthread_db enabled]
-Using host libthread_db library "/lib/x86_64-linux-gnu/libthread_db.so.1".
-[New Thread 0x7fe915fd5000 (LWP 1988)]
-[New Thread 0x7fe90c851000 (LWP 1989)]
-[Detaching after fork from child process 1990]
-[Thread 0x7fe915fd5000 (LWP 1988) exited]
-
-CUDA Exception: Warp Illegal Address
-The exception was triggered at PC 0x7fe7037a02c0  scatter_far(int*, int)  (ima_far.cu:13)
-
-Thread 1 "f_G" received signal CUDA_EXCEPTION_14, Warp Illegal Address.
-[Switching focus to CUDA kernel 0, grid 1, block (2,0,0), thread (128,0,0), device 0, sm 124, warp 4, lane 0]
-0x00007fe7037a02f0 in scatter_far<<<(4,1,1),(256,1,1)>>> (out=0x7fe6f5e00000, n=1024) at ima_far.cu:15
-15	}
-#0  0x00007fe7037a02f0 in scatter_far<<<(4,1,1),(256,1,1)>>> (out=0x7fe6f5e00000, n=1024) at ima_far.cu:15
-i = 640
-$1 = 640
-$2 = (@generic int * @parameter) 0x7fe6f5e00000
-  Kernel Parent Dev Grid Status                             SMs Mask GridDim  BlockDim Invocation                              
-*      0      -   0    1 Active 0x0550000000000000000000000000000000 (4,1,1) (256,1,1) scatter_far(out=0x7fe6f5e00000, n=1024) 
-[exit 0, 709 ms]
-"#;
-
-    /// `63_graph_cudacore.log`, verbatim.
-    const GRAPH_63: &str = r#"$ cuda-gdb -batch -ex target cudacore /tmp/cd/cuda_coredump_vm.2131.1795999550 -ex info cuda kernels -ex bt
-Opening GPU coredump: /tmp/cd/cuda_coredump_vm.2131.1795999550
-[Current focus set to CUDA kernel 0, grid 10, block (16902,0,0), thread (0,0,0), device 0, sm 0, warp 10, lane 0]
-
-CUDA Exception: Warp Illegal Address
-The exception was triggered at PC 0x7ff49f7a9430  void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >(int, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul>)
-#0  0x00007ff49f7a9470 in void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >(int, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul>)<<<(40960,1,1),(128,1,1)>>> ()
-  Kernel Parent Dev Grid Status                             SMs Mask     GridDim  BlockDim Invocation                                                                                                      
-*      0      -   0   10 Active 0x0fffffffffffffffffffffffffffffffff (40960,1,1) (128,1,1) at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >() 
-#0  0x00007ff49f7a9470 in void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >(int, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul>)<<<(40960,1,1),(128,1,1)>>> ()
-[exit 0, 3123 ms]
-"#;
-
-    /// `86_dist_attach.log`, verbatim.
-    const DIST_ATTACH_86: &str = r#"$ cuda-gdb -batch -p 833 -ex info cuda kernels -ex bt
-[New LWP 852]
-[New LWP 853]
-[New LWP 854]
-[New LWP 855]
-[New LWP 866]
-[New LWP 869]
-[New LWP 870]
-[Thread debugging using libthread_db enabled]
-Using host libthread_db library "/lib/x86_64-linux-gnu/libthread_db.so.1".
-[New Thread 0x7f05bdfd5700 (LWP 964)]
-[New Thread 0x7f02b8a416c0 (LWP 966)]
-[Detaching after fork from child process 967]
-[Thread 0x7f05bdfd5700 (LWP 964) exited]
-
-CUDA Exception: Warp Illegal Address
-The exception was triggered at PC 0x7f02edd3c830  void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >(int, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul>)
-
-Thread 1 "python3" received signal CUDA_EXCEPTION_14, Warp Illegal Address.
-[Switching focus to CUDA kernel 0, grid 4, block (50295,0,0), thread (0,0,0), device 1, sm 0, warp 7, lane 0]
-0x00007f02edd3c870 in void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >(int, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul>)<<<(524288,1,1),(128,1,1)>>> ()
-  Kernel Parent Dev Grid Status                             SMs Mask      GridDim  BlockDim Invocation                                                                                                      
-*      0      -   1    4 Active 0x0fffffffffffffffffffffffffffffffff (524288,1,1) (128,1,1) at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >() 
-#0  0x00007f02edd3c870 in void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >(int, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul>)<<<(524288,1,1),(128,1,1)>>> ()
-[exit 0, 12801 ms]
-"#;
+    /// The bundle's attach log after the command `debug-ima` ran.
+    fn oob_read_attach() -> String {
+        format!("$ {}\n{OOB_READ_ATTACH}", OOB_READ_ATTACH_CMD.trim_end())
+    }
 
     fn loc(file: &str, line: u32) -> SourceLoc {
         SourceLoc { file: file.to_string(), line }
@@ -1071,26 +913,25 @@ Thread 1 "python3" received signal CUDA_EXCEPTION_14, Warp Illegal Address.
         (ev, f)
     }
 
+    const NLL: &str = "void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*, float*, float const*, long const*, float const*, bool, long, long, long, long)";
+
     const FILL: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >(int, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul>)";
+
+    const SCALE_WRITE: &str = "scale_write(float*, int, long long)";
 
     #[test]
     fn coredump_of_a_device_assert() {
-        let (ev, f) = one_fault(ASSERT_36);
+        let (ev, f) = one_fault(TORCH_ASSERT_CORE);
         assert!(ev.tools.contains(&Tool::CudaGdb));
         assert_eq!(f.error, Some(ErrorClass::DeviceAssert));
-        assert_eq!(
-            f.kernel.as_deref(),
-            Some(
-                "void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*, float*, float const*, long const*, float const*, bool, long, long, long, long)"
-            )
-        );
+        assert_eq!(f.kernel.as_deref(), Some(NLL));
         assert_eq!(f.location, None);
         assert_eq!(f.block, Some([0, 0, 0]));
-        assert_eq!(f.thread, Some([3, 0, 0]));
-        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(0), Some(124), Some(2), Some(3)));
+        assert_eq!(f.thread, Some([5, 0, 0]));
+        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(0), Some(124), Some(1), Some(5)));
         assert_eq!(f.grid, Some([1, 1, 1]));
         assert_eq!(f.block_dim, Some([32, 1, 1]));
-        assert_eq!(f.pid, Some(1293));
+        assert_eq!(f.pid, Some(2899));
         assert_eq!(f.frames.len(), 1);
         assert!(f.args.is_empty() && f.locals.is_empty());
         assert!(!ev.debugger_crashed);
@@ -1098,92 +939,125 @@ Thread 1 "python3" received signal CUDA_EXCEPTION_14, Warp Illegal Address.
 
     #[test]
     fn crash_after_the_exception_line_keeps_it() {
-        let (ev, f) = one_fault(CRASH_43);
+        let (ev, f) = one_fault(OOB_WRITE_CORE);
         assert!(ev.debugger_crashed);
         assert_eq!(f.error, Some(ErrorClass::IllegalAddress));
-        assert_eq!(f.kernel.as_deref(), Some("scatter_far(int*, int)"));
-        assert_eq!(f.location, Some(loc("ima_far.cu", 13)));
+        assert_eq!(f.kernel.as_deref(), Some(SCALE_WRITE));
+        assert_eq!(f.location, Some(loc("oob_write.cu", 7)));
         assert!(f.inlined.is_empty());
-        assert_eq!(f.pc, Some(0x7f9a577a00f0));
-        assert_eq!(f.pid, Some(1720));
+        assert_eq!(f.pc, Some(0x7fd8177a0110));
+        assert_eq!(f.pid, Some(851));
         assert_eq!((f.block, f.thread, f.grid), (None, None, None));
         assert!(f.frames.is_empty());
         let note = ev.notes.iter().find(|n| n.contains("cuda-gdb crashed")).expect("crash note");
-        assert!(note.contains("scatter_far(int*, int) at ima_far.cu:13"), "{note}");
-        assert!(note.contains("line 35"), "{note}");
+        assert!(note.contains("scale_write(float*, int, long long) at oob_write.cu:7"), "{note}");
+        assert!(note.contains("line 34"), "{note}");
     }
 
     #[test]
     fn debug_build_coredump_with_locals_and_args() {
-        let (_, f) = one_fault(LOCALS_45);
+        let (_, f) = one_fault(OOB_WRITE_G_CORE);
         assert_eq!(f.error, Some(ErrorClass::IllegalAddress));
-        assert_eq!(f.kernel.as_deref(), Some("scatter_far(int*, int)"));
-        // The exception line is exact; the frame (line 15, `}`) is where the warp was after.
-        assert_eq!(f.location, Some(loc("ima_far.cu", 13)));
-        assert_eq!(f.pc, Some(0x7f6f3b7a02c0));
-        assert_eq!(f.block, Some([2, 0, 0]));
+        assert_eq!(f.kernel.as_deref(), Some(SCALE_WRITE));
+        // The exception line is exact; the frame (line 9, `}`) is where the warp was after.
+        assert_eq!(f.location, Some(loc("oob_write.cu", 7)));
+        assert_eq!(f.pc, Some(0x7f857b7a0370));
+        assert_eq!(f.block, Some([8, 0, 0]));
         assert_eq!(f.thread, Some([128, 0, 0]));
-        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(0), Some(124), Some(4), Some(0)));
-        assert_eq!(f.grid, Some([4, 1, 1]));
+        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(0), Some(0), Some(4), Some(0)));
+        assert_eq!(f.grid, Some([16, 1, 1]));
         assert_eq!(f.block_dim, Some([256, 1, 1]));
-        assert_eq!(f.args, vec![pair("out", "0x7f6f33e00000"), pair("n", "1024")]);
-        assert_eq!(f.locals, vec![pair("i", "640")]);
+        assert_eq!(
+            f.args,
+            vec![pair("out", "0x7f856de00000"), pair("n", "4096"), pair("shift", "-8589934592")]
+        );
+        // `info args` repeats the arguments after `info locals`: only `i` is a local.
+        assert_eq!(f.locals, vec![pair("i", "2176")]);
         assert_eq!(
             f.frames,
             vec![Frame {
-                function: Some("scatter_far".into()),
-                file: Some("ima_far.cu".into()),
-                line: Some(15),
+                function: Some("scale_write".into()),
+                file: Some("oob_write.cu".into()),
+                line: Some(9),
                 ..Frame::default()
             }]
         );
-        assert_eq!(f.pid, Some(1783));
+        assert_eq!(f.pid, Some(2419));
     }
 
     #[test]
     fn crash_on_attach_keeps_the_exception_and_the_pid() {
-        let (ev, f) = one_fault(ATTACH_CRASH_51);
+        let (ev, f) = one_fault(&with_command(OOB_WRITE_META, "attach", OOB_WRITE_ATTACH));
         assert!(ev.debugger_crashed);
-        assert_eq!(f.kernel.as_deref(), Some("scatter_far(int*, int)"));
-        assert_eq!(f.location, Some(loc("ima_far.cu", 13)));
-        assert_eq!(f.pc, Some(0x7fac2f7a00f0));
-        assert_eq!(f.pid, Some(1866));
+        assert_eq!(f.kernel.as_deref(), Some(SCALE_WRITE));
+        assert_eq!(f.location, Some(loc("oob_write.cu", 7)));
+        assert_eq!(f.pc, Some(0x7f490f7a0110));
+        assert_eq!(f.pid, Some(915));
         assert!(ev.notes.iter().any(|n| n.contains("cuda-gdb crashed")));
+        // The log alone (as `debug-ima` keeps it): the same fault, no PID.
+        let (ev, f) = one_fault(OOB_WRITE_ATTACH);
+        assert!(ev.debugger_crashed);
+        assert_eq!((f.pc, f.pid), (Some(0x7f490f7a0110), None));
     }
 
     #[test]
     fn attach_to_a_debug_build() {
-        let (ev, f) = one_fault(ATTACH_G_53);
+        let (ev, f) = one_fault(&with_command(OOB_WRITE_G_META, "attach", OOB_WRITE_G_ATTACH));
         assert!(!ev.debugger_crashed);
         assert_eq!(f.error, Some(ErrorClass::IllegalAddress));
-        assert_eq!(f.kernel.as_deref(), Some("scatter_far(int*, int)"));
-        assert_eq!(f.location, Some(loc("ima_far.cu", 13)));
-        assert_eq!(f.pc, Some(0x7fe7037a02c0));
-        assert_eq!(f.block, Some([2, 0, 0]));
+        assert_eq!(f.kernel.as_deref(), Some(SCALE_WRITE));
+        assert_eq!(f.location, Some(loc("oob_write.cu", 7)));
+        assert_eq!(f.pc, Some(0x7fdd9b7a0370));
+        assert_eq!(f.block, Some([8, 0, 0]));
         assert_eq!(f.thread, Some([128, 0, 0]));
-        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(0), Some(124), Some(4), Some(0)));
-        assert_eq!(f.grid, Some([4, 1, 1]));
+        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(0), Some(0), Some(4), Some(0)));
+        assert_eq!(f.grid, Some([16, 1, 1]));
         assert_eq!(f.block_dim, Some([256, 1, 1]));
-        assert_eq!(f.args, vec![pair("out", "0x7fe6f5e00000"), pair("n", "1024")]);
-        // `$1 = 640` and `$2 = ...` (print) are not locals.
+        assert_eq!(
+            f.args,
+            vec![pair("out", "0x7fdd93e00000"), pair("n", "4096"), pair("shift", "-8589934592")]
+        );
+        assert_eq!(f.locals, vec![pair("i", "2176")]);
+        assert_eq!(f.pid, Some(2482));
+    }
+
+    #[test]
+    fn print_results_are_not_locals() {
+        // `$1 = 640` (print i) and `$2 = ...` (print out) after `info locals`.
+        let (_, f) = one_fault(ATTACH_G_53);
         assert_eq!(f.locals, vec![pair("i", "640")]);
+        assert_eq!(f.args, vec![pair("out", "0x7fe6f5e00000"), pair("n", "1024")]);
         assert_eq!(f.pid, Some(1933));
     }
 
     #[test]
-    fn template_kernel_with_spaces_and_no_line() {
-        let (_, f) = one_fault(GRAPH_63);
-        assert_eq!(f.kernel.as_deref(), Some(FILL));
-        assert_eq!(f.location, None);
-        assert_eq!(f.pc, Some(0x7ff49f7a9430));
-        assert_eq!(f.block, Some([16902, 0, 0]));
-        assert_eq!(f.thread, Some([0, 0, 0]));
-        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(0), Some(0), Some(10), Some(0)));
-        assert_eq!(f.grid, Some([40960, 1, 1]));
+    fn template_kernels_with_spaces_with_and_without_a_line() {
+        let (_, f) = one_fault(TEMPLATED_CORE);
+        let axpy = "void axpy_vec<float, 4>(float*, float const*, float, int, long long)";
+        assert_eq!(f.kernel.as_deref(), Some(axpy));
+        assert_eq!(f.location, Some(loc("templated.cu", 11)));
+        assert_eq!(f.pc, Some(0x7fd74b7a0190));
+        assert_eq!(f.block, Some([8, 0, 0]));
+        assert_eq!(f.thread, Some([64, 0, 0]));
+        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(0), Some(0), Some(2), Some(0)));
+        assert_eq!(f.grid, Some([16, 1, 1]));
         assert_eq!(f.block_dim, Some([128, 1, 1]));
         assert_eq!(f.frames.len(), 1);
-        assert_eq!(f.frames[0].function.as_deref(), Some(FILL));
-        assert_eq!(f.pid, Some(2131));
+        assert_eq!(f.pid, Some(1740));
+
+        // PyTorch's kernels have no line information: the stop line and `bt` end in `()`.
+        let (_, f) = one_fault(TORCH_ASSERT_ATTACH);
+        assert_eq!(f.error, Some(ErrorClass::DeviceAssert));
+        assert_eq!(f.kernel.as_deref(), Some(NLL));
+        assert_eq!(f.location, None);
+        assert_eq!(f.block, Some([0, 0, 0]));
+        assert_eq!(f.thread, Some([5, 0, 0]));
+        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(0), Some(124), Some(1), Some(5)));
+        assert_eq!(f.grid, Some([1, 1, 1]));
+        assert_eq!(f.block_dim, Some([32, 1, 1]));
+        assert_eq!(f.frames.len(), 1);
+        assert_eq!(f.frames[0].function.as_deref(), Some(NLL));
+        assert_eq!(f.pid, None);
     }
 
     #[test]
@@ -1201,25 +1075,24 @@ Thread 1 "python3" received signal CUDA_EXCEPTION_14, Warp Illegal Address.
 
     #[test]
     fn focus_and_bt_without_the_exception_line() {
-        // 86 from the signal line on: no `$ cuda-gdb -p` line, no `The exception was
-        // triggered` line.
-        let from = DIST_ATTACH_86.find("Thread 1 \"python3\"").unwrap();
-        let (_, f) = one_fault(&DIST_ATTACH_86[from..]);
+        // The attach log from the signal line on: no `The exception was triggered` line.
+        let from = OOB_READ_ATTACH.find("Thread 1 \"oob_read\"").unwrap();
+        let (_, f) = one_fault(&OOB_READ_ATTACH[from..]);
         assert_eq!(f.error, Some(ErrorClass::IllegalAddress));
-        assert_eq!(f.kernel.as_deref(), Some(FILL));
+        assert_eq!(f.kernel.as_deref(), Some("gather_rows"));
         assert_eq!(f.pc, None);
-        assert_eq!(f.block, Some([50295, 0, 0]));
-        assert_eq!(f.device, Some(1));
-        assert_eq!(f.grid, Some([524288, 1, 1]));
+        assert_eq!(f.block, Some([3, 0, 0]));
+        assert_eq!(f.device, Some(0));
+        assert_eq!(f.grid, Some([4, 1, 1]));
         assert_eq!(f.pid, None);
         // Only the focus line and the stop line.
-        let from = DIST_ATTACH_86.find("[Switching focus").unwrap();
-        let to = DIST_ATTACH_86.find("  Kernel Parent").unwrap();
-        let (_, f) = one_fault(&DIST_ATTACH_86[from..to]);
+        let from = OOB_READ_ATTACH.find("[Switching focus").unwrap();
+        let to = OOB_READ_ATTACH.find("  Kernel Parent").unwrap();
+        let (_, f) = one_fault(&OOB_READ_ATTACH[from..to]);
         assert_eq!(f.error, None);
-        assert_eq!(f.kernel.as_deref(), Some(FILL));
-        assert_eq!(f.block, Some([50295, 0, 0]));
-        assert_eq!(f.grid, Some([524288, 1, 1]));
+        assert_eq!(f.kernel.as_deref(), Some("gather_rows"));
+        assert_eq!(f.block, Some([3, 0, 0]));
+        assert_eq!(f.grid, Some([4, 1, 1]));
     }
 
     #[test]
@@ -1240,35 +1113,41 @@ Thread 1 "python3" received signal CUDA_EXCEPTION_14, Warp Illegal Address.
 
     #[test]
     fn sessions_in_one_log_stay_apart() {
-        let text = format!("{ASSERT_36}{CRASH_43}{LOCALS_45}{DIST_ATTACH_86}");
+        let text = format!("{TORCH_ASSERT_CORE}{OOB_WRITE_CORE}{OOB_WRITE_G_CORE}{}", oob_read_attach());
         let ev = scan_str(&text, "many.log");
         let got: Vec<_> = ev.faults.iter().map(|f| (f.pid, f.error.clone(), f.location.clone())).collect();
         assert_eq!(
             got,
             vec![
-                (Some(1293), Some(ErrorClass::DeviceAssert), None),
-                (Some(1720), Some(ErrorClass::IllegalAddress), Some(loc("ima_far.cu", 13))),
-                (Some(1783), Some(ErrorClass::IllegalAddress), Some(loc("ima_far.cu", 13))),
-                (Some(833), Some(ErrorClass::IllegalAddress), None),
+                (Some(2899), Some(ErrorClass::DeviceAssert), None),
+                (Some(851), Some(ErrorClass::IllegalAddress), Some(loc("oob_write.cu", 7))),
+                (Some(2419), Some(ErrorClass::IllegalAddress), Some(loc("oob_write.cu", 7))),
+                (Some(4069), Some(ErrorClass::IllegalAddress), Some(loc("oob_read.cu", 8))),
             ]
         );
         assert!(ev.debugger_crashed);
-        assert_eq!(ev.faults[2].locals, vec![pair("i", "640")]);
+        assert_eq!(ev.faults[2].locals, vec![pair("i", "2176")]);
         assert!(ev.faults[3].locals.is_empty());
     }
 
     #[test]
     fn kernel_table_rows() {
-        let row = parse_kernel_row("*      0      -   1    4 Active 0x0fffffffffffffffffffffffffffffffff (524288,1,1) (128,1,1) at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >() ").unwrap();
+        let row_of = |text: &str| text.lines().find(|l| l.starts_with('*')).unwrap().to_string();
+        let row = parse_kernel_row(&row_of(TEMPLATED_CORE)).unwrap();
         assert!(row.current);
+        assert_eq!(row.device, Some(0));
+        assert_eq!(row.grid, Some([16, 1, 1]));
+        assert_eq!(row.block_dim, Some([128, 1, 1]));
+        assert_eq!(row.invocation, "axpy_vec<float, 4>()");
+        let row = parse_kernel_row(&row_of(DIST_ATTACH_86)).unwrap();
         assert_eq!(row.device, Some(1));
         assert_eq!(row.grid, Some([524288, 1, 1]));
-        assert_eq!(row.block_dim, Some([128, 1, 1]));
         assert_eq!(
             row.invocation,
             "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >()"
         );
-        assert_eq!(parse_kernel_row("  Kernel Parent Dev Grid Status                             SMs Mask GridDim BlockDim Invocation"), None);
+        let header = TEMPLATED_CORE.lines().find(|l| l.trim_start().starts_with("Kernel Parent")).unwrap();
+        assert_eq!(parse_kernel_row(header), None);
     }
 
     #[test]
@@ -1287,12 +1166,15 @@ Thread 1 "python3" received signal CUDA_EXCEPTION_14, Warp Illegal Address.
         for text in [
             NO_CORE_13,
             NO_PROCESS_17,
-            ASSERT_36,
-            CRASH_43,
-            LOCALS_45,
-            ATTACH_CRASH_51,
+            TORCH_ASSERT_CORE,
+            TORCH_ASSERT_ATTACH,
+            OOB_WRITE_CORE,
+            OOB_WRITE_G_CORE,
+            OOB_WRITE_ATTACH,
+            OOB_WRITE_G_ATTACH,
+            TEMPLATED_CORE,
+            OOB_READ_ATTACH,
             ATTACH_G_53,
-            GRAPH_63,
             DIST_ATTACH_86,
         ] {
             assert_eq!(parse(text).faults, scan_str(text, "x.log").faults);
@@ -1336,7 +1218,15 @@ Thread 1 "python3" received signal CUDA_EXCEPTION_14, Warp Illegal Address.
 
         #[test]
         fn shuffled_real_lines_never_panic(picks in prop::collection::vec(0usize..200, 0..80)) {
-            let all: Vec<&str> = [ASSERT_36, CRASH_43, LOCALS_45, ATTACH_G_53, GRAPH_63, DIST_ATTACH_86]
+            let all: Vec<&str> = [
+                TORCH_ASSERT_CORE,
+                OOB_WRITE_CORE,
+                OOB_WRITE_G_CORE,
+                OOB_WRITE_G_ATTACH,
+                TEMPLATED_CORE,
+                OOB_READ_ATTACH,
+                DIST_ATTACH_86,
+            ]
                 .iter()
                 .flat_map(|t| t.lines())
                 .collect();

@@ -535,134 +535,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// 23_memcheck.xml (H200, CUDA 13.0, `compute-sanitizer --xml --save`), verbatim.
-    const REPORT: &str = r#"<?xml version="1.0" encoding="utf-8"?>
-<ComputeSanitizerOutput>
-  <record>
-    <kind>Precise</kind>
-    <level>Error</level>
-    <who>
-      <threadIdx>
-        <x>231</x>
-        <y>0</y>
-        <z>0</z>
-      </threadIdx>
-      <blockIdx>
-        <x>3</x>
-        <y>0</y>
-        <z>0</z>
-      </blockIdx>
-    </who>
-    <what>
-      <text>Invalid __global__ read of size 4 bytes is out of bounds</text>
-      <space>__global__</space>
-      <size>4</size>
-      <direction>read</direction>
-      <error>out of bounds</error>
-      <address>0x7fcc1e800fa0</address>
-    </what>
-    <where>
-      <func>sum_neighbors</func>
-      <path>/src/probe/small_oob.cu</path>
-      <line>8</line>
-      <pc>0xc0</pc>
-    </where>
-    <hostStack>
-      <saveLocation>kernel launch time</saveLocation>
-      <frame>
-        <func>cuLaunchKernel</func>
-        <pc>0x39fb94</pc>
-        <module>/usr/local/nvidia/lib64/libcuda.so.1</module>
-      </frame>
-      <frame>
-        <func>libcudart_static_4d8b33a106dceb3c07a56e26de61f2d53bb62a68</func>
-        <pc>0xe153</pc>
-        <module>/src/probe/./s_li</module>
-      </frame>
-      <frame>
-        <func>cudaLaunchKernel</func>
-        <pc>0x705a7</pc>
-        <module>/src/probe/./s_li</module>
-      </frame>
-      <frame>
-        <func>__cudaLaunchKernel_helper</func>
-        <pc>0x8c6d</pc>
-        <module>/src/probe/./s_li</module>
-      </frame>
-      <frame>
-        <func>__device_stub__Z13sum_neighborsPKfPfi</func>
-        <pc>0x8f8e</pc>
-        <module>/src/probe/./s_li</module>
-      </frame>
-      <frame>
-        <func>sum_neighbors</func>
-        <pc>0x9018</pc>
-        <module>/src/probe/./s_li</module>
-      </frame>
-      <frame>
-        <func>main</func>
-        <pc>0x8d47</pc>
-        <module>/src/probe/./s_li</module>
-      </frame>
-      <frame>
-        <pc>0x2a1c9</pc>
-        <module>/lib/x86_64-linux-gnu/libc.so.6</module>
-      </frame>
-      <frame>
-        <func>__libc_start_main</func>
-        <pc>0x2a28a</pc>
-        <module>/lib/x86_64-linux-gnu/libc.so.6</module>
-      </frame>
-      <frame>
-        <func>_start</func>
-        <pc>0x8ae4</pc>
-        <module>/src/probe/./s_li</module>
-      </frame>
-    </hostStack>
-  </record>
-  <record>
-    <kind>Api</kind>
-    <what>
-      <text>Program hit cudaErrorLaunchFailure (error 719) due to &quot;unspecified launch failure&quot; on CUDA API call to cudaDeviceSynchronize.</text>
-      <api>cudaDeviceSynchronize</api>
-      <error>cudaErrorLaunchFailure</error>
-      <message>unspecified launch failure</message>
-      <result>719</result>
-    </what>
-    <hostStack>
-      <saveLocation>error</saveLocation>
-      <frame>
-        <pc>0x4cb045</pc>
-        <module>/usr/local/nvidia/lib64/libcuda.so.1</module>
-      </frame>
-      <frame>
-        <func>cudaDeviceSynchronize</func>
-        <pc>0x40640</pc>
-        <module>/src/probe/./s_li</module>
-      </frame>
-      <frame>
-        <func>main</func>
-        <pc>0x8d4c</pc>
-        <module>/src/probe/./s_li</module>
-      </frame>
-      <frame>
-        <pc>0x2a1c9</pc>
-        <module>/lib/x86_64-linux-gnu/libc.so.6</module>
-      </frame>
-      <frame>
-        <func>__libc_start_main</func>
-        <pc>0x2a28a</pc>
-        <module>/lib/x86_64-linux-gnu/libc.so.6</module>
-      </frame>
-      <frame>
-        <func>_start</func>
-        <pc>0x8ae4</pc>
-        <module>/src/probe/./s_li</module>
-      </frame>
-    </hostStack>
-  </record>
-</ComputeSanitizerOutput>
-"#;
+    /// tests/fixtures/h200/oob_read/memcheck.xml (the project's own recording, H200, CUDA
+    /// 13.0, `compute-sanitizer --xml --save`): one invalid read, then the API error it causes.
+    const REPORT: &str =
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/h200/oob_read/memcheck.xml"));
 
     fn read(bytes: &[u8]) -> Evidence {
         let mut ev = Evidence::new("r.xml", "r.xml");
@@ -686,17 +562,17 @@ mod tests {
         let f = &ev.faults[0];
         assert_eq!(f.tool, Some(Tool::MemcheckXml));
         assert_eq!(f.error, Some(ErrorClass::InvalidAccess));
-        assert_eq!(f.kernel.as_deref(), Some("sum_neighbors(float const*, float*, int)"));
-        assert_eq!(f.mangled.as_deref(), Some("_Z13sum_neighborsPKfPfi"));
+        assert_eq!(f.kernel.as_deref(), Some("gather_rows(float const*, long long const*, float*, int)"));
+        assert_eq!(f.mangled.as_deref(), Some("_Z11gather_rowsPKfPKxPfi"));
         assert_eq!(
             f.location,
-            Some(super::super::SourceLoc { file: "/src/probe/small_oob.cu".into(), line: 8 })
+            Some(super::super::SourceLoc { file: "/tmp/ima-record/oob_read.cu".into(), line: 8 })
         );
-        assert_eq!(f.pc, Some(0xc0));
-        assert_eq!(f.thread, Some([231, 0, 0]));
+        assert_eq!(f.pc, Some(0x100));
+        assert_eq!(f.thread, Some([9, 0, 0]));
         assert_eq!(f.block, Some([3, 0, 0]));
         assert_eq!(f.count, 1);
-        assert_eq!(f.thread_range, Some([[231, 0, 0], [231, 0, 0]]));
+        assert_eq!(f.thread_range, Some([[9, 0, 0], [9, 0, 0]]));
         assert_eq!(f.detail.as_deref(), Some("out of bounds"));
         assert_eq!(
             f.access,
@@ -704,7 +580,7 @@ mod tests {
                 kind: Some("read".into()),
                 space: Some("__global__".into()),
                 size: Some(4),
-                address: Some(0x7fcc1e800fa0),
+                address: Some(0x7f0748800000),
                 nearest: None,
             })
         );
@@ -713,7 +589,7 @@ mod tests {
             f.host_frames[6],
             Frame {
                 function: Some("main".into()),
-                module: Some("/src/probe/./s_li".into()),
+                module: Some("/tmp/ima-record/./bin/oob_read".into()),
                 ..Frame::default()
             }
         );
@@ -722,7 +598,7 @@ mod tests {
         assert_eq!(
             ev.api_errors,
             vec![super::super::ApiError {
-                api: "cudaDeviceSynchronize".into(),
+                api: "cudaMemcpy".into(),
                 error: "cudaErrorLaunchFailure".into(),
                 code: Some(719),
                 message: "unspecified launch failure".into(),
@@ -738,7 +614,7 @@ mod tests {
         let rec = first_record();
         let mut doc = String::from("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<ComputeSanitizerOutput>\n");
         for i in 0..300u32 {
-            doc.push_str(&rec.replacen("<x>231</x>", &format!("<x>{}</x>", 200 + i % 50), 1));
+            doc.push_str(&rec.replacen("<x>9</x>", &format!("<x>{}</x>", 200 + i % 50), 1));
         }
         doc.push_str(&REPORT[REPORT.find("  <record>\n    <kind>Api").unwrap()..]);
         let ev = read(doc.as_bytes());
@@ -885,7 +761,7 @@ mod tests {
 
     #[test]
     fn scan_sends_xml_here() {
-        let ev = super::super::scan::scan_str(REPORT, "23_memcheck.xml");
+        let ev = super::super::scan::scan_str(REPORT, "oob_read/memcheck.xml");
         assert_eq!(ev.tools, vec![Tool::MemcheckXml]);
         assert_eq!(ev.faults.len(), 1);
     }
@@ -910,7 +786,7 @@ mod tests {
         }
 
         #[test]
-        fn corrupted_reports_never_panic(at in 0usize..3471, junk in proptest::collection::vec(any::<u8>(), 0..16)) {
+        fn corrupted_reports_never_panic(at in 0usize..REPORT.len(), junk in proptest::collection::vec(any::<u8>(), 0..16)) {
             let mut bytes = REPORT.as_bytes().to_vec();
             let at = at.min(bytes.len());
             bytes.splice(at..at, junk);

@@ -312,7 +312,18 @@ pub fn decide(inputs: &[Evidence]) -> Analysis {
         && thread.is_some();
     let device = primary.device.or_else(|| members.iter().find_map(|&i| findings[i].item.device));
     let pid = members.iter().find_map(|&i| findings[i].item.pid);
-    let rank = members.iter().find_map(|&i| findings[i].item.rank);
+    // The rank: from the fault itself, else the one rank whose program reported a device
+    // error (`[rank1]: ...`); with several such ranks, none is named.
+    let rank = members.iter().find_map(|&i| findings[i].item.rank).or_else(|| {
+        let mut ranks: Vec<u32> = symptoms
+            .iter()
+            .filter(|s| s.item.error.as_ref().is_some_and(ErrorClass::is_device_fault))
+            .filter_map(|s| s.item.rank)
+            .collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        (ranks.len() == 1).then(|| ranks[0])
+    });
     let access = members
         .iter()
         .filter_map(|&i| findings[i].item.access.clone())

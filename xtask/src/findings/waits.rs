@@ -70,73 +70,33 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// `16_waits.log`, verbatim.
-    const NO_WAIT_16: &str = r#"launched both kernels
-done 7
-"#;
+    /// A file of the project's own recordings (tests/fixtures/h200, recorded on an H200 by
+    /// tests/gpu/record.sh).
+    macro_rules! recording {
+        ($f:literal) => {
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/h200/", $f))
+        };
+    }
 
-    /// `50_waits.log`, verbatim.
-    const WAITS_50: &str = r#"launched both kernels
-vm: The application encountered a device error and CUDA_DEVICE_WAITS_ON_EXCEPTION is set. You can now attach a debugger to the application (PID 1866) for inspection.
-"#;
+    /// A reference excerpt kept until the project records the same output itself
+    /// (tests/fixtures/transcripts/README.md).
+    macro_rules! transcript {
+        ($f:literal) => {
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/transcripts/", $f))
+        };
+    }
 
-    /// `52_waits_G.log`, verbatim.
-    const WAITS_G_52: &str = r#"launched both kernels
-vm: The application encountered a device error and CUDA_DEVICE_WAITS_ON_EXCEPTION is set. You can now attach a debugger to the application (PID 1933) for inspection.
-"#;
-
-    /// `85_dist_waits.log`, verbatim.
-    const DIST_WAITS_85: &str = r#"
-*****************************************
-Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed. 
-*****************************************
-rank 0 pid 832 first all_reduce ok
-rank 1 pid 833 first all_reduce ok
-vm: The application encountered a device error and CUDA_DEVICE_WAITS_ON_EXCEPTION is set. You can now attach a debugger to the application (PID 833) for inspection.
-W1130 01:10:55.980000 772 torch/distributed/elastic/multiprocessing/api.py:1012] Sending process 832 closing signal SIGTERM
-E1130 01:10:56.095000 772 torch/distributed/elastic/multiprocessing/api.py:986] failed (exitcode: -9) local_rank: 1 (pid: 833) of binary: /opt/torch/.venv/bin/python3
-Traceback (most recent call last):
-  File "<frozen runpy>", line 198, in _run_module_as_main
-  File "<frozen runpy>", line 88, in _run_code
-  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/run.py", line 994, in <module>
-    main()
-  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/elastic/multiprocessing/errors/__init__.py", line 362, in wrapper
-    return f(*args, **kwargs)
-           ^^^^^^^^^^^^^^^^^^
-  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/run.py", line 990, in main
-    run(args)
-  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/run.py", line 981, in run
-    elastic_launch(
-  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/launcher/api.py", line 170, in __call__
-    return launch_agent(self._config, self._entrypoint, list(args))
-           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
-  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/distributed/launcher/api.py", line 317, in launch_agent
-    raise ChildFailedError(
-torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
-=====================================================
-dist_ima.py FAILED
------------------------------------------------------
-Failures:
-[1]:
-  time      : 2026-11-30_01:10:56
-  host      : localhost
-  rank      : 0 (local_rank: 0)
-  exitcode  : -15 (pid: 832)
-  error_file: <N/A>
-  traceback : Signal 15 (SIGTERM) received by PID 832
------------------------------------------------------
-Root Cause (first observed failure):
-[0]:
-  time      : 2026-11-30_01:10:55
-  host      : localhost
-  rank      : 1 (local_rank: 1)
-  exitcode  : -9 (pid: 833)
-  error_file: <N/A>
-  traceback : Signal 9 (SIGKILL) received by PID 833
-=====================================================
---- 20 s after attach:
-pid, process_name
-"#;
+    /// A run that did not fault: no message.
+    const CLEAN: &str = recording!("clean/waits.log");
+    /// `launched scale_write`, then the message (PID 915).
+    const OOB_WRITE: &str = recording!("oob_write/waits.log");
+    /// The same program built with -G (PID 2482).
+    const OOB_WRITE_G: &str = recording!("oob_write_G/waits.log");
+    /// A multiprocessing-spawned worker faults: the message names the worker (PID 4802),
+    /// then the parent prints `worker exit code -9`.
+    const TRITON_WORKER: &str = recording!("triton_worker/waits.log");
+    /// One rank of a two-rank torchrun job faults; torchrun (PID 772) reports afterwards.
+    const DIST_WAITS_85: &str = transcript!("85_dist_waits.excerpt.log");
 
     fn notice(host: &str, pid: u32) -> WaitNotice {
         WaitNotice { host: host.to_string(), pid }
@@ -144,10 +104,16 @@ pid, process_name
 
     #[test]
     fn the_message_names_host_and_pid() {
-        let ev = scan_str(WAITS_50, "50.log");
-        assert_eq!(ev.waits, vec![notice("vm", 1866)]);
+        let ev = scan_str(OOB_WRITE, "oob_write/waits.log");
+        assert_eq!(ev.waits, vec![notice("vm", 915)]);
         assert!(ev.tools.contains(&Tool::Waits));
-        assert_eq!(scan_str(WAITS_G_52, "52.log").waits, vec![notice("vm", 1933)]);
+        assert_eq!(scan_str(OOB_WRITE_G, "oob_write_G/waits.log").waits, vec![notice("vm", 2482)]);
+    }
+
+    #[test]
+    fn the_faulting_process_not_its_parent() {
+        let ev = scan_str(TRITON_WORKER, "triton_worker/waits.log");
+        assert_eq!(ev.waits, vec![notice("vm", 4802)]);
     }
 
     #[test]
@@ -158,26 +124,26 @@ pid, process_name
 
     #[test]
     fn no_message_no_notice() {
-        let ev = scan_str(NO_WAIT_16, "16.log");
+        let ev = scan_str(CLEAN, "clean/waits.log");
         assert!(ev.waits.is_empty());
         assert!(!ev.tools.contains(&Tool::Waits));
     }
 
     #[test]
     fn one_line_at_a_time() {
-        let line = WAITS_50.lines().nth(1).unwrap();
-        assert_eq!(wait_notice(line), Some(notice("vm", 1866)));
-        assert_eq!(wait_notice(&format!("{line}\r")), Some(notice("vm", 1866)));
-        assert_eq!(wait_notice("launched both kernels"), None);
+        let line = OOB_WRITE.lines().nth(1).unwrap();
+        assert_eq!(wait_notice(line), Some(notice("vm", 915)));
+        assert_eq!(wait_notice(&format!("{line}\r")), Some(notice("vm", 915)));
+        assert_eq!(wait_notice(OOB_WRITE.lines().next().unwrap()), None);
         assert_eq!(wait_notice(""), None);
         // The same notice twice is one notice.
-        let twice = format!("{WAITS_50}{WAITS_50}");
+        let twice = format!("{OOB_WRITE}{OOB_WRITE}");
         assert_eq!(scan_str(&twice, "x.log").waits.len(), 1);
     }
 
     #[test]
     fn excerpts_cut_at_every_char_boundary_never_panic() {
-        for text in [WAITS_50, WAITS_G_52, DIST_WAITS_85, NO_WAIT_16] {
+        for text in [OOB_WRITE, OOB_WRITE_G, TRITON_WORKER, DIST_WAITS_85, CLEAN] {
             for (i, _) in text.char_indices() {
                 for part in [&text[..i], &text[i..]] {
                     for line in part.lines() {
