@@ -600,7 +600,18 @@ mod tests {
             p.finish(&mut ev);
             ev
         }
-        for text in [OOB_WRITE, TORCH_ASSERT, TRITON_WORKER, OOB_WRITE_G, TEMPLATED, DIST_83] {
+        // One whole log; of the others, the lines around the exception (a whole log costs
+        // as much as the first: every cut is parsed from the start).
+        let from = |text: &'static str, pat: &str| &text[text.find(pat).unwrap()..];
+        let excerpts = [
+            OOB_WRITE,
+            from(TORCH_ASSERT, "[09:45:47.333543] coredump: SM 124/132"),
+            from(TRITON_WORKER, "[09:47:49.136715] coredump: SM 84/132"),
+            &OOB_WRITE_G[..OOB_WRITE_G.find("[09:45:25.056412] coredump: SM 1/132").unwrap()],
+            &TEMPLATED[..TEMPLATED.find("[09:45:06.067065] coredump: SM 1/132").unwrap()],
+            DIST_83,
+        ];
+        for text in excerpts {
             let ev = scan_str(text, "x.log");
             assert_eq!(parse(text).faults.iter().collect::<Vec<_>>(), dump_faults(&ev));
             for (i, _) in text.char_indices() {

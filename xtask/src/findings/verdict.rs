@@ -331,10 +331,12 @@ pub fn decide(inputs: &[Evidence]) -> Analysis {
 
     let host_frame = pick_host_frame(members.iter().map(|&i| &findings[i].item), &symptoms, &kernel);
 
+    // Inputs in a bundle are named `rung/file`; the verdict names the rungs.
     let mut rungs: Vec<String> = Vec::new();
     for &i in members {
-        if !rungs.contains(&findings[i].origin) {
-            rungs.push(findings[i].origin.clone());
+        let rung = findings[i].origin.split('/').next().unwrap_or_default().to_string();
+        if !rungs.contains(&rung) {
+            rungs.push(rung);
         }
     }
 
