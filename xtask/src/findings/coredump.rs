@@ -343,17 +343,9 @@ mod tests {
         };
     }
 
-    /// A reference excerpt kept until the project records the same output itself
-    /// (tests/fixtures/transcripts/README.md).
-    macro_rules! transcript {
-        ($f:literal) => {
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/transcripts/", $f))
-        };
-    }
-
     /// The faulting warp had exited before the dump: no stack (PID 851).
     const OOB_WRITE: &str = recording!("oob_write/coredump.log");
-    /// The exception detected after SM 124 of 132 had been collected (PID 1077).
+    /// The exception detected after 126 of 132 SMs had been collected (PID 1077).
     const OOB_READ: &str = recording!("oob_read/coredump.log");
     /// PyTorch's device-side assert, with PyTorch's assert line first (PID 2899).
     const TORCH_ASSERT: &str = recording!("torch_assert/coredump.log");
@@ -367,8 +359,12 @@ mod tests {
     /// Runs with the coredump variables set that printed no coredump line.
     const CLEAN: &str = recording!("clean/coredump.log");
     const INLINED: &str = recording!("inlined/coredump.log");
-    /// A two-rank torchrun job up to the NCCL watchdog's report, before any coredump line.
-    const DIST_83: &str = transcript!("83_dist_coredump.excerpt.log");
+    /// A two-GPU torchrun job without the coredump variables: `[rank1]:` lines, the NCCL
+    /// watchdog's report, torchrun's. Recorded by `debug-ima` (tests/fixtures/bundles).
+    const DIST: &str = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/bundles/dist_fault-full/rungs/01-baseline/stderr.log"
+    ));
 
     /// The first `n` lines of `text`, each with its newline.
     fn head(text: &str, n: usize) -> String {
@@ -540,9 +536,11 @@ mod tests {
 
     #[test]
     fn a_run_without_coredump_lines_finds_nothing() {
-        for (text, name) in
-            [(CLEAN, "clean/coredump.log"), (INLINED, "inlined/coredump.log"), (DIST_83, "83.log")]
-        {
+        for (text, name) in [
+            (CLEAN, "clean/coredump.log"),
+            (INLINED, "inlined/coredump.log"),
+            (DIST, "dist_fault-full/rungs/01-baseline/stderr.log"),
+        ] {
             let ev = scan_str(text, name);
             assert!(!ev.tools.contains(&Tool::Coredump), "{name}");
             assert!(ev.faults.iter().all(|f| f.tool != Some(Tool::Coredump)), "{name}");
@@ -602,14 +600,17 @@ mod tests {
         }
         // One whole log; of the others, the lines around the exception (a whole log costs
         // as much as the first: every cut is parsed from the start).
-        let from = |text: &'static str, pat: &str| &text[text.find(pat).unwrap()..];
+        let line_of = |text: &str, pat: &str| {
+            let at = text.find(pat).unwrap();
+            text[..at].rfind('\n').map_or(0, |n| n + 1)
+        };
         let excerpts = [
             OOB_WRITE,
-            from(TORCH_ASSERT, "[09:45:47.333543] coredump: SM 124/132"),
-            from(TRITON_WORKER, "[09:47:49.136715] coredump: SM 84/132"),
-            &OOB_WRITE_G[..OOB_WRITE_G.find("[09:45:25.056412] coredump: SM 1/132").unwrap()],
-            &TEMPLATED[..TEMPLATED.find("[09:45:06.067065] coredump: SM 1/132").unwrap()],
-            DIST_83,
+            &TORCH_ASSERT[line_of(TORCH_ASSERT, "coredump: SM 124/132 ")..],
+            &TRITON_WORKER[line_of(TRITON_WORKER, "coredump: SM 84/132 ")..],
+            &OOB_WRITE_G[..line_of(OOB_WRITE_G, "coredump: SM 1/132 ")],
+            &TEMPLATED[..line_of(TEMPLATED, "coredump: SM 1/132 ")],
+            &DIST[..line_of(DIST, "Exception raised from query")],
         ];
         for text in excerpts {
             let ev = scan_str(text, "x.log");

@@ -870,8 +870,14 @@ mod tests {
     const NO_PROCESS_17: &str = transcript!("17_attach.excerpt.log");
     /// Attached to a -G build with `print i` and `print out` among the commands.
     const ATTACH_G_53: &str = transcript!("53_attach_G.excerpt.log");
-    /// Attached to the faulting rank (device 1) of a two-rank torchrun job.
+    /// Attached to a PyTorch kernel without line information: the exception line names a
+    /// template kernel with spaces and no `(FILE:LINE)`.
     const DIST_ATTACH_86: &str = transcript!("86_dist_attach.excerpt.log");
+    /// Attached by `debug-ima` to the faulting rank (device 1) of a two-GPU torchrun job
+    /// (PID 1040 in the command it wrote beside the log).
+    const DIST_ATTACH: &str = recording!("bundles/dist_fault-full/rungs/04-attach/cudagdb-attach.log");
+    const DIST_ATTACH_CMD: &str =
+        recording!("bundles/dist_fault-full/rungs/04-attach/cudagdb-attach.command.txt");
 
     /// `log` after a shell transcript's `$ CMD` line, with the command line record.sh noted
     /// for `rung` in a case's `meta.tsv` (rung, exit status, seconds, command): how a log
@@ -891,9 +897,9 @@ mod tests {
         format!("$ {}\n{log}", cmd.trim_end())
     }
 
-    /// The bundle's attach log after the command `debug-ima` ran.
-    fn oob_read_attach() -> String {
-        format!("$ {}\n{OOB_READ_ATTACH}", OOB_READ_ATTACH_CMD.trim_end())
+    /// A bundle's attach log after the command `debug-ima` ran (written beside it).
+    fn with_bundle_command(cmd: &str, log: &str) -> String {
+        format!("$ {}\n{log}", cmd.trim_end())
     }
 
     fn loc(file: &str, line: u32) -> SourceLoc {
@@ -1062,9 +1068,25 @@ mod tests {
 
     #[test]
     fn attach_to_one_rank_of_a_distributed_job() {
+        let (_, f) = one_fault(&with_bundle_command(DIST_ATTACH_CMD, DIST_ATTACH));
+        assert_eq!(f.error, Some(ErrorClass::IllegalAddress));
+        assert_eq!(f.kernel.as_deref(), Some("gather_kv_kernel"));
+        assert_eq!(f.location, Some(loc("vllm_shaped.py", 22)));
+        assert_eq!(f.pc, Some(0x7fca749ff600));
+        assert_eq!(f.block, Some([41, 0, 0]));
+        assert_eq!(f.thread, Some([96, 0, 0]));
+        assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(1), Some(84), Some(0), Some(0)));
+        assert_eq!(f.grid, Some([64, 1, 1]));
+        assert_eq!(f.block_dim, Some([128, 1, 1]));
+        assert_eq!(f.pid, Some(1040));
+    }
+
+    #[test]
+    fn exception_line_without_a_location() {
         let (_, f) = one_fault(DIST_ATTACH_86);
         assert_eq!(f.error, Some(ErrorClass::IllegalAddress));
         assert_eq!(f.kernel.as_deref(), Some(FILL));
+        assert_eq!(f.location, None);
         assert_eq!(f.pc, Some(0x7f02edd3c830));
         assert_eq!(f.block, Some([50295, 0, 0]));
         assert_eq!((f.device, f.sm, f.warp, f.lane), (Some(1), Some(0), Some(7), Some(0)));
@@ -1113,7 +1135,10 @@ mod tests {
 
     #[test]
     fn sessions_in_one_log_stay_apart() {
-        let text = format!("{TORCH_ASSERT_CORE}{OOB_WRITE_CORE}{OOB_WRITE_G_CORE}{}", oob_read_attach());
+        let text = format!(
+            "{TORCH_ASSERT_CORE}{OOB_WRITE_CORE}{OOB_WRITE_G_CORE}{}",
+            with_bundle_command(OOB_READ_ATTACH_CMD, OOB_READ_ATTACH)
+        );
         let ev = scan_str(&text, "many.log");
         let got: Vec<_> = ev.faults.iter().map(|f| (f.pid, f.error.clone(), f.location.clone())).collect();
         assert_eq!(
@@ -1139,12 +1164,17 @@ mod tests {
         assert_eq!(row.grid, Some([16, 1, 1]));
         assert_eq!(row.block_dim, Some([128, 1, 1]));
         assert_eq!(row.invocation, "axpy_vec<float, 4>()");
-        let row = parse_kernel_row(&row_of(DIST_ATTACH_86)).unwrap();
+        // A kernel on the second GPU.
+        let row = parse_kernel_row(&row_of(DIST_ATTACH)).unwrap();
         assert_eq!(row.device, Some(1));
-        assert_eq!(row.grid, Some([524288, 1, 1]));
+        assert_eq!(row.grid, Some([64, 1, 1]));
+        assert_eq!(row.invocation, "gather_kv_kernel()");
+        // A template kernel's row without line information.
+        let row = parse_kernel_row(&row_of(TORCH_ASSERT_CORE)).unwrap();
+        assert_eq!((row.grid, row.block_dim), (Some([1, 1, 1]), Some([32, 1, 1])));
         assert_eq!(
             row.invocation,
-            "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >()"
+            "at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>()"
         );
         let header = TEMPLATED_CORE.lines().find(|l| l.trim_start().starts_with("Kernel Parent")).unwrap();
         assert_eq!(parse_kernel_row(header), None);
@@ -1176,6 +1206,7 @@ mod tests {
             OOB_READ_ATTACH,
             ATTACH_G_53,
             DIST_ATTACH_86,
+            DIST_ATTACH,
         ] {
             assert_eq!(parse(text).faults, scan_str(text, "x.log").faults);
             for (i, _) in text.char_indices() {
@@ -1226,6 +1257,7 @@ mod tests {
                 TEMPLATED_CORE,
                 OOB_READ_ATTACH,
                 DIST_ATTACH_86,
+                DIST_ATTACH,
             ]
                 .iter()
                 .flat_map(|t| t.lines())

@@ -1072,7 +1072,7 @@ mod tests {
         };
     }
 
-    // ----- The project's own recordings (tests/fixtures/h200) --------------------------------
+    // ----- The project's own recordings (tests/fixtures/h200 and bundles) --------------------
     /// `CUDA error at oob_read.cu:26: cudaMemcpy(...): an illegal memory access was encountered`.
     const OOB_READ_BASELINE: &str = recording!("oob_read/baseline.log");
     /// The program's own `CUDA error at ...` line (line 14) among compute-sanitizer's.
@@ -1095,14 +1095,23 @@ mod tests {
     const DEVICE_ASSERT_BASELINE: &str = recording!("device_assert/baseline.log");
     /// Triton's launcher raises `RuntimeError: Triton Error [CUDA]: ...`.
     const TRITON_EAGER_BLOCKING: &str = recording!("triton_eager/launch-blocking.log");
+    /// Rank 1 of a two-GPU torchrun job faults (recorded by `debug-ima`,
+    /// tests/fixtures/bundles/dist_fault-full): the NCCL watchdog's report behind `[rank1]:`,
+    /// `terminate` + `what():`, torchrun's traceback.
+    const DIST_PLAIN: &str = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/bundles/dist_fault-full/rungs/01-baseline/stderr.log"
+    ));
+    /// The same with CUDA_LAUNCH_BLOCKING=1: rank 1's traceback behind `[rank1]:`, then
+    /// torchrun's own.
+    const DIST_BLOCKING: &str = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/bundles/dist_fault-full/rungs/02-launch-blocking/stderr.log"
+    ));
 
     // ----- Reference excerpts (tests/fixtures/transcripts) -------------------------------------
     /// `cudaMemcpy(...): invalid argument`: a host API error.
     const NULL_PLAIN: &str = transcript!("46_null_plain.excerpt.log");
-    /// Rank 1's traceback behind `[rank1]:`, then torchrun's own.
-    const DIST_BLOCKING: &str = transcript!("82_dist_blocking.excerpt.log");
-    /// The NCCL watchdog, `terminate` + `what():`, torchrun's traceback.
-    const DIST_PLAIN: &str = transcript!("81_dist_plain.excerpt.log");
     /// A spawned child's assert line (with an empty condition) under memcheck.
     const CHILD_MEMCHECK_HEAD: &str = transcript!("39_child_memcheck.head.excerpt.log");
     /// The child's Python traceback among memcheck's lines.
@@ -1119,6 +1128,8 @@ mod tests {
 
     const OOB_READ_CALL: &str = "cudaMemcpy(h_out.data(), out, n * sizeof(float), cudaMemcpyDeviceToHost)";
     const VLLM_SHAPED: &str = "/tmp/ima-record/vllm_shaped.py";
+    const DIST_FAULT: &str = "/work/main/tests/gpu/programs/dist_fault.py";
+    const SUITE_VLLM_SHAPED: &str = "/work/main/tests/gpu/programs/vllm_shaped.py";
 
     // ----- C/C++ runtime errors ---------------------------------------------------------------
 
@@ -1310,18 +1321,23 @@ mod tests {
     fn rank_prefixed_traceback() {
         let ev = host(DIST_BLOCKING);
         // torchrun's own traceback ends in ChildFailedError: not a CUDA error, ignored.
+        let site = "/opt/torch/.venv/lib/python3.12/site-packages/triton";
         assert_eq!(
             ev.symptoms,
             vec![Symptom {
-                error: Some(ErrorClass::LaunchFailure),
-                message: "unspecified launch failure".into(),
-                exception: Some("torch.AcceleratorError".into()),
+                error: Some(ErrorClass::IllegalAddress),
+                message: "an illegal memory access was encountered".into(),
+                exception: Some("RuntimeError".into()),
                 python_frames: vec![
-                    pyframe("<module>", "/src/probe/dist_ima.py", 27),
-                    pyframe("main", "/src/probe/dist_ima.py", 21),
+                    pyframe("<module>", DIST_FAULT, 37),
+                    pyframe("main", DIST_FAULT, 30),
+                    pyframe("gather", SUITE_VLLM_SHAPED, 27),
+                    pyframe("<lambda>", &format!("{site}/runtime/jit.py"), 370),
+                    pyframe("run", &format!("{site}/runtime/jit.py"), 744),
+                    pyframe("__call__", &format!("{site}/backends/nvidia/driver.py"), 713),
                 ],
                 rank: Some(1),
-                log_line: 14,
+                log_line: 20,
                 ..Symptom::default()
             }]
         );
@@ -1333,12 +1349,12 @@ mod tests {
         assert_eq!(
             ev.symptoms,
             vec![Symptom {
-                error: Some(ErrorClass::LaunchFailure),
-                message: "unspecified launch failure".into(),
+                error: Some(ErrorClass::IllegalAddress),
+                message: "an illegal memory access was encountered".into(),
                 // From the `Exception raised from query at ...` line that follows.
                 reported_at: loc("/pytorch/c10/cuda/CUDAEvent.h", 111),
                 rank: Some(1),
-                log_line: 3,
+                log_line: 5,
                 ..Symptom::default()
             }]
         );
@@ -1350,7 +1366,7 @@ mod tests {
         let s = &ev.symptoms[0];
         assert_eq!(s.exception.as_deref(), Some("c10::DistBackendError"));
         assert_eq!((s.rank, s.log_line), (Some(1), 2));
-        assert_eq!(s.message, "unspecified launch failure");
+        assert_eq!(s.message, "an illegal memory access was encountered");
     }
 
     // Derived inputs: real lines, re-arranged (interleaved, relabelled, repeated) to exercise
@@ -1360,7 +1376,7 @@ mod tests {
     fn interleaved_ranks_keep_separate_tracebacks() {
         let r1: Vec<&str> = DIST_BLOCKING.lines().filter(|l| l.starts_with("[rank1]:")).collect();
         let r0: Vec<String> = r1.iter().map(|l| l.replacen("[rank1]:", "[rank0]:", 1)).collect();
-        let noise = lines(DIST_PLAIN, 1, 2);
+        let noise = lines(DIST_PLAIN, 2, 3); // torchrun's `OMP_NUM_THREADS` banner
         let mut text = String::new();
         for (a, b) in r1.iter().zip(&r0) {
             text.push_str(&format!("{a}\n{noise}{b}\n"));
@@ -1371,8 +1387,8 @@ mod tests {
         ranks.sort();
         assert_eq!(ranks, vec![Some(0), Some(1)]);
         for s in &ev.symptoms {
-            assert_eq!(s.python_frames.len(), 2);
-            assert_eq!(s.user_frame(), Some(&pyframe("main", "/src/probe/dist_ima.py", 21)));
+            assert_eq!(s.python_frames.len(), 6);
+            assert_eq!(s.user_frame(), Some(&pyframe("gather", SUITE_VLLM_SHAPED, 27)));
         }
     }
 

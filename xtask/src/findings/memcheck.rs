@@ -861,12 +861,17 @@ mod tests {
     const MISALIGNED_LOG: &str = recording!("misaligned/memcheck.log");
     const INLINED_LOG: &str = recording!("inlined/memcheck.log");
     const TRITON_LOG: &str = recording!("triton_worker/memcheck.log");
+    /// A two-GPU torchrun job under memcheck (recorded by `debug-ima`,
+    /// tests/fixtures/bundles/dist_fault-full): NCCL's API errors at start-up, rank 1's
+    /// invalid reads, the API errors they cause.
+    const DIST: &str = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/bundles/dist_fault-full/rungs/05-memcheck/stdout.log"
+    ));
     /// An invalid read `after` an allocation, then an API error.
     const SMALL_22: &str = transcript!("22_memcheck_small.excerpt.log");
     /// A build without -lineinfo (no `in FILE:LINE`): its first record.
     const PLAIN_21: &str = transcript!("21_memcheck_plain.excerpt.log");
-    /// NCCL's API errors under memcheck in a two-rank job.
-    const DIST_87: &str = transcript!("87_dist_memcheck.excerpt.log");
     /// `--generate-coredump`: the sanitizer writes a coredump itself.
     const COREDUMP_57: &str = transcript!("57_far_memcheck_coredump.excerpt.log");
 
@@ -888,6 +893,12 @@ mod tests {
             }
         }
         panic!("fewer than {n} records");
+    }
+
+    /// The first `n` lines of `text`.
+    fn head(text: &str, n: usize) -> &str {
+        let end: usize = text.split_inclusive('\n').take(n).map(str::len).sum();
+        &text[..end]
     }
 
     /// The first record of `text`, from its `========= Invalid` line to its end.
@@ -1083,14 +1094,25 @@ mod tests {
 
     #[test]
     fn api_errors_group_by_error_and_api() {
-        let ev = scan_str(DIST_87, "87_dist_memcheck.log");
-        assert!(memcheck_faults(&ev).is_empty());
-        let got: Vec<(&str, u64)> = ev.api_errors.iter().map(|e| (e.api.as_str(), e.count)).collect();
-        assert_eq!(got, vec![("cudaFuncGetAttributes", 2), ("cudaGetLastError", 1)]);
-        assert_eq!(ev.api_errors[0].error, "cudaErrorNoKernelImageForDevice");
+        let ev = scan_str(DIST, "dist_fault-full/rungs/05-memcheck/stdout.log");
+        let got: Vec<(&str, &str, u64)> =
+            ev.api_errors.iter().map(|e| (e.error.as_str(), e.api.as_str(), e.count)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("cudaErrorNoKernelImageForDevice", "cudaFuncGetAttributes", 8),
+                ("cudaErrorNoKernelImageForDevice", "cudaGetLastError", 8),
+                ("cudaErrorLaunchFailure", "cudaEventQuery", 1),
+                ("cudaErrorLaunchFailure", "cudaGetLastError", 1),
+            ]
+        );
         assert_eq!(ev.api_errors[0].code, Some(209));
         assert_eq!(ev.api_errors[0].message, "no kernel image is available for execution on the device");
-        assert_eq!(ev.error_summary, Some(225_814));
+        // Rank 1's invalid reads are one site.
+        let f = memcheck_faults(&ev);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].kernel.as_deref(), f[0].count), (Some("gather_kv_kernel"), 128));
+        assert_eq!(ev.error_summary, Some(146));
     }
 
     #[test]
@@ -1270,8 +1292,8 @@ mod tests {
         assert_eq!(parse_by_thread(b"(9,0) in block (3,0,0)"), None);
         assert_eq!(parse_by_thread(b"(4294967296,0,0) in block (3,0,0)"), None);
         assert_eq!(parse_by_thread(b"(1,2,3) in block (4,5,6"), None);
-        // A host frame with a source position and a module (NCCL's, in 87_dist_memcheck).
-        let nccl = DIST_87.lines().find_map(|l| l.split_once("Host Frame: ncclInit")).unwrap();
+        // A host frame with a source position and a module (NCCL's).
+        let nccl = DIST.lines().find_map(|l| l.split_once("Host Frame: ncclInit")).unwrap();
         let f = parse_host_frame(&format!("ncclInit{}", nccl.1));
         assert_eq!(f.function.as_deref(), Some("ncclInitKernelsForDevice(int, int, unsigned long*)"));
         assert_eq!((f.file.as_deref(), f.line), (Some("enqueue.cc"), Some(52)));
@@ -1301,7 +1323,7 @@ mod tests {
     #[test]
     fn every_truncation_of_real_output_is_safe() {
         let write = records(OOB_WRITE, 5);
-        for text in [write, OOB_READ, records(TORCH_ASSERT, 1), SMALL_22, DIST_87, COREDUMP_57] {
+        for text in [write, OOB_READ, records(TORCH_ASSERT, 1), SMALL_22, head(DIST, 6), COREDUMP_57] {
             for (i, _) in text.char_indices() {
                 let ev = scan_str(&text[..i], "t.log");
                 assert!(ev.faults.len() <= 2);

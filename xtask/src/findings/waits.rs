@@ -78,14 +78,6 @@ mod tests {
         };
     }
 
-    /// A reference excerpt kept until the project records the same output itself
-    /// (tests/fixtures/transcripts/README.md).
-    macro_rules! transcript {
-        ($f:literal) => {
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/transcripts/", $f))
-        };
-    }
-
     /// A run that did not fault: no message.
     const CLEAN: &str = recording!("clean/waits.log");
     /// `launched scale_write`, then the message (PID 915).
@@ -95,8 +87,12 @@ mod tests {
     /// A multiprocessing-spawned worker faults: the message names the worker (PID 4802),
     /// then the parent prints `worker exit code -9`.
     const TRITON_WORKER: &str = recording!("triton_worker/waits.log");
-    /// One rank of a two-rank torchrun job faults; torchrun (PID 772) reports afterwards.
-    const DIST_WAITS_85: &str = transcript!("85_dist_waits.excerpt.log");
+    /// Rank 1 of a two-GPU torchrun job faults (PID 1040); then torchrun (PID 997) stops
+    /// rank 0 (PID 1039). Recorded by `debug-ima` (tests/fixtures/bundles).
+    const DIST: &str = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/bundles/dist_fault-full/rungs/04-attach/stderr.log"
+    ));
 
     fn notice(host: &str, pid: u32) -> WaitNotice {
         WaitNotice { host: host.to_string(), pid }
@@ -118,8 +114,8 @@ mod tests {
 
     #[test]
     fn the_faulting_rank_not_the_launcher() {
-        let ev = scan_str(DIST_WAITS_85, "85.log");
-        assert_eq!(ev.waits, vec![notice("vm", 833)]);
+        let ev = scan_str(DIST, "dist_fault-full/rungs/04-attach/stderr.log");
+        assert_eq!(ev.waits, vec![notice("vm", 1040)]);
     }
 
     #[test]
@@ -143,7 +139,7 @@ mod tests {
 
     #[test]
     fn excerpts_cut_at_every_char_boundary_never_panic() {
-        for text in [OOB_WRITE, OOB_WRITE_G, TRITON_WORKER, DIST_WAITS_85, CLEAN] {
+        for text in [OOB_WRITE, OOB_WRITE_G, TRITON_WORKER, DIST, CLEAN] {
             for (i, _) in text.char_indices() {
                 for part in [&text[..i], &text[i..]] {
                     for line in part.lines() {
