@@ -313,6 +313,21 @@ fn two_gpus_are_both_listed() {
     let gpu = r.get("gpu").unwrap();
     assert!(gpu.detail.starts_with("2 GPUs: NVIDIA H200"), "{}", gpu.detail);
     assert_eq!(versions(&r)["driver"], "580.159.04");
+    // What the ladder reads for `{gpu_arch}` and the launch-blocking rung's warning.
+    let gpus = r.gpus();
+    assert_eq!(gpus.len(), 2);
+    assert_eq!(gpus[0].compute_cap.as_deref(), Some("9.0"));
+    assert_eq!(report(&h200()).gpus().len(), 1);
+    assert!(report(&no_gpu()).gpus().is_empty());
+}
+
+#[test]
+fn available_memory_from_proc_meminfo() {
+    // The first lines of /proc/meminfo on this machine.
+    let meminfo = "MemTotal:       24684084 kB\nMemFree:        21061100 kB\nMemAvailable:   24219968 kB\n";
+    assert_eq!(doctor::parse_mem_available(meminfo), Some(24219968 * 1024));
+    assert_eq!(doctor::parse_mem_available("MemTotal:       24684084 kB\n"), None);
+    assert_eq!(doctor::parse_mem_available(""), None);
 }
 
 #[test]

@@ -5,6 +5,9 @@
 //! the coredump, the attach wait that never ends by itself, a hang. The rebuild rung runs
 //! the real `nvcc` and `cuobjdump` from NVIDIA's PyPI wheels (.ci/run installs them).
 //!
+//! The built-in `pytorch` recipe runs the same way, with a stand-in `python3` written into
+//! the test's folder (for its `collect` command) and `STANDIN_GPUS=2` for a two-GPU machine.
+//!
 //! Every test runs in its own folder under the target directory, with its own bundle root;
 //! the stand-ins write their PIDs into a file there, and every test checks at the end that
 //! none of them is still alive.
@@ -314,6 +317,8 @@ impl<'a> Run<'a> {
             .env_remove("STANDIN_HANG")
             .env_remove("STANDIN_CHILD")
             .env_remove("STANDIN_NO_DUMP")
+            .env_remove("STANDIN_GPUS")
+            .env_remove("CUDA_VISIBLE_DEVICES")
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(self.scratch.path("xtask.stdout")).unwrap())
             .stderr(std::fs::File::create(self.scratch.path("xtask.stderr")).unwrap());
@@ -816,4 +821,143 @@ fn without_a_gpu_the_demo_fails_fast_naming_the_gpu() {
     assert!(err.contains("nvidia-smi") || err.contains("driver"), "{}", out.both());
     assert!(!s.bundles().exists(), "a bundle was created");
     assert!(s.standin_pids().is_empty());
+}
+
+/// A stand-in `python3` in the scratch folder for the built-in `pytorch` recipe: `-m
+/// torch.utils.collect_env` (the recipe's `collect`) prints one line and succeeds; anything
+/// else is the program, which the stand-in target replays.
+fn python_standin(s: &Scratch) -> PathBuf {
+    let p = s.path("python3");
+    std::fs::write(
+        &p,
+        "#!/bin/sh\n# Stand-in python3: collect_env prints one line; the program is the stand-in target.\n\
+         if [ \"$1\" = -m ] && [ \"$2\" = torch.utils.collect_env ]; then\n  \
+         echo 'torch.utils.collect_env (stand-in)'\n  exit 0\nfi\nexec target \"$@\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+/// The built-in `pytorch` recipe on the Triton kernel with a missing mask, run in a spawned
+/// worker (vllm_shaped.py, recorded on the H200): every rung, the verdict at the kernel's
+/// Python line, the collect step in the bundle, the Python environment of each rung.
+#[test]
+fn the_pytorch_recipe_finds_the_triton_kernel_line_in_the_worker() {
+    let s = Scratch::new("pytorch");
+    let python = python_standin(&s);
+    let out = Run::new(&s, Path::new("pytorch"), "triton_worker")
+        .arg("--set")
+        .arg(&format!("python={}", python.display()))
+        .arg("--set")
+        .arg("script=vllm_shaped.py")
+        .arg("--set")
+        .arg("args=worker")
+        .arg("--full")
+        .run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.bundle();
+    assert_eq!(
+        b.rung_dirs(),
+        ["01-baseline", "02-launch-blocking", "03-coredump", "04-attach", "05-memcheck"],
+        "{}",
+        out.both()
+    );
+
+    let v = &b.findings()["verdict"];
+    assert!(v["kernel"].as_str().unwrap().contains("gather_kv_kernel"), "{v}");
+    assert!(v["file"].as_str().unwrap().ends_with("vllm_shaped.py"), "{v}");
+    assert_eq!(v["line"], 22, "{v}");
+    assert!(out.stdout.contains("`gather_kv_kernel` at vllm_shaped.py:22"), "{}", out.both());
+
+    // The collect step ran once, before the baseline, into env/.
+    assert_eq!(b.read("env/torch-collect-env.txt"), "torch.utils.collect_env (stand-in)\n");
+    let m = b.manifest();
+    let collected = &m["collected"][0];
+    assert_eq!(collected["role"].as_str(), Some("collect"), "{}", b.read("manifest.yaml"));
+    assert!(collected["command"].as_str().unwrap().ends_with("python3 -m torch.utils.collect_env"));
+    assert_eq!(collected["stdout"].as_str(), Some("env/torch-collect-env.txt"));
+    assert!(m["notes"].is_null(), "nothing to note: {}", b.read("manifest.yaml"));
+    let collect_at =
+        out.stderr.find("collect env/torch-collect-env.txt").expect("the collect step is not shown");
+    assert!(collect_at < out.stderr.find("[1/5] baseline").unwrap(), "{}", out.both());
+
+    // The Python environment: unbuffered everywhere; under memcheck no caching allocator.
+    assert!(b.read("rungs/01-baseline/command.txt").contains("PYTHONUNBUFFERED=1"));
+    let memcheck = b.read("rungs/05-memcheck/command.txt");
+    for want in ["PYTORCH_NO_CUDA_MEMORY_CACHING=1", "-u PYTORCH_CUDA_ALLOC_CONF", "--target-processes all"] {
+        assert!(memcheck.contains(want), "`{want}` missing: {memcheck}");
+    }
+    assert!(memcheck.contains("python3 vllm_shaped.py worker"), "{memcheck}");
+    // One GPU: no word about NCCL.
+    assert!(b.notes("launch-blocking").is_empty(), "{}", b.notes("launch-blocking"));
+    s.assert_no_standin_left();
+}
+
+/// With two GPUs visible, the launch-blocking rung warns (CUDA_LAUNCH_BLOCKING=1 can
+/// deadlock NCCL), on stderr before it runs and in the bundle; one visible GPU does not.
+#[test]
+fn launch_blocking_with_two_gpus_visible_warns_about_nccl() {
+    let warning = "CUDA_LAUNCH_BLOCKING=1 with 2 GPUs visible can deadlock NCCL";
+    for visible in [None, Some("0"), Some("0,1")] {
+        let s = Scratch::new("two-gpus");
+        let python = python_standin(&s);
+        let mut run = Run::new(&s, Path::new("pytorch"), "triton_worker")
+            .env("STANDIN_GPUS", "2")
+            .arg("--set")
+            .arg(&format!("python={}", python.display()))
+            .arg("--set")
+            .arg("script=vllm_shaped.py")
+            .arg("--rungs")
+            .arg("baseline,launch-blocking");
+        if let Some(v) = visible {
+            run = run.env("CUDA_VISIBLE_DEVICES", v);
+        }
+        let out = run.run();
+        assert_eq!(out.code(), Some(0), "{}", out.both());
+        let b = s.bundle();
+        assert!(b.read("env/doctor.txt").contains("2 GPUs: NVIDIA H200"), "{}", b.read("env/doctor.txt"));
+        let notes = b.notes("launch-blocking");
+        if visible == Some("0") {
+            assert!(notes.is_empty(), "one GPU visible, yet: {notes}");
+            assert!(!out.stderr.contains(warning), "{}", out.both());
+            continue;
+        }
+        assert!(notes.contains(warning), "CUDA_VISIBLE_DEVICES={visible:?}: {}", b.read("manifest.yaml"));
+        assert!(notes.contains("timeout (900 s) bounds it"), "{notes}");
+        // Said before the rung's run, which could hang until its timeout.
+        let warned = out.stderr.find(&format!("warning: {warning}")).expect("no warning on stderr");
+        let started = out.stderr.find("==> [2/2] launch-blocking:").expect("the rung's start is not shown");
+        let ended = out.stderr.find("    [2/2] launch-blocking:").expect("the rung's end is not shown");
+        assert!(started < warned && warned < ended, "{}", out.both());
+        assert!(b.notes("baseline").is_empty());
+        s.assert_no_standin_left();
+    }
+}
+
+/// A `collect` command that is missing or fails is noted, what it printed is kept, and the
+/// ladder runs as usual.
+#[test]
+fn a_failing_collect_command_is_noted_and_the_ladder_goes_on() {
+    let s = Scratch::new("collect-fails");
+    let recipe = s.recipe(
+        "version: 1\nname: collect\ndescription: \"collect commands that fail\"\n\
+         collect:\n  - { name: missing.txt, command: no-such-collect-tool }\n  \
+         - { name: partial.txt, command: [\"sh\", \"-c\", \"echo partial; exit 3\"] }\n\
+         run:\n  command: [\"target\"]\n",
+    );
+    let out = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.bundle();
+    assert_eq!(b.read("env/partial.txt"), "partial\n");
+    let m = b.manifest();
+    let notes: Vec<&str> = m["notes"].as_sequence().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(notes[0].contains("`no-such-collect-tool` (for env/missing.txt) could not run"), "{notes:?}");
+    assert!(notes[1].contains("(for env/partial.txt) ended with exit 3"), "{notes:?}");
+    assert!(out.stderr.contains("could not run"), "{}", out.both());
+    assert_eq!(m["collected"].as_sequence().unwrap().len(), 2);
+    assert_eq!(b.exit_of("baseline", "target"), "code 1");
+    s.assert_no_standin_left();
 }

@@ -51,7 +51,7 @@ fn snapshot(name: &str, text: &str) {
 
 #[test]
 fn builtins_are_listed_and_embedded() {
-    assert_eq!(builtin_names(), ["demo", "cuda"]);
+    assert_eq!(builtin_names(), ["demo", "cuda", "pytorch", "vllm"]);
     for name in builtin_names() {
         let on_disk = std::fs::read_to_string(root().join(format!("recipes/{name}.yaml"))).unwrap();
         assert_eq!(builtin_text(name).unwrap(), on_disk);
@@ -383,8 +383,11 @@ fn temp_dir(name: &str) -> PathBuf {
 
 #[test]
 fn load_names_and_paths() {
-    let e = format!("{:#}", load("vllm").unwrap_err());
-    assert_eq!(e, "unknown recipe `vllm`: built-in recipes are demo, cuda; or pass a path to a .yaml file");
+    let e = format!("{:#}", load("tensorrt").unwrap_err());
+    assert_eq!(
+        e,
+        "unknown recipe `tensorrt`: built-in recipes are demo, cuda, pytorch, vllm; or pass a path to a .yaml file"
+    );
     let e = format!("{:#}", load("nowhere/x.yaml").unwrap_err());
     assert!(e.starts_with("cannot read recipe `nowhere/x.yaml`"), "{e}");
 
@@ -397,7 +400,7 @@ fn load_names_and_paths() {
 
     std::fs::write(&path, format!("{MINIMAL}extra: 1\n")).unwrap();
     let e = format!("{:#}", load(path.to_str().unwrap()).unwrap_err());
-    assert_eq!(e, format!("{}:6:1: unknown field `extra`, expected one of `version`, `name`, `description`, `python`, `variables`, `build`, `run`, `rungs`", path.display()));
+    assert_eq!(e, format!("{}:6:1: unknown field `extra`, expected one of `version`, `name`, `description`, `python`, `variables`, `collect`, `build`, `run`, `rungs`", path.display()));
 
     std::fs::write(&path, "a: ".repeat(MAX_RECIPE_BYTES)).unwrap();
     let e = format!("{:#}", load(path.to_str().unwrap()).unwrap_err());

@@ -8,7 +8,7 @@
 //!                   environment changes, exit, duration, files
 //!   summary.md      the verdict and the evidence, for a human or an issue
 //!   findings.json   the same for machines (the `analyze --json` object)
-//!   env/            doctor's report and tool versions
+//!   env/            doctor's report, and what the recipe's `collect` commands printed
 //!   rungs/NN-<rung>/  stdout.log, stderr.log, command.txt, artifacts (dumps, XML, cuda-gdb logs)
 //! ```
 //!
@@ -97,6 +97,12 @@ pub struct Manifest {
     pub host: BTreeMap<String, String>,
     pub versions: BTreeMap<String, String>,
     pub plan: Vec<String>,
+    /// The recipe's `collect` commands, run before the baseline into `env/NAME`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub collected: Vec<CommandRecord>,
+    /// Remarks on the run as a whole (a `collect` command that failed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     pub rungs: Vec<RungRecord>,
     /// Why the ladder stopped, once it has.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -175,6 +181,8 @@ impl Bundle {
             host,
             versions: BTreeMap::new(),
             plan: Vec::new(),
+            collected: Vec::new(),
+            notes: Vec::new(),
             rungs: Vec::new(),
             stopped: None,
             verdict: None,

@@ -24,8 +24,8 @@ use crate::ui::{self, Choice, Prompter, RungProgress};
 /// The options of `debug-ima`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// A built-in recipe (`demo`, `cuda`) or a path to a recipe file. Asked for when absent
-    /// on a terminal.
+    /// A built-in recipe (`demo`, `cuda`, `pytorch`, `vllm`) or a path to a recipe file.
+    /// Asked for when absent on a terminal.
     #[arg(long, value_name = "NAME|PATH")]
     pub recipe: Option<String>,
     /// Sets a recipe variable (repeatable): `--set script=repro.py`.
@@ -56,7 +56,11 @@ pub fn run(args: Args) -> Result<i32> {
     let interactive = !args.yes && ui::is_tty();
     let mut prompter: Box<dyn Prompter> =
         if interactive { Box::new(ui::Interactive) } else { Box::new(ui::NonInteractive) };
-    let resolved = resolve_recipe(&args, prompter.as_mut())?;
+    let (recipe, sets) = recipe_and_values(&args, prompter.as_mut())?;
+    // Resolved first with what is known without a GPU (`{gpu_arch}` a placeholder): a
+    // mistake in the recipe or a `--set` is reported before doctor runs.
+    let mut supplied = host_builtins();
+    let mut resolved = recipe::resolve(&recipe, &sets, &supplied)?;
 
     let req = Request {
         rungs: args.rungs.clone(),
@@ -87,6 +91,23 @@ pub fn run(args: Args) -> Result<i32> {
     });
     let names: Vec<&str> = need.iter().map(String::as_str).collect();
     doctor::require(&report, &names)?;
+    // Now the GPU is known: `{gpu_arch}` gets GPU 0's compute capability.
+    let gpus = report.gpus();
+    match gpus.first().and_then(|g| g.compute_cap.clone()) {
+        Some(cc) => {
+            supplied.insert("gpu_arch".to_string(), cc);
+        }
+        None if recipe::uses_variable(&recipe, "gpu_arch") => bail!(
+            "recipe `{}` uses `{{gpu_arch}}`, but `nvidia-smi` did not report GPU 0's compute capability (a \
+             driver too old for `--query-gpu=compute_cap`): copy the recipe (`cargo xtask recipe show {} > \
+             mine.yaml`), write the architecture (`9.0` for an H100 or H200) in place of `{{gpu_arch}}`, and \
+             pass `--recipe mine.yaml`",
+            recipe.name,
+            args.recipe.as_deref().unwrap_or(&recipe.name)
+        ),
+        None => {}
+    }
+    resolved = recipe::resolve(&recipe, &sets, &supplied)?;
     // Tools found outside PATH (`/usr/local/cuda/bin`) are put on it for the rungs.
     let additions = report.path_additions();
     if !additions.is_empty() {
@@ -105,8 +126,16 @@ pub fn run(args: Args) -> Result<i32> {
     bundle.write_file("env/doctor.txt", &doctor::render(&report))?;
     bundle.write_manifest()?;
     ui::status(&format!("bundle: {}", bundle.root.display()));
+    collect_environment(&resolved, &mut bundle)?;
 
-    let mut ladder = Climb { resolved: &resolved, bundle, evidence: Vec::new(), debug, done: Vec::new() };
+    let mut ladder = Climb {
+        resolved: &resolved,
+        bundle,
+        evidence: Vec::new(),
+        debug,
+        done: Vec::new(),
+        gpus: gpus.len(),
+    };
     let outcome = ladder.climb(&req, &plan, prompter.as_mut());
     // Whatever happened, the bundle keeps what was collected.
     let analysis = decide(&ladder.evidence);
@@ -175,8 +204,82 @@ fn debug_from_recipe(r: &Resolved) -> Debug {
     }
 }
 
-/// Loads the recipe, asks for (or takes from `--set`) its variables, and resolves it.
-fn resolve_recipe(args: &Args, prompter: &mut dyn Prompter) -> Result<Resolved> {
+/// The built-in variables known without a GPU: `{max_jobs}`, from the cores this process
+/// may use and the memory available (the cgroup's limit too, in a container).
+fn host_builtins() -> BTreeMap<String, String> {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let jobs = recipe::max_jobs(cores, available_memory());
+    BTreeMap::from([("max_jobs".to_string(), jobs.to_string())])
+}
+
+/// Bytes of memory new processes can get: `MemAvailable`, capped by a cgroup v2 limit
+/// (`memory.max` less `memory.current`) when there is one.
+fn available_memory() -> Option<u64> {
+    let host = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| doctor::parse_mem_available(&m));
+    let read = |f: &str| -> Option<u64> { std::fs::read_to_string(f).ok()?.trim().parse().ok() };
+    let cgroup = match (read("/sys/fs/cgroup/memory.max"), read("/sys/fs/cgroup/memory.current")) {
+        (Some(max), Some(current)) => Some(max.saturating_sub(current)),
+        _ => None,
+    };
+    match (host, cgroup) {
+        (Some(h), Some(c)) => Some(h.min(c)),
+        (h, c) => h.or(c),
+    }
+}
+
+/// The recipe's `collect` commands, once, before the baseline: each one's output (both
+/// streams) goes to `env/NAME` in the bundle. A command that is missing, fails or times out
+/// is noted; the ladder goes on, since none of it is needed to find the fault.
+fn collect_environment(r: &Resolved, bundle: &mut Bundle) -> Result<()> {
+    for c in &r.collect {
+        if exec::interrupted() {
+            break;
+        }
+        let inv = rungs::collect(r, c);
+        let rel = format!("env/{}", c.name);
+        let log = bundle.root.join(&rel);
+        ui::status(&format!("==> collect {rel}: {}", inv.shell_line()));
+        let mut rec = CommandRecord::new("collect", &inv, &rel, &rel);
+        let note = match exec::run(&to_spec(&inv, log.clone(), log), &mut |_, _| Control::Continue) {
+            Ok(o) => {
+                rec.exit = Some(o.exit);
+                rec.duration_s = o.duration.as_secs_f64();
+                match o.exit {
+                    Exit::Code(0) => None,
+                    Exit::Interrupted => Some(format!("`{}` (for {rel}) was interrupted", inv.shell_line())),
+                    Exit::TimedOut => Some(format!(
+                        "`{}` (for {rel}) timed out after {} s and was killed; what it printed is kept",
+                        inv.shell_line(),
+                        c.timeout.as_secs()
+                    )),
+                    other => Some(format!(
+                        "`{}` (for {rel}) ended with {}; what it printed is kept, and the ladder goes on",
+                        inv.shell_line(),
+                        exit_text(other)
+                    )),
+                }
+            }
+            Err(e) => Some(format!(
+                "`{}` (for {rel}) could not run: {e:#}; not needed for the ladder, which goes on",
+                inv.shell_line()
+            )),
+        };
+        if let Some(n) = note {
+            ui::status(&format!("    note: {n}"));
+            bundle.manifest.notes.push(n);
+        }
+        bundle.manifest.collected.push(rec);
+        bundle.write_manifest()?;
+    }
+    Ok(())
+}
+
+/// Loads the recipe and gathers its variables' values: `--set`, then a prompt for each
+/// required one without a value.
+fn recipe_and_values(
+    args: &Args,
+    prompter: &mut dyn Prompter,
+) -> Result<(recipe::Recipe, BTreeMap<String, String>)> {
     let name = match &args.recipe {
         Some(n) => n.clone(),
         None => prompter.choose_recipe(recipe::builtin_names())?,
@@ -191,7 +294,7 @@ fn resolve_recipe(args: &Args, prompter: &mut dyn Prompter) -> Result<Resolved> 
         let v = prompter.variable(&k, &var.description, var.default.as_deref())?;
         sets.insert(k, v);
     }
-    recipe::resolve(&recipe, &sets)
+    Ok((recipe, sets))
 }
 
 /// `--dry-run`: the plan, every rung's exact command and environment.
@@ -204,6 +307,18 @@ pub fn render_plan(r: &Resolved, plan: &[Rung], debug: Debug, bundle_root: &Path
     let dir = |i: usize, rung: Rung| {
         bundle_root.join("<UTC time>_".to_string() + &r.name).join(format!("rungs/{i:02}-{}", rung.name()))
     };
+    if !r.collect.is_empty() {
+        s.push_str("\ncollect (once, before the baseline; a failure is noted, not fatal):\n");
+        for c in &r.collect {
+            let inv = rungs::collect(r, c);
+            s.push_str(&format!(
+                "   env/{}: {}\n      timeout: {} s\n",
+                c.name,
+                inv.shell_line(),
+                c.timeout.as_secs()
+            ));
+        }
+    }
     for (i, rung) in plan.iter().enumerate() {
         let i = i + 1;
         s.push_str(&format!("\n{i}. {}: {}\n", rung.name(), rung.describe()));
@@ -265,6 +380,8 @@ struct Climb<'a> {
     evidence: Vec<Evidence>,
     debug: Debug,
     done: Vec<(Rung, RungSummary)>,
+    /// How many GPUs doctor saw (`nvidia-smi --query-gpu`).
+    gpus: usize,
 }
 
 /// What one process run left behind.
@@ -483,8 +600,9 @@ impl Climb<'_> {
                     let stem = format!("cuobjdump-{}", i + 1);
                     let ran =
                         self.exec("cuobjdump", &check, dir, &stem, record, &mut |_, _| Control::Continue)?;
-                    let text = std::fs::read_to_string(dir.join(format!("{stem}.log"))).unwrap_or_default();
-                    let n = rungs::rebuild::count_line_sections(&text);
+                    let n = std::fs::File::open(dir.join(format!("{stem}.log")))
+                        .map(|f| rungs::rebuild::count_line_sections_in(std::io::BufReader::new(f)))
+                        .unwrap_or(0);
                     lines.push_str(&format!(
                         "{}\t{n} line-info sections\t{}\n",
                         bin.display(),
@@ -504,6 +622,16 @@ impl Climb<'_> {
             }
             Rung::LaunchBlocking => {
                 let inv = rungs::launch_blocking::invocation(r);
+                let inherited = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+                let visible = rungs::launch_blocking::visible_gpus(
+                    self.gpus,
+                    rungs::launch_blocking::cuda_visible_devices(&inv, inherited.as_deref()),
+                );
+                if let Some(note) = rungs::launch_blocking::multi_gpu_note(visible, inv.timeout) {
+                    // Said before the run, which may hang until the timeout.
+                    progress.note(&format!("warning: {note}"));
+                    record.notes.push(note);
+                }
                 let ran = self.exec("target", &inv, dir, "", record, &mut Self::target_lines(progress))?;
                 Ok(RungSummary { faulted: ran.exit != Exit::Code(0), yielded: true })
             }

@@ -155,6 +155,15 @@ impl Report {
         self.checks.iter().find(|c| c.name == name)
     }
 
+    /// The GPUs `nvidia-smi` listed, in its order (empty without a usable GPU).
+    pub fn gpus(&self) -> Vec<Gpu> {
+        self.get("gpu")
+            .filter(|c| c.status != Status::Missing)
+            .and_then(|c| c.version.as_deref())
+            .map(|v| parse_gpus(&v.replace("; ", "\n")))
+            .unwrap_or_default()
+    }
+
     /// Where a tool was found (`nvcc`, `cuda-gdb`, ...), also off PATH, if it runs.
     pub fn tool_path(&self, name: &str) -> Option<&Path> {
         self.get(name).filter(|c| c.status != Status::Missing).and_then(|c| c.path.as_deref())
@@ -875,6 +884,16 @@ pub struct Gpu {
     /// `9.0`; `None` from a driver too old to report it.
     pub compute_cap: Option<String>,
     pub memory: String,
+}
+
+/// `MemAvailable` in `/proc/meminfo`, in bytes: what new processes can get without
+/// swapping (free memory plus reclaimable caches).
+pub fn parse_mem_available(meminfo: &str) -> Option<u64> {
+    meminfo.lines().find_map(|l| {
+        let rest = l.strip_prefix("MemAvailable:")?.trim();
+        let kib: u64 = rest.strip_suffix("kB").unwrap_or(rest).trim().parse().ok()?;
+        kib.checked_mul(1024)
+    })
 }
 
 /// The GPUs in `nvidia-smi --query-gpu` CSV output, four fields (or three, without

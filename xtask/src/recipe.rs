@@ -23,15 +23,42 @@ pub const VERSION: u64 = 1;
 pub const MAX_RECIPE_BYTES: usize = 1 << 20;
 /// The longest `timeout` accepted, in seconds (30 days); longer is surely a typo.
 pub const MAX_TIMEOUT_SECS: u64 = 30 * 24 * 3600;
-/// Variables every recipe has without declaring them.
-pub const BUILTIN_VARIABLES: [&str; 2] = ["recipe_dir", "cwd"];
+/// Variables every recipe has without declaring them. `recipe_dir` and `cwd` come from the
+/// recipe and the current directory; the others are supplied by the caller (the ladder fills
+/// them from doctor's report and the host, see [`SUPPLIED_BUILTINS`]).
+pub const BUILTIN_VARIABLES: [&str; 4] = ["recipe_dir", "cwd", "gpu_arch", "max_jobs"];
+/// `{gpu_arch}` when no GPU was asked (`--dry-run`, `recipe show`): the text stands in.
+pub const GPU_ARCH_UNKNOWN: &str = "<compute capability of GPU 0>";
+/// `{max_jobs}` when the caller did not measure the host (`recipe show`, `recipe check`).
+pub const MAX_JOBS_UNKNOWN: &str = "<jobs from cores and memory>";
+/// The built-in variables a caller supplies to [`resolve_in_with`], with the text that
+/// stands in for each when it supplies none: `gpu_arch` (GPU 0's compute capability from
+/// `nvidia-smi`, `9.0`) and `max_jobs` (see [`max_jobs`]).
+pub const SUPPLIED_BUILTINS: [(&str, &str); 2] =
+    [("gpu_arch", GPU_ARCH_UNKNOWN), ("max_jobs", MAX_JOBS_UNKNOWN)];
+/// Memory one compile job is given when `{max_jobs}` is worked out: nvcc on vLLM's kernels
+/// takes a few GiB each.
+pub const GIB_PER_JOB: u64 = 4;
+/// The time limit of a `collect` command when the recipe gives none.
+pub const DEFAULT_COLLECT_TIMEOUT: u64 = 120;
 /// The rungs a recipe may give options to, in ladder order.
 pub const RUNG_NAMES: [&str; 6] =
     ["baseline", "rebuild", "launch-blocking", "coredump", "attach", "memcheck"];
 
-const BUILTIN_NAMES: [&str; 2] = ["demo", "cuda"];
-const BUILTIN_TEXTS: [&str; 2] =
-    [include_str!("../../recipes/demo.yaml"), include_str!("../../recipes/cuda.yaml")];
+const BUILTIN_NAMES: [&str; 4] = ["demo", "cuda", "pytorch", "vllm"];
+const BUILTIN_TEXTS: [&str; 4] = [
+    include_str!("../../recipes/demo.yaml"),
+    include_str!("../../recipes/cuda.yaml"),
+    include_str!("../../recipes/pytorch.yaml"),
+    include_str!("../../recipes/vllm.yaml"),
+];
+
+/// `{max_jobs}`: as many compile jobs as there are cores, but no more than one per
+/// [`GIB_PER_JOB`] GiB of available memory (when known), and at least one.
+pub fn max_jobs(cores: usize, mem_available_bytes: Option<u64>) -> usize {
+    let by_memory = mem_available_bytes.map(|b| (b / (GIB_PER_JOB << 30)) as usize).unwrap_or(usize::MAX);
+    cores.min(by_memory).max(1)
+}
 
 /// The built-in recipes' names, in the order `recipe list` shows them.
 pub fn builtin_names() -> &'static [&'static str] {
@@ -107,10 +134,23 @@ pub struct StepTemplate {
     pub command: Words,
     pub cwd: Option<String>,
     pub env: BTreeMap<String, String>,
+    /// Environment variables taken away from the step (their mere presence can matter:
+    /// older vLLM reads any value of `VLLM_USE_PRECOMPILED`, `0` too, as yes).
+    pub env_remove: Vec<String>,
     /// Seconds.
     pub timeout: Option<u64>,
     /// Only in `build`: the files to check for line info with `cuobjdump`.
     pub binaries: Words,
+}
+
+/// One `collect:` entry before expansion: a command whose output (both streams) is saved as
+/// `env/NAME` in the bundle, run once before the baseline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectTemplate {
+    pub name: String,
+    pub command: Words,
+    /// Seconds; [`DEFAULT_COLLECT_TIMEOUT`] when absent.
+    pub timeout: Option<u64>,
 }
 
 /// How the rebuild rung compiles device code: `-lineinfo` or `-G`.
@@ -159,6 +199,8 @@ pub struct Recipe {
     pub description: String,
     pub python: bool,
     pub variables: BTreeMap<String, Variable>,
+    /// Commands whose output goes into the bundle's `env/` before the baseline.
+    pub collect: Vec<CollectTemplate>,
     pub build: Option<StepTemplate>,
     pub run: StepTemplate,
     /// Keyed by rung name (`memcheck`, `launch-blocking`, ...; see [`RUNG_NAMES`]).
@@ -199,9 +241,23 @@ pub struct Step {
     /// `None`: the current directory.
     pub cwd: Option<PathBuf>,
     pub env: BTreeMap<String, String>,
+    /// Variables removed from the step's environment.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env_remove: Vec<String>,
     #[serde(serialize_with = "serialize_secs")]
     pub timeout: Option<Duration>,
     pub binaries: Vec<PathBuf>,
+}
+
+/// A `collect:` command ready to run. It runs in the `run` step's directory and
+/// environment, so that it sees the same Python and packages as the target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Collect {
+    /// The file under the bundle's `env/`.
+    pub name: String,
+    pub argv: Vec<String>,
+    #[serde(serialize_with = "serialize_duration")]
+    pub timeout: Duration,
 }
 
 impl Step {
@@ -224,6 +280,10 @@ impl Step {
     }
 }
 
+fn serialize_duration<S: Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_secs())
+}
+
 fn serialize_secs<S: Serializer>(d: &Option<Duration>, s: S) -> std::result::Result<S::Ok, S::Error> {
     match d {
         Some(d) => s.serialize_some(&d.as_secs()),
@@ -238,8 +298,12 @@ pub struct Resolved {
     /// `recipes/demo.yaml` for a built-in, else the path as given.
     pub source: String,
     pub python: bool,
-    /// Every variable's value, the built-ins (`recipe_dir`, `cwd`) included.
+    /// Every variable's value, the built-ins (`recipe_dir`, `cwd`, `gpu_arch`, `max_jobs`)
+    /// included.
     pub vars: BTreeMap<String, String>,
+    /// Run once before the baseline, each into `env/NAME`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub collect: Vec<Collect>,
     pub build: Option<Step>,
     pub run: Step,
     /// Keyed by rung name; `env` and `args` expanded.
@@ -362,6 +426,7 @@ pub fn parse(text: &str, source: RecipeSource, dir: PathBuf) -> Result<Recipe> {
     };
     let recipe = raw.into_recipe(source, dir, text);
     check_references(&recipe, text)?;
+    check_env_remove(&recipe)?;
     Ok(recipe)
 }
 
@@ -466,6 +531,7 @@ fn friendly_struct_names(msg: &str) -> String {
         let what = match &out[i + 10..end] {
             "Recipe" => "a mapping with `version`, `name`, `description` and `run`",
             "Build" | "Run" => "a mapping with `command`",
+            "Collect" => "a mapping with `name` and `command`",
             _ => "a mapping",
         };
         out.replace_range(i..end, what);
@@ -494,6 +560,8 @@ struct RawRecipe {
     #[serde(default)]
     variables: Option<UniqueMap<VarName, RawVariable>>,
     #[serde(default)]
+    collect: Option<CollectList>,
+    #[serde(default)]
     build: Option<RawBuild>,
     run: RawRun,
     #[serde(default)]
@@ -518,6 +586,8 @@ struct RawBuild {
     #[serde(default)]
     env: Option<UniqueMap<EnvName, Tpl>>,
     #[serde(default)]
+    env_remove: Option<EnvNameList>,
+    #[serde(default)]
     timeout: Option<Timeout>,
     #[serde(default)]
     binaries: Option<Paths>,
@@ -531,6 +601,17 @@ struct RawRun {
     cwd: Option<Tpl>,
     #[serde(default)]
     env: Option<UniqueMap<EnvName, Tpl>>,
+    #[serde(default)]
+    env_remove: Option<EnvNameList>,
+    #[serde(default)]
+    timeout: Option<Timeout>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCollect {
+    name: CollectName,
+    command: Command,
     #[serde(default)]
     timeout: Option<Timeout>,
 }
@@ -593,10 +674,23 @@ impl RawRecipe {
                     .collect()
             })
             .unwrap_or_default();
+        let collect = self
+            .collect
+            .map(|c| {
+                c.0.into_iter()
+                    .map(|c| CollectTemplate {
+                        name: c.name.0,
+                        command: c.command.0,
+                        timeout: c.timeout.map(|t| t.0),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         let build = self.build.map(|b| StepTemplate {
             command: b.command.0,
             cwd: b.cwd.map(|c| c.0),
             env: env_map(b.env),
+            env_remove: b.env_remove.map(|l| l.0).unwrap_or_default(),
             timeout: b.timeout.map(|t| t.0),
             binaries: b.binaries.map(|p| p.0).unwrap_or(Words::List(Vec::new())),
         });
@@ -604,6 +698,7 @@ impl RawRecipe {
             command: self.run.command.0,
             cwd: self.run.cwd.map(|c| c.0),
             env: env_map(self.run.env),
+            env_remove: self.run.env_remove.map(|l| l.0).unwrap_or_default(),
             timeout: self.run.timeout.map(|t| t.0),
             binaries: Words::List(Vec::new()),
         };
@@ -650,6 +745,7 @@ impl RawRecipe {
             description: self.description,
             python: self.python,
             variables,
+            collect,
             build,
             run,
             rungs,
@@ -819,6 +915,87 @@ impl<'de> Deserialize<'de> for EnvName {
             },
         })
         .map(EnvName)
+    }
+}
+
+/// `env_remove`: environment variable names, each once.
+struct EnvNameList(Vec<String>);
+
+impl<'de> Deserialize<'de> for EnvNameList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = EnvNameList;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of environment variable names")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<EnvNameList, A::Error> {
+                let mut out: Vec<String> = Vec::new();
+                while let Some(EnvName(name)) = seq.next_element()? {
+                    if out.contains(&name) {
+                        return Err(de::Error::custom(format!("`{name}` is listed twice")));
+                    }
+                    out.push(name);
+                }
+                Ok(EnvNameList(out))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// The file a `collect` command's output goes to, under the bundle's `env/`.
+struct CollectName(String);
+
+impl<'de> Deserialize<'de> for CollectName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_str(CheckedStr { expecting: "a file name", check: check_collect_name }).map(CollectName)
+    }
+}
+
+fn check_collect_name(s: &str) -> std::result::Result<(), String> {
+    let ok = !s.is_empty()
+        && s.len() <= 64
+        && s.as_bytes()[0].is_ascii_alphanumeric()
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if !ok {
+        return Err(format!(
+            "invalid collect name `{}`: a file name of 1 to 64 letters, digits, `-`, `_` or `.`, starting with a letter or digit (the output goes to `env/NAME` in the bundle)",
+            s.escape_debug()
+        ));
+    }
+    if s == "doctor.txt" {
+        return Err("`doctor.txt` is doctor's report in the bundle's `env/`: choose another name".to_string());
+    }
+    Ok(())
+}
+
+/// `collect:` entries, their names unique.
+struct CollectList(Vec<RawCollect>);
+
+impl<'de> Deserialize<'de> for CollectList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = CollectList;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of mappings with `name` and `command`")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<CollectList, A::Error> {
+                let mut out: Vec<RawCollect> = Vec::new();
+                while let Some(c) = seq.next_element::<RawCollect>()? {
+                    if out.iter().any(|o| o.name.0 == c.name.0) {
+                        return Err(de::Error::custom(format!(
+                            "two `collect` entries are named `{}`: each writes `env/NAME`, so names must differ",
+                            c.name.0
+                        )));
+                    }
+                    out.push(c);
+                }
+                Ok(CollectList(out))
+            }
+        }
+        d.deserialize_seq(V)
     }
 }
 
@@ -1096,6 +1273,9 @@ fn template_fields(r: &Recipe) -> Vec<(String, &str)> {
         push_words(out, &format!("{field}.binaries"), &s.binaries);
     }
     let mut out = Vec::new();
+    for (i, c) in r.collect.iter().enumerate() {
+        push_words(&mut out, &format!("collect[{i}].command"), &c.command);
+    }
     if let Some(b) = &r.build {
         push_step(&mut out, "build", b);
     }
@@ -1121,6 +1301,31 @@ fn check_references(r: &Recipe, text: &str) -> Result<()> {
                 None => r.label(),
             };
             bail!("{at}: {field}: {}", unknown_variable_message(name, &declared));
+        }
+    }
+    Ok(())
+}
+
+/// Whether any string of the recipe (a variable's default included) refers to `{name}`.
+pub fn uses_variable(r: &Recipe, name: &str) -> bool {
+    let defaults = r.variables.values().filter_map(|v| v.default.as_deref());
+    template_fields(r)
+        .into_iter()
+        .map(|(_, t)| t)
+        .chain(defaults)
+        .any(|t| references(t).is_ok_and(|refs| refs.contains(&name)))
+}
+
+/// A variable both set (`env`) and removed (`env_remove`) by one step is a contradiction.
+fn check_env_remove(r: &Recipe) -> Result<()> {
+    let steps = r.build.iter().map(|b| ("build", b)).chain([("run", &r.run)]);
+    for (field, step) in steps {
+        if let Some(both) = step.env_remove.iter().find(|k| step.env.contains_key(*k)) {
+            bail!(
+                "{}: {field}: `{both}` is both in `{field}.env` and in `{field}.env_remove`: a variable is either \
+                 set or removed; drop it from one of them",
+                r.label()
+            );
         }
     }
     Ok(())
@@ -1156,14 +1361,39 @@ pub fn missing_variables(r: &Recipe, sets: &BTreeMap<String, String>) -> Vec<(St
 }
 
 /// Fills every variable (from `sets`, else the default) and expands the recipe, in the
-/// current directory. Errors name what is missing and the `--set NAME=VALUE` that gives it.
-pub fn resolve(r: &Recipe, sets: &BTreeMap<String, String>) -> Result<Resolved> {
+/// current directory, with the supplied built-ins (`gpu_arch`, `max_jobs`: see
+/// [`SUPPLIED_BUILTINS`]; those not given keep their placeholder text). Errors name what
+/// is missing and the `--set NAME=VALUE` that gives it.
+pub fn resolve(
+    r: &Recipe,
+    sets: &BTreeMap<String, String>,
+    supplied: &BTreeMap<String, String>,
+) -> Result<Resolved> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    resolve_in(r, sets, &cwd)
+    resolve_in_with(r, sets, &cwd, supplied)
 }
 
-/// [`resolve`] with `cwd` as the current directory: pure.
+/// [`resolve`] with `cwd` as the current directory and no supplied built-ins (their
+/// placeholder text stands in): pure.
 pub fn resolve_in(r: &Recipe, sets: &BTreeMap<String, String>, cwd: &Path) -> Result<Resolved> {
+    resolve_in_with(r, sets, cwd, &BTreeMap::new())
+}
+
+/// [`resolve`] with `cwd` as the current directory: pure. `supplied` gives the built-ins
+/// only the caller knows (`gpu_arch`, `max_jobs`); any other name in it is an error.
+pub fn resolve_in_with(
+    r: &Recipe,
+    sets: &BTreeMap<String, String>,
+    cwd: &Path,
+    supplied: &BTreeMap<String, String>,
+) -> Result<Resolved> {
+    if let Some(k) = supplied.keys().find(|k| !SUPPLIED_BUILTINS.iter().any(|(n, _)| n == k)) {
+        bail!(
+            "`{k}` is not a built-in variable a caller can supply (those are {}): a bug in the caller of \
+             `recipe::resolve`",
+            SUPPLIED_BUILTINS.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+        );
+    }
     let unknown: Vec<&str> =
         sets.keys().filter(|k| !r.variables.contains_key(*k)).map(String::as_str).collect();
     if !unknown.is_empty() {
@@ -1203,7 +1433,7 @@ pub fn resolve_in(r: &Recipe, sets: &BTreeMap<String, String>, cwd: &Path) -> Re
             missing.len()
         );
     }
-    let vars = variable_values(r, sets, cwd)?;
+    let vars = variable_values(r, sets, cwd, supplied)?;
     resolve_with(r, vars, cwd)
 }
 
@@ -1214,11 +1444,18 @@ fn show_arg(r: &Recipe) -> String {
     }
 }
 
-fn builtin_values(r: &Recipe, cwd: &Path) -> BTreeMap<String, String> {
-    BTreeMap::from([
+/// The built-in variables' values: `recipe_dir`, `cwd`, then each of
+/// [`SUPPLIED_BUILTINS`] from `supplied`, else its placeholder text.
+fn builtin_values(r: &Recipe, cwd: &Path, supplied: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::from([
         ("recipe_dir".to_string(), r.dir.display().to_string()),
         ("cwd".to_string(), cwd.display().to_string()),
-    ])
+    ]);
+    for (name, placeholder) in SUPPLIED_BUILTINS {
+        let value = supplied.get(name).cloned().unwrap_or_else(|| placeholder.to_string());
+        out.insert(name.to_string(), value);
+    }
+    out
 }
 
 /// The built-ins, then each declared variable: its `--set` value (taken literally) or its
@@ -1227,8 +1464,9 @@ fn variable_values(
     r: &Recipe,
     sets: &BTreeMap<String, String>,
     cwd: &Path,
+    supplied: &BTreeMap<String, String>,
 ) -> Result<BTreeMap<String, String>> {
-    let builtins = builtin_values(r, cwd);
+    let builtins = builtin_values(r, cwd, supplied);
     let mut vars = builtins.clone();
     for (name, v) in &r.variables {
         let value = match (sets.get(name), &v.default) {
@@ -1252,6 +1490,27 @@ fn resolve_with(r: &Recipe, vars: BTreeMap<String, String>, cwd: &Path) -> Resul
         None => None,
     };
     let run = resolve_step(r, "run", &r.run, &vars, cwd)?;
+    let run_dir = run.cwd.clone().unwrap_or_else(|| cwd.to_path_buf());
+    let mut collect = Vec::new();
+    for (i, c) in r.collect.iter().enumerate() {
+        let field = format!("collect[{i}].command");
+        let mut argv = expand_words(r, &field, &c.command, &vars)?;
+        if argv.first().is_none_or(|p| p.is_empty()) {
+            bail!(
+                "recipe `{}`: `{field}` (`{}`) is empty once its variables are filled: give the program to run",
+                r.name,
+                c.name
+            );
+        }
+        if argv[0].contains('/') && Path::new(&argv[0]).is_relative() {
+            argv[0] = absolute_in(&run_dir, &argv[0]).display().to_string();
+        }
+        collect.push(Collect {
+            name: c.name.clone(),
+            argv,
+            timeout: Duration::from_secs(c.timeout.unwrap_or(DEFAULT_COLLECT_TIMEOUT)),
+        });
+    }
     let mut rungs = BTreeMap::new();
     for (name, o) in &r.rungs {
         let field = format!("rungs.{name}");
@@ -1264,7 +1523,16 @@ fn resolve_with(r: &Recipe, vars: BTreeMap<String, String>, cwd: &Path) -> Resul
             .collect::<Result<Vec<_>>>()?;
         rungs.insert(name.clone(), RungOptions { env, args, ..o.clone() });
     }
-    Ok(Resolved { name: r.name.clone(), source: r.label(), python: r.python, vars, build, run, rungs })
+    Ok(Resolved {
+        name: r.name.clone(),
+        source: r.label(),
+        python: r.python,
+        vars,
+        collect,
+        build,
+        run,
+        rungs,
+    })
 }
 
 fn expand_field(r: &Recipe, field: &str, t: &str, vars: &BTreeMap<String, String>) -> Result<String> {
@@ -1325,7 +1593,14 @@ fn resolve_step(
         .filter(|b| !b.is_empty())
         .map(|b| absolute_in(&base, &b))
         .collect();
-    Ok(Step { argv, cwd: step_cwd, env, timeout: t.timeout.map(Duration::from_secs), binaries })
+    Ok(Step {
+        argv,
+        cwd: step_cwd,
+        env,
+        env_remove: t.env_remove.clone(),
+        timeout: t.timeout.map(Duration::from_secs),
+        binaries,
+    })
 }
 
 /// `p` joined to `base` when relative, with `.` and `..` taken out lexically.
@@ -1502,7 +1777,7 @@ pub fn render_show_in(r: &Recipe, cwd: &Path) -> String {
         out.push('\n');
     }
     out.push_str("\n# ---- with the defaults ----\n# variables:\n");
-    let builtins = builtin_values(r, cwd);
+    let builtins = builtin_values(r, cwd, &BTreeMap::new());
     let width = builtins.keys().chain(r.variables.keys()).map(String::len).max().unwrap_or(0);
     for (name, value) in &builtins {
         let _ = writeln!(out, "#   {name:<width$} = {}  (built in)", quote_word(value));
@@ -1527,11 +1802,17 @@ pub fn render_show_in(r: &Recipe, cwd: &Path) -> String {
     }
     match resolve_in(r, &BTreeMap::new(), cwd) {
         Ok(res) => {
+            for c in &res.collect {
+                let _ = writeln!(out, "# collect into env/{}: {}", c.name, join_words(&c.argv));
+            }
             let steps = res.build.iter().map(|b| ("build", b)).chain([("run", &res.run)]);
             for (field, step) in steps {
                 let _ = writeln!(out, "# {field}: {}", step.command_line());
                 if let Some(c) = &step.cwd {
                     let _ = writeln!(out, "#   cwd: {}", quote_word(&c.display().to_string()));
+                }
+                if !step.env_remove.is_empty() {
+                    let _ = writeln!(out, "#   env_remove: {}", step.env_remove.join(" "));
                 }
                 if !step.binaries.is_empty() {
                     let bins: Vec<String> = step.binaries.iter().map(|b| b.display().to_string()).collect();
@@ -1586,6 +1867,9 @@ pub fn check_recipe(r: &Recipe, cwd: &Path) -> Result<String> {
         Words::List(items) => format!("[{}]", items.iter().map(|i| quote(i)).collect::<Vec<_>>().join(", ")),
         Words::Line(line) => quote(line),
     };
+    for c in &r.collect {
+        let _ = writeln!(out, "  collect: env/{}: {}", c.name, show(&c.command));
+    }
     match &r.build {
         Some(b) => {
             let _ = writeln!(out, "  build: {}", show(&b.command));

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::recipe::{Resolved, Step};
+use crate::recipe::{Collect, Resolved, Step};
 
 /// Default time limit of one run of the target when the recipe sets none.
 pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(600);
@@ -116,9 +116,19 @@ pub fn from_step(step: &Step) -> Invocation {
         argv: step.argv.clone(),
         cwd: step.cwd.clone(),
         env_set: step.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        env_remove: Vec::new(),
+        env_remove: step.env_remove.clone(),
         timeout: step.timeout.or(Some(DEFAULT_RUN_TIMEOUT)),
     }
+}
+
+/// A `collect:` command (`vllm collect-env`), run once before the baseline: in the run
+/// step's directory and environment, so that it sees the target's Python and packages,
+/// with its own short time limit.
+pub fn collect(r: &Resolved, c: &Collect) -> Invocation {
+    let mut inv = from_step(&r.run);
+    inv.argv = c.argv.clone();
+    inv.timeout = Some(c.timeout);
+    inv
 }
 
 /// The target's run, as every rung starts it: the recipe's command and environment, plus

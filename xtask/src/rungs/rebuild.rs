@@ -58,7 +58,13 @@ pub fn lineinfo_check(binary: &Path) -> Invocation {
 
 /// Line-info sections in `cuobjdump -elf` output (`.nv_debug_line_sass`, `.debug_line`).
 pub fn count_line_sections(cuobjdump_elf: &str) -> usize {
-    cuobjdump_elf.lines().filter(|l| l.contains("debug_line")).count()
+    count_line_sections_in(cuobjdump_elf.as_bytes())
+}
+
+/// The same, read line by line: `cuobjdump -elf` of a large library (vLLM's `_C.abi3.so`)
+/// prints far more than should be held in memory.
+pub fn count_line_sections_in(reader: impl std::io::BufRead) -> usize {
+    reader.split(b'\n').map_while(Result::ok).filter(|l| l.windows(10).any(|w| w == b"debug_line")).count()
 }
 
 #[cfg(test)]
