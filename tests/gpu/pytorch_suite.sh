@@ -20,6 +20,7 @@ run() { # name xtask-args...
     echo "== $name: exit $rc in ${t} s"
     grep -E '^(verdict|no verdict|  where|stopped|rungs)' "$OUT/$name.out"
     echo "left on the GPU: $(nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader | tr '\n' ' ')"
+    echo "python processes: $(ps -eo pid,ppid,stat,comm | awk '$4 ~ /python/' | tr '\n' ';')"
   } >> "$OUT/results.txt"
 }
 if [ "${3:-}" = dist ]; then
