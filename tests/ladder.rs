@@ -14,66 +14,20 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use nix::errno::Errno;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+
+mod support;
+use support::{alive, fixture, path_with, root, standins, Scratch};
 
 /// The longest any one run of the binary may take before the test kills it and fails.
 const RUN_LIMIT: Duration = Duration::from_secs(60);
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-fn standins() -> PathBuf {
-    root().join("tests/standins")
-}
-
-fn fixture(case: &str) -> PathBuf {
-    root().join("tests/fixtures/h200").join(case)
-}
-
-/// PATH with `dirs` first.
-fn path_with(dirs: &[&Path]) -> String {
-    let mut parts: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-    if let Ok(p) = std::env::var("PATH") {
-        parts.push(p);
-    }
-    parts.join(":")
-}
-
-/// A folder of its own for one test, removed at the end unless the test failed.
-struct Scratch {
-    dir: PathBuf,
-}
-
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        static SEQ: AtomicUsize = AtomicUsize::new(0);
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-            "ladder-{name}-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch { dir }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.join(rel)
-    }
-
-    fn bundles(&self) -> PathBuf {
-        self.path("bundles")
-    }
-
-    /// Where the stand-ins write `target PID` and `child PID`.
-    fn pids_file(&self) -> PathBuf {
-        self.path("standin-pids.txt")
+        Scratch::create("ladder", name)
     }
 
     /// Writes a recipe file and returns its path.
@@ -91,54 +45,6 @@ impl Scratch {
             .collect();
         assert_eq!(entries.len(), 1, "one bundle expected: {entries:?}");
         Bundle { root: entries[0].clone() }
-    }
-
-    /// Every PID a stand-in recorded, with its role.
-    fn standin_pids(&self) -> Vec<(String, i32)> {
-        let text = std::fs::read_to_string(self.pids_file()).unwrap_or_default();
-        text.lines()
-            .filter_map(|l| {
-                let (role, pid) = l.split_once(' ')?;
-                Some((role.to_string(), pid.trim().parse().ok()?))
-            })
-            .collect()
-    }
-
-    /// Fails when a process a stand-in started is still alive.
-    fn assert_no_standin_left(&self) {
-        for (role, pid) in self.standin_pids() {
-            assert!(!alive(pid), "stand-in {role} (PID {pid}) is still running");
-        }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        // Whatever happened, leave no process behind (the assertions have already failed
-        // if one was there), and keep the folder of a failed test for a look.
-        for (_, pid) in self.standin_pids() {
-            if alive(pid) {
-                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-            }
-        }
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-/// Whether a process exists and is not a zombie (a killed orphan stays a zombie until
-/// its reaper, which in a container may be slow, collects it).
-fn alive(pid: i32) -> bool {
-    match kill(Pid::from_raw(pid), None) {
-        Err(Errno::ESRCH) => false,
-        _ => match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            // `PID (comm) STATE ...`; comm may hold spaces and parentheses.
-            Ok(stat) => {
-                stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()) != Some("Z")
-            }
-            Err(_) => false,
-        },
     }
 }
 

@@ -11,14 +11,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use nix::errno::Errno;
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use rexpect::process::{Signal as PtySignal, WaitStatus};
 use rexpect::session::{spawn_with_options, Options, PtySession};
+
+mod support;
+use support::{path_with, root, standins, Scratch};
 
 /// How long one expected piece of output may take to appear (generous: a loaded CI
 /// machine, a debug build).
@@ -30,21 +29,9 @@ const RUN_LIMIT: Duration = Duration::from_secs(20);
 const DOWN: &str = "\x1b[B";
 const ENTER: &str = "\r";
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-fn standins() -> PathBuf {
-    root().join("tests/standins")
-}
-
 /// PATH with the stand-ins first.
 fn standin_path() -> String {
-    let mut parts = vec![standins().display().to_string()];
-    if let Ok(p) = std::env::var("PATH") {
-        parts.push(p);
-    }
-    parts.join(":")
+    path_with(&[&standins()])
 }
 
 /// A recipe that runs the stand-in target with one required variable, `label`, as its
@@ -54,49 +41,16 @@ const VARIABLE_RECIPE: &str = "version: 1\nname: standin\n\
     variables:\n  label:\n    description: \"a word the target gets as its argument\"\n\
     run:\n  command: [\"target\", \"{label}\"]\n  timeout: 30\n";
 
-/// Whether a process exists and is not a zombie.
-fn alive(pid: i32) -> bool {
-    match kill(Pid::from_raw(pid), None) {
-        Err(Errno::ESRCH) => false,
-        _ => match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Ok(stat) => {
-                stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()) != Some("Z")
-            }
-            Err(_) => false,
-        },
-    }
-}
-
-/// A folder of its own for one test (removed at the end unless the test failed), with the
-/// recipe, the bundle root and the file where the stand-ins write their PIDs.
-struct Scratch {
-    dir: PathBuf,
-}
-
 impl Scratch {
+    /// A scratch folder holding the recipe with one required variable.
     fn new(name: &str) -> Scratch {
-        static SEQ: AtomicUsize = AtomicUsize::new(0);
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-            "prompts-{name}-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("recipe.yaml"), VARIABLE_RECIPE).unwrap();
-        Scratch { dir }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.join(rel)
+        let s = Scratch::create("prompts", name);
+        std::fs::write(s.path("recipe.yaml"), VARIABLE_RECIPE).unwrap();
+        s
     }
 
     fn recipe(&self) -> String {
         self.path("recipe.yaml").display().to_string()
-    }
-
-    fn bundles(&self) -> PathBuf {
-        self.path("bundles")
     }
 
     /// The bundles the run created.
@@ -113,20 +67,6 @@ impl Scratch {
         dirs[0].clone()
     }
 
-    fn standin_pids(&self) -> Vec<i32> {
-        std::fs::read_to_string(self.path("standin-pids.txt"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.split_once(' ')?.1.trim().parse().ok())
-            .collect()
-    }
-
-    fn assert_no_standin_left(&self) {
-        for pid in self.standin_pids() {
-            assert!(!alive(pid), "stand-in PID {pid} is still running");
-        }
-    }
-
     /// `debug-ima ARGS --bundle-dir SCRATCH/bundles` in this folder, the stand-ins first on
     /// PATH replaying the out-of-bounds write.
     fn command(&self, args: &[&str], path: &str) -> Command {
@@ -138,7 +78,7 @@ impl Scratch {
             .current_dir(&self.dir)
             .env("PATH", path)
             .env("STANDIN_CASE", root().join("tests/fixtures/h200/oob_write"))
-            .env("STANDIN_PIDS", self.path("standin-pids.txt"))
+            .env("STANDIN_PIDS", self.pids_file())
             .env_remove("NVCC_PREPEND_FLAGS")
             .env_remove("STANDIN_HANG")
             .env_remove("STANDIN_CHILD")
@@ -202,19 +142,6 @@ impl Scratch {
             std::fs::read_to_string(self.path("xtask.stdout")).unwrap(),
             std::fs::read_to_string(self.path("xtask.stderr")).unwrap(),
         )
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        for pid in self.standin_pids() {
-            if alive(pid) {
-                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-            }
-        }
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
     }
 }
 

@@ -1,0 +1,116 @@
+//! What the integration tests that run the real binary against the stand-ins share: the
+//! repository's paths, a scratch folder per test that records the stand-ins' PIDs, and the
+//! check that no process of theirs is left. Each test file adds its own methods.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use nix::errno::Errno;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+pub fn standins() -> PathBuf {
+    root().join("tests/standins")
+}
+
+/// A recording of the GPU suite (`tests/fixtures/h200/<case>`).
+pub fn fixture(case: &str) -> PathBuf {
+    root().join("tests/fixtures/h200").join(case)
+}
+
+/// PATH with `dirs` first.
+pub fn path_with(dirs: &[&Path]) -> String {
+    let mut parts: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    if let Ok(p) = std::env::var("PATH") {
+        parts.push(p);
+    }
+    parts.join(":")
+}
+
+/// Whether a process exists and is not a zombie (a killed orphan stays a zombie until
+/// its reaper, which in a container may be slow, collects it).
+pub fn alive(pid: i32) -> bool {
+    match kill(Pid::from_raw(pid), None) {
+        Err(Errno::ESRCH) => false,
+        _ => match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            // `PID (comm) STATE ...`; comm may hold spaces and parentheses.
+            Ok(stat) => {
+                stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()) != Some("Z")
+            }
+            Err(_) => false,
+        },
+    }
+}
+
+/// A folder of its own for one test, removed at the end unless the test failed; the
+/// stand-ins write their PIDs into it (`STANDIN_PIDS`).
+pub struct Scratch {
+    pub dir: PathBuf,
+}
+
+impl Scratch {
+    /// `CARGO_TARGET_TMPDIR/<prefix>-<name>-<pid>-<n>`, empty.
+    pub fn create(prefix: &str, name: &str) -> Scratch {
+        static SEQ: AtomicUsize = AtomicUsize::new(0);
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "{prefix}-{name}-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch { dir }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    pub fn bundles(&self) -> PathBuf {
+        self.path("bundles")
+    }
+
+    /// Where the stand-ins write `target PID` and `child PID`.
+    pub fn pids_file(&self) -> PathBuf {
+        self.path("standin-pids.txt")
+    }
+
+    /// Every PID a stand-in recorded, with its role.
+    pub fn standin_pids(&self) -> Vec<(String, i32)> {
+        let text = std::fs::read_to_string(self.pids_file()).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| {
+                let (role, pid) = l.split_once(' ')?;
+                Some((role.to_string(), pid.trim().parse().ok()?))
+            })
+            .collect()
+    }
+
+    /// Fails when a process a stand-in started is still alive.
+    pub fn assert_no_standin_left(&self) {
+        for (role, pid) in self.standin_pids() {
+            assert!(!alive(pid), "stand-in {role} (PID {pid}) is still running");
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // Whatever happened, leave no process behind (the assertions have already failed
+        // if one was there), and keep the folder of a failed test for a look.
+        for (_, pid) in self.standin_pids() {
+            if alive(pid) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+        }
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
