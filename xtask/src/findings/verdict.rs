@@ -393,6 +393,14 @@ pub fn decide(inputs: &[Evidence]) -> Analysis {
                 .to_string(),
         );
     }
+    if shutdown_false_positive(&kernel, &symptoms) {
+        remarks.push(
+            "likely a known false positive: an illegal address in a communication kernel while the \
+             job was shutting down (peer memory already unmapped). Check whether the work had finished; \
+             a fault during the run itself is not explained by this"
+                .to_string(),
+        );
+    }
     if warp_level && error != ErrorClass::DeviceAssert {
         remarks.push(
             "block and thread are cuda-gdb's focus in the faulting warp (its first active lane); \
@@ -503,6 +511,28 @@ fn pick_error<'a>(
         .unwrap_or(ErrorClass::Other("unknown".into()))
 }
 
+/// The multi-GPU shutdown false positive (vLLM's CUDA coredump article): a communication
+/// kernel (NCCL, a custom all-reduce) touching peer memory that another process has already
+/// unmapped while the job shuts down. Recognised when the kernel is a communication kernel
+/// and the program reported the error from its shutdown path (`destroy_process_group`,
+/// `shutdown`, `__del__`, `atexit`).
+pub fn shutdown_false_positive(kernel: &str, symptoms: &[Located<Symptom>]) -> bool {
+    let k = kernel.to_ascii_lowercase();
+    let communication =
+        ["nccl", "all_reduce", "allreduce", "all_gather", "allgather", "reduce_scatter", "cross_device"]
+            .iter()
+            .any(|m| k.contains(m));
+    let in_shutdown = |f: &Frame| {
+        f.function.as_deref().is_some_and(|n| {
+            matches!(
+                n,
+                "destroy_process_group" | "shutdown" | "__del__" | "_exit_function" | "_run_finalizers"
+            ) || n.ends_with(".shutdown")
+        })
+    };
+    communication && symptoms.iter().any(|s| s.item.python_frames.iter().any(in_shutdown))
+}
+
 fn graph_replay(findings: &[Located<Fault>], symptoms: &[Located<Symptom>]) -> bool {
     let frame_says = |f: &Frame| {
         f.function
@@ -567,6 +597,34 @@ mod tests {
         let a = decide(&[Evidence::new("x.log", "baseline")]);
         assert!(a.verdict.is_none());
         assert!(a.conclusion.contains("nothing faulted"));
+    }
+
+    fn symptom_in(functions: &[&str]) -> Located<Symptom> {
+        Located {
+            origin: "baseline".into(),
+            item: Symptom {
+                error: Some(ErrorClass::IllegalAddress),
+                message: "an illegal memory access was encountered".into(),
+                python_frames: functions
+                    .iter()
+                    .map(|f| Frame { function: Some(f.to_string()), python: true, ..Frame::default() })
+                    .collect(),
+                ..Symptom::default()
+            },
+        }
+    }
+
+    #[test]
+    fn shutdown_false_positive_needs_a_communication_kernel_and_the_shutdown_path() {
+        let during = [symptom_in(&["<module>", "main", "destroy_process_group"])];
+        let running = [symptom_in(&["<module>", "main", "forward"])];
+        assert!(shutdown_false_positive(
+            "void ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+            &during
+        ));
+        assert!(shutdown_false_positive("void vllm::cross_device_reduce_1stage<float, 2>(...)", &during));
+        assert!(!shutdown_false_positive("void ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)", &running));
+        assert!(!shutdown_false_positive("gather_kv_kernel", &during));
     }
 
     #[test]
