@@ -9,5 +9,6 @@ pub mod exec;
 pub mod findings;
 pub mod ladder;
 pub mod recipe;
+pub mod redact;
 pub mod rungs;
 pub mod ui;
