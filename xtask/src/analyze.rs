@@ -293,7 +293,7 @@ pub fn render_text(a: &Analysis) -> String {
         .inputs
         .iter()
         .filter(|i| i.bytes == 0 && i.notes.iter().any(|n| n.starts_with(EMPTY)))
-        .map(|i| i.path.rsplit('/').next().map(|_| i.origin.as_str()).unwrap_or(""))
+        .map(|i| i.origin.as_str())
         .collect();
     if !empty.is_empty() {
         writeln!(extra, "  empty: {}", empty.join(", ")).unwrap();

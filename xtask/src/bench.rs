@@ -131,19 +131,10 @@ pub fn generate<W: Write>(templates: &[RecordTemplate], target_bytes: u64, w: W)
         let bx = t.block[0].wrapping_add((records / THREADS) as u32);
         line.clear();
         line.extend_from_slice(t.by_prefix.as_bytes());
-        line.push(b'(');
-        push_u32(&mut line, tx);
-        line.push(b',');
-        push_u32(&mut line, t.thread[1]);
-        line.push(b',');
-        push_u32(&mut line, t.thread[2]);
-        line.extend_from_slice(b") in block (");
-        push_u32(&mut line, bx);
-        line.push(b',');
-        push_u32(&mut line, t.block[1]);
-        line.push(b',');
-        push_u32(&mut line, t.block[2]);
-        line.extend_from_slice(b")\n");
+        push_dim3(&mut line, [tx, t.thread[1], t.thread[2]]);
+        line.extend_from_slice(b" in block ");
+        push_dim3(&mut line, [bx, t.block[1], t.block[2]]);
+        line.push(b'\n');
         w.write_all(t.head.as_bytes())?;
         w.write_all(&line)?;
         w.write_all(t.tail.as_bytes())?;
@@ -155,6 +146,18 @@ pub fn generate<W: Write>(templates: &[RecordTemplate], target_bytes: u64, w: W)
     bytes += summary.len() as u64;
     w.flush()?;
     Ok(GenStats { bytes, records })
+}
+
+/// `(x,y,z)`, as compute-sanitizer prints a thread or block index.
+fn push_dim3(out: &mut Vec<u8>, d: [u32; 3]) {
+    out.push(b'(');
+    for (i, v) in d.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        push_u32(out, v);
+    }
+    out.push(b')');
 }
 
 fn push_u32(out: &mut Vec<u8>, mut v: u32) {

@@ -15,7 +15,12 @@ use crate::analyze::scan_file;
 use crate::bundle::{exit_text, Bundle, CommandRecord, RungRecord};
 use crate::doctor;
 use crate::exec::{self, Control, Exit, Spec, Stream};
-use crate::findings::{coredump::sm_progress, verdict::decide, waits::wait_notice, Evidence};
+use crate::findings::{
+    coredump::sm_progress,
+    verdict::{decide, Analysis},
+    waits::wait_notice,
+    Evidence,
+};
 use crate::ladder::{self, Next, Request, Rung, RungSummary};
 use crate::recipe::{self, Resolved};
 use crate::rungs::{self, rebuild::Debug, Invocation};
@@ -134,23 +139,25 @@ pub fn run(args: Args) -> Result<i32> {
         evidence: Vec::new(),
         debug,
         done: Vec::new(),
+        analysis: decide(&[]),
         gpus: gpus.len(),
     };
     let outcome = ladder.climb(&req, &plan, prompter.as_mut());
-    // Whatever happened, the bundle keeps what was collected.
-    let analysis = decide(&ladder.evidence);
+    // Whatever happened, the bundle keeps what was collected: the analysis of every rung
+    // that ran (kept up to date by the climb after each rung).
+    let analysis = &ladder.analysis;
     let stop = match &outcome {
         Ok(reason) => reason.clone(),
         Err(e) => format!("error: {e:#}"),
     };
     ladder.bundle.manifest.stopped = Some(stop.clone());
-    ladder.bundle.write_analysis(&analysis)?;
+    ladder.bundle.write_analysis(analysis)?;
 
     // After an error with nothing found, the analysis has nothing to say: the error does.
     let mut text = if outcome.is_err() && analysis.findings.is_empty() && analysis.symptoms.is_empty() {
         String::new()
     } else {
-        crate::analyze::render_text(&analysis) + "\n"
+        crate::analyze::render_text(analysis) + "\n"
     };
     text.push_str(&format!("stopped: {stop}\n"));
     text.push_str(&format!("rungs: {}\n", rung_line(&ladder.bundle.manifest.rungs)));
@@ -380,14 +387,10 @@ struct Climb<'a> {
     evidence: Vec<Evidence>,
     debug: Debug,
     done: Vec<(Rung, RungSummary)>,
+    /// The verdict over `evidence`, recomputed once after each rung.
+    analysis: Analysis,
     /// How many GPUs doctor saw (`nvidia-smi --query-gpu`).
     gpus: usize,
-}
-
-/// What one process run left behind.
-struct Ran {
-    exit: Exit,
-    secs: f64,
 }
 
 impl Climb<'_> {
@@ -398,8 +401,7 @@ impl Climb<'_> {
             if exec::interrupted() {
                 return Ok("interrupted (Ctrl-C): the bundle keeps what was collected".into());
             }
-            let analysis = decide(&self.evidence);
-            let rung = match ladder::next(req, plan, &self.done, &analysis) {
+            let rung = match ladder::next(req, plan, &self.done, &self.analysis) {
                 Next::Stop(why) => return Ok(why),
                 Next::Run(r) => r,
             };
@@ -476,8 +478,8 @@ impl Climb<'_> {
             }
             self.bundle.manifest.rungs.push(record);
             self.done.push((rung, RungSummary { faulted, yielded: summary.yielded }));
-            let analysis = decide(&self.evidence);
-            self.bundle.write_analysis(&analysis)?;
+            self.analysis = decide(&self.evidence);
+            self.bundle.write_analysis(&self.analysis)?;
             if let Err(e) = result {
                 if exec::interrupted() {
                     return Ok("interrupted (Ctrl-C): the bundle keeps what was collected".into());
@@ -501,7 +503,7 @@ impl Climb<'_> {
         stem: &str,
         record: &mut RungRecord,
         on_line: &mut dyn FnMut(Stream, &str) -> Control,
-    ) -> Result<Ran> {
+    ) -> Result<Exit> {
         // The target's streams are kept apart; a tool's (cuda-gdb prints the fault on stdout
         // and its own crash on stderr) go into one log, read as one.
         let (out, err) = if stem.is_empty() {
@@ -528,7 +530,7 @@ impl Climb<'_> {
                         inv.timeout.map(|t| t.as_secs()).unwrap_or(0)
                     ));
                 }
-                Ok(Ran { exit: o.exit, secs: o.duration.as_secs_f64() })
+                Ok(o.exit)
             }
             Err(e) => {
                 record.commands.push(rec);
@@ -571,10 +573,10 @@ impl Climb<'_> {
                             record,
                             &mut Self::target_lines(progress),
                         )?;
-                        if ran.exit != Exit::Code(0) {
+                        if ran != Exit::Code(0) {
                             bail!(
                                 "the recipe's build failed ({}): see `{}/build.log`",
-                                exit_text(ran.exit),
+                                exit_text(ran),
                                 record.dir
                             );
                         }
@@ -582,7 +584,7 @@ impl Climb<'_> {
                 }
                 let inv = rungs::baseline::invocation(r);
                 let ran = self.exec("target", &inv, dir, "", record, &mut Self::target_lines(progress))?;
-                Ok(RungSummary { faulted: ran.exit != Exit::Code(0), yielded: true })
+                Ok(RungSummary { faulted: ran != Exit::Code(0), yielded: true })
             }
             Rung::Rebuild => {
                 let b = r.build.as_ref().context("the recipe has no `build` step to rebuild with")?;
@@ -590,8 +592,8 @@ impl Climb<'_> {
                 let inherited = std::env::var("NVCC_PREPEND_FLAGS").ok();
                 let inv = rungs::rebuild::invocation(r, b, self.debug, inherited.as_deref());
                 let ran = self.exec("build", &inv, dir, "", record, &mut Self::target_lines(progress))?;
-                if ran.exit != Exit::Code(0) {
-                    bail!("the rebuild failed ({}): see `{}/stderr.log`", exit_text(ran.exit), record.dir);
+                if ran != Exit::Code(0) {
+                    bail!("the rebuild failed ({}): see `{}/stderr.log`", exit_text(ran), record.dir);
                 }
                 let mut lines = String::new();
                 let mut all_ok = true;
@@ -606,7 +608,7 @@ impl Climb<'_> {
                     lines.push_str(&format!(
                         "{}\t{n} line-info sections\t{}\n",
                         bin.display(),
-                        exit_text(ran.exit)
+                        exit_text(ran)
                     ));
                     if n == 0 {
                         all_ok = false;
@@ -633,7 +635,7 @@ impl Climb<'_> {
                     record.notes.push(note);
                 }
                 let ran = self.exec("target", &inv, dir, "", record, &mut Self::target_lines(progress))?;
-                Ok(RungSummary { faulted: ran.exit != Exit::Code(0), yielded: true })
+                Ok(RungSummary { faulted: ran != Exit::Code(0), yielded: true })
             }
             Rung::Coredump => {
                 let inv = rungs::coredump::invocation(r, dir);
@@ -652,7 +654,7 @@ impl Climb<'_> {
                     record.notes.push(format!(
                         "no coredump was written ({}): the process may have been aborted before the GPU \
                          exception was handled (an NCCL watchdog does that), or nothing faulted",
-                        exit_text(ran.exit)
+                        exit_text(ran)
                     ));
                 }
                 let locals = self.debug == Debug::Full;
@@ -694,7 +696,7 @@ impl Climb<'_> {
                     }
                 }
                 Ok(RungSummary {
-                    faulted: ran.exit != Exit::Code(0) || !dumps.is_empty(),
+                    faulted: ran != Exit::Code(0) || !dumps.is_empty(),
                     yielded: !dumps.is_empty(),
                 })
             }
@@ -778,8 +780,7 @@ impl Climb<'_> {
                 if !yielded {
                     record.notes.push("compute-sanitizer wrote no XML report".into());
                 }
-                let _ = ran.secs;
-                Ok(RungSummary { faulted: ran.exit != Exit::Code(0), yielded })
+                Ok(RungSummary { faulted: ran != Exit::Code(0), yielded })
             }
         }
     }

@@ -80,8 +80,7 @@ impl Rung {
 /// What the user asked for.
 #[derive(Debug, Clone, Default)]
 pub struct Request {
-    /// `--rungs a,b,...`: exactly these (baseline is added when absent, since every other
-    /// rung is judged against it, unless it was the only choice left out on purpose).
+    /// `--rungs a,b,...`: exactly these, in ladder order.
     pub rungs: Option<Vec<Rung>>,
     /// `--full`: every rung, even after a verdict.
     pub full: bool,

@@ -1027,6 +1027,11 @@ impl<'de> Visitor<'de> for CheckedStr {
     }
 }
 
+/// YAML integers may arrive as `i64`: a negative one is refused as `expected` describes.
+fn non_negative<E: de::Error>(v: i64, expected: &dyn de::Expected) -> std::result::Result<u64, E> {
+    u64::try_from(v).map_err(|_| E::invalid_value(de::Unexpected::Signed(v), expected))
+}
+
 struct Version;
 
 impl<'de> Deserialize<'de> for Version {
@@ -1047,10 +1052,8 @@ impl<'de> Deserialize<'de> for Version {
                 }
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Version, E> {
-                match u64::try_from(v) {
-                    Ok(v) => self.visit_u64(v),
-                    Err(_) => Err(E::invalid_value(de::Unexpected::Signed(v), &self)),
-                }
+                let v = non_negative(v, &self)?;
+                self.visit_u64(v)
             }
         }
         d.deserialize_u64(V)
@@ -1076,10 +1079,8 @@ impl<'de> Deserialize<'de> for Timeout {
                 }
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Timeout, E> {
-                match u64::try_from(v) {
-                    Ok(v) => self.visit_u64(v),
-                    Err(_) => Err(E::invalid_value(de::Unexpected::Signed(v), &self)),
-                }
+                let v = non_negative(v, &self)?;
+                self.visit_u64(v)
             }
         }
         d.deserialize_u64(V)
