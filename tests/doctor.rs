@@ -4,8 +4,8 @@
 //! machine without a GPU (nvidia-smi not found), a driver that does not answer. Also the
 //! real thing on this machine: `run_checks` must finish in well under 10 s.
 //!
-//! Every tool output below is copied from a real run; where a test needs a value the
-//! recordings do not have (an old driver number), the comment says what was edited.
+//! Every tool output below is copied from a real run; a case the recordings do not have
+//! (an old driver) is tested on the versions themselves, not on made-up output.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -13,9 +13,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use xtask::doctor::{
-    self, check_ptrace, check_space, evaluate, gather, parse_df_available_kib, parse_gpus, parse_version,
-    render, require, run_checks, run_with_timeout, versions, Exit, Options, Output, Probe, PtraceFacts,
-    Report, SpaceFacts, Status, NO_GPU_FIX,
+    self, check_ptrace, check_space, driver_toolkit, evaluate, gather, parse_df_available_kib, parse_gpus,
+    parse_version, render, require, run_checks, run_with_timeout, versions, Exit, Options, Output, Probe,
+    PtraceFacts, Report, SpaceFacts, Status, NO_GPU_FIX,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -298,9 +298,6 @@ fn gpu_lines() {
     // Two GPUs (the machine of 80_env.log had two H200s): one line each.
     let two = parse_gpus(&H200_SMI_CSV.repeat(2));
     assert_eq!(two.len(), 2);
-    // A driver without `compute_cap` answers the three-field query (the field edited out).
-    let old = parse_gpus("NVIDIA H200, 580.159.04, 143771 MiB\n");
-    assert_eq!(old[0].compute_cap, None);
 }
 
 #[test]
@@ -392,16 +389,18 @@ fn driver_that_does_not_answer_is_missing() {
 
 #[test]
 fn old_driver_for_the_toolkit_warns() {
-    // The H200's line with the driver number edited to an R535 driver.
-    let smi = format!("/usr/local/nvidia/bin/nvidia-smi {GPU_ARGS}");
-    let r = report(&h200().output(&smi, Output::exited(0, "NVIDIA H200, 535.104.05, 9.0, 143771 MiB\n", "")));
-    let c = r.get("driver-toolkit").unwrap();
+    // The policy on the versions themselves (no R535 driver was recorded): an R535 driver
+    // with nvcc 13.0.
+    let c = driver_toolkit("535.104.05", "13.0").unwrap();
     assert_eq!(c.status, Status::Warn);
     assert!(
         c.detail.contains("CUDA driver version is insufficient for CUDA runtime version"),
         "{}",
         c.detail
     );
+    // The H200's recorded driver and nvcc pass, through the whole report.
+    let r = report(&h200());
+    assert_eq!(r.get("driver-toolkit").unwrap().status, Status::Ok);
     assert!(r.missing_for(&["all"]).is_empty(), "a warning does not stop the ladder");
 }
 

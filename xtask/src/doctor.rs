@@ -1122,9 +1122,14 @@ fn min_driver(cuda_major: u32) -> Option<u32> {
 pub fn check_driver_toolkit(gpu: &ToolFacts, nvcc: &ToolFacts) -> Option<Check> {
     let gpus = parse_gpus(&gpu.output.as_ref().filter(|o| o.success())?.stdout);
     let driver = &gpus.first()?.driver;
-    let driver_major: u32 = driver.split('.').next()?.parse().ok()?;
     let (_, short) = parse_version("nvcc", &nvcc.output.as_ref().filter(|o| o.success())?.text())?;
-    let release = short.split_whitespace().next()?.to_string();
+    let release = short.split_whitespace().next()?;
+    driver_toolkit(driver, release)
+}
+
+/// The same, on a driver version (`580.159.04`) and an nvcc release (`13.0`).
+pub fn driver_toolkit(driver: &str, release: &str) -> Option<Check> {
+    let driver_major: u32 = driver.split('.').next()?.parse().ok()?;
     let cuda_major: u32 = release.split('.').next()?.parse().ok()?;
     let need = min_driver(cuda_major)?;
     Some(if driver_major >= need {
