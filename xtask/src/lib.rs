@@ -1,5 +1,6 @@
 //! The xtask library: every command of `cargo xtask`. `main.rs` only calls [`cli::main`].
 pub mod analyze;
+pub mod archive;
 pub mod bench;
 pub mod bundle;
 pub mod cli;

@@ -1,0 +1,1 @@
+//! Packing, unpacking and verifying bundle archives through the library API.

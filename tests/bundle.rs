@@ -1,0 +1,1 @@
+//! The bundle commands through the real binary: redaction, replay, report, list and show.

@@ -1,0 +1,1 @@
+//! Bundle archives: deterministic `.tar.zst` with `SHA256SUMS`, safe unpack, verify.
