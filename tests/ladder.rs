@@ -13,40 +13,14 @@
 //! none of them is still alive.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 mod support;
-use support::{alive, fixture, path_with, root, standins, Scratch};
-
-/// The longest any one run of the binary may take before the test kills it and fails.
-const RUN_LIMIT: Duration = Duration::from_secs(60);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        Scratch::create("ladder", name)
-    }
-
-    /// Writes a recipe file and returns its path.
-    fn recipe(&self, yaml: &str) -> PathBuf {
-        let p = self.path("recipe.yaml");
-        std::fs::write(&p, yaml).unwrap();
-        p
-    }
-
-    /// The one bundle the run created.
-    fn bundle(&self) -> Bundle {
-        let entries: Vec<PathBuf> = std::fs::read_dir(self.bundles())
-            .unwrap_or_else(|e| panic!("no bundle root {}: {e}", self.bundles().display()))
-            .map(|e| e.unwrap().path())
-            .collect();
-        assert_eq!(entries.len(), 1, "one bundle expected: {entries:?}");
-        Bundle { root: entries[0].clone() }
-    }
-}
+use support::run::{target_recipe, Run};
+use support::{alive, path_with, root, standins, Scratch};
 
 /// Waits up to `limit` for the condition, checking every 20 ms.
 fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
@@ -60,232 +34,17 @@ fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     cond()
 }
 
-/// A bundle directory the run wrote.
-struct Bundle {
-    root: PathBuf,
-}
-
-impl Bundle {
-    fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.root.join(rel))
-            .unwrap_or_else(|e| panic!("{}: {e}", self.root.join(rel).display()))
-    }
-
-    fn manifest(&self) -> serde_yaml::Value {
-        serde_yaml::from_str(&self.read("manifest.yaml")).unwrap()
-    }
-
-    fn findings(&self) -> serde_json::Value {
-        serde_json::from_str(&self.read("findings.json")).unwrap()
-    }
-
-    /// `rungs/NN-name` folder names, sorted.
-    fn rung_dirs(&self) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(self.root.join("rungs"))
-            .map(|rd| rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
-            .unwrap_or_default();
-        v.sort();
-        v
-    }
-
-    /// The manifest's record of a rung.
-    fn rung(&self, name: &str) -> serde_yaml::Value {
-        let m = self.manifest();
-        m["rungs"]
-            .as_sequence()
-            .unwrap()
-            .iter()
-            .find(|r| r["rung"].as_str() == Some(name))
-            .cloned()
-            .unwrap_or_else(|| panic!("no rung {name} in the manifest:\n{}", self.read("manifest.yaml")))
-    }
-
-    fn notes(&self, rung: &str) -> String {
-        let r = self.rung(rung);
-        r["notes"]
-            .as_sequence()
-            .map(|n| n.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join("\n"))
-            .unwrap_or_default()
-    }
-
-    /// The exit the manifest records for a rung's command with this role: `code 1`,
-    /// `signal 6`, `timed-out`, `stopped`, `interrupted` (the manifest has `!code 1`).
-    fn exit_of(&self, rung: &str, role: &str) -> String {
-        let r = self.rung(rung);
-        let exit = r["commands"]
-            .as_sequence()
-            .unwrap()
-            .iter()
-            .find(|c| c["role"].as_str() == Some(role))
-            .map(|c| c["exit"].clone())
-            .unwrap_or_else(|| panic!("no {role} command in rung {rung}"));
-        match &exit {
-            serde_yaml::Value::String(s) => s.clone(),
-            serde_yaml::Value::Tagged(t) => {
-                let value = match &t.value {
-                    serde_yaml::Value::Number(n) => n.to_string(),
-                    other => format!("{other:?}"),
-                };
-                format!("{} {value}", t.tag.to_string().trim_start_matches('!'))
-            }
-            // `{code: 1}`, should the manifest stop using tags.
-            serde_yaml::Value::Mapping(m) if m.len() == 1 => {
-                let (k, v) = m.iter().next().unwrap();
-                format!(
-                    "{} {}",
-                    k.as_str().unwrap_or("?"),
-                    v.as_i64().map(|n| n.to_string()).unwrap_or_default()
-                )
-            }
-            other => panic!("rung {rung}, {role}: unexpected exit {other:?}"),
-        }
-    }
-
-    fn exists(&self, rel: &str) -> bool {
-        self.root.join(rel).exists()
-    }
-
-    fn files_in(&self, rel: &str) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(self.root.join(rel))
-            .map(|rd| rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
-            .unwrap_or_default();
-        v.sort();
-        v
-    }
-}
-
-/// One run of `xtask debug-ima` in the scratch folder.
-struct Run<'a> {
-    scratch: &'a Scratch,
-    args: Vec<String>,
-    env: Vec<(String, String)>,
-    path: String,
-}
-
-/// What a finished run printed.
-struct Output {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
-
-impl Output {
-    fn code(&self) -> Option<i32> {
-        self.status.code()
-    }
-
-    fn both(&self) -> String {
-        format!("--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr)
-    }
-}
-
-impl<'a> Run<'a> {
-    /// `debug-ima --recipe RECIPE --yes --bundle-dir SCRATCH/bundles`, the stand-ins first on
-    /// PATH, replaying `case`.
-    fn new(scratch: &'a Scratch, recipe: &Path, case: &str) -> Run<'a> {
-        let args = vec![
-            "debug-ima".to_string(),
-            "--recipe".to_string(),
-            recipe.display().to_string(),
-            "--yes".to_string(),
-            "--bundle-dir".to_string(),
-            scratch.bundles().display().to_string(),
-        ];
-        let env = vec![
-            ("STANDIN_CASE".to_string(), fixture(case).display().to_string()),
-            ("STANDIN_PIDS".to_string(), scratch.pids_file().display().to_string()),
-        ];
-        Run { scratch, args, env, path: path_with(&[&standins()]) }
-    }
-
-    fn arg(mut self, a: &str) -> Self {
-        self.args.push(a.to_string());
-        self
-    }
-
-    fn env(mut self, k: &str, v: &str) -> Self {
-        self.env.push((k.to_string(), v.to_string()));
-        self
-    }
-
-    fn path(mut self, path: String) -> Self {
-        self.path = path;
-        self
-    }
-
-    fn spawn(&self) -> Child {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
-        cmd.args(&self.args)
-            .current_dir(&self.scratch.dir)
-            .env("PATH", &self.path)
-            .env_remove("NVCC_PREPEND_FLAGS")
-            .env_remove("STANDIN_HANG")
-            .env_remove("STANDIN_CHILD")
-            .env_remove("STANDIN_NO_DUMP")
-            .env_remove("STANDIN_GPUS")
-            .env_remove("CUDA_VISIBLE_DEVICES")
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(self.scratch.path("xtask.stdout")).unwrap())
-            .stderr(std::fs::File::create(self.scratch.path("xtask.stderr")).unwrap());
-        for (k, v) in &self.env {
-            cmd.env(k, v);
-        }
-        cmd.spawn().expect("cannot start the xtask binary")
-    }
-
-    /// Runs to the end (killed and failed after [`RUN_LIMIT`]).
-    fn run(&self) -> Output {
-        let start = Instant::now();
-        let child = self.spawn();
-        self.finish(child, start)
-    }
-
-    fn finish(&self, mut child: Child, start: Instant) -> Output {
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            if start.elapsed() > RUN_LIMIT {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "`xtask {}` ran past {} s:\n{}",
-                    self.args.join(" "),
-                    RUN_LIMIT.as_secs(),
-                    std::fs::read_to_string(self.scratch.path("xtask.stderr")).unwrap_or_default()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        Output {
-            status,
-            took: start.elapsed(),
-            stdout: std::fs::read_to_string(self.scratch.path("xtask.stdout")).unwrap(),
-            stderr: std::fs::read_to_string(self.scratch.path("xtask.stderr")).unwrap(),
-        }
-    }
-}
-
-/// A recipe that runs the stand-in target (found on PATH), with `extra` YAML appended.
-fn target_recipe(extra: &str) -> String {
-    format!(
-        "version: 1\nname: standin\ndescription: \"the stand-in target, replaying an H200 recording\"\n\
-         run:\n  command: [\"target\"]\n  timeout: 30\n{extra}"
-    )
-}
-
 /// (a) The default ladder on the out-of-bounds write: baseline, launch-blocking, then the
 /// coredump rung, whose cuda-gdb (which crashed with SIGABRT after printing the line, as
 /// cuda-gdb 13.0 did on the H200) locates the fault; the ladder stops there.
 #[test]
 fn oob_write_stops_after_the_coredump_rung_with_the_verdict() {
-    let s = Scratch::new("oob-write");
-    let recipe = s.recipe(&target_recipe(""));
+    let s = Scratch::for_run("oob-write");
+    let recipe = s.write_recipe(&target_recipe(""));
     let out = Run::new(&s, &recipe, "oob_write").run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
 
-    let b = s.bundle();
+    let b = s.only_bundle();
     for f in ["manifest.yaml", "summary.md", "findings.json"] {
         assert!(b.exists(f), "{f} missing");
     }
@@ -333,11 +92,11 @@ fn oob_write_stops_after_the_coredump_rung_with_the_verdict() {
 /// to the PID it announced, and the ladder kills it; memcheck runs too.
 #[test]
 fn full_runs_every_rung_and_kills_the_waiting_target() {
-    let s = Scratch::new("full");
-    let recipe = s.recipe(&target_recipe(""));
+    let s = Scratch::for_run("full");
+    let recipe = s.write_recipe(&target_recipe(""));
     let out = Run::new(&s, &recipe, "oob_write").arg("--full").run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
-    let b = s.bundle();
+    let b = s.only_bundle();
     assert_eq!(
         b.rung_dirs(),
         ["01-baseline", "02-launch-blocking", "03-coredump", "04-attach", "05-memcheck"],
@@ -396,11 +155,11 @@ impl StrArray for serde_json::Value {
 /// watchdog aborts the rank first). The ladder says so and goes on to attach, which finds it.
 #[test]
 fn a_rung_without_its_artifact_is_noted_and_the_ladder_goes_on() {
-    let s = Scratch::new("no-dump");
-    let recipe = s.recipe(&target_recipe(""));
+    let s = Scratch::for_run("no-dump");
+    let recipe = s.write_recipe(&target_recipe(""));
     let out = Run::new(&s, &recipe, "oob_write").env("STANDIN_NO_DUMP", "1").run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
-    let b = s.bundle();
+    let b = s.only_bundle();
     assert_eq!(
         b.rung_dirs(),
         ["01-baseline", "02-launch-blocking", "03-coredump", "04-attach"],
@@ -423,9 +182,9 @@ fn a_rung_without_its_artifact_is_noted_and_the_ladder_goes_on() {
 /// process group), noted, and the ladder goes on to the next rung.
 #[test]
 fn a_hang_past_the_timeout_is_killed_with_its_children_and_the_ladder_goes_on() {
-    let s = Scratch::new("hang");
+    let s = Scratch::for_run("hang");
     // Only the baseline hangs; the next rung replays normally.
-    let recipe = s.recipe(
+    let recipe = s.write_recipe(
         "version: 1\nname: hang\ndescription: \"the stand-in target, hanging in the baseline\"\n\
          run:\n  command: [\"target\"]\n  timeout: 2\n\
          rungs:\n  baseline:\n    env: { STANDIN_HANG: \"1\", STANDIN_CHILD: \"1\" }\n",
@@ -433,7 +192,7 @@ fn a_hang_past_the_timeout_is_killed_with_its_children_and_the_ladder_goes_on() 
     let out = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline,launch-blocking").run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
     assert!(out.took < Duration::from_secs(20), "took {:?}", out.took);
-    let b = s.bundle();
+    let b = s.only_bundle();
     assert_eq!(b.rung_dirs(), ["01-baseline", "02-launch-blocking"], "{}", out.both());
     assert_eq!(b.exit_of("baseline", "target"), "timed-out", "{}", b.read("manifest.yaml"));
     assert!(b.notes("baseline").contains("timed out after 2 s"), "{}", b.notes("baseline"));
@@ -461,9 +220,9 @@ fn a_hang_past_the_timeout_is_killed_with_its_children_and_the_ladder_goes_on() 
 /// rung's logs, and no stand-in is left.
 #[test]
 fn ctrl_c_in_the_middle_keeps_the_bundle_and_kills_the_target() {
-    let s = Scratch::new("ctrl-c");
+    let s = Scratch::for_run("ctrl-c");
     // The launch-blocking rung hangs (a long timeout): Ctrl-C comes while it runs.
-    let recipe = s.recipe(&target_recipe(
+    let recipe = s.write_recipe(&target_recipe(
         "rungs:\n  launch-blocking:\n    env: { STANDIN_HANG: \"1\", STANDIN_CHILD: \"1\" }\n",
     ));
     let run = Run::new(&s, &recipe, "oob_write");
@@ -486,7 +245,7 @@ fn ctrl_c_in_the_middle_keeps_the_bundle_and_kills_the_target() {
     let out = run.finish(child, start);
     assert_eq!(out.code(), Some(130), "{}", out.both());
 
-    let b = s.bundle();
+    let b = s.only_bundle();
     assert!(b.exists("manifest.yaml") && b.exists("summary.md") && b.exists("findings.json"));
     for f in ["stdout.log", "stderr.log", "command.txt"] {
         assert!(b.exists(&format!("rungs/01-baseline/{f}")), "01-baseline/{f}");
@@ -515,8 +274,8 @@ fn ctrl_c_in_the_middle_keeps_the_bundle_and_kills_the_target() {
 /// message, no bundle, no process started.
 #[test]
 fn a_bad_recipe_fails_before_anything_runs() {
-    let s = Scratch::new("bad-recipe");
-    let recipe = s.recipe(&target_recipe("retries: 3\n"));
+    let s = Scratch::for_run("bad-recipe");
+    let recipe = s.write_recipe(&target_recipe("retries: 3\n"));
     let out = Run::new(&s, &recipe, "oob_write").run();
     assert_eq!(out.code(), Some(1), "{}", out.both());
     // The unknown key is on line 7 (after version, name, description, run and its 2 keys).
@@ -532,11 +291,11 @@ fn a_bad_recipe_fails_before_anything_runs() {
 /// (a bad access does not always fault); the rungs that wait for a fault are skipped.
 #[test]
 fn a_clean_run_gives_no_verdict_and_still_runs_memcheck() {
-    let s = Scratch::new("clean");
-    let recipe = s.recipe(&target_recipe(""));
+    let s = Scratch::for_run("clean");
+    let recipe = s.write_recipe(&target_recipe(""));
     let out = Run::new(&s, &recipe, "clean").run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
-    let b = s.bundle();
+    let b = s.only_bundle();
     assert_eq!(b.rung_dirs(), ["01-baseline", "02-memcheck"], "{}", out.both());
     assert!(b.findings()["verdict"].is_null(), "{}", b.read("findings.json"));
     assert!(out.stdout.contains("did not reproduce"), "{}", out.both());
@@ -582,10 +341,10 @@ fn rebuild_with_the_real_nvcc_finds_line_info() {
         eprintln!("skipped: no nvcc on PATH nor in .venv-cuda (CI would fail here)");
         return;
     };
-    let s = Scratch::new("rebuild");
+    let s = Scratch::for_run("rebuild");
     let src = root().join("tests/gpu/programs/oob_write.cu");
     let exe = s.path("oob_write");
-    let recipe = s.recipe(&format!(
+    let recipe = s.write_recipe(&format!(
         "version: 1\nname: rebuild\ndescription: \"oob_write.cu built by the real nvcc\"\n\
          build:\n  command: [\"nvcc\", \"-arch=sm_90\", \"-o\", \"{exe}\", \"{src}\"]\n  binaries: [\"{exe}\"]\n  timeout: 300\n\
          run:\n  command: [\"target\"]\n",
@@ -598,7 +357,7 @@ fn rebuild_with_the_real_nvcc_finds_line_info() {
         .arg("rebuild")
         .run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
-    let b = s.bundle();
+    let b = s.only_bundle();
     assert_eq!(b.rung_dirs(), ["01-rebuild"], "{}", out.both());
     assert!(exe.is_file(), "nvcc built nothing:\n{}", b.read("rungs/01-rebuild/stderr.log"));
     assert_eq!(b.exit_of("rebuild", "build"), "code 0", "{}", b.read("rungs/01-rebuild/stderr.log"));
@@ -622,8 +381,8 @@ fn rebuild_with_the_real_nvcc_finds_line_info() {
 /// (like `cp` here) does not.
 #[test]
 fn the_build_gets_the_folders_of_its_binaries() {
-    let s = Scratch::new("binary-dirs");
-    let recipe = s.recipe(&format!(
+    let s = Scratch::for_run("binary-dirs");
+    let recipe = s.write_recipe(&format!(
         "version: 1\nname: dirs\ndescription: \"a build into a folder that does not exist yet\"\n\
          build:\n  command: [\"cp\", \"{src}\", \"out/sub/app.cu\"]\n  binaries: [\"out/sub/app.cu\"]\n\
          run:\n  command: [\"target\"]\n",
@@ -631,7 +390,7 @@ fn the_build_gets_the_folders_of_its_binaries() {
     ));
     let out = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline").run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
-    let b = s.bundle();
+    let b = s.only_bundle();
     assert!(
         s.path("out/sub/app.cu").is_file(),
         "the build's output folder was not created:\n{}",
@@ -646,14 +405,14 @@ fn the_build_gets_the_folders_of_its_binaries() {
 /// conclude that the symptom did not reproduce, nor skip the fault rungs on that ground.
 #[test]
 fn a_failed_baseline_build_is_not_a_clean_run() {
-    let s = Scratch::new("build-fails");
-    let recipe = s.recipe(
+    let s = Scratch::for_run("build-fails");
+    let recipe = s.write_recipe(
         "version: 1\nname: build-fails\ndescription: \"a build that fails\"\n\
          build:\n  command: [\"false\"]\n  binaries: [\"never-built\"]\n\
          run:\n  command: [\"target\"]\n",
     );
     let out = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline,coredump").run();
-    let b = s.bundle();
+    let b = s.only_bundle();
     assert_eq!(b.rung("baseline")["status"].as_str(), Some("failed"), "{}", b.read("manifest.yaml"));
     assert!(s.standin_pids().is_empty(), "the target ran without its build: {:?}", s.standin_pids());
     let stopped = b.manifest()["stopped"].as_str().unwrap_or_default().to_string();
@@ -668,8 +427,8 @@ fn a_failed_baseline_build_is_not_a_clean_run() {
 /// (i) `--dry-run` prints every rung's command and environment, and runs nothing.
 #[test]
 fn dry_run_prints_every_command_and_creates_nothing() {
-    let s = Scratch::new("dry-run");
-    let recipe = s.recipe(
+    let s = Scratch::for_run("dry-run");
+    let recipe = s.write_recipe(
         "version: 1\nname: dry\ndescription: \"every rung\"\n\
          build:\n  command: [\"nvcc\", \"-arch=sm_90\", \"-o\", \"app\", \"app.cu\"]\n  binaries: [\"app\"]\n\
          run:\n  command: [\"target\", \"--size\", \"1024\"]\n  env: { MY_SETTING: \"x\" }\n",
@@ -717,7 +476,7 @@ fn without_a_gpu_the_demo_fails_fast_naming_the_gpu() {
         eprintln!("skipped: this machine has an nvidia-smi");
         return;
     }
-    let s = Scratch::new("no-gpu");
+    let s = Scratch::for_run("no-gpu");
     let out =
         Run::new(&s, Path::new("demo"), "oob_write").path(std::env::var("PATH").unwrap_or_default()).run();
     assert_eq!(out.code(), Some(1), "{}", out.both());
@@ -751,7 +510,7 @@ fn python_standin(s: &Scratch) -> PathBuf {
 /// Python line, the collect step in the bundle, the Python environment of each rung.
 #[test]
 fn the_pytorch_recipe_finds_the_triton_kernel_line_in_the_worker() {
-    let s = Scratch::new("pytorch");
+    let s = Scratch::for_run("pytorch");
     let python = python_standin(&s);
     let out = Run::new(&s, Path::new("pytorch"), "triton_worker")
         .arg("--set")
@@ -763,7 +522,7 @@ fn the_pytorch_recipe_finds_the_triton_kernel_line_in_the_worker() {
         .arg("--full")
         .run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
-    let b = s.bundle();
+    let b = s.only_bundle();
     assert_eq!(
         b.rung_dirs(),
         ["01-baseline", "02-launch-blocking", "03-coredump", "04-attach", "05-memcheck"],
@@ -780,7 +539,12 @@ fn the_pytorch_recipe_finds_the_triton_kernel_line_in_the_worker() {
     // The collect step ran once, before the baseline, into env/.
     assert_eq!(b.read("env/torch-collect-env.txt"), "torch.utils.collect_env (stand-in)\n");
     let m = b.manifest();
-    let collected = &m["collected"][0];
+    let collected = m["collected"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|c| c["stdout"].as_str() == Some("env/torch-collect-env.txt"))
+        .expect("the recipe's collect command is recorded");
     assert_eq!(collected["role"].as_str(), Some("collect"), "{}", b.read("manifest.yaml"));
     assert!(collected["command"].as_str().unwrap().ends_with("python3 -m torch.utils.collect_env"));
     assert_eq!(collected["stdout"].as_str(), Some("env/torch-collect-env.txt"));
@@ -807,7 +571,7 @@ fn the_pytorch_recipe_finds_the_triton_kernel_line_in_the_worker() {
 fn launch_blocking_with_two_gpus_visible_warns_about_nccl() {
     let warning = "CUDA_LAUNCH_BLOCKING=1 with 2 GPUs visible can deadlock NCCL";
     for visible in [None, Some("0"), Some("0,1")] {
-        let s = Scratch::new("two-gpus");
+        let s = Scratch::for_run("two-gpus");
         let python = python_standin(&s);
         let mut run = Run::new(&s, Path::new("pytorch"), "triton_worker")
             .env("STANDIN_GPUS", "2")
@@ -822,7 +586,7 @@ fn launch_blocking_with_two_gpus_visible_warns_about_nccl() {
         }
         let out = run.run();
         assert_eq!(out.code(), Some(0), "{}", out.both());
-        let b = s.bundle();
+        let b = s.only_bundle();
         assert!(b.read("env/doctor.txt").contains("2 GPUs: NVIDIA H200"), "{}", b.read("env/doctor.txt"));
         let notes = b.notes("launch-blocking");
         if visible == Some("0") {
@@ -846,8 +610,8 @@ fn launch_blocking_with_two_gpus_visible_warns_about_nccl() {
 /// ladder runs as usual.
 #[test]
 fn a_failing_collect_command_is_noted_and_the_ladder_goes_on() {
-    let s = Scratch::new("collect-fails");
-    let recipe = s.recipe(
+    let s = Scratch::for_run("collect-fails");
+    let recipe = s.write_recipe(
         "version: 1\nname: collect\ndescription: \"collect commands that fail\"\n\
          collect:\n  - { name: missing.txt, command: no-such-collect-tool }\n  \
          - { name: partial.txt, command: [\"sh\", \"-c\", \"echo partial; exit 3\"] }\n\
@@ -855,7 +619,7 @@ fn a_failing_collect_command_is_noted_and_the_ladder_goes_on() {
     );
     let out = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline").run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
-    let b = s.bundle();
+    let b = s.only_bundle();
     assert_eq!(b.read("env/partial.txt"), "partial\n");
     let m = b.manifest();
     let notes: Vec<&str> = m["notes"].as_sequence().unwrap().iter().filter_map(|n| n.as_str()).collect();
@@ -863,7 +627,10 @@ fn a_failing_collect_command_is_noted_and_the_ladder_goes_on() {
     assert!(notes[0].contains("`no-such-collect-tool` (for env/missing.txt) could not run"), "{notes:?}");
     assert!(notes[1].contains("(for env/partial.txt) ended with exit 3"), "{notes:?}");
     assert!(out.stderr.contains("could not run"), "{}", out.both());
-    assert_eq!(m["collected"].as_sequence().unwrap().len(), 2);
+    // The two of the recipe, after the snapshot's `git describe`.
+    let collected: Vec<&str> =
+        m["collected"].as_sequence().unwrap().iter().filter_map(|c| c["stdout"].as_str()).collect();
+    assert_eq!(collected, ["env/git-describe.txt", "env/missing.txt", "env/partial.txt"]);
     assert_eq!(b.exit_of("baseline", "target"), "code 1");
     s.assert_no_standin_left();
 }

@@ -12,7 +12,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::analyze::scan_file;
-use crate::bundle::{exit_text, Bundle, CommandRecord, RungRecord};
+use crate::bundle::{self, exit_text, Bundle, CommandRecord, RungRecord};
 use crate::doctor;
 use crate::exec::{self, Control, Exit, Spec, Stream};
 use crate::findings::{
@@ -23,6 +23,7 @@ use crate::findings::{
 };
 use crate::ladder::{self, Next, Request, Rung, RungSummary};
 use crate::recipe::{self, Resolved};
+use crate::redact::Redaction;
 use crate::rungs::{self, rebuild::Debug, Invocation};
 use crate::ui::{self, Choice, Prompter, RungProgress};
 
@@ -125,7 +126,7 @@ pub fn run(args: Args) -> Result<i32> {
 
     exec::install_interrupt_handler()?;
     let recipe_value = serde_json::to_value(&resolved).context("cannot record the recipe")?;
-    let mut bundle = Bundle::create(&bundle_root, &resolved.name, recipe_value)?;
+    let mut bundle = Bundle::create(&bundle_root, &resolved.name, &recipe_value)?;
     bundle.manifest.versions = doctor::versions(&report);
     bundle.manifest.plan = need;
     bundle.write_file("env/doctor.txt", &doctor::render(&report))?;
@@ -184,7 +185,58 @@ fn to_spec(inv: &Invocation, stdout_log: PathBuf, stderr_log: PathBuf) -> Spec {
         stdout_log,
         stderr_log,
         timeout: inv.timeout,
+        redact: true,
     }
+}
+
+/// A rung's logs: the target's streams are kept apart (`stdout.log`, `stderr.log`); a tool's
+/// go into one `<stem>.log`, read as one (cuda-gdb prints the fault on stdout and its own crash
+/// on stderr).
+fn rung_logs(dir: &Path, stem: &str) -> (PathBuf, PathBuf) {
+    if stem.is_empty() {
+        (dir.join("stdout.log"), dir.join("stderr.log"))
+    } else {
+        (dir.join(format!("{stem}.log")), dir.join(format!("{stem}.log")))
+    }
+}
+
+/// Runs one process for the bundle with everything recorded redacted: its command
+/// (`<stem>.command.txt`, or `command.txt` for the target, in `command_dir` when given), its
+/// logs (redacted as `exec` writes them) and its [`CommandRecord`]; the redactions found are
+/// added to `found`. The outer error is the bundle's (a file it could not write), the inner
+/// one the process's.
+fn run_logged(
+    root: &Path,
+    role: &str,
+    inv: &Invocation,
+    (out, err): (PathBuf, PathBuf),
+    command_dir: Option<&Path>,
+    found: &mut Vec<Redaction>,
+    on_line: &mut dyn FnMut(Stream, &str) -> Control,
+) -> Result<(CommandRecord, Result<exec::Outcome>)> {
+    let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+    let (out_rel, err_rel) = (rel(&out), rel(&err));
+    let command_file = command_dir.map(|d| {
+        let stem = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        d.join(if stem == "stdout" { "command.txt".to_string() } else { format!("{stem}.command.txt") })
+    });
+    let place = match &command_file {
+        Some(f) => rel(f),
+        None => format!("{out_rel} (command)"),
+    };
+    let shown = inv.redacted(&place, found);
+    let mut rec = CommandRecord::new(role, &shown, &out_rel, &err_rel);
+    if let Some(f) = &command_file {
+        std::fs::write(f, shown.shell_line() + "\n")
+            .with_context(|| format!("cannot write `{}`", f.display()))?;
+    }
+    let result = exec::run(&to_spec(inv, out, err), on_line);
+    if let Ok(o) = &result {
+        rec.exit = Some(o.exit);
+        rec.duration_s = o.duration.as_secs_f64();
+        found.extend(bundle::log_redactions(o, &out_rel, &err_rel));
+    }
+    Ok((rec, result))
 }
 
 /// `nvcc -o DIR/FILE` does not create `DIR`: the build's output folders are made first.
@@ -234,44 +286,51 @@ fn available_memory() -> Option<u64> {
     }
 }
 
-/// The recipe's `collect` commands, once, before the baseline: each one's output (both
-/// streams) goes to `env/NAME` in the bundle. A command that is missing, fails or times out
-/// is noted; the ladder goes on, since none of it is needed to find the fault.
+/// The environment snapshot ([`rungs::snapshot`]) and the recipe's `collect` commands, once,
+/// before the baseline: each one's output (both streams) goes to `env/NAME` in the bundle. A
+/// recipe's command that is missing, fails or times out is noted; the snapshot's (no git
+/// checkout, no pip) only show in their record and file. The ladder goes on, since none of it
+/// is needed to find the fault.
 fn collect_environment(r: &Resolved, bundle: &mut Bundle) -> Result<()> {
-    for c in &r.collect {
+    let snapshot = rungs::snapshot(r);
+    let all = snapshot.iter().map(|c| (c, true)).chain(r.collect.iter().map(|c| (c, false)));
+    for (c, quiet) in all {
         if exec::interrupted() {
             break;
         }
         let inv = rungs::collect(r, c);
         let rel = format!("env/{}", c.name);
         let log = bundle.root.join(&rel);
-        ui::status(&format!("==> collect {rel}: {}", inv.shell_line()));
-        let mut rec = CommandRecord::new("collect", &inv, &rel, &rel);
-        let note = match exec::run(&to_spec(&inv, log.clone(), log), &mut |_, _| Control::Continue) {
-            Ok(o) => {
-                rec.exit = Some(o.exit);
-                rec.duration_s = o.duration.as_secs_f64();
-                match o.exit {
-                    Exit::Code(0) => None,
-                    Exit::Interrupted => Some(format!("`{}` (for {rel}) was interrupted", inv.shell_line())),
-                    Exit::TimedOut => Some(format!(
-                        "`{}` (for {rel}) timed out after {} s and was killed; what it printed is kept",
-                        inv.shell_line(),
-                        c.timeout.as_secs()
-                    )),
-                    other => Some(format!(
-                        "`{}` (for {rel}) ended with {}; what it printed is kept, and the ladder goes on",
-                        inv.shell_line(),
-                        exit_text(other)
-                    )),
-                }
-            }
+        let mut found = Vec::new();
+        let (rec, result) =
+            run_logged(&bundle.root, "collect", &inv, (log.clone(), log), None, &mut found, &mut |_, _| {
+                Control::Continue
+            })?;
+        if !quiet {
+            ui::status(&format!("==> collect {rel}: {}", rec.command));
+        }
+        bundle.note_redactions(found);
+        let note = match result {
+            Ok(o) => match o.exit {
+                Exit::Code(0) => None,
+                Exit::Interrupted => Some(format!("`{}` (for {rel}) was interrupted", rec.command)),
+                Exit::TimedOut => Some(format!(
+                    "`{}` (for {rel}) timed out after {} s and was killed; what it printed is kept",
+                    rec.command,
+                    c.timeout.as_secs()
+                )),
+                other => Some(format!(
+                    "`{}` (for {rel}) ended with {}; what it printed is kept, and the ladder goes on",
+                    rec.command,
+                    exit_text(other)
+                )),
+            },
             Err(e) => Some(format!(
                 "`{}` (for {rel}) could not run: {e:#}; not needed for the ladder, which goes on",
-                inv.shell_line()
+                rec.command
             )),
         };
-        if let Some(n) = note {
+        if let Some(n) = note.filter(|_| !quiet) {
             ui::status(&format!("    note: {n}"));
             bundle.manifest.notes.push(n);
         }
@@ -314,9 +373,9 @@ pub fn render_plan(r: &Resolved, plan: &[Rung], debug: Debug, bundle_root: &Path
     let dir = |i: usize, rung: Rung| {
         bundle_root.join("<UTC time>_".to_string() + &r.name).join(format!("rungs/{i:02}-{}", rung.name()))
     };
-    if !r.collect.is_empty() {
+    {
         s.push_str("\ncollect (once, before the baseline; a failure is noted, not fatal):\n");
-        for c in &r.collect {
+        for c in rungs::snapshot(r).iter().chain(&r.collect) {
             let inv = rungs::collect(r, c);
             s.push_str(&format!(
                 "   env/{}: {}\n      timeout: {} s\n",
@@ -437,6 +496,7 @@ impl Climb<'_> {
             };
             let result = self.run_rung(rung, &dir, &progress, &mut record);
             record.duration_s = started.elapsed().as_secs_f64();
+            self.redact_reports(&dir, &mut record);
             record.files = self.bundle.files_of(&dir);
             let summary = match &result {
                 Ok(s) => s.clone(),
@@ -496,7 +556,7 @@ impl Climb<'_> {
     /// Runs one process into `dir/<stem>.log`, both streams (or `stdout.log`
     /// and `stderr.log` for the target), calling `on_line` for each line.
     fn exec(
-        &self,
+        &mut self,
         role: &str,
         inv: &Invocation,
         dir: &Path,
@@ -504,38 +564,38 @@ impl Climb<'_> {
         record: &mut RungRecord,
         on_line: &mut dyn FnMut(Stream, &str) -> Control,
     ) -> Result<Exit> {
-        // The target's streams are kept apart; a tool's (cuda-gdb prints the fault on stdout
-        // and its own crash on stderr) go into one log, read as one.
-        let (out, err) = if stem.is_empty() {
-            (dir.join("stdout.log"), dir.join("stderr.log"))
-        } else {
-            (dir.join(format!("{stem}.log")), dir.join(format!("{stem}.log")))
-        };
-        let mut rec = CommandRecord::new(role, inv, &self.bundle.rel(&out), &self.bundle.rel(&err));
-        std::fs::write(
-            dir.join(if stem.is_empty() { "command.txt".to_string() } else { format!("{stem}.command.txt") }),
-            inv.shell_line() + "\n",
-        )
-        .with_context(|| format!("cannot write into `{}`", dir.display()))?;
-        let spec = to_spec(inv, out, err);
-        let result = exec::run(&spec, on_line);
-        match result {
-            Ok(o) => {
-                rec.exit = Some(o.exit);
-                rec.duration_s = o.duration.as_secs_f64();
-                record.commands.push(rec);
-                if o.exit == Exit::TimedOut {
-                    record.notes.push(format!(
-                        "{role} timed out after {} s and was killed with its process group",
-                        inv.timeout.map(|t| t.as_secs()).unwrap_or(0)
-                    ));
-                }
-                Ok(o.exit)
+        let mut found = Vec::new();
+        let (rec, result) =
+            run_logged(&self.bundle.root, role, inv, rung_logs(dir, stem), Some(dir), &mut found, on_line)?;
+        self.bundle.note_redactions(found);
+        record.commands.push(rec);
+        let o = result?;
+        if o.exit == Exit::TimedOut {
+            record.notes.push(format!(
+                "{role} timed out after {} s and was killed with its process group",
+                inv.timeout.map(|t| t.as_secs()).unwrap_or(0)
+            ));
+        }
+        Ok(o.exit)
+    }
+
+    /// Redacts what the tools wrote themselves (compute-sanitizer's `--save` XML, the
+    /// rebuild's table) in place; logs were redacted as they were written.
+    fn redact_reports(&mut self, dir: &Path, record: &mut RungRecord) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let mut reports: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "xml" || x == "tsv"))
+            .collect();
+        reports.sort();
+        for p in reports {
+            let mut found = Vec::new();
+            let place = self.bundle.rel(&p);
+            if let Err(e) = bundle::redact_file(&p, &place, &mut found) {
+                record.notes.push(format!("{e:#}: check `{place}` for secrets before sharing the bundle"));
             }
-            Err(e) => {
-                record.commands.push(rec);
-                Err(e)
-            }
+            self.bundle.note_redactions(found);
         }
     }
 
@@ -707,7 +767,8 @@ impl Climb<'_> {
                 let mut gdb_error: Option<anyhow::Error> = None;
                 let mut gdb_records: Vec<CommandRecord> = Vec::new();
                 let mut gdb_notes: Vec<String> = Vec::new();
-                let bundle_rel = |p: &Path| self.bundle.rel(p);
+                let mut gdb_found: Vec<Redaction> = Vec::new();
+                let root = self.bundle.root.clone();
                 {
                     let dir2 = dir.to_path_buf();
                     let mut on_line = |_s: Stream, line: &str| -> Control {
@@ -725,22 +786,25 @@ impl Climb<'_> {
                         // the target still waits.
                         for (stem, full) in [("cudagdb-attach", true), ("cudagdb-attach-retry", false)] {
                             let gdb = rungs::attach::gdb(notice.pid, full, locals);
-                            let out = dir2.join(format!("{stem}.log"));
-                            let mut rec =
-                                CommandRecord::new("cuda-gdb", &gdb, &bundle_rel(&out), &bundle_rel(&out));
-                            let _ = std::fs::write(
-                                dir2.join(format!("{stem}.command.txt")),
-                                gdb.shell_line() + "\n",
-                            );
-                            let spec = to_spec(&gdb, out.clone(), out.clone());
-                            match exec::run(&spec, &mut |_, _| Control::Continue) {
-                                Ok(o) => {
-                                    rec.exit = Some(o.exit);
-                                    rec.duration_s = o.duration.as_secs_f64();
+                            let logs = rung_logs(&dir2, stem);
+                            let out = logs.0.clone();
+                            match run_logged(
+                                &root,
+                                "cuda-gdb",
+                                &gdb,
+                                logs,
+                                Some(&dir2),
+                                &mut gdb_found,
+                                &mut |_, _| Control::Continue,
+                            ) {
+                                Ok((rec, result)) => {
+                                    gdb_records.push(rec);
+                                    if let Err(e) = result {
+                                        gdb_error = Some(e);
+                                    }
                                 }
                                 Err(e) => gdb_error = Some(e),
                             }
-                            gdb_records.push(rec);
                             let crashed = scan_file(&out).map(|e| e.debugger_crashed).unwrap_or(false);
                             if !crashed || !full || gdb_error.is_some() || exec::interrupted() {
                                 break;
@@ -762,6 +826,7 @@ impl Climb<'_> {
                 }
                 record.commands.extend(gdb_records);
                 record.notes.extend(gdb_notes);
+                self.bundle.note_redactions(gdb_found);
                 if let Some(e) = gdb_error {
                     return Err(e.context("cuda-gdb could not attach"));
                 }

@@ -14,6 +14,8 @@
 //! `setpgid`) escapes the kill. If it keeps the pipes open, its output stops being logged
 //! [`READERS_GRACE`] after the run ends, and [`Outcome::output_abandoned`] says so.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -39,6 +41,9 @@ pub const READERS_GRACE: Duration = Duration::from_secs(2);
 /// How long a killed child may take to die (a CUDA process can take seconds to release
 /// the device) before `run` gives up with an error.
 pub const KILL_WAIT: Duration = Duration::from_secs(60);
+
+/// With [`Spec::redact`], the most bytes of one line held back until its newline.
+pub const REDACT_HOLD: usize = 1 << 20;
 
 /// Size of one read from a pipe.
 const CHUNK: usize = 64 * 1024;
@@ -70,10 +75,15 @@ pub struct Spec {
     pub stderr_log: PathBuf,
     /// The group is killed this long after the start; `None` waits for ever.
     pub timeout: Option<Duration>,
+    /// Redact secrets from the logs before they are written ([`crate::redact::redact_line`]):
+    /// the logs are then written a whole line at a time (a line longer than [`REDACT_HOLD`]
+    /// is written in pieces, each redacted), and [`Outcome::redacted`] counts what was taken
+    /// out.
+    pub redact: bool,
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Exit {
     /// The child exited with this code.
@@ -89,7 +99,7 @@ pub enum Exit {
 }
 
 /// What a run yielded besides its logs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
     pub exit: Exit,
     /// From the start to the exit (or to the decision to kill).
@@ -102,10 +112,13 @@ pub struct Outcome {
     /// A process outside the group kept the pipes open after the run: what it wrote later
     /// is not in the logs.
     pub output_abandoned: bool,
+    /// With [`Spec::redact`]: the kinds of secret taken out of each stream's log, with the
+    /// number of lines that held one; sorted.
+    pub redacted: Vec<(Stream, &'static str, u64)>,
 }
 
 /// Which pipe a line came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Stream {
     Stdout,
     Stderr,
@@ -155,6 +168,7 @@ pub fn run(spec: &Spec, on_line: &mut dyn FnMut(Stream, &str) -> Control) -> any
             pid: 0,
             lines_dropped: 0,
             output_abandoned: false,
+            redacted: Vec::new(),
         });
     }
     let mut cmd = command(spec)?;
@@ -167,8 +181,22 @@ pub fn run(spec: &Spec, on_line: &mut dyn FnMut(Stream, &str) -> Control) -> any
     let stdout = group.child.stdout.take().expect("stdout is piped");
     let stderr = group.child.stderr.take().expect("stderr is piped");
     let readers = [
-        spawn_reader(stdout, out_log, &spec.stdout_log, Stream::Stdout, tx.clone(), &shared)?,
-        spawn_reader(stderr, err_log, &spec.stderr_log, Stream::Stderr, tx, &shared)?,
+        spawn_reader(
+            stdout,
+            LogWriter::new(out_log, spec.redact),
+            &spec.stdout_log,
+            Stream::Stdout,
+            tx.clone(),
+            &shared,
+        )?,
+        spawn_reader(
+            stderr,
+            LogWriter::new(err_log, spec.redact),
+            &spec.stderr_log,
+            Stream::Stderr,
+            tx,
+            &shared,
+        )?,
     ];
 
     let deadline = spec.timeout.map(|t| start + t);
@@ -209,12 +237,20 @@ pub fn run(spec: &Spec, on_line: &mut dyn FnMut(Stream, &str) -> Control) -> any
     // Abandoned readers are left blocked in `read`; they stop without writing when it
     // returns.
 
+    let redacted: Vec<_> = shared
+        .redacted
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .map(|(&(s, k), &n)| (s, k, n))
+        .collect();
     Ok(Outcome {
         exit,
         duration,
         pid,
         lines_dropped: shared.dropped.load(Ordering::Relaxed),
         output_abandoned,
+        redacted,
     })
 }
 
@@ -456,11 +492,13 @@ struct Shared {
     abandon: AtomicBool,
     queued_bytes: AtomicUsize,
     dropped: AtomicU64,
+    /// Lines redacted, by stream and kind of secret.
+    redacted: Mutex<BTreeMap<(Stream, &'static str), u64>>,
 }
 
 fn spawn_reader(
     pipe: impl Read + Send + 'static,
-    log: File,
+    log: LogWriter,
     log_path: &Path,
     stream: Stream,
     tx: SyncSender<Line>,
@@ -480,7 +518,7 @@ fn spawn_reader(
 
 fn pump(
     mut pipe: impl Read,
-    mut log: File,
+    mut log: LogWriter,
     log_path: &Path,
     stream: Stream,
     tx: SyncSender<Line>,
@@ -501,10 +539,11 @@ fn pump(
             return Ok(());
         }
         let chunk = &buf[..n];
-        // Unbuffered: each chunk is in the file before the next read. After a write error
-        // the pipe is still drained, so the child never blocks.
+        // Unbuffered: each chunk (each complete line, when redacting) is in the file before
+        // the next read. After a write error the pipe is still drained, so the child never
+        // blocks.
         if log_error.is_none() {
-            log_error = log.write_all(chunk).err();
+            log_error = log.write(chunk, stream, shared).err();
         }
         let mut rest = chunk;
         while let Some(i) = memchr::memchr(b'\n', rest) {
@@ -518,9 +557,79 @@ fn pump(
     if !line.is_empty() {
         send_line(&mut tx, shared, stream, &line);
     }
+    if log_error.is_none() {
+        log_error = log.finish(stream, shared).err();
+    }
     match log_error {
         Some(e) => Err(e).with_context(|| format!("cannot write the log `{}`", log_path.display())),
         None => Ok(()),
+    }
+}
+
+/// A log file, written as the bytes come, or a whole line at a time with each line redacted.
+struct LogWriter {
+    file: File,
+    redact: bool,
+    /// With `redact`: the start of a line whose newline has not come yet.
+    held: Vec<u8>,
+}
+
+impl LogWriter {
+    fn new(file: File, redact: bool) -> LogWriter {
+        LogWriter { file, redact, held: Vec::new() }
+    }
+
+    fn write(&mut self, chunk: &[u8], stream: Stream, shared: &Shared) -> io::Result<()> {
+        if !self.redact {
+            return self.file.write_all(chunk);
+        }
+        let mut out: Vec<u8> = Vec::with_capacity(chunk.len() + self.held.len());
+        let mut rest = chunk;
+        while let Some(i) = memchr::memchr(b'\n', rest) {
+            if self.held.is_empty() {
+                push_redacted(&mut out, &rest[..=i], stream, shared);
+            } else {
+                self.held.extend_from_slice(&rest[..=i]);
+                push_redacted(&mut out, &self.held, stream, shared);
+                self.held.clear();
+            }
+            rest = &rest[i + 1..];
+        }
+        self.held.extend_from_slice(rest);
+        if self.held.len() >= REDACT_HOLD {
+            push_redacted(&mut out, &self.held, stream, shared);
+            self.held.clear();
+        }
+        self.file.write_all(&out)
+    }
+
+    /// Writes a last line without a newline.
+    fn finish(&mut self, stream: Stream, shared: &Shared) -> io::Result<()> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let mut out = Vec::with_capacity(self.held.len());
+        push_redacted(&mut out, &self.held, stream, shared);
+        self.held.clear();
+        self.file.write_all(&out)
+    }
+}
+
+/// Appends `line` (with its newline, if any) to `out`, redacted. Bytes that are not UTF-8 are
+/// kept as they are unless the line held a secret (then the line is written lossily).
+fn push_redacted(out: &mut Vec<u8>, line: &[u8], stream: Stream, shared: &Shared) {
+    let body = line.strip_suffix(b"\n").unwrap_or(line);
+    let text = String::from_utf8_lossy(body);
+    match crate::redact::redact_line(&text) {
+        (Cow::Borrowed(_), _) => out.extend_from_slice(line),
+        (Cow::Owned(new), labels) => {
+            out.extend_from_slice(new.as_bytes());
+            out.extend_from_slice(&line[body.len()..]);
+            let mut counts = shared.redacted.lock().unwrap_or_else(PoisonError::into_inner);
+            for label in labels {
+                *counts.entry((stream, label)).or_insert(0) += 1;
+            }
+        }
     }
 }
 

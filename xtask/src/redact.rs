@@ -12,7 +12,7 @@
 use std::borrow::Cow;
 
 /// What was redacted, for the manifest: names and places, never values.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct Redaction {
     /// Where: `"env"`, `"command"`, `"rungs/01-baseline/stderr.log:12"` (a 1-based line).
     pub place: String,
@@ -158,6 +158,44 @@ pub fn redact_text(text: &str, place: &str, out: &mut Vec<Redaction>) -> String 
         offset += chunk.len();
     }
     result.unwrap_or_else(|| text.to_string())
+}
+
+/// Redacts a JSON value (the resolved recipe): a string under a secret-named key ([`secret_name`])
+/// whole, an array of strings as a command line ([`redact_args`]), every other string by value.
+pub fn redact_json(value: &serde_json::Value, place: &str, out: &mut Vec<Redaction>) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => match redact_line(s) {
+            (Cow::Borrowed(_), _) => value.clone(),
+            (Cow::Owned(new), labels) => {
+                out.extend(labels.into_iter().map(|label| Redaction {
+                    place: place.to_string(),
+                    what: format!("{label} (by value)"),
+                }));
+                Value::String(new)
+            }
+        },
+        Value::Array(items) if items.iter().all(Value::is_string) => {
+            let words: Vec<String> = items.iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
+            Value::Array(redact_args(&words, place, out).into_iter().map(Value::String).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|v| redact_json(v, place, out)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let redacted = match v {
+                        Value::String(s) if secret_name(k) && !s.is_empty() && s != MARK => {
+                            out.push(Redaction { place: place.to_string(), what: format!("{k} (by name)") });
+                            Value::String(MARK.to_string())
+                        }
+                        _ => redact_json(v, place, out),
+                    };
+                    (k.clone(), redacted)
+                })
+                .collect(),
+        ),
+        _ => value.clone(),
+    }
 }
 
 /// Redacts one line by value, and names the kinds of secret found (each once). Borrowed, with no

@@ -17,6 +17,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::recipe::{Collect, Resolved, Step};
+use crate::redact::{redact_args, redact_env, Redaction};
 
 /// Default time limit of one run of the target when the recipe sets none.
 pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(600);
@@ -79,6 +80,20 @@ impl Invocation {
     }
 }
 
+impl Invocation {
+    /// The invocation as a bundle may record it: arguments and variables redacted
+    /// ([`crate::redact`]), each redaction reported at `place`. Running it is not the same.
+    pub fn redacted(&self, place: &str, out: &mut Vec<Redaction>) -> Invocation {
+        Invocation {
+            argv: redact_args(&self.argv, place, out),
+            cwd: self.cwd.clone(),
+            env_set: redact_env(&self.env_set, place, out),
+            env_remove: self.env_remove.clone(),
+            timeout: self.timeout,
+        }
+    }
+}
+
 /// Quotes a word for a POSIX shell when it needs it.
 pub fn quote(s: &str) -> String {
     let safe = !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+%@^".contains(&b));
@@ -129,6 +144,43 @@ pub fn collect(r: &Resolved, c: &Collect) -> Invocation {
     inv.argv = c.argv.clone();
     inv.timeout = Some(c.timeout);
     inv
+}
+
+/// The environment snapshot taken before the baseline, besides the recipe's own `collect`
+/// commands: `git describe --always --dirty` of the target's source (its working directory),
+/// and for Python targets `pip freeze` and PyTorch's `collect_env` (unless the recipe already
+/// collects a `collect-env`), with the target's Python.
+pub fn snapshot(r: &Resolved) -> Vec<Collect> {
+    let mut out = vec![Collect {
+        name: "git-describe.txt".into(),
+        argv: ["git", "describe", "--always", "--dirty", "--tags"].map(String::from).to_vec(),
+        timeout: Duration::from_secs(20),
+    }];
+    if r.python {
+        let python = r.vars.get("python").cloned().unwrap_or_else(|| {
+            let first = r.run.program();
+            let base = first.rsplit('/').next().unwrap_or(first);
+            if base.starts_with("python") {
+                first.to_string()
+            } else {
+                "python3".to_string()
+            }
+        });
+        out.push(Collect {
+            name: "pip-freeze.txt".into(),
+            argv: vec![python.clone(), "-m".into(), "pip".into(), "freeze".into()],
+            timeout: Duration::from_secs(60),
+        });
+        if !r.collect.iter().any(|c| c.name.contains("collect-env")) {
+            out.push(Collect {
+                name: "torch-collect-env.txt".into(),
+                argv: vec![python, "-m".into(), "torch.utils.collect_env".into()],
+                timeout: Duration::from_secs(120),
+            });
+        }
+    }
+    out.retain(|c| !r.collect.iter().any(|own| own.name == c.name));
+    out
 }
 
 /// The target's run, as every rung starts it: the recipe's command and environment, plus
