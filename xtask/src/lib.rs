@@ -11,5 +11,7 @@ pub mod findings;
 pub mod ladder;
 pub mod recipe;
 pub mod redact;
+pub mod replay;
+pub mod report;
 pub mod rungs;
 pub mod ui;
