@@ -373,3 +373,55 @@ fn interrupt_child() {
     let after = exec::run(&sh(&dir, "echo never"), &mut |_, _| Control::Continue).unwrap();
     println!("after: {:?} pid {}", after.exit, after.pid);
 }
+
+/// With `redact`, secrets never reach the logs: not when a token arrives in two writes, not
+/// in a last line without a newline, not on stderr; bytes that are not UTF-8 on a line
+/// without a secret are kept as they were, and the outcome counts what was taken out.
+#[test]
+fn redacting_logs_keep_no_secret_and_count_what_was_taken_out() {
+    let dir = scratch("redact");
+    // Built at run time so that no token-shaped literal sits in the source.
+    let hf = format!("hf_{}", "aB3dE6".repeat(6));
+    let ghp_head = "ghp_".to_string() + &"x9Y".repeat(6);
+    let ghp_tail = "Q7r".repeat(6);
+    let sk = format!("sk-{}", "Fk9z".repeat(12));
+    let bearer = format!("tok{}", "En5".repeat(6));
+    let script = format!(
+        "echo 'loading with {hf}'\n\
+         printf 'split {ghp_head}'; sleep 0.2; printf '{ghp_tail} end\\n'\n\
+         printf 'raw \\377\\376 bytes\\n'\n\
+         echo 'Authorization: Bearer {bearer}' >&2\n\
+         printf 'last {sk}'"
+    );
+    let mut spec = sh(&dir, &script);
+    spec.redact = true;
+    let (outcome, _) = run_collect(&spec);
+    assert_eq!(outcome.exit, Exit::Code(0));
+    let out = std::fs::read(dir.join("out.log")).unwrap();
+    let err = std::fs::read(dir.join("err.log")).unwrap();
+    let both = [out.clone(), err.clone()].concat();
+    let text = String::from_utf8_lossy(&both);
+    for secret in [&hf, &ghp_head, &ghp_tail, &sk, &bearer] {
+        assert!(!text.contains(secret.as_str()), "{secret} leaked: {text}");
+    }
+    assert!(text.contains("loading with hf_[REDACTED]\n"), "{text}");
+    assert!(text.contains("split ghp_[REDACTED] end\n"), "{text}");
+    assert!(String::from_utf8_lossy(&out).ends_with("last sk-[REDACTED]"), "no newline added: {text}");
+    assert_eq!(String::from_utf8_lossy(&err), "Authorization: [REDACTED]\n");
+    // A line without a secret is written byte for byte.
+    assert!(out.windows(12).any(|w| w == b"raw \xff\xfe bytes"), "{text}");
+    assert_eq!(
+        outcome.redacted,
+        [
+            (Stream::Stdout, "GitHub token", 1),
+            (Stream::Stdout, "hf_ token", 1),
+            (Stream::Stdout, "sk- API key", 1),
+            (Stream::Stderr, "Authorization header", 1),
+            (Stream::Stderr, "bearer token", 1),
+        ]
+    );
+
+    // Without `redact`, the same run logs every byte as it came.
+    let (_, _) = run_collect(&sh(&dir, &script));
+    assert!(String::from_utf8_lossy(&std::fs::read(dir.join("out.log")).unwrap()).contains(&hf));
+}
