@@ -1,1 +1,1014 @@
-//! Packing, unpacking and verifying bundle archives through the library API.
+//! Packing, unpacking and verifying bundle archives through the library API: determinism,
+//! `sha256sum -c` on what `pack` writes, round trips, tampered bundles and archives, hostile
+//! archives built by hand (each refused, nothing written outside the destination), and
+//! arbitrary or mutated input.
+//!
+//! Must not: write outside `CARGO_TARGET_TMPDIR`, or need a GPU or the network.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use proptest::prelude::*;
+use tar::{EntryType, Header};
+use xtask::archive::{
+    default_archive_path, is_coredump, pack, render_verification, sha256_file, unpack, verify, write_sums,
+    Limits, PackOptions, Verification, LEFT_OUT, SUMS,
+};
+
+/// A real bundle written by `debug-ima` on an H200 (with a real GPU coredump).
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/bundles/oob_read-full");
+const NAME: &str = "2026-11-30T12-50-00Z_demo";
+const REAL_DUMP: &str = "rungs/04-coredump/core_vm.4013.1796034874";
+const OUR_DUMP: &str = "rungs/04-coredump/core_host.123.456";
+/// Over 100 bytes with the top folder, so the tar needs a GNU long name.
+const LONG: &str =
+    "rungs/06-memcheck/a-file-name-long-enough-that-the-tar-header-needs-a-gnu-long-name-entry.log";
+
+/// An empty folder of its own under `CARGO_TARGET_TMPDIR`, removed when the test passes (kept
+/// for a look when it fails).
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
+    static SEQ: AtomicUsize = AtomicUsize::new(0);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "archive-{name}-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    Scratch(dir)
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    fs::create_dir_all(dst).unwrap();
+    for e in fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to);
+        } else {
+            fs::copy(e.path(), &to).unwrap();
+        }
+    }
+}
+
+fn chmod(p: &Path, mode: u32) {
+    fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn mode(p: &Path) -> u32 {
+    fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// A few hundred KiB that look like a coredump: zero runs, xorshift noise, repeated records.
+fn mixed_bytes(len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len);
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut block = 0u64;
+    while out.len() < len {
+        match block % 3 {
+            0 => out.extend(std::iter::repeat_n(0u8, 4096)),
+            1 => {
+                for _ in 0..512 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    out.extend_from_slice(&x.to_le_bytes());
+                }
+            }
+            _ => {
+                for i in 0..256u64 {
+                    out.extend_from_slice(&(0x7f45_4c46_0000_0000 | (block << 8) | i).to_le_bytes());
+                    out.extend_from_slice(b"SASS");
+                    out.extend_from_slice(&(i as u32).to_le_bytes());
+                }
+            }
+        }
+        block += 1;
+    }
+    out.truncate(len);
+    out
+}
+
+/// `dir/NAME`: the real bundle, plus an executable `replay.sh`, a second (synthetic) coredump,
+/// a file whose path needs a GNU long name, and odd modes (0600, 0700) that pack normalises.
+fn make_bundle(dir: &Path) -> PathBuf {
+    let b = dir.join(NAME);
+    copy_dir(Path::new(FIXTURE), &b);
+    fs::write(b.join("replay.sh"), "#!/bin/sh\n# reruns one rung\nexec ./oob_read \"$@\"\n").unwrap();
+    chmod(&b.join("replay.sh"), 0o755);
+    fs::write(b.join(OUR_DUMP), mixed_bytes(300 * 1024)).unwrap();
+    fs::write(b.join(LONG), "long name\n").unwrap();
+    chmod(&b.join("findings.json"), 0o600);
+    chmod(&b.join("env/doctor.txt"), 0o700);
+    b
+}
+
+/// Every path under `dir` with its kind, mode and size (or link target): what a test compares
+/// before and after.
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in walkdir::WalkDir::new(dir).min_depth(1).sort_by_file_name() {
+        let e = e.unwrap();
+        let rel = e.path().strip_prefix(dir).unwrap().display().to_string();
+        let m = fs::symlink_metadata(e.path()).unwrap();
+        let kind = if m.is_dir() {
+            "d".to_string()
+        } else if m.file_type().is_symlink() {
+            format!("l->{}", fs::read_link(e.path()).unwrap().display())
+        } else {
+            format!("f{}", m.len())
+        };
+        out.push(format!("{rel} {kind} {:o}", m.permissions().mode() & 0o7777));
+    }
+    out
+}
+
+fn files_of(dir: &Path) -> Vec<(String, Vec<u8>, u32)> {
+    let mut out = Vec::new();
+    for e in walkdir::WalkDir::new(dir).min_depth(1).sort_by_file_name() {
+        let e = e.unwrap();
+        let rel = e.path().strip_prefix(dir).unwrap().display().to_string();
+        if e.file_type().is_file() {
+            out.push((rel, fs::read(e.path()).unwrap(), mode(e.path())));
+        } else {
+            out.push((rel, Vec::new(), mode(e.path())));
+        }
+    }
+    out
+}
+
+/// The paths of an archive's entries, in order.
+fn entry_names(archive: &Path) -> Vec<String> {
+    let data = zstd::decode_all(fs::File::open(archive).unwrap()).unwrap();
+    let mut ar = tar::Archive::new(&data[..]);
+    ar.entries().unwrap().map(|e| String::from_utf8(e.unwrap().path_bytes().into_owned()).unwrap()).collect()
+}
+
+fn sha256sum_check(dir: &Path, list: &str) -> (bool, String) {
+    let out = Command::new("sha256sum")
+        .args(["--check", "--strict", list])
+        .current_dir(dir)
+        .output()
+        .expect("running `sha256sum` (coreutils)");
+    (
+        out.status.success(),
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+    )
+}
+
+fn with_coredumps() -> PackOptions {
+    PackOptions { with_coredumps: true, ..PackOptions::default() }
+}
+
+#[test]
+fn defaults_are_as_documented() {
+    let o = PackOptions::default();
+    assert_eq!((o.with_coredumps, o.level, o.threads), (false, 3, 0));
+    let l = Limits::default();
+    assert_eq!((l.max_total_bytes, l.max_file_bytes, l.max_entries), (64 << 30, 32 << 30, 100_000));
+    assert_eq!(default_archive_path(Path::new("bundles/x")), PathBuf::from("bundles/x.tar.zst"));
+    assert_eq!(default_archive_path(Path::new("bundles/x/")), PathBuf::from("bundles/x.tar.zst"));
+    assert!(is_coredump(REAL_DUMP) && is_coredump(OUR_DUMP) && !is_coredump(LONG));
+}
+
+#[test]
+fn pack_is_deterministic() {
+    let dir = scratch("determinism");
+    let b = make_bundle(&dir);
+    let a1 = dir.join("one.tar.zst");
+    let p1 = pack(&b, &a1, &PackOptions::default()).unwrap();
+    let first = fs::read(&a1).unwrap();
+    // The second pack sees the SHA256SUMS and LEFT_OUT.tsv the first one wrote.
+    assert!(b.join(SUMS).is_file() && b.join(LEFT_OUT).is_file());
+    let p2 = pack(&b, &a1, &PackOptions::default()).unwrap();
+    assert_eq!(fs::read(&a1).unwrap(), first, "packing twice gave different bytes");
+    assert_eq!(p1, p2);
+    assert_eq!(p1.bytes, first.len() as u64);
+    assert_eq!(p1.sha256, sha256_file(&a1).unwrap());
+
+    // 1 and 3 zstd workers (and 0 = one per CPU) give the same bytes.
+    for threads in [1, 3] {
+        let a = dir.join(format!("t{threads}.tar.zst"));
+        pack(&b, &a, &PackOptions { threads, ..PackOptions::default() }).unwrap();
+        assert_eq!(fs::read(&a).unwrap(), first, "{threads} worker(s) gave different bytes");
+    }
+    let t1 = dir.join("c1.tar.zst");
+    let t3 = dir.join("c3.tar.zst");
+    pack(&b, &t1, &PackOptions { threads: 1, ..with_coredumps() }).unwrap();
+    pack(&b, &t3, &PackOptions { threads: 3, ..with_coredumps() }).unwrap();
+    assert_eq!(fs::read(&t1).unwrap(), fs::read(&t3).unwrap());
+    assert_ne!(fs::read(&t1).unwrap(), first);
+
+    // A copy elsewhere (new mtimes, other owner-only modes) packs to the same bytes.
+    let other = scratch("determinism-copy");
+    let copy = other.join(NAME);
+    copy_dir(&b, &copy);
+    chmod(&copy.join("summary.md"), 0o600);
+    chmod(&copy.join("replay.sh"), 0o700);
+    fs::remove_file(copy.join(SUMS)).unwrap();
+    let a2 = other.join("copy.tar.zst");
+    pack(&copy, &a2, &PackOptions::default()).unwrap();
+    assert_eq!(fs::read(&a2).unwrap(), first, "mtimes or modes leaked into the archive");
+    assert!(!dir.join("one.tar.zst.partial").exists());
+}
+
+#[test]
+fn coredumps_are_left_out_unless_asked() {
+    let dir = scratch("coredumps");
+    let b = make_bundle(&dir);
+    let archive = default_archive_path(&b);
+    assert_eq!(archive, dir.join(format!("{NAME}.tar.zst")));
+    let p = pack(&b, &archive, &PackOptions::default()).unwrap();
+    let real = fs::metadata(b.join(REAL_DUMP)).unwrap().len();
+    assert_eq!(p.left_out, vec![(OUR_DUMP.to_string(), 300 * 1024), (REAL_DUMP.to_string(), real)]);
+    let why = "coredump: may hold model or user data; pack with --with-coredumps to include";
+    assert_eq!(
+        fs::read_to_string(b.join(LEFT_OUT)).unwrap(),
+        format!("{OUR_DUMP}\t{}\t{why}\n{REAL_DUMP}\t{real}\t{why}\n", 300 * 1024)
+    );
+    let names = entry_names(&archive);
+    assert_eq!(names[0], format!("{NAME}/"));
+    assert!(names.iter().all(|n| n.starts_with(&format!("{NAME}/"))));
+    assert!(!names.iter().any(|n| n.contains("core_")), "{names:?}");
+    assert!(names.contains(&format!("{NAME}/{LONG}")));
+    assert!(names.contains(&format!("{NAME}/rungs/04-coredump/")));
+    // The generated lists come last, SHA256SUMS at the very end.
+    assert_eq!(names[names.len() - 2..], [format!("{NAME}/{LEFT_OUT}"), format!("{NAME}/{SUMS}")]);
+    let sums = fs::read_to_string(b.join(SUMS)).unwrap();
+    assert!(sums.contains(&format!("  {LEFT_OUT}\n")));
+    assert!(!sums.contains("core_"));
+    assert!(!sums.contains(&format!("  {SUMS}\n")));
+    let listed: Vec<&str> = sums.lines().map(|l| &l[66..]).collect();
+    let mut sorted = listed.clone();
+    sorted.sort();
+    assert_eq!(listed, sorted, "SHA256SUMS is sorted by path");
+    // Every regular file in the archive but SHA256SUMS is listed, nothing else.
+    let mut archived: Vec<String> = names
+        .iter()
+        .filter(|n| !n.ends_with('/'))
+        .map(|n| n[NAME.len() + 1..].to_string())
+        .filter(|n| n != SUMS)
+        .collect();
+    archived.sort();
+    assert_eq!(archived, sorted);
+    assert_eq!(p.files, archived.len() + 1);
+
+    // The input is every file now in the folder (SHA256SUMS and LEFT_OUT.tsv as archived)
+    // but the dumps.
+    assert_eq!(p.input_bytes, folder_bytes(&b) - real - 300 * 1024);
+
+    let with = pack(&b, &archive, &with_coredumps()).unwrap();
+    assert!(with.left_out.is_empty());
+    assert!(!b.join(LEFT_OUT).exists(), "a stale LEFT_OUT.tsv stayed");
+    let names = entry_names(&archive);
+    assert!(names.contains(&format!("{NAME}/{REAL_DUMP}")) && names.contains(&format!("{NAME}/{OUR_DUMP}")));
+    assert!(!names.iter().any(|n| n.ends_with(LEFT_OUT)));
+    assert!(with.bytes > p.bytes);
+    assert_eq!(with.input_bytes, folder_bytes(&b));
+    assert_eq!(with.files, p.files + 2 - 1, "two dumps in, LEFT_OUT.tsv out");
+}
+
+/// The size of every regular file under `dir`.
+fn folder_bytes(dir: &Path) -> u64 {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
+
+#[test]
+fn sha256sum_accepts_what_pack_writes() {
+    let dir = scratch("sha256sum");
+    let b = make_bundle(&dir);
+    let archive = dir.join("b.tar.zst");
+    pack(&b, &archive, &PackOptions::default()).unwrap();
+    let (ok, out) = sha256sum_check(&b, SUMS);
+    assert!(ok, "sha256sum -c in the bundle: {out}");
+    assert!(out.contains("replay.sh: OK") && out.contains(&format!("{LEFT_OUT}: OK")), "{out}");
+    let (ok, out) = sha256sum_check(&dir, "b.tar.zst.sha256");
+    assert!(ok, "sha256sum -c of the sidecar: {out}");
+    assert_eq!(out.trim(), "b.tar.zst: OK");
+
+    let into = dir.join("out");
+    let u = unpack(&archive, &into, &Limits::default()).unwrap();
+    let (ok, out) = sha256sum_check(&u.root, SUMS);
+    assert!(ok, "sha256sum -c in the unpacked bundle: {out}");
+
+    // A changed byte makes sha256sum fail: the check is real.
+    let log = u.root.join("rungs/01-baseline/stderr.log");
+    let mut data = fs::read(&log).unwrap();
+    data[0] ^= 1;
+    fs::write(&log, data).unwrap();
+    let (ok, out) = sha256sum_check(&u.root, SUMS);
+    assert!(!ok && out.contains("rungs/01-baseline/stderr.log: FAILED"), "{out}");
+}
+
+#[test]
+fn write_sums_lists_every_file_and_drops_left_out() {
+    let dir = scratch("write-sums");
+    let b = make_bundle(&dir);
+    pack(&b, &dir.join("b.tar.zst"), &PackOptions::default()).unwrap();
+    assert!(b.join(LEFT_OUT).exists());
+    let n = write_sums(&b).unwrap();
+    assert!(!b.join(LEFT_OUT).exists());
+    let files =
+        walkdir::WalkDir::new(&b).into_iter().filter(|e| e.as_ref().unwrap().file_type().is_file()).count();
+    assert_eq!(n, files - 1, "every file but SHA256SUMS");
+    let sums = fs::read_to_string(b.join(SUMS)).unwrap();
+    assert_eq!(sums.lines().count(), n);
+    assert!(sums.contains(&format!("  {REAL_DUMP}\n")) && sums.contains(&format!("  {OUR_DUMP}\n")));
+    let (ok, out) = sha256sum_check(&b, SUMS);
+    assert!(ok, "{out}");
+    let v = verify(&b).unwrap();
+    assert!(v.ok() && v.left_out.is_empty() && v.checked == n, "{v:?}");
+
+    // A symbolic link is an error that names it, for write_sums and pack alike.
+    std::os::unix::fs::symlink("/etc/passwd", b.join("env/passwd")).unwrap();
+    let e = format!("{:#}", write_sums(&b).unwrap_err());
+    assert!(e.contains("`env/passwd`") && e.contains("symbolic link"), "{e}");
+    let e = format!("{:#}", pack(&b, &dir.join("c.tar.zst"), &PackOptions::default()).unwrap_err());
+    assert!(e.contains("`env/passwd`") && e.contains("symbolic link"), "{e}");
+    assert!(!dir.join("c.tar.zst").exists() && !dir.join("c.tar.zst.partial").exists());
+}
+
+#[test]
+fn pack_refuses_odd_names_and_an_archive_inside_the_bundle() {
+    let dir = scratch("pack-refuses");
+    let b = make_bundle(&dir);
+    let e = format!("{:#}", pack(&b, &b.join("rungs/x.tar.zst"), &PackOptions::default()).unwrap_err());
+    assert!(e.contains("inside the bundle"), "{e}");
+    assert!(!b.join("rungs/x.tar.zst.partial").exists());
+    fs::write(b.join("env/bad\nname"), "x").unwrap();
+    let e = format!("{:#}", pack(&b, &dir.join("x.tar.zst"), &PackOptions::default()).unwrap_err());
+    assert!(e.contains("bad\\nname") && e.contains("sha256sum"), "{e}");
+    assert!(!dir.join("x.tar.zst").exists());
+}
+
+#[test]
+fn round_trip_keeps_files_and_modes() {
+    let dir = scratch("round-trip");
+    let b = make_bundle(&dir);
+    let archive = dir.join("b.tar.zst");
+    let p = pack(&b, &archive, &PackOptions::default()).unwrap();
+    let into = dir.join("out/nested");
+    let u = unpack(&archive, &into, &Limits::default()).unwrap();
+    assert_eq!(u.root, into.join(NAME));
+    assert_eq!((u.files, u.bytes), (p.files, p.input_bytes));
+    assert_eq!(fs::read_dir(&into).unwrap().count(), 1, "a temporary folder was left");
+
+    let mut expected: Vec<(String, Vec<u8>, u32)> = files_of(&b)
+        .into_iter()
+        .filter(|(rel, _, _)| !is_coredump(rel))
+        .map(|(rel, data, m)| {
+            let m =
+                if m & 0o111 != 0 || fs::metadata(b.join(&rel)).unwrap().is_dir() { 0o755 } else { 0o644 };
+            (rel, data, m)
+        })
+        .collect();
+    expected.sort();
+    let mut got = files_of(&u.root);
+    got.sort();
+    assert_eq!(got.len(), expected.len());
+    for (g, e) in got.iter().zip(&expected) {
+        assert_eq!((&g.0, g.2), (&e.0, e.2), "mode of {}", g.0);
+        assert!(g.1 == e.1, "content of {}", g.0);
+    }
+    assert_eq!(mode(&u.root.join("replay.sh")), 0o755);
+    assert_eq!(mode(&u.root.join("findings.json")), 0o644, "0600 is normalised");
+    assert_eq!(mode(&u.root.join("env/doctor.txt")), 0o755, "0700 keeps its exec bit");
+    assert_eq!(mode(&u.root.join("rungs")), 0o755);
+
+    // A second unpack into the same folder is refused and changes nothing.
+    let before = tree(&dir);
+    let e = format!("{:#}", unpack(&archive, &into, &Limits::default()).unwrap_err());
+    assert!(e.contains("already exists"), "{e}");
+    assert_eq!(tree(&dir), before);
+
+    // With coredumps, the dumps come back byte for byte.
+    let with = dir.join("with.tar.zst");
+    pack(&b, &with, &with_coredumps()).unwrap();
+    let u = unpack(&with, &dir.join("out2"), &Limits::default()).unwrap();
+    assert_eq!(fs::read(u.root.join(OUR_DUMP)).unwrap(), fs::read(b.join(OUR_DUMP)).unwrap());
+    assert_eq!(fs::read(u.root.join(REAL_DUMP)).unwrap(), fs::read(b.join(REAL_DUMP)).unwrap());
+    assert!(verify(&u.root).unwrap().ok());
+}
+
+#[test]
+fn gnu_tar_reads_ours_and_we_read_gnu_tars() {
+    let dir = scratch("gnu-tar");
+    let b = make_bundle(&dir);
+    let archive = dir.join("b.tar.zst");
+    pack(&b, &archive, &PackOptions::default()).unwrap();
+    // GNU tar extracts ours without a warning.
+    let out = dir.join("gnu");
+    fs::create_dir(&out).unwrap();
+    let mut child = Command::new("tar")
+        .arg("-C")
+        .arg(&out)
+        .arg("-xf")
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&zstd::decode_all(fs::File::open(&archive).unwrap()).unwrap())
+        .unwrap();
+    let res = child.wait_with_output().unwrap();
+    assert!(res.status.success() && res.stderr.is_empty(), "{}", String::from_utf8_lossy(&res.stderr));
+    let (ok, msg) = sha256sum_check(&out.join(NAME), SUMS);
+    assert!(ok, "{msg}");
+    assert_eq!(mode(&out.join(NAME).join("replay.sh")) & 0o111, 0o111);
+
+    // A GNU tar of the bundle (names, mtimes, owners of its own) verifies and unpacks.
+    let res = Command::new("tar").arg("-C").arg(&dir).args(["-cf", "-", NAME]).output().unwrap();
+    assert!(res.status.success());
+    let theirs = dir.join("theirs.tar.zst");
+    fs::write(&theirs, zstd::encode_all(&res.stdout[..], 3).unwrap()).unwrap();
+    let v = verify(&theirs).unwrap();
+    assert!(v.ok() && v.archive_sum.is_none(), "{v:?}");
+    assert_eq!(v.left_out, vec![OUR_DUMP.to_string(), REAL_DUMP.to_string()]);
+    let u = unpack(&theirs, &dir.join("from-gnu"), &Limits::default()).unwrap();
+    assert!(verify(&u.root).unwrap().ok());
+}
+
+#[test]
+fn verify_passes_clean_bundles_and_archives() {
+    let dir = scratch("verify-clean");
+    let b = make_bundle(&dir);
+    let archive = dir.join("b.tar.zst");
+    let p = pack(&b, &archive, &PackOptions::default()).unwrap();
+    let v = verify(&b).unwrap();
+    assert!(v.ok(), "{v:?}");
+    assert_eq!(v.checked, p.files - 1);
+    assert_eq!(v.left_out, vec![OUR_DUMP.to_string(), REAL_DUMP.to_string()]);
+    assert!(v.extra.is_empty() && v.archive_sum.is_none());
+    let text = render_verification(&v, &b);
+    assert!(text.ends_with(&format!(
+        "ok: {} files match SHA256SUMS in {}; 2 left out, listed in LEFT_OUT.tsv\n",
+        p.files - 1,
+        b.display()
+    )));
+    let a = verify(&archive).unwrap();
+    assert_eq!(a, Verification { archive_sum: Some(true), ..v.clone() });
+    assert!(render_verification(&a, &archive).contains("the archive matches b.tar.zst.sha256"));
+    // Without the sidecar the archive is still checked against its SHA256SUMS.
+    fs::remove_file(dir.join("b.tar.zst.sha256")).unwrap();
+    assert_eq!(verify(&archive).unwrap(), v);
+}
+
+/// A tar of `dir` written by the tar crate's own builder (not `pack`), compressed with zstd.
+fn hand_tar(dir: &Path, name: &str) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    b.append_dir_all(name, dir).unwrap();
+    zstd::encode_all(&b.into_inner().unwrap()[..], 3).unwrap()
+}
+
+#[test]
+fn verify_names_exactly_the_tampered_files() {
+    let dir = scratch("tampered");
+    let b = make_bundle(&dir);
+    pack(&b, &dir.join("b.tar.zst"), &PackOptions::default()).unwrap();
+    let log = b.join("rungs/01-baseline/stderr.log");
+    let mut data = fs::read(&log).unwrap();
+    data[10] ^= 0x20;
+    fs::write(&log, data).unwrap();
+    fs::remove_file(b.join("env/doctor.txt")).unwrap();
+    fs::write(b.join("rungs/notes.txt"), "added later\n").unwrap();
+    // A left-out coredump may be present or not: neither is a problem.
+    fs::remove_file(b.join(OUR_DUMP)).unwrap();
+
+    let v = verify(&b).unwrap();
+    assert_eq!(v.changed, vec!["rungs/01-baseline/stderr.log"]);
+    assert_eq!(v.missing, vec!["env/doctor.txt"]);
+    assert_eq!(v.extra, vec!["rungs/notes.txt"]);
+    assert_eq!(v.left_out, vec![OUR_DUMP.to_string(), REAL_DUMP.to_string()]);
+    assert!(!v.ok());
+    let text = render_verification(&v, &b);
+    assert!(text.starts_with(
+        "changed  rungs/01-baseline/stderr.log\nmissing  env/doctor.txt\nextra    rungs/notes.txt\n"
+    ));
+    assert!(text
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with(&format!("FAILED: {}: 1 changed, 1 missing, 1 extra", b.display())));
+
+    let archive = dir.join("tampered.tar.zst");
+    fs::write(&archive, hand_tar(&b, NAME)).unwrap();
+    let a = verify(&archive).unwrap();
+    assert_eq!(a, v, "the archive of the tampered folder reads the same");
+
+    // A listed path that became a symbolic link is changed, and is never followed.
+    fs::remove_file(&log).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", &log).unwrap();
+    assert_eq!(verify(&b).unwrap().changed, vec!["rungs/01-baseline/stderr.log"]);
+}
+
+#[test]
+fn verify_refuses_broken_lists() {
+    let dir = scratch("broken-lists");
+    let b = make_bundle(&dir);
+    let e = format!("{:#}", verify(&b).unwrap_err());
+    assert!(e.contains("has no SHA256SUMS") && e.contains("`cargo xtask bundle pack"), "{e}");
+    write_sums(&b).unwrap();
+    let sums = fs::read_to_string(b.join(SUMS)).unwrap();
+    fs::write(b.join(SUMS), format!("{sums}{}  ../outside\n", "0".repeat(64))).unwrap();
+    let n = sums.lines().count() + 1;
+    let e = format!("{:#}", verify(&b).unwrap_err());
+    assert!(e.contains(&format!("line {n}")) && e.contains("`../outside`"), "{e}");
+    fs::write(b.join(SUMS), format!("{sums}not a line\n")).unwrap();
+    let e = format!("{:#}", verify(&b).unwrap_err());
+    assert!(e.contains(&format!("line {n} is not")), "{e}");
+    // A SHA256SUMS that is a link to a list outside the bundle is not read.
+    let outside = dir.join("outside-sums");
+    fs::write(&outside, sums.clone()).unwrap();
+    fs::remove_file(b.join(SUMS)).unwrap();
+    std::os::unix::fs::symlink(&outside, b.join(SUMS)).unwrap();
+    let e = format!("{:#}", verify(&b).unwrap_err());
+    assert!(e.contains("SHA256SUMS is not a regular file"), "{e}");
+    let e = format!("{:#}", verify(&b.join("summary.md")).unwrap_err());
+    assert!(e.contains("neither a bundle folder nor a .tar.zst"), "{e}");
+}
+
+#[test]
+fn flipped_bytes_in_an_archive_are_caught() {
+    let dir = scratch("flipped");
+    let b = make_bundle(&dir);
+    let archive = dir.join("b.tar.zst");
+    pack(&b, &archive, &with_coredumps()).unwrap();
+    let good = fs::read(&archive).unwrap();
+    for at in [5, good.len() / 10, good.len() / 3, good.len() / 2, good.len() * 9 / 10, good.len() - 1] {
+        let mut bad = good.clone();
+        bad[at] ^= 0x01;
+        fs::write(&archive, &bad).unwrap();
+        match verify(&archive) {
+            Ok(v) => assert_eq!(v.archive_sum, Some(false), "byte {at}: {v:?}"),
+            Err(e) => assert!(format!("{e:#}").contains("damaged"), "byte {at}: {e:#}"),
+        }
+        // Past the frame header (where byte 5, the window size, can change without changing
+        // what decodes), the zstd checksum or SHA256SUMS catch it without the sidecar too.
+        if at < 16 {
+            continue;
+        }
+        let sidecar = fs::read(dir.join("b.tar.zst.sha256")).unwrap();
+        fs::remove_file(dir.join("b.tar.zst.sha256")).unwrap();
+        let caught = match verify(&archive) {
+            Ok(v) => !v.ok(),
+            Err(_) => true,
+        };
+        assert!(caught, "byte {at} flipped went unnoticed");
+        let into = dir.join(format!("out-{at}"));
+        if let Ok(u) = unpack(&archive, &into, &Limits::default()) {
+            panic!("byte {at}: a damaged archive unpacked to {}", u.root.display());
+        }
+        assert!(!into.exists(), "byte {at}: {into:?} was left");
+        fs::write(dir.join("b.tar.zst.sha256"), sidecar).unwrap();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile archives, built by hand
+
+/// One raw tar entry; the name bytes go straight into the header, bypassing the tar crate's
+/// path checks.
+struct Raw {
+    name: Vec<u8>,
+    ty: EntryType,
+    data: Vec<u8>,
+    /// The header's size when it is not the data's.
+    size: Option<u64>,
+    link: Vec<u8>,
+}
+
+fn raw(name: &str, ty: EntryType, data: &[u8]) -> Raw {
+    Raw { name: name.as_bytes().to_vec(), ty, data: data.to_vec(), size: None, link: Vec::new() }
+}
+
+fn link(name: &str, ty: EntryType, target: &str) -> Raw {
+    Raw { link: target.as_bytes().to_vec(), ..raw(name, ty, b"") }
+}
+
+fn raw_tar(entries: &[Raw]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for e in entries {
+        let mut h = Header::new_gnu();
+        h.as_old_mut().name[..e.name.len()].copy_from_slice(&e.name);
+        h.as_old_mut().linkname[..e.link.len()].copy_from_slice(&e.link);
+        h.set_entry_type(e.ty);
+        h.set_mode(if e.ty == EntryType::Directory { 0o755 } else { 0o644 });
+        h.set_size(e.size.unwrap_or(e.data.len() as u64));
+        h.set_mtime(0);
+        h.set_cksum();
+        out.extend_from_slice(h.as_bytes());
+        out.extend_from_slice(&e.data);
+        out.resize(out.len().next_multiple_of(512), 0);
+    }
+    out.extend_from_slice(&[0u8; 1024]);
+    out
+}
+
+fn zst(data: &[u8]) -> Vec<u8> {
+    zstd::encode_all(data, 3).unwrap()
+}
+
+/// A pax extended header entry (`x`) carrying `key=value`.
+fn pax(key: &str, value: &str) -> Raw {
+    let body = format!(" {key}={value}\n");
+    let mut len = body.len() + 1;
+    while format!("{len}{body}").len() != len {
+        len += 1;
+    }
+    raw("././@PaxHeader", EntryType::XHeader, format!("{len}{body}").as_bytes())
+}
+
+/// A GNU long-name entry (`L`) for the next entry.
+fn long_name(name: &str) -> Raw {
+    let mut data = name.as_bytes().to_vec();
+    data.push(0);
+    raw("././@LongLink", EntryType::GNULongName, &data)
+}
+
+struct Case {
+    label: &'static str,
+    archive: Vec<u8>,
+    limits: Limits,
+    /// What the error must say (each).
+    says: Vec<&'static str>,
+}
+
+fn case(label: &'static str, entries: Vec<Raw>, says: Vec<&'static str>) -> Case {
+    Case { label, archive: zst(&raw_tar(&entries)), limits: Limits::default(), says }
+}
+
+fn hostile_cases() -> Vec<Case> {
+    let dir = || raw("top/", EntryType::Directory, b"");
+    let file = |n: &str| raw(n, EntryType::Regular, b"data\n");
+    let small = Limits { max_total_bytes: 6, max_file_bytes: 5, max_entries: 3 };
+    let valid = raw_tar(&[dir(), file("top/a")]);
+    let mut cases = vec![
+        case("dotdot", vec![file("../evil")], vec!["entry `../evil` has `..` in its path"]),
+        case("dotdot-inside", vec![dir(), file("top/../../evil")], vec!["entry `top/../../evil` has `..`"]),
+        case("absolute", vec![file("/abs/evil")], vec!["entry `/abs/evil` has an absolute path"]),
+        case(
+            "symlink",
+            vec![dir(), link("top/link", EntryType::Symlink, "/etc")],
+            vec!["entry `top/link` is a symbolic link; a bundle holds only regular files and directories"],
+        ),
+        case(
+            "through-symlink",
+            vec![dir(), link("top/link", EntryType::Symlink, "../../victim"), file("top/link/x")],
+            vec!["entry `top/link` is a symbolic link"],
+        ),
+        case(
+            "file-through-file",
+            vec![dir(), file("top/f"), file("top/f/x")],
+            vec!["entry `top/f/x` is under a file"],
+        ),
+        case(
+            "hard-link",
+            vec![dir(), link("top/hard", EntryType::Link, "/etc/passwd")],
+            vec!["entry `top/hard` is a hard link"],
+        ),
+        case(
+            "char-device",
+            vec![dir(), raw("top/null", EntryType::Char, b"")],
+            vec!["entry `top/null` is a character device"],
+        ),
+        case(
+            "block-device",
+            vec![dir(), raw("top/sda", EntryType::Block, b"")],
+            vec!["entry `top/sda` is a block device"],
+        ),
+        case(
+            "fifo",
+            vec![dir(), raw("top/fifo", EntryType::Fifo, b"")],
+            vec!["entry `top/fifo` is a named pipe"],
+        ),
+        case(
+            "sparse-damaged",
+            vec![dir(), raw("top/sparse", EntryType::GNUSparse, b"")],
+            vec!["damaged", "real_size"],
+        ),
+        case(
+            "unknown-type",
+            vec![dir(), raw("top/odd", EntryType::new(b'Q'), b"")],
+            vec!["entry `top/odd` has the unknown type `Q`"],
+        ),
+        case("two-tops", vec![file("a/x"), file("b/y")], vec!["entry `b/y` is outside the top folder `a`"]),
+        case("file-at-top", vec![file("top")], vec!["entry `top` is a file beside the top folder"]),
+        case("twice", vec![dir(), file("top/a"), file("top/a")], vec!["entry `top/a` appears twice"]),
+        case(
+            "pax-path",
+            vec![dir(), pax("path", "../evil"), file("top/ok")],
+            vec!["entry `../evil` has `..`"],
+        ),
+        case(
+            "pax-symlink",
+            vec![dir(), pax("linkpath", "/etc"), link("top/l", EntryType::Symlink, "x")],
+            vec!["symbolic link"],
+        ),
+        case(
+            "long-name",
+            vec![dir(), long_name(&format!("top/{}/../../../evil", "d".repeat(120))), file("top/short")],
+            vec!["/../../../evil` has `..`"],
+        ),
+        case(
+            "huge-long-name",
+            vec![dir(), Raw { data: vec![b'a'; 3 << 20], ..long_name("") }, file("top/x")],
+            vec!["entry 2 has over 1 MiB of headers"],
+        ),
+        case(
+            "dir-with-data",
+            vec![raw("top/", EntryType::Directory, b"0123456789")],
+            vec!["entry `top/` is a directory with data"],
+        ),
+        case("empty", vec![], vec!["the archive is damaged or not a .tar.zst: it holds no entries"]),
+        Case {
+            label: "over-file-limit",
+            archive: zst(&raw_tar(&[dir(), raw("top/ten", EntryType::Regular, b"0123456789")])),
+            limits: small,
+            says: vec![
+                "entry `top/ten` is larger than the limit of 5 bytes per file (its header says 10 bytes)",
+            ],
+        },
+        Case {
+            label: "over-total-limit",
+            archive: zst(&raw_tar(&[
+                dir(),
+                raw("top/a", EntryType::Regular, b"1234"),
+                raw("top/b", EntryType::Regular, b"5678"),
+            ])),
+            limits: small,
+            says: vec!["entry `top/b` takes the archive past the limit of 6 bytes in all"],
+        },
+        Case {
+            label: "too-many-entries",
+            archive: zst(&raw_tar(&[
+                dir(),
+                raw("top/1/", EntryType::Directory, b""),
+                raw("top/2/", EntryType::Directory, b""),
+                raw("top/3/", EntryType::Directory, b""),
+            ])),
+            limits: small,
+            says: vec!["more than 3 entries (the limit), at entry `top/3/`"],
+        },
+        Case {
+            label: "not-zstd",
+            archive: valid.clone(),
+            limits: Limits::default(),
+            says: vec!["damaged or not a .tar.zst", "zstd magic number"],
+        },
+        Case {
+            label: "truncated",
+            archive: {
+                let big = raw_tar(&[dir(), raw("top/big", EntryType::Regular, &mixed_bytes(200_000))]);
+                let z = zst(&big);
+                z[..z.len() / 2].to_vec()
+            },
+            limits: Limits::default(),
+            says: vec!["the archive is damaged or not a .tar.zst"],
+        },
+        Case {
+            label: "truncated-tar",
+            archive: zst(&raw_tar(&[dir(), raw("top/big", EntryType::Regular, &[7u8; 5000])])[..1024 + 2048]),
+            limits: Limits::default(),
+            says: vec!["damaged", "top/big"],
+        },
+        Case {
+            label: "trailing-garbage",
+            archive: [zst(&valid), b"not zstd at all".to_vec()].concat(),
+            limits: Limits::default(),
+            says: vec!["damaged"],
+        },
+    ];
+    // A header size that lies: 10 bytes claimed, the stream ends after 3.
+    let mut lie = raw_tar(&[dir()]);
+    let mut h = Header::new_gnu();
+    h.as_old_mut().name[..7].copy_from_slice(b"top/lie");
+    h.set_entry_type(EntryType::Regular);
+    h.set_size(10);
+    h.set_mode(0o644);
+    h.set_cksum();
+    lie.truncate(512);
+    lie.extend_from_slice(h.as_bytes());
+    lie.extend_from_slice(b"abc");
+    // A well-formed GNU sparse file (the tar crate reads its map, then we refuse it).
+    let mut sparse = raw_tar(&[dir()]);
+    sparse.truncate(512);
+    let mut h = Header::new_gnu();
+    h.as_old_mut().name[..10].copy_from_slice(b"top/sparse");
+    h.set_entry_type(EntryType::GNUSparse);
+    h.set_size(0);
+    h.set_mode(0o644);
+    h.as_gnu_mut().unwrap().set_real_size(0);
+    h.set_cksum();
+    sparse.extend_from_slice(h.as_bytes());
+    sparse.extend_from_slice(&[0u8; 1024]);
+    cases.push(Case {
+        label: "sparse",
+        archive: zst(&sparse),
+        limits: Limits::default(),
+        says: vec!["entry `top/sparse` is a GNU sparse file"],
+    });
+    cases.push(Case {
+        label: "short-data",
+        archive: zst(&lie),
+        limits: Limits::default(),
+        says: vec!["damaged", "top/lie"],
+    });
+    cases
+}
+
+#[test]
+fn hostile_archives_are_refused_and_leave_nothing() {
+    for c in hostile_cases() {
+        for into_exists in [false, true] {
+            let case = scratch(&format!("hostile-{}", c.label));
+            fs::create_dir(case.join("victim")).unwrap();
+            let archive = case.join("evil.tar.zst");
+            fs::write(&archive, &c.archive).unwrap();
+            let into = case.join("into");
+            if into_exists {
+                fs::create_dir(&into).unwrap();
+            }
+            let before = tree(&case);
+            let err = match unpack(&archive, &into, &c.limits) {
+                Ok(u) => panic!("{}: unpacked to {}", c.label, u.root.display()),
+                Err(e) => format!("{e:#}"),
+            };
+            for s in &c.says {
+                assert!(err.contains(s), "{}: {err:?} does not say {s:?}", c.label);
+            }
+            assert!(err.contains("nothing was unpacked"), "{}: {err}", c.label);
+            assert!(err.contains(&format!("`{}`", archive.display())), "{}: {err}", c.label);
+            assert_eq!(tree(&case), before, "{}: something was written", c.label);
+            assert!(!Path::new("/abs").exists());
+            // verify reads the same entries: it refuses them too, or finds no SHA256SUMS.
+            match verify(&archive) {
+                Ok(v) => panic!("{}: verify passed {v:?}", c.label),
+                Err(e) => assert!(!format!("{e:#}").is_empty()),
+            }
+            assert_eq!(tree(&case), before, "{}: verify wrote something", c.label);
+            fs::remove_dir_all(&case).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_valid_hand_written_archive_unpacks() {
+    // The same builder as the hostile cases, with nothing hostile: proves they fail for the
+    // reason they name.
+    let case = scratch("hand-valid");
+    let entries = vec![
+        raw("top/", EntryType::Directory, b""),
+        raw("./top/./a", EntryType::Regular, b"data\n"),
+        raw("top/sub/b", EntryType::Continuous, b"more\n"),
+        pax("path", "top/from-pax"),
+        raw("top/ignored-name", EntryType::Regular, b"pax\n"),
+        long_name(&format!("top/{}", "l".repeat(150))),
+        raw("top/truncated", EntryType::Regular, b"long\n"),
+    ];
+    fs::write(case.join("ok.tar.zst"), zst(&raw_tar(&entries))).unwrap();
+    let u = unpack(&case.join("ok.tar.zst"), &case.join("into"), &Limits::default()).unwrap();
+    assert_eq!((u.files, u.bytes), (4, 19));
+    assert_eq!(fs::read(u.root.join("a")).unwrap(), b"data\n");
+    assert_eq!(fs::read(u.root.join("sub/b")).unwrap(), b"more\n");
+    assert_eq!(fs::read(u.root.join("from-pax")).unwrap(), b"pax\n");
+    assert_eq!(fs::read(u.root.join("l".repeat(150))).unwrap(), b"long\n");
+    // Exactly at the limits is fine.
+    let limits = Limits { max_total_bytes: 19, max_file_bytes: 5, max_entries: entries.len() as u64 - 2 };
+    unpack(&case.join("ok.tar.zst"), &case.join("into2"), &limits).unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Arbitrary and mutated input
+
+fn small_bundle_tar() -> &'static [u8] {
+    static TAR: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    TAR.get_or_init(|| {
+        let dir = scratch("prop-base");
+        let b = dir.join("b");
+        fs::create_dir_all(b.join("rungs/01-baseline")).unwrap();
+        fs::write(b.join("manifest.yaml"), "tool: debug-ima\n").unwrap();
+        fs::write(b.join("rungs/01-baseline/stderr.log"), "CUDA error: an illegal memory access\n").unwrap();
+        fs::write(b.join("replay.sh"), "#!/bin/sh\n").unwrap();
+        chmod(&b.join("replay.sh"), 0o755);
+        let a = dir.join("b.tar.zst");
+        pack(&b, &a, &PackOptions::default()).unwrap();
+        let mut data = Vec::new();
+        zstd::stream::read::Decoder::new(fs::File::open(&a).unwrap())
+            .unwrap()
+            .read_to_end(&mut data)
+            .unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+        data
+    })
+}
+
+/// Unpacks and verifies `archive` in a fresh folder: nothing may panic, and nothing may
+/// appear outside `into` but what was there.
+fn never_escapes(archive: &[u8]) -> Result<(), TestCaseError> {
+    let case = scratch("prop");
+    let path = case.join("x.tar.zst");
+    fs::write(&path, archive).unwrap();
+    let into = case.join("into");
+    let before = tree(&case);
+    let limits = Limits { max_total_bytes: 1 << 20, max_file_bytes: 1 << 19, max_entries: 1000 };
+    let res = unpack(&path, &into, &limits);
+    let _ = verify(&path);
+    let after = tree(&case);
+    for p in &after {
+        let inside = p.starts_with("into/") || p.starts_with("into ");
+        prop_assert!(before.contains(p) || inside, "{p} appeared outside `into`");
+        prop_assert!(!p.contains(".partial-"), "{p} was left");
+    }
+    match res {
+        Ok(u) => prop_assert!(u.root.parent() == Some(into.as_path())),
+        Err(_) => prop_assert!(!into.exists(), "a refused unpack left {into:?}"),
+    }
+    fs::remove_dir_all(&case).unwrap();
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn arbitrary_bytes_never_escape(bytes in proptest::collection::vec(any::<u8>(), 0..4096), how in 0u8..3) {
+        let archive = match how {
+            0 => bytes,
+            1 => [&[0x28, 0xB5, 0x2F, 0xFD][..], &bytes].concat(),
+            _ => zst(&bytes),
+        };
+        never_escapes(&archive)?;
+    }
+
+    #[test]
+    fn mutated_archives_never_escape(
+        flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+        cut in proptest::option::of(any::<prop::sample::Index>()),
+        compressed in any::<bool>(),
+    ) {
+        let mut tar = small_bundle_tar().to_vec();
+        if compressed {
+            let mut z = zst(&tar);
+            for (at, b) in &flips {
+                let i = at.index(z.len());
+                z[i] = *b;
+            }
+            if let Some(c) = cut {
+                z.truncate(c.index(z.len()));
+            }
+            never_escapes(&z)?;
+        } else {
+            for (at, b) in &flips {
+                let i = at.index(tar.len());
+                tar[i] = *b;
+            }
+            if let Some(c) = cut {
+                tar.truncate(c.index(tar.len()));
+            }
+            never_escapes(&zst(&tar))?;
+        }
+    }
+}

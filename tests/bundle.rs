@@ -1,1 +1,397 @@
-//! The bundle commands through the real binary: redaction, replay, report, list and show.
+//! The bundle commands through the real binary: planted secrets never reach a bundle or its
+//! archive, `replay.sh` reruns a rung with the recorded environment and asks for what was
+//! redacted, a bundle from an interrupted run can still be verified, packed and reported,
+//! a tampered bundle is caught, and `list`, `show` and `report` read the bundles the GPU
+//! suite wrote (tests/fixtures/bundles/).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+mod support;
+use support::run::{target_recipe, Run};
+use support::{path_with, root, standins, Scratch};
+
+/// `xtask ARGS` in `dir`, with the stand-ins first on PATH.
+fn xtask(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .current_dir(dir)
+        .env("PATH", path_with(&[&standins()]))
+        .stdin(Stdio::null())
+        .output()
+        .expect("cannot run the xtask binary")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "--- stdout\n{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Secrets made at run time, so that no token-shaped literal sits in the source.
+struct Planted {
+    hf: String,
+    ghp: String,
+    bearer: String,
+    api_key: String,
+    password: String,
+    var_token: String,
+    inherited_key: String,
+    not_allowed: String,
+}
+
+impl Planted {
+    fn new() -> Planted {
+        Planted {
+            hf: format!("hf_{}", "Zq8Lm2".repeat(6)),
+            ghp: format!("ghp_{}", "Wd4".repeat(12)),
+            bearer: format!("tok{}", "Rr7".repeat(8)),
+            api_key: format!("apikey{}", "Vn3".repeat(6)),
+            password: format!("pw{}", "Hx5".repeat(5)),
+            var_token: format!("vartok{}", "Jk2".repeat(6)),
+            inherited_key: format!("inh{}", "Pp9".repeat(6)),
+            not_allowed: format!("wandb{}", "Qq1".repeat(6)),
+        }
+    }
+
+    fn all(&self) -> [&str; 8] {
+        [
+            &self.hf,
+            &self.ghp,
+            &self.bearer,
+            &self.api_key,
+            &self.password,
+            &self.var_token,
+            &self.inherited_key,
+            &self.not_allowed,
+        ]
+    }
+}
+
+/// Every regular file under `dir`, read whole.
+fn every_file(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+fn contains(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// A recipe whose command line, environment, variable and output carry secrets: the target
+/// (through `sh`) prints a GitHub token, a bearer header and the Hugging Face token it got
+/// from the environment, and gets an API key and a password in a URL as arguments.
+fn secret_recipe() -> String {
+    "version: 1\nname: secrets\ndescription: \"a target with secrets everywhere\"\n\
+     variables:\n  token:\n    description: \"a token passed with --set\"\n\
+     run:\n  command: [\"sh\", \"-c\", \"echo \\\"using $GH_PAT\\\"; echo \\\"Authorization: Bearer $BEARER\\\" >&2; \
+     echo \\\"hf is $HF_TOKEN\\\" >&2; exec target\", \"sh\", \"--api-key\", \"$API_KEY_VALUE\", \
+     \"--url\", \"https://user:$URL_PASSWORD@example.com/models\"]\n  timeout: 30\n  \
+     env:\n    MY_TOKEN: \"{token}\"\n"
+        .to_string()
+}
+
+/// Secrets planted in the environment, on the command line, in a variable and in the
+/// target's output appear nowhere in the bundle, nor in the archive `bundle pack` makes (the
+/// decompressed tar stream is searched, headers included); the manifest says what was
+/// redacted, by name and place.
+#[test]
+fn planted_secrets_reach_neither_the_bundle_nor_the_archive() {
+    let s = Scratch::for_run("secrets");
+    let p = Planted::new();
+    // The recipe names the secrets through the environment so its own file holds none.
+    let recipe = secret_recipe()
+        .replace("$API_KEY_VALUE", &p.api_key)
+        .replace("$URL_PASSWORD", &p.password)
+        .replace("$GH_PAT", &p.ghp)
+        .replace("$BEARER", &p.bearer);
+    let recipe = s.write_recipe(&recipe);
+    let out = Run::new(&s, &recipe, "oob_write")
+        .arg("--full")
+        .arg("--set")
+        .arg(&format!("token={}", p.var_token))
+        .env("HF_TOKEN", &p.hf)
+        .env("VLLM_API_KEY", &p.inherited_key)
+        .env("WANDB_API_KEY", &p.not_allowed)
+        .run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+
+    for (path, bytes) in every_file(&b.root) {
+        for secret in p.all() {
+            assert!(!contains(&bytes, secret), "{} holds a planted secret {secret}", path.display());
+        }
+    }
+    // The target did print them: the logs hold the marks.
+    assert!(b.read("rungs/01-baseline/stdout.log").contains("using ghp_[REDACTED]"));
+    assert!(b.read("rungs/01-baseline/stderr.log").contains("Authorization: [REDACTED]"));
+    assert!(b.read("rungs/01-baseline/command.txt").contains("--api-key '[REDACTED]'"));
+
+    let m = b.read("manifest.yaml");
+    let manifest = b.manifest();
+    let redactions: Vec<String> = manifest["redactions"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|r| format!("{}: {}", r["place"].as_str().unwrap(), r["what"].as_str().unwrap()))
+        .collect();
+    for want in [
+        "environment: HF_TOKEN (by name)",
+        "environment: VLLM_API_KEY (by name)",
+        "recipe: token (by name)",
+        "recipe: MY_TOKEN (by name)",
+        "rungs/01-baseline/command.txt: MY_TOKEN (by name)",
+        "rungs/01-baseline/command.txt: value of --api-key (by name)",
+        "rungs/01-baseline/stdout.log: GitHub token (1 line)",
+    ] {
+        assert!(redactions.iter().any(|r| r == want), "`{want}` not among the redactions:\n{redactions:#?}");
+    }
+    // Not allow-listed: not recorded at all, not even by name.
+    assert!(!m.contains("WANDB_API_KEY"), "{m}");
+    assert!(manifest["environment"]["PATH"].as_str().is_some());
+
+    // The archive: searched decompressed, tar headers and all.
+    let pack = xtask(&s.dir, &["bundle", "pack", b.root.to_str().unwrap()]);
+    assert!(pack.status.success(), "{}", text(&pack));
+    let archive = b.root.with_extension("tar.zst");
+    let mut tar = Vec::new();
+    zstd::stream::read::Decoder::new(std::fs::File::open(&archive).unwrap())
+        .unwrap()
+        .read_to_end(&mut tar)
+        .unwrap();
+    assert!(tar.len() > 10_000, "{} bytes", tar.len());
+    for secret in p.all() {
+        assert!(!contains(&tar, secret), "the archive holds a planted secret {secret}");
+    }
+    assert!(contains(&tar, "manifest.yaml") && contains(&tar, "SHA256SUMS"));
+    s.assert_no_standin_left();
+}
+
+/// `replay.sh RUNG` reruns the rung's command with its recorded environment, from anywhere:
+/// paths into the bundle follow the bundle (`replay/<rung>/`), and each redacted value is
+/// asked for (here answered on stdin) or taken from the environment.
+#[test]
+fn replay_reruns_a_rung_with_its_environment_and_asks_for_redacted_values() {
+    let s = Scratch::for_run("replay");
+    let key = format!("apikey{}", "Vn3".repeat(6));
+    let recipe = s.write_recipe(&format!(
+        "version: 1\nname: replayed\ndescription: \"prints what it got\"\n\
+         run:\n  command: [\"sh\", \"-c\", \"echo MY_TOKEN=$MY_TOKEN; echo KEY=$2; echo DUMP=$CUDA_COREDUMP_FILE; \
+         echo PWD=$(pwd); exec target\", \"sh\", \"--api-key\", \"{key}\"]\n  \
+         cwd: \"{}\"\n  timeout: 30\n  env:\n    MY_TOKEN: \"{key}\"\n",
+        s.dir.display()
+    ));
+    let out = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline,coredump").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+    let script = b.root.join("replay.sh");
+    let body = b.read("replay.sh");
+    assert!(!body.contains(&key), "{body}");
+    assert!(body.contains("ask MY_TOKEN"), "{body}");
+
+    // Moved elsewhere, as a colleague would unpack it.
+    let moved = s.path("elsewhere/bundle");
+    std::fs::create_dir_all(moved.parent().unwrap()).unwrap();
+    std::fs::rename(&b.root, &moved).unwrap();
+    let script = moved.join(script.file_name().unwrap());
+
+    let list = Command::new(&script).arg("--list").output().unwrap();
+    assert!(list.status.success(), "{}", text(&list));
+    let listed = String::from_utf8_lossy(&list.stdout);
+    assert!(listed.contains("baseline)") && listed.contains("coredump)"), "{listed}");
+
+    let mut child = Command::new(&script)
+        .arg("coredump")
+        .current_dir(root())
+        .env("PATH", path_with(&[&standins()]))
+        .env("STANDIN_CASE", support::fixture("oob_write"))
+        .env_remove("MY_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(format!("token-typed\n{key}\n").as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("MY_TOKEN=token-typed\n"), "{}", text(&o));
+    assert!(stdout.contains(&format!("KEY={key}\n")), "{}", text(&o));
+    let dump = format!("DUMP={}/replay/coredump/core_%h.%p.%t\n", moved.display());
+    assert!(stdout.contains(&dump), "want {dump}{}", text(&o));
+    assert!(stdout.contains(&format!("PWD={}\n", s.dir.display())), "{}", text(&o));
+    // The stand-in target died as recorded, after writing its dump where it was told.
+    assert_eq!(o.status.code(), Some(134), "{}", text(&o));
+    let dumps: Vec<_> = std::fs::read_dir(moved.join("replay/coredump")).unwrap().collect();
+    assert_eq!(dumps.len(), 1, "{dumps:?}");
+
+    // A value set in the environment is not asked for.
+    let o = Command::new(&script)
+        .arg("baseline")
+        .env("PATH", path_with(&[&standins()]))
+        .env("STANDIN_CASE", support::fixture("oob_write"))
+        .env("MY_TOKEN", "from-env")
+        .env("REDACTED_1", "k")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("MY_TOKEN=from-env\n"), "{}", text(&o));
+
+    let o = Command::new(&script).arg("nonsense").output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("usage: ./replay.sh RUNG (one of: baseline coredump)")
+    );
+    s.assert_no_standin_left();
+}
+
+/// Ctrl-C in the middle of a rung: the bundle it leaves has its SHA256SUMS, verifies, packs
+/// and reports (which says it was interrupted).
+#[test]
+fn a_bundle_from_an_interrupted_run_verifies_packs_and_reports() {
+    let s = Scratch::for_run("interrupted");
+    let recipe =
+        s.write_recipe(&target_recipe("rungs:\n  launch-blocking:\n    env: { STANDIN_HANG: \"1\" }\n"));
+    let run = Run::new(&s, &recipe, "oob_write");
+    let start = Instant::now();
+    let child = run.spawn();
+    // Wait for the hanging rung to start, then interrupt.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !s.bundles().exists()
+        || std::fs::read_dir(s.bundles())
+            .unwrap()
+            .flatten()
+            .all(|b| !b.path().join("rungs/02-launch-blocking/stderr.log").exists())
+    {
+        assert!(Instant::now() < deadline, "the launch-blocking rung never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let out = run.finish(child, start);
+    assert_eq!(out.code(), Some(130), "{}", out.both());
+    let b = s.only_bundle();
+    let dir = b.root.to_str().unwrap();
+
+    let v = xtask(&s.dir, &["bundle", "verify", dir]);
+    assert!(v.status.success(), "{}", text(&v));
+    let r = xtask(&s.dir, &["bundle", "report", dir]);
+    assert!(r.status.success(), "{}", text(&r));
+    let report = String::from_utf8_lossy(&r.stdout);
+    assert!(report.contains("| launch-blocking | interrupted |"), "{report}");
+    assert!(report.contains("Stopped: interrupted"), "{report}");
+    let p = xtask(&s.dir, &["bundle", "pack", dir]);
+    assert!(p.status.success(), "{}", text(&p));
+    let archive = format!("{dir}.tar.zst");
+    let v = xtask(&s.dir, &["bundle", "verify", &archive]);
+    assert!(v.status.success(), "{}", text(&v));
+    s.assert_no_standin_left();
+}
+
+/// A copy of a bundle the GPU suite wrote on the H200.
+fn fixture_bundle(s: &Scratch, name: &str, into: &str) -> PathBuf {
+    let from = root().join("tests/fixtures/bundles").join(name);
+    let to = s.path(into);
+    for (path, bytes) in every_file(&from) {
+        let dest = to.join(path.strip_prefix(&from).unwrap());
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::write(dest, bytes).unwrap();
+    }
+    to
+}
+
+/// A changed, a missing and an extra file are each named by `bundle verify`, which exits 1;
+/// the untouched bundle verifies.
+#[test]
+fn verify_names_changed_missing_and_extra_files() {
+    let s = Scratch::create("bundle", "tampered");
+    let b = fixture_bundle(&s, "oob_read-full", "bundles/b");
+    let dir = b.to_str().unwrap();
+    let p = xtask(&s.dir, &["bundle", "pack", dir]);
+    assert!(p.status.success(), "{}", text(&p));
+    let ok = xtask(&s.dir, &["bundle", "verify", dir]);
+    assert!(ok.status.success(), "{}", text(&ok));
+
+    std::fs::write(b.join("rungs/01-baseline/stderr.log"), "edited\n").unwrap();
+    std::fs::remove_file(b.join("summary.md")).unwrap();
+    std::fs::write(b.join("rungs/extra.txt"), "planted\n").unwrap();
+    let v = xtask(&s.dir, &["bundle", "verify", dir]);
+    assert_eq!(v.status.code(), Some(1), "{}", text(&v));
+    let out = String::from_utf8_lossy(&v.stdout);
+    for want in ["rungs/01-baseline/stderr.log", "summary.md", "rungs/extra.txt"] {
+        assert!(out.contains(want), "`{want}` not named:\n{out}");
+    }
+}
+
+/// `list` finds bundles newest first; `show` gives the verdict, the rungs and the files;
+/// `report` is Markdown with the symptom, the verdict, the environment and the logs, and stays
+/// under GitHub's limit even with a 3 MB log.
+#[test]
+fn list_show_and_report_read_real_bundles() {
+    let s = Scratch::create("bundle", "list");
+    let a = fixture_bundle(&s, "oob_read-full", "bundles/2026-11-30T10-34-30Z_cuda");
+    fixture_bundle(&s, "dist_fault-full", "bundles/2026-11-30T11-00-00Z_dist");
+    std::fs::create_dir_all(s.path("bundles/not-a-bundle")).unwrap();
+
+    let l = xtask(&s.dir, &["bundle", "list"]);
+    assert!(l.status.success(), "{}", text(&l));
+    let list = String::from_utf8_lossy(&l.stdout);
+    let first = list.find("_dist").expect("the dist bundle is listed");
+    let second = list.find("_cuda").expect("the cuda bundle is listed");
+    assert!(first < second, "newest first:\n{list}");
+    assert!(list.contains("gather_rows"), "{list}");
+    assert!(!list.contains("not-a-bundle"), "{list}");
+
+    let sh = xtask(&s.dir, &["bundle", "show", a.to_str().unwrap()]);
+    assert!(sh.status.success(), "{}", text(&sh));
+    let show = String::from_utf8_lossy(&sh.stdout);
+    for want in [
+        "verdict:  illegal-address in `gather_rows",
+        "coredump",
+        "memcheck",
+        "rungs/04-coredump/",
+        "redactions: none",
+    ] {
+        assert!(show.contains(want), "`{want}` missing:\n{show}");
+    }
+
+    // A 3 MB log in the memcheck rung.
+    let big: String = (0..60_000).map(|i| format!("========= line {i} of a long log\n")).collect();
+    std::fs::write(a.join("rungs/06-memcheck/stdout.log"), &big).unwrap();
+    let r = xtask(&s.dir, &["bundle", "report", a.to_str().unwrap()]);
+    assert!(r.status.success(), "{}", text(&r));
+    let report = String::from_utf8_lossy(&r.stdout);
+    assert!(report.chars().count() <= 65_536, "{} characters", report.chars().count());
+    for want in [
+        "**Symptom:** `an illegal memory access was encountered`",
+        "**Verdict:** illegal-address in `gather_rows",
+        "| GPU | NVIDIA H200",
+        "| driver | 580.159.04 |",
+        "#### Reproduce",
+        "<details><summary><code>rungs/06-memcheck/stdout.log</code> (last ",
+        "========= line 59999 of a long log",
+    ] {
+        assert!(report.contains(want), "`{want}` missing:\n{report}");
+    }
+    let missing = xtask(&s.dir, &["bundle", "show", s.path("bundles/not-a-bundle").to_str().unwrap()]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("is `"), "{}", text(&missing));
+}

@@ -3,9 +3,12 @@
 //! `by thread (x,y,z) in block (x,y,z)` numbers varied (many records of few sites, as a
 //! real run prints), then `analyze --json` (this executable) and `grep -c` read it.
 //!
-//! Must not: run anything but `grep` and this executable's own `analyze`; hold the
-//! generated log in memory (it is written through a buffer); or leave it on disk unless
-//! `--keep` was given (also when a step fails).
+//! `bench pack`: how fast `bundle pack` ([`crate::archive::pack`]) writes a bundle with a
+//! coredump-sized file, against `tar -I 'zstd -T0'` on the same folder.
+//!
+//! Must not: run anything but `grep`, `tar`, `zstd` and this executable's own `analyze`;
+//! hold a generated file in memory (they are written through buffers); or leave them on disk
+//! unless `--keep` was given (also when a step fails).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -13,8 +16,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use nix::sys::resource::{getrusage, UsageWho};
+
+use crate::archive;
 
 /// Throughput goal for `analyze`, in MB/s (10^6 bytes).
 pub const GOAL_MB_PER_S: f64 = 300.0;
@@ -431,6 +436,426 @@ pub fn run(args: BenchArgs) -> Result<()> {
     Ok(())
 }
 
+// ---------------------------------------------------------------------------------------------
+// `bench pack`
+
+#[derive(Debug, clap::Args)]
+pub struct PackBenchArgs {
+    /// Size of the generated coredump in MB (10^6 bytes)
+    #[arg(long, default_value_t = 150)]
+    pub size_mb: u64,
+    /// Where to write the bundle and both archives (default: target/bench/pack)
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Keep the bundle and the archives afterwards
+    #[arg(long)]
+    pub keep: bool,
+    /// Timed runs of each, alternating (the median is reported)
+    #[arg(long, default_value_t = 3)]
+    pub runs: u32,
+}
+
+/// The generated bundle's folder name, as `debug-ima` names them.
+pub const PACK_BUNDLE: &str = "2026-11-30T00-00-00Z_bench";
+/// Its coredump, named as the driver names them (`core_%h.%p.%t`).
+pub const PACK_DUMP: &str = "rungs/04-coredump/core_bench.4242.1796034874";
+/// Bytes per segment of the generated coredump.
+const SEGMENT: usize = 64 * 1024;
+
+/// xorshift64: fixed seed, same bytes on every machine.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+}
+
+/// SASS-like 128-bit instruction words: a few opcodes (the high bits) used over and over,
+/// as in a cubin's `.text` sections.
+const OPCODES: [u64; 12] = [
+    0x0000_0a00_ff00_7b82, // MOV
+    0x0000_0000_0000_7919, // S2R
+    0x0000_0002_0000_7224, // IMAD
+    0x0000_0004_0200_7c25, // IMAD.WIDE
+    0x0000_0004_0200_7981, // LDG.E
+    0x0000_0004_0200_7986, // STG.E
+    0x0000_0000_0000_794d, // EXIT
+    0x0000_0000_00fc_7947, // BRA
+    0x0000_0003_0000_720c, // ISETP.GE.AND
+    0x0000_0000_0000_7918, // NOP
+    0x0000_0002_0000_7221, // FADD
+    0x0000_0002_0000_7223, // FFMA
+];
+
+/// Writes `bytes` bytes that compress like a GPU coredump. After an ELF64 core header for
+/// `EM_CUDA` (as the driver writes), the file is 64 KiB segments whose kind a fixed-seed
+/// xorshift draws:
+/// - 45 % zero runs (device memory that was allocated but never written, padding between
+///   sections);
+/// - 25 % pseudo-random pages (memory holding floats or other high-entropy data; zstd cannot
+///   shrink them and must notice that quickly);
+/// - 30 % cubin-like blocks: ELF section headers with growing offsets, then SASS-like
+///   16-byte instruction words from a dozen opcodes with varying registers and immediates
+///   (compress several times, as the relocated ELF images of a real dump do).
+///
+/// On zstd level 3 the whole compresses to about a third of its size; the real (small) dump in
+/// `tests/fixtures/bundles/oob_read-full` compresses to 13 %, as it holds no device memory.
+pub fn write_coredump<W: Write>(mut w: W, bytes: u64) -> io::Result<()> {
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+    let mut seg = vec![0u8; SEGMENT];
+    let mut elf = [0u8; 64];
+    elf[..8].copy_from_slice(&[0x7f, b'E', b'L', b'F', 2, 1, 1, 0x33]);
+    elf[16..18].copy_from_slice(&4u16.to_le_bytes()); // ET_CORE
+    elf[18..20].copy_from_slice(&190u16.to_le_bytes()); // EM_CUDA
+    elf[20..24].copy_from_slice(&1u32.to_le_bytes());
+    elf[52..54].copy_from_slice(&64u16.to_le_bytes());
+    elf[58..60].copy_from_slice(&64u16.to_le_bytes());
+    let mut left = bytes;
+    let mut first = true;
+    let mut offset = 0u64;
+    while left > 0 {
+        let kind = rng.next() % 100;
+        if kind < 45 {
+            seg.fill(0);
+        } else if kind < 70 {
+            for chunk in seg.chunks_exact_mut(8) {
+                chunk.copy_from_slice(&rng.next().to_le_bytes());
+            }
+        } else {
+            // 32 section headers (2 KiB), then instructions.
+            let (headers, text) = seg.split_at_mut(2048);
+            for (i, h) in headers.chunks_exact_mut(64).enumerate() {
+                h.fill(0);
+                h[..4].copy_from_slice(&(0x100 + i as u32 * 24).to_le_bytes());
+                h[4..8].copy_from_slice(&(0x7000_0007u32 + (i as u32 % 4)).to_le_bytes());
+                h[8..16].copy_from_slice(&2u64.to_le_bytes());
+                h[24..32].copy_from_slice(&offset.to_le_bytes());
+                let size = 0x200 + (rng.next() % 0x4000);
+                h[32..40].copy_from_slice(&size.to_le_bytes());
+                offset += size;
+            }
+            for word in text.chunks_exact_mut(16) {
+                let r = rng.next();
+                let op = OPCODES[(r % OPCODES.len() as u64) as usize];
+                let regs = ((r >> 8) & 0x1f) << 16 | ((r >> 16) & 0x1f) << 24 | ((r >> 24) & 0x1f) << 32;
+                let imm = if r >> 60 == 0 { (r >> 32) & 0xffff } else { 0 };
+                word[..8].copy_from_slice(&(op | regs).to_le_bytes());
+                word[8..].copy_from_slice(&(0x000f_c000_0000_0000 | imm).to_le_bytes());
+            }
+        }
+        if first {
+            seg[..64].copy_from_slice(&elf);
+            first = false;
+        }
+        let n = left.min(SEGMENT as u64) as usize;
+        w.write_all(&seg[..n])?;
+        left -= n as u64;
+    }
+    w.flush()
+}
+
+/// Small text files of a bundle, and whether each is executable.
+const PACK_SMALL_FILES: [(&str, &str, bool); 9] = [
+    ("manifest.yaml", "tool: cargo xtask debug-ima\nrecipe: bench\nrungs: [baseline, coredump]\n", false),
+    ("summary.md", "# bench\n\nA generated bundle for `cargo xtask bench pack`.\n", false),
+    ("findings.json", "{\"verdict\":null,\"evidence\":[]}\n", false),
+    ("env/doctor.txt", "gpu: none (generated by the benchmark)\n", false),
+    ("rungs/01-baseline/command.txt", "./oob_read\n", false),
+    ("rungs/01-baseline/stdout.log", "", false),
+    ("rungs/01-baseline/stderr.log", "CUDA error: an illegal memory access was encountered\n", false),
+    ("rungs/04-coredump/stderr.log", "coredump: Writing out to core_bench.4242.1796034874\n", false),
+    ("replay.sh", "#!/bin/sh\nexec ./oob_read \"$@\"\n", true),
+];
+
+/// Writes the bundle; returns its total size.
+pub fn write_pack_bundle(root: &Path, dump_bytes: u64) -> Result<u64> {
+    let mut total = 0;
+    for (rel, text, exec) in PACK_SMALL_FILES {
+        let p = root.join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
+        if exec {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755))
+                .with_context(|| format!("making {} executable", p.display()))?;
+        }
+        total += text.len() as u64;
+    }
+    let dump = root.join(PACK_DUMP);
+    let f = File::create(&dump).with_context(|| format!("creating {}", dump.display()))?;
+    write_coredump(BufWriter::with_capacity(1 << 20, f), dump_bytes).with_context(|| {
+        format!(
+            "writing {} ({dump_bytes} bytes): free some disk space, lower --size-mb or choose --dir",
+            dump.display()
+        )
+    })?;
+    Ok(total + dump_bytes)
+}
+
+/// The measurements of `bench pack`.
+#[derive(Debug, Clone)]
+pub struct PackBenchReport {
+    /// Every file of the bundle as packed (its `SHA256SUMS` included).
+    pub input_bytes: u64,
+    /// The generated coredump's size.
+    pub dump_bytes: u64,
+    pub files: usize,
+    pub ours: Vec<Duration>,
+    pub theirs: Vec<Duration>,
+    /// CPU time (user + system, all threads) of each run: this process's for `pack`, the
+    /// children's (tar and its zstd) for tar.
+    pub ours_cpu: Vec<Duration>,
+    pub theirs_cpu: Vec<Duration>,
+    pub ours_bytes: u64,
+    pub theirs_bytes: u64,
+    /// Both archives verify against the same `SHA256SUMS`, with the same number of files.
+    pub same_files: bool,
+    /// zstd workers of `pack` (one per CPU).
+    pub workers: u32,
+    /// `zstd --version`.
+    pub zstd_version: String,
+    pub cpus: usize,
+    pub cpu_model: String,
+    pub debug_build: bool,
+}
+
+/// The median of a non-empty list (the mean of the middle two for an even count).
+pub fn median(times: &[Duration]) -> Duration {
+    let mut t = times.to_vec();
+    t.sort();
+    match t.len() {
+        0 => Duration::ZERO,
+        n if n % 2 == 1 => t[n / 2],
+        n => (t[n / 2 - 1] + t[n / 2]) / 2,
+    }
+}
+
+impl PackBenchReport {
+    pub fn mb_per_s(&self, d: Duration) -> f64 {
+        self.input_bytes as f64 / 1e6 / d.as_secs_f64().max(1e-9)
+    }
+
+    pub fn fast_enough(&self) -> bool {
+        median(&self.ours) <= median(&self.theirs)
+    }
+
+    pub fn small_enough(&self) -> bool {
+        self.ours_bytes <= self.theirs_bytes
+    }
+
+    pub fn passed(&self) -> bool {
+        self.fast_enough() && self.small_enough() && self.same_files
+    }
+
+    /// The table `run_pack` prints.
+    pub fn table(&self) -> String {
+        let verdict = |ok: bool| if ok { "PASS" } else { "FAIL" };
+        let mut s = String::new();
+        s.push_str(&format!("machine      {} CPU(s), {}\n", self.cpus, self.cpu_model));
+        s.push_str(&format!(
+            "bundle       {:.1} MB in {} files, one {}-byte coredump (zero runs, xorshift pages, cubin-like blocks)\n",
+            self.input_bytes as f64 / 1e6,
+            self.files,
+            self.dump_bytes,
+        ));
+        s.push_str(&format!(
+            "runs         {} of each, alternating; median\n",
+            self.ours.len().min(self.theirs.len())
+        ));
+        s.push_str("                                 median s      MB/s   CPU s   archive bytes   ratio\n");
+        for (label, times, cpu, bytes) in [
+            (
+                format!("bundle pack (zstd -3, {} workers)", self.workers),
+                &self.ours,
+                &self.ours_cpu,
+                self.ours_bytes,
+            ),
+            ("tar -I 'zstd -T0'".to_string(), &self.theirs, &self.theirs_cpu, self.theirs_bytes),
+        ] {
+            let m = median(times);
+            s.push_str(&format!(
+                "{label:<33}{:>8.2} {:>9.0} {:>7.2} {:>15} {:>7.3}\n",
+                m.as_secs_f64(),
+                self.mb_per_s(m),
+                median(cpu).as_secs_f64(),
+                bytes,
+                bytes as f64 / self.input_bytes.max(1) as f64
+            ));
+        }
+        s.push_str(&format!(
+            "same files   {}\n",
+            if self.same_files { "yes: both archives match the bundle's SHA256SUMS" } else { "NO" }
+        ));
+        s.push_str(&format!(
+            "result       {} (at least as fast: {}, no larger: {})\n",
+            verdict(self.passed()),
+            verdict(self.fast_enough()),
+            verdict(self.small_enough())
+        ));
+        s.push_str(&format!("zstd         {}\n", self.zstd_version));
+        if self.debug_build {
+            s.push_str(
+                "note: this is a debug build; measure a release one: \
+                 cargo build --release && target/release/xtask bench pack\n",
+            );
+        }
+        s
+    }
+}
+
+fn default_pack_dir() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).join("target").join("bench").join("pack")
+}
+
+/// Removes what the benchmark wrote when dropped, unless it is to be kept.
+struct PackCleanup {
+    paths: Vec<PathBuf>,
+    keep: bool,
+}
+
+impl Drop for PackCleanup {
+    fn drop(&mut self) {
+        if self.keep {
+            return;
+        }
+        for p in &self.paths {
+            if p.is_dir() {
+                let _ = std::fs::remove_dir_all(p);
+            } else {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+}
+
+/// User plus system time of this process (all its threads) or of its waited-for children.
+fn cpu_time(who: UsageWho) -> Result<Duration> {
+    let u = getrusage(who).context("reading CPU time (getrusage)")?;
+    let tv = |t: nix::sys::time::TimeVal| {
+        Duration::from_secs(t.tv_sec().max(0) as u64) + Duration::from_micros(t.tv_usec().max(0) as u64)
+    };
+    Ok(tv(u.user_time()) + tv(u.system_time()))
+}
+
+fn zstd_version() -> Result<String> {
+    let out = Command::new("zstd").arg("--version").stdin(Stdio::null()).output().map_err(|e| {
+        anyhow!("cannot run `zstd` ({e}): the comparison runs `tar -I 'zstd -T0'`; install it: `apt install zstd`")
+    })?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().trim_matches('*').trim().to_string())
+}
+
+/// Builds the bundle, then times `pack` and `tar -I 'zstd -T0'`, alternating, `runs` times each.
+pub fn measure_pack(args: &PackBenchArgs) -> Result<PackBenchReport> {
+    if args.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let zstd_version = zstd_version()?;
+    let dir = args.dir.clone().unwrap_or_else(default_pack_dir);
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("creating {}: choose another place with --dir", dir.display()))?;
+    let dir = dir.canonicalize().with_context(|| format!("resolving {}", dir.display()))?;
+    let bundle = dir.join(PACK_BUNDLE);
+    let ours = dir.join("ours.tar.zst");
+    let theirs = dir.join("theirs.tar.zst");
+    let cleanup = PackCleanup {
+        paths: vec![bundle.clone(), ours.clone(), dir.join("ours.tar.zst.sha256"), theirs.clone()],
+        keep: args.keep,
+    };
+    for p in &cleanup.paths {
+        // What an earlier `--keep` run left.
+        if p.is_dir() {
+            std::fs::remove_dir_all(p).with_context(|| format!("removing the old {}", p.display()))?;
+        } else if p.exists() {
+            std::fs::remove_file(p).with_context(|| format!("removing the old {}", p.display()))?;
+        }
+    }
+    let dump_bytes = args.size_mb.saturating_mul(1_000_000);
+    write_pack_bundle(&bundle, dump_bytes)?;
+
+    let opts = archive::PackOptions { with_coredumps: true, ..archive::PackOptions::default() };
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let mut ours_t = Vec::new();
+    let mut theirs_t = Vec::new();
+    let mut ours_cpu = Vec::new();
+    let mut theirs_cpu = Vec::new();
+    let mut packed = None;
+    for _ in 0..args.runs {
+        let _ = std::fs::remove_file(&ours);
+        let c0 = cpu_time(UsageWho::RUSAGE_SELF)?;
+        let t0 = Instant::now();
+        let p = archive::pack(&bundle, &ours, &opts).context("packing the generated bundle")?;
+        ours_t.push(t0.elapsed());
+        ours_cpu.push(cpu_time(UsageWho::RUSAGE_SELF)?.saturating_sub(c0));
+        packed = Some(p);
+
+        let _ = std::fs::remove_file(&theirs);
+        let c0 = cpu_time(UsageWho::RUSAGE_CHILDREN)?;
+        let t0 = Instant::now();
+        let out = Command::new("tar")
+            .arg("-C")
+            .arg(&dir)
+            .args(["-I", "zstd -T0", "-cf"])
+            .arg(&theirs)
+            .arg(PACK_BUNDLE)
+            .stdin(Stdio::null())
+            .output()
+            .context("running `tar` for comparison: is GNU tar installed?")?;
+        theirs_t.push(t0.elapsed());
+        theirs_cpu.push(cpu_time(UsageWho::RUSAGE_CHILDREN)?.saturating_sub(c0));
+        if !out.status.success() {
+            bail!(
+                "`tar -I 'zstd -T0' -cf {} {PACK_BUNDLE}` failed ({}): {}",
+                theirs.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+    }
+    let packed = packed.expect("runs >= 1");
+    let theirs_bytes =
+        std::fs::metadata(&theirs).with_context(|| format!("reading {}", theirs.display()))?.len();
+    let v_ours = archive::verify(&ours).context("verifying our archive")?;
+    let v_theirs = archive::verify(&theirs).context("verifying tar's archive")?;
+    let same_files = v_ours.ok() && v_theirs.ok() && v_ours.checked == v_theirs.checked;
+    drop(cleanup);
+    Ok(PackBenchReport {
+        input_bytes: packed.input_bytes,
+        dump_bytes,
+        files: packed.files,
+        ours: ours_t,
+        theirs: theirs_t,
+        ours_cpu,
+        theirs_cpu,
+        ours_bytes: packed.bytes,
+        theirs_bytes,
+        same_files,
+        workers,
+        zstd_version,
+        cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        cpu_model: cpu_model(),
+        debug_build: cfg!(debug_assertions),
+    })
+}
+
+/// `bench pack`: measures and prints the table.
+pub fn run_pack(args: PackBenchArgs) -> Result<()> {
+    let report = measure_pack(&args)?;
+    print!("{}", report.table());
+    if args.keep {
+        println!("kept         {}", args.dir.clone().unwrap_or_else(default_pack_dir).display());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -511,5 +936,105 @@ mod tests {
         let slow = BenchReport { analyze: Duration::from_secs(5), ..r };
         assert!(!slow.passed());
         assert!(slow.table().contains("result     FAIL"));
+    }
+
+    #[test]
+    fn coredump_is_deterministic_and_compresses_like_one() {
+        let mut a = Vec::new();
+        write_coredump(&mut a, 4_000_123).unwrap();
+        assert_eq!(a.len(), 4_000_123);
+        assert_eq!(&a[..4], b"\x7fELF");
+        assert_eq!(&a[18..20], &190u16.to_le_bytes(), "EM_CUDA");
+        let mut b = Vec::new();
+        write_coredump(&mut b, 4_000_123).unwrap();
+        assert!(a == b, "the fixed seed gives the same bytes");
+        let zeros = a.iter().filter(|&&x| x == 0).count() as f64 / a.len() as f64;
+        assert!((0.4..0.75).contains(&zeros), "{zeros}");
+        let ratio = zstd::encode_all(&a[..], 3).unwrap().len() as f64 / a.len() as f64;
+        assert!((0.2..0.5).contains(&ratio), "compresses to {ratio}");
+    }
+
+    #[test]
+    fn median_of_runs() {
+        let s = Duration::from_secs;
+        assert_eq!(median(&[s(3), s(1), s(2)]), s(2));
+        assert_eq!(median(&[s(4), s(1), s(2), s(3)]), Duration::from_millis(2500));
+        assert_eq!(median(&[]), Duration::ZERO);
+    }
+
+    #[test]
+    fn pack_table_says_pass_or_fail() {
+        let r = PackBenchReport {
+            input_bytes: 150_000_500,
+            dump_bytes: 150_000_000,
+            files: 11,
+            ours: vec![Duration::from_millis(900), Duration::from_secs(1), Duration::from_secs(3)],
+            theirs: vec![
+                Duration::from_millis(1100),
+                Duration::from_millis(1200),
+                Duration::from_millis(1000),
+            ],
+            ours_cpu: vec![Duration::from_millis(1800)],
+            theirs_cpu: vec![Duration::from_millis(1700)],
+            ours_bytes: 50_000_000,
+            theirs_bytes: 50_000_100,
+            same_files: true,
+            workers: 2,
+            zstd_version: "Zstandard CLI (64-bit) v1.5.4".into(),
+            cpus: 2,
+            cpu_model: "test".into(),
+            debug_build: false,
+        };
+        assert!(r.passed());
+        let t = r.table();
+        assert!(
+            t.contains(
+                "bundle pack (zstd -3, 2 workers)     1.00       150    1.80        50000000   0.333\n"
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "tar -I 'zstd -T0'                    1.10       136    1.70        50000100   0.333\n"
+            ),
+            "{t}"
+        );
+        assert!(t.contains("result       PASS (at least as fast: PASS, no larger: PASS)\n"), "{t}");
+        let larger = PackBenchReport { ours_bytes: 50_000_101, ..r.clone() };
+        assert!(larger.table().contains("result       FAIL (at least as fast: PASS, no larger: FAIL)"));
+        let slower = PackBenchReport { ours: vec![Duration::from_secs(2)], ..r.clone() };
+        assert!(!slower.passed());
+        let different = PackBenchReport { same_files: false, ..r };
+        assert!(!different.passed());
+    }
+
+    #[test]
+    fn pack_bench_removes_what_it_wrote() {
+        if zstd_version().is_err() {
+            eprintln!("skipped: `zstd` is not installed");
+            return;
+        }
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/tmp/bench-pack-small");
+        let _ = std::fs::remove_dir_all(&dir);
+        let args = PackBenchArgs { size_mb: 3, dir: Some(dir.clone()), keep: false, runs: 1 };
+        let r = measure_pack(&args).unwrap();
+        assert!(r.same_files, "{r:?}");
+        assert_eq!(r.files, PACK_SMALL_FILES.len() + 2, "the small files, the dump and SHA256SUMS");
+        assert!(r.input_bytes > 3_000_000 && r.ours_bytes < r.input_bytes / 2);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "left behind in {}", dir.display());
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    /// The benchmark itself (150 MB, 3 runs); run on a release build:
+    /// `cargo test --release -p xtask --lib bench::tests::pack_bench -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn pack_bench() {
+        let size_mb = std::env::var("PACK_BENCH_MB").ok().and_then(|s| s.parse().ok()).unwrap_or(150);
+        let runs = std::env::var("PACK_BENCH_RUNS").ok().and_then(|s| s.parse().ok()).unwrap_or(3);
+        let keep = std::env::var_os("PACK_BENCH_KEEP").is_some();
+        let r = measure_pack(&PackBenchArgs { size_mb, dir: None, keep, runs }).unwrap();
+        eprintln!("{}", r.table());
+        eprintln!("ours   {:?} cpu {:?}\ntheirs {:?} cpu {:?}", r.ours, r.ours_cpu, r.theirs, r.theirs_cpu);
     }
 }

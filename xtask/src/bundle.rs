@@ -306,6 +306,10 @@ impl Bundle {
         std::fs::create_dir_all(root).with_context(|| {
             format!("cannot create the bundle root `{}`: choose another with `--bundle-dir`", root.display())
         })?;
+        // Absolute: commands get paths into the bundle (the coredump pattern, `--save`) and
+        // may run in another working directory.
+        let root = &std::path::absolute(root)
+            .with_context(|| format!("cannot resolve the bundle root `{}`", root.display()))?;
         let mut dir = root.join(format!("{stamp}_{safe}"));
         let mut n = 1;
         while dir.exists() {
@@ -338,7 +342,7 @@ impl Bundle {
             tool: "cargo xtask debug-ima".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             created: stamp,
-            root: std::path::absolute(&dir).unwrap_or_else(|_| dir.clone()).display().to_string(),
+            root: dir.display().to_string(),
             recipe,
             host,
             versions: BTreeMap::new(),

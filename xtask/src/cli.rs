@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
-use crate::{analyze, bench, debug_ima, doctor, recipe, ui};
+use crate::{analyze, bench, bundle_cmd, debug_ima, doctor, recipe, ui};
 
 /// Exit status for success.
 pub const EXIT_OK: i32 = 0;
@@ -55,8 +55,26 @@ pub enum Command {
     /// compute-sanitizer text and XML. Exit 0 whenever the input could be read, with or
     /// without a verdict.
     Analyze(AnalyzeArgs),
-    /// Measure the analyzer on a generated 1 GiB memcheck log against `grep -c`.
-    Bench(bench::BenchArgs),
+    /// List, show, pack, unpack, verify and report bundles (what `debug-ima` collected).
+    ///
+    /// Exit codes: 0 done, 1 failure or (`verify`) a file that does not match.
+    #[command(subcommand)]
+    Bundle(bundle_cmd::BundleCommand),
+    /// Measure the analyzer on a generated 1 GiB memcheck log against `grep -c`
+    /// (`bench pack`: `bundle pack` against `tar -I 'zstd -T0'`).
+    Bench {
+        #[command(subcommand)]
+        what: Option<BenchCommand>,
+        #[command(flatten)]
+        args: bench::BenchArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Pack a bundle holding a coredump-sized file with `bundle pack` and with
+    /// `tar -I 'zstd -T0'`, and compare time and size.
+    Pack(bench::PackBenchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -128,8 +146,13 @@ fn run(cli: Cli) -> Result<i32> {
             ui::out(&text).context("cannot write to stdout")?;
             Ok(EXIT_OK)
         }
-        Command::Bench(args) => {
+        Command::Bundle(cmd) => bundle_cmd::run(cmd),
+        Command::Bench { what: None, args } => {
             bench::run(args)?;
+            Ok(EXIT_OK)
+        }
+        Command::Bench { what: Some(BenchCommand::Pack(args)), .. } => {
+            bench::run_pack(args)?;
             Ok(EXIT_OK)
         }
     }

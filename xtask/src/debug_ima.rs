@@ -153,6 +153,10 @@ pub fn run(args: Args) -> Result<i32> {
     };
     ladder.bundle.manifest.stopped = Some(stop.clone());
     ladder.bundle.write_analysis(analysis)?;
+    // Sealed last, so that `bundle verify` can tell later edits (also after Ctrl-C).
+    if let Err(e) = crate::archive::write_sums(&ladder.bundle.root) {
+        ui::status(&format!("warning: {e:#}; `cargo xtask bundle pack` writes SHA256SUMS later"));
+    }
 
     // After an error with nothing found, the analysis has nothing to say: the error does.
     let mut text = if outcome.is_err() && analysis.findings.is_empty() && analysis.symptoms.is_empty() {

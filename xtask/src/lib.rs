@@ -3,6 +3,7 @@ pub mod analyze;
 pub mod archive;
 pub mod bench;
 pub mod bundle;
+pub mod bundle_cmd;
 pub mod cli;
 pub mod debug_ima;
 pub mod doctor;

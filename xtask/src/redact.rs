@@ -391,16 +391,22 @@ fn is_name_byte(b: u8) -> bool {
     is_word(b) || b == b'.' || b == b'-'
 }
 
-/// The value that starts at `v`: inside quotes, or up to whitespace, a quote or `&`.
+/// The value that starts at `v`: inside quotes, or up to whitespace, a quote, `&` or `;`. A
+/// shell variable reference (`$HF_TOKEN`, `${HF_TOKEN}`) is not a value: scripts pass secrets
+/// along that way without holding them.
 fn value_span(s: &[u8], v: usize) -> Option<(usize, usize)> {
     let first = *s.get(v)?;
     let (start, end) = if is_quote(first) {
         let start = v + 1;
         (start, run(s, start, |b| b != first))
     } else {
-        (v, run(s, v, |b| !b.is_ascii_whitespace() && !is_quote(b) && b != b'&'))
+        (v, run(s, v, |b| !b.is_ascii_whitespace() && !is_quote(b) && b != b'&' && b != b';'))
     };
-    (start < end && &s[start..end] != MARK.as_bytes()).then_some((start, end))
+    let value = &s[start..end];
+    let reference = value.first() == Some(&b'$')
+        && value[1..].iter().all(|&b| is_word(b) || b == b'{' || b == b'}')
+        && value.len() > 1;
+    (start < end && value != MARK.as_bytes() && !reference).then_some((start, end))
 }
 
 /// `NAME=value` where NAME is a [`secret_name`] (`HF_TOKEN=…`, `--api-key=…`, `?access_token=…`).
@@ -597,6 +603,21 @@ mod tests {
         ] {
             assert!(matches!(redact_line(line).0, Cow::Borrowed(_)), "{line}");
         }
+    }
+
+    #[test]
+    fn shell_references_are_not_secrets() {
+        for line in [
+            "echo MY_TOKEN=$MY_TOKEN; echo next",
+            "export HF_TOKEN=${HF_TOKEN}",
+            "serve --api-key $OPENAI_API_KEY --port 1",
+            "HF_TOKEN=\"$HF_TOKEN\" python3 x.py",
+        ] {
+            assert_eq!(red(line), line);
+        }
+        // A literal value before `;` is one, and the `;` stays.
+        assert_eq!(red("HF_TOKEN=abc123; run"), "HF_TOKEN=[REDACTED]; run");
+        assert_eq!(red("HF_TOKEN=$abc-def"), "HF_TOKEN=[REDACTED]");
     }
 
     #[test]
