@@ -5,6 +5,7 @@ pub mod bench;
 pub mod bundle;
 pub mod bundle_cmd;
 pub mod cli;
+pub mod container;
 pub mod debug_ima;
 pub mod doctor;
 pub mod exec;

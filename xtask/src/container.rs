@@ -1,0 +1,294 @@
+//! Containers: every rung's command wrapped to run inside a pinned image with Docker, Podman
+//! or Apptainer, with the bundle and the target's folders bind-mounted at the same paths (so
+//! the coredump pattern, `--save` and the recipe's absolute paths mean the same inside), the
+//! GPUs passed in, ptrace allowed for the attach rung, one name per container so that it can
+//! be killed and removed whatever happens, and the variables passed by name (`-e NAME`, the
+//! value from the client's environment), never as `NAME=value` on a command line.
+//!
+//! Pure: builds [`Invocation`]s from values. Running them is `exec`'s (and `doctor`'s for the
+//! short probes); the orchestrator removes each container after its run.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::rungs::Invocation;
+
+/// The container runtimes the ladder can wrap its commands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Runtime {
+    Docker,
+    Podman,
+    Apptainer,
+    /// On the host: no container.
+    None,
+}
+
+impl Runtime {
+    pub const ALL: [Runtime; 4] = [Runtime::Docker, Runtime::Podman, Runtime::Apptainer, Runtime::None];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Runtime::Docker => "docker",
+            Runtime::Podman => "podman",
+            Runtime::Apptainer => "apptainer",
+            Runtime::None => "none",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Runtime> {
+        Runtime::ALL.into_iter().find(|r| r.name() == s)
+    }
+
+    /// The flags that pass every GPU in: `--gpus all` (Docker, through the NVIDIA Container
+    /// Toolkit), the CDI device `nvidia.com/gpu=all` (Podman), `--nv` (Apptainer).
+    pub fn gpu_args(self) -> Vec<String> {
+        let words: &[&str] = match self {
+            Runtime::Docker => &["--gpus", "all"],
+            Runtime::Podman => &["--device", "nvidia.com/gpu=all", "--security-opt", "label=disable"],
+            Runtime::Apptainer => &["--nv"],
+            Runtime::None => &[],
+        };
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    /// `docker version --format ...`: the runtime's (server's) version.
+    pub fn version(self) -> Vec<String> {
+        let words: &[&str] = match self {
+            Runtime::Docker => &["docker", "version", "--format", "{{.Server.Version}}"],
+            Runtime::Podman => &["podman", "version", "--format", "{{.Version}}"],
+            Runtime::Apptainer => &["apptainer", "--version"],
+            Runtime::None => &[],
+        };
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    /// The command that prints an image's id and repository digests (`ID|DIGEST,...`); for
+    /// Apptainer, whose images are files, their SHA-256 is taken by the caller.
+    pub fn inspect_image(self, image: &str) -> Vec<String> {
+        match self {
+            Runtime::Docker | Runtime::Podman => vec![
+                self.name().into(),
+                "image".into(),
+                "inspect".into(),
+                "--format".into(),
+                "{{.Id}}|{{join .RepoDigests \",\"}}".into(),
+                image.into(),
+            ],
+            Runtime::Apptainer | Runtime::None => Vec::new(),
+        }
+    }
+}
+
+/// What a recipe (`container:`) or the command line (`--container`, `--image`) says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContainerConfig {
+    /// `None` when neither the recipe nor the command line chose one: the host.
+    pub runtime: Option<Runtime>,
+    /// A Docker/Podman image reference (`debug-ima/cuda:13.0`, best with `@sha256:`), or an
+    /// Apptainer image file (`.sif`).
+    pub image: Option<String>,
+    /// Host paths mounted at the same path besides those always mounted (the bundle root,
+    /// the run's and the build's folders, the recipe's folder).
+    pub mounts: Vec<PathBuf>,
+    /// Pass the GPUs in (default). Off only for tests without a GPU runtime.
+    pub gpus: bool,
+}
+
+impl Default for ContainerConfig {
+    fn default() -> ContainerConfig {
+        ContainerConfig { runtime: None, image: None, mounts: Vec::new(), gpus: true }
+    }
+}
+
+/// `TMPDIR` inside the container, for the target and the cuda-gdb that attaches to it: the
+/// CUDA debugger finds the target's debug pipes there, so both must see the same one.
+pub const TMPDIR: &str = "/tmp";
+
+/// Containers of one ladder run: the runtime, the image, what is mounted, and the name every
+/// container of the run starts with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Containers {
+    pub runtime: Runtime,
+    pub image: String,
+    /// Absolute host paths, each mounted at the same path, sorted, without repeats.
+    pub mounts: Vec<PathBuf>,
+    pub gpus: bool,
+    /// `debug-ima-<bundle name>`, lowercased and cut to what container names allow.
+    pub prefix: String,
+}
+
+/// What one wrapped command needs beyond the invocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// A build, a target run, a tool on a dump.
+    Plain,
+    /// The attach rung's target: `SYS_PTRACE` and a seccomp profile that allows ptrace.
+    Ptrace,
+}
+
+impl Containers {
+    /// The run's containers; `mounts` are made unique and sorted (a path inside another
+    /// mounted path is dropped: the outer mount shows it).
+    pub fn new(
+        runtime: Runtime,
+        image: &str,
+        mounts: &[PathBuf],
+        gpus: bool,
+        bundle_name: &str,
+    ) -> Containers {
+        let mut m: Vec<PathBuf> = mounts.to_vec();
+        m.sort();
+        m.dedup();
+        let outer: Vec<PathBuf> =
+            m.iter().filter(|p| !m.iter().any(|q| q != *p && p.starts_with(q))).cloned().collect();
+        let safe: String = bundle_name
+            .to_ascii_lowercase()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '-' })
+            .collect();
+        let mut prefix = format!("debug-ima-{safe}");
+        prefix.truncate(100);
+        Containers { runtime, image: image.to_string(), mounts: outer, gpus, prefix }
+    }
+
+    /// The name of the container for one process of the run: `<prefix>-<NN>-<what>`.
+    pub fn name(&self, index: usize, what: &str) -> String {
+        let what: String =
+            what.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' }).collect();
+        format!("{}-{index:02}-{what}", self.prefix)
+    }
+
+    /// `inv` run in a new container named `name`: the same command, working directory and
+    /// variables (passed by name; `env_remove` applied inside with `env -u`), the mounts,
+    /// the GPUs, and for [`Access::Ptrace`] what attaching a debugger needs. The returned
+    /// invocation's `env_set` is what the runtime's client must have in its environment.
+    pub fn wrap(&self, inv: &Invocation, name: &str, access: Access) -> Invocation {
+        let mut argv: Vec<String> = Vec::new();
+        let mut env_set = inv.env_set.clone();
+        match self.runtime {
+            Runtime::None => return inv.clone(),
+            Runtime::Docker | Runtime::Podman => {
+                argv.extend(
+                    [self.runtime.name(), "run", "--rm", "--name", name, "--init", "--ipc=host"]
+                        .map(String::from),
+                );
+                if self.gpus {
+                    argv.extend(self.runtime.gpu_args());
+                }
+                if access == Access::Ptrace {
+                    argv.extend(
+                        ["--cap-add", "SYS_PTRACE", "--security-opt", "seccomp=unconfined"].map(String::from),
+                    );
+                }
+                for m in &self.mounts {
+                    argv.push("-v".into());
+                    argv.push(format!("{0}:{0}", m.display()));
+                }
+                if let Some(cwd) = &inv.cwd {
+                    argv.push("-w".into());
+                    argv.push(cwd.display().to_string());
+                }
+                env_set.retain(|(k, _)| k != "TMPDIR");
+                env_set.push(("TMPDIR".into(), TMPDIR.into()));
+                for (k, _) in &env_set {
+                    argv.push("-e".into());
+                    argv.push(k.clone());
+                }
+                argv.push(self.image.clone());
+            }
+            Runtime::Apptainer => {
+                // Not `--containall`/`--contain`: they give the container its own PID namespace
+                // and `/tmp`, and cuda-gdb could then not attach (another `apptainer exec`
+                // must see the target's PID and its `TMPDIR`).
+                argv.extend(["apptainer", "exec", "--cleanenv"].map(String::from));
+                if self.gpus {
+                    argv.extend(self.runtime.gpu_args());
+                }
+                for m in &self.mounts {
+                    argv.push("--bind".into());
+                    argv.push(m.display().to_string());
+                }
+                if let Some(cwd) = &inv.cwd {
+                    argv.push("--pwd".into());
+                    argv.push(cwd.display().to_string());
+                }
+                // `--cleanenv` starts from a clean environment; `APPTAINERENV_X` sets X inside.
+                env_set = inv.env_set.iter().map(|(k, v)| (format!("APPTAINERENV_{k}"), v.clone())).collect();
+                env_set.push(("APPTAINERENV_TMPDIR".into(), TMPDIR.into()));
+                argv.push(self.image.clone());
+            }
+        }
+        if !inv.env_remove.is_empty() {
+            argv.push("env".into());
+            for k in &inv.env_remove {
+                argv.push("-u".into());
+                argv.push(k.clone());
+            }
+        }
+        argv.extend(inv.argv.iter().cloned());
+        Invocation { argv, cwd: None, env_set, env_remove: Vec::new(), timeout: inv.timeout }
+    }
+
+    /// `inv` run inside the running container `name` (Docker and Podman: `exec`), as the
+    /// attach rung runs cuda-gdb next to the waiting target: same PID namespace, same
+    /// `TMPDIR`. Apptainer shares the host's PID namespace, so a new `apptainer exec` does.
+    pub fn exec_in(&self, name: &str, inv: &Invocation) -> Invocation {
+        match self.runtime {
+            Runtime::Docker | Runtime::Podman => {
+                let mut argv: Vec<String> = vec![self.runtime.name().into(), "exec".into()];
+                let mut env_set = inv.env_set.clone();
+                env_set.retain(|(k, _)| k != "TMPDIR");
+                env_set.push(("TMPDIR".into(), TMPDIR.into()));
+                for (k, _) in &env_set {
+                    argv.push("-e".into());
+                    argv.push(k.clone());
+                }
+                argv.push(name.into());
+                argv.extend(inv.argv.iter().cloned());
+                Invocation { argv, cwd: None, env_set, env_remove: Vec::new(), timeout: inv.timeout }
+            }
+            Runtime::Apptainer | Runtime::None => self.wrap(inv, name, Access::Ptrace),
+        }
+    }
+
+    /// Kills and removes a container by name (`docker rm -f NAME`): after every run, also
+    /// after a timeout, an error or Ctrl-C; a container already gone is not an error worth
+    /// reporting.
+    pub fn remove(&self, name: &str) -> Option<Vec<String>> {
+        match self.runtime {
+            Runtime::Docker | Runtime::Podman => {
+                Some(vec![self.runtime.name().into(), "rm".into(), "-f".into(), name.into()])
+            }
+            Runtime::Apptainer | Runtime::None => None,
+        }
+    }
+
+    /// Gives files a root container wrote into `dir` back to `uid:gid` (Docker and Podman
+    /// run as root so that cuda-gdb may attach; Apptainer runs as the user).
+    pub fn chown(&self, dir: &Path, uid: u32, gid: u32) -> Option<Invocation> {
+        match self.runtime {
+            Runtime::Docker | Runtime::Podman if uid != 0 => Some(Invocation {
+                argv: vec![
+                    self.runtime.name().into(),
+                    "run".into(),
+                    "--rm".into(),
+                    "-v".into(),
+                    format!("{0}:{0}", dir.display()),
+                    "--entrypoint".into(),
+                    "chown".into(),
+                    self.image.clone(),
+                    "-R".into(),
+                    format!("{uid}:{gid}"),
+                    dir.display().to_string(),
+                ],
+                cwd: None,
+                env_set: Vec::new(),
+                env_remove: Vec::new(),
+                timeout: Some(std::time::Duration::from_secs(120)),
+            }),
+            _ => None,
+        }
+    }
+}
