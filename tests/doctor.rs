@@ -12,10 +12,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use xtask::container::Runtime;
 use xtask::doctor::{
-    self, check_ptrace, check_space, driver_toolkit, evaluate, gather, parse_df_available_kib, parse_gpus,
-    parse_version, render, require, run_checks, run_with_timeout, versions, Exit, Options, Output, Probe,
-    PtraceFacts, Report, SpaceFacts, Status, NO_GPU_FIX,
+    self, check_gpu_plumbing, check_ptrace, check_ptrace_in_container, check_space, driver_toolkit, evaluate,
+    gather, parse_df_available_kib, parse_gpus, parse_image_probe, parse_version, render, require,
+    run_checks, run_with_timeout, versions, ContainerTarget, Exit, Options, Output, PlumbingFacts, Probe,
+    PtraceFacts, Report, SpaceFacts, Status, IMAGE_PROBE_SCRIPT, IMAGE_PROBE_TIMEOUT, NO_GPU_FIX,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -134,7 +136,19 @@ impl Recorded {
 
 impl Probe for Recorded {
     fn run(&self, program: &Path, args: &[&str], timeout: Duration) -> Output {
-        assert!(timeout <= Duration::from_secs(10), "every probe is limited to 10 s");
+        // The probe inside a container image is shown as `... -c SCRIPT`, its container's
+        // name (unique per run) as `NAME`.
+        let in_image = args.contains(&IMAGE_PROBE_SCRIPT);
+        let limit = if in_image { IMAGE_PROBE_TIMEOUT } else { Duration::from_secs(10) };
+        assert!(timeout <= limit, "every probe is limited to 10 s, the one in the image to 60 s");
+        let args: Vec<&str> = args
+            .iter()
+            .map(|a| match *a {
+                a if a == IMAGE_PROBE_SCRIPT => "SCRIPT",
+                a if a.starts_with("debug-ima-doctor-") => "NAME",
+                a => a,
+            })
+            .collect();
         let cmd = format!("{} {}", program.display(), args.join(" "));
         self.ran.lock().unwrap().push(cmd.clone());
         self.outputs.get(&cmd).cloned().unwrap_or_else(|| Output::exited(127, "", "not recorded"))
@@ -645,4 +659,963 @@ fn probes_are_killed_at_their_timeout() {
     assert_eq!(out, Output::exited(3, "out\n", "err\n"));
     let out = run_with_timeout(Path::new("/nonexistent/nvidia-smi"), &[], Duration::from_secs(1));
     assert!(matches!(out.exit, Exit::NotRun(_)), "{out:?}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Containers: outputs recorded on this machine's Docker (engine 20.10.24+dfsg1, client
+// 28.2.2, no NVIDIA Container Toolkit), and the probe script run in real containers
+// ---------------------------------------------------------------------------------------
+
+const DOCKER: &str = "/usr/bin/docker";
+/// `docker version --format {{.Server.Version}}` (exit 0).
+const DOCKER_SERVER_VERSION: &str = "20.10.24+dfsg1\n";
+/// The same with `DOCKER_HOST=unix:///nonexistent.sock` (no daemon there): exit 1, one
+/// empty line on stdout, this on stderr.
+const DOCKER_DOWN: &str =
+    "Cannot connect to the Docker daemon at unix:///nonexistent.sock. Is the docker daemon running?\n";
+/// The same as a user outside the `docker` group (`setpriv --reuid=65534`): exit 1, one
+/// empty line on stdout, this on stderr.
+const DOCKER_DENIED: &str = "permission denied while trying to connect to the Docker daemon socket at \
+                             unix:///var/run/docker.sock: Get \
+                             \"http://%2Fvar%2Frun%2Fdocker.sock/v1.50/version\": dial unix \
+                             /var/run/docker.sock: connect: permission denied\n";
+/// The `--format` of the doctor's `docker image inspect`.
+const INSPECT_FORMAT: &str = "{{.Id}}|{{range $i, $d := .RepoDigests}}{{if $i}},{{end}}{{$d}}{{end}}";
+/// `docker image inspect --format INSPECT_FORMAT debug-ima/cuda:13.0` without that image:
+/// exit 1, one empty line on stdout, this on stderr.
+const INSPECT_NO_CUDA: &str =
+    "Error response from daemon: no such image: debug-ima/cuda:13.0: No such image: debug-ima/cuda:13.0\n";
+/// The same for `nvidia/cuda:13.0.1-devel-ubuntu24.04`.
+const INSPECT_NO_NVIDIA: &str =
+    "Error response from daemon: no such image: nvidia/cuda:13.0.1-devel-ubuntu24.04: \
+                                 No such image: nvidia/cuda:13.0.1-devel-ubuntu24.04\n";
+/// `docker info --format '{{json .Runtimes}}'` (exit 0): no `nvidia` runtime.
+const DOCKER_RUNTIMES: &str =
+    "{\"io.containerd.runc.v2\":{\"path\":\"runc\"},\"io.containerd.runtime.v1.linux\":\
+                               {\"path\":\"runc\"},\"runc\":{\"path\":\"runc\"}}\n";
+/// `docker run --rm --pull=never --network=none --gpus all --entrypoint sh IMAGE -c true`
+/// without the toolkit: exit 125, nothing on stdout, this on stderr.
+const RUN_NO_TOOLKIT: &str = "docker: Error response from daemon: could not select device driver \"\" with \
+                              capabilities: [[gpu]]\n\nRun 'docker run --help' for more information\n";
+
+/// An image built `FROM scratch` with busybox, `/tmp`, and stand-ins at
+/// `/usr/local/cuda/bin/{nvcc,cuobjdump,cuda-gdb,compute-sanitizer}` that print the H200's
+/// recorded `--version` output (H200_NVCC, ...), an empty
+/// `/usr/local/nvidia/lib64/libcudadebugger.so.1`, and `/usr/local/cuda/bin` first on PATH;
+/// `docker image inspect` gave it this id.
+const FULL_IMAGE: &str = "debug-ima-rec/a:1";
+const FULL_ID: &str = "sha256:a4f3f9b1f974f39fe3424cee6b549d638ce30802ea5ce20037539b9f0cf18fef";
+/// What IMAGE_PROBE_SCRIPT printed in it (`docker run ... --entrypoint sh IMAGE -c SCRIPT`, exit 0).
+const PROBE_FULL: &str = "probe=debug-ima-doctor 1
+id=0
+path=/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+nvcc=/usr/local/cuda/bin/nvcc
+nvcc_exit=0
+nvcc_out=nvcc: NVIDIA (R) Cuda compiler driver
+nvcc_out=Copyright (c) 2005-2025 NVIDIA Corporation
+nvcc_out=Built on Wed_Aug_20_01:58:59_PM_PDT_2025
+nvcc_out=Cuda compilation tools, release 13.0, V13.0.88
+nvcc_out=Build cuda_13.0.r13.0/compiler.36424714_0
+cuobjdump=/usr/local/cuda/bin/cuobjdump
+cuobjdump_exit=0
+cuobjdump_out=cuobjdump: NVIDIA (R) fat binary listing tool
+cuobjdump_out=Copyright (c) 2005-2025 NVIDIA Corporation
+cuobjdump_out=Built on Thu_Aug_14_07:26:37_PM_PDT_2025
+cuobjdump_out=Cuda compilation tools, release 13.0, V13.0.85
+cuobjdump_out=Build cuda_13.0.r13.0/compiler.36400806_0
+cuda-gdb=/usr/local/cuda/bin/cuda-gdb
+cuda-gdb_exit=0
+cuda-gdb_out=exec: /usr/local/cuda/bin/cuda-gdb-python3.12-tui --version
+cuda-gdb_out=NVIDIA (R) cuda-gdb 13.0
+cuda-gdb_out=Portions Copyright (C) 2007-2025 NVIDIA Corporation
+cuda-gdb_out=Based on GNU gdb 14.2
+cuda-gdb_out=Copyright (C) 2023 Free Software Foundation, Inc.
+cuda-gdb_out=License GPLv3+: GNU GPL version 3 or later <http://gnu.org/licenses/gpl.html>
+cuda-gdb_out=This is free software: you are free to change and redistribute it.
+cuda-gdb_out=There is NO WARRANTY, to the extent permitted by law.
+compute-sanitizer=/usr/local/cuda/bin/compute-sanitizer
+compute-sanitizer_exit=0
+compute-sanitizer_out=NVIDIA (R) Compute Sanitizer
+compute-sanitizer_out=Copyright (c) 2020-2025 NVIDIA Corporation
+compute-sanitizer_out=Version 2025.3.1.0 (build 36400806) (public-release)
+libcudadebugger=/usr/local/nvidia/lib64/libcudadebugger.so.1
+tmp=writable
+end=ok
+";
+/// The same stand-ins without compute-sanitizer and libcudadebugger.so.1, busybox's default
+/// PATH (without `/usr/local/cuda/bin`), and `USER 1000`.
+const PARTIAL_IMAGE: &str = "debug-ima-rec/b:1";
+const PARTIAL_ID: &str = "sha256:5493030be91e724046103257ee0924c82bb1cf1c9c69add86c4d18940b8df2fa";
+const PROBE_PARTIAL: &str = "probe=debug-ima-doctor 1
+id=1000
+path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+nvcc=/usr/local/cuda/bin/nvcc
+nvcc_exit=0
+nvcc_out=nvcc: NVIDIA (R) Cuda compiler driver
+nvcc_out=Copyright (c) 2005-2025 NVIDIA Corporation
+nvcc_out=Built on Wed_Aug_20_01:58:59_PM_PDT_2025
+nvcc_out=Cuda compilation tools, release 13.0, V13.0.88
+nvcc_out=Build cuda_13.0.r13.0/compiler.36424714_0
+cuobjdump=/usr/local/cuda/bin/cuobjdump
+cuobjdump_exit=0
+cuobjdump_out=cuobjdump: NVIDIA (R) fat binary listing tool
+cuobjdump_out=Copyright (c) 2005-2025 NVIDIA Corporation
+cuobjdump_out=Built on Thu_Aug_14_07:26:37_PM_PDT_2025
+cuobjdump_out=Cuda compilation tools, release 13.0, V13.0.85
+cuobjdump_out=Build cuda_13.0.r13.0/compiler.36400806_0
+cuda-gdb=/usr/local/cuda/bin/cuda-gdb
+cuda-gdb_exit=0
+cuda-gdb_out=exec: /usr/local/cuda/bin/cuda-gdb-python3.12-tui --version
+cuda-gdb_out=NVIDIA (R) cuda-gdb 13.0
+cuda-gdb_out=Portions Copyright (C) 2007-2025 NVIDIA Corporation
+cuda-gdb_out=Based on GNU gdb 14.2
+cuda-gdb_out=Copyright (C) 2023 Free Software Foundation, Inc.
+cuda-gdb_out=License GPLv3+: GNU GPL version 3 or later <http://gnu.org/licenses/gpl.html>
+cuda-gdb_out=This is free software: you are free to change and redistribute it.
+cuda-gdb_out=There is NO WARRANTY, to the extent permitted by law.
+compute-sanitizer=
+tmp=writable
+end=ok
+";
+/// The test image of `container_checks_against_the_real_docker_engine` (busybox alone, no
+/// `/tmp`); that test checks that the script still prints exactly this there.
+const BUSYBOX_IMAGE: &str = "debug-ima-test/doctor:latest";
+const PROBE_BUSYBOX: &str = "probe=debug-ima-doctor 1
+id=0
+path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+nvcc=
+cuobjdump=
+cuda-gdb=
+compute-sanitizer=
+tmp=not writable
+end=ok
+";
+/// Apptainer's `etc/nvliblist.conf` (apptainer/apptainer at 1a0df58e), which does not list
+/// libcudadebugger.so (apptainer/apptainer#2261).
+const APPTAINER_NVLIBLIST: &str = "# NVLIBLIST.CONF
+# This configuration file determines which NVIDIA libraries to search for on 
+# the host system when the --nv option is invoked.  You can edit it if you have
+# different libraries on your host system.  You can also add binaries and they
+# will be mounted into the container when the --nv option is passed.
+
+# put binaries here
+# In shared environments you should ensure that permissions on these files 
+# exclude writing by non-privileged users.  
+nvidia-smi
+nvidia-debugdump
+nvidia-persistenced
+nvidia-cuda-mps-control
+nvidia-cuda-mps-server
+
+# put libs here (must end in .so) 
+libcuda.so
+libEGL_installertest.so
+libEGL_nvidia.so
+libEGL.so
+libGLdispatch.so
+libGLESv1_CM_nvidia.so
+libGLESv1_CM.so
+libGLESv2_nvidia.so
+libGLESv2.so
+libGL.so
+libGLX_installertest.so
+libGLX_nvidia.so
+libglx.so
+libGLX.so
+libnvcuvid.so
+libnvidia-cbl.so
+libnvidia-cfg.so
+libnvidia-compiler.so
+libnvidia-eglcore.so
+libnvidia-egl-wayland.so
+libnvidia-encode.so
+libnvidia-fatbinaryloader.so
+libnvidia-fbc.so
+libnvidia-glcore.so
+libnvidia-glsi.so
+libnvidia-glvkspirv.so
+libnvidia-gpucomp.so
+libnvidia-gtk2.so
+libnvidia-gtk3.so
+libnvidia-ifr.so
+libnvidia-ml.so
+libnvidia-opencl.so
+libnvidia-opticalflow.so
+libnvidia-ptxjitcompiler.so
+libnvidia-rtcore.so
+libnvidia-tls.so
+libnvidia-wfb.so
+libnvoptix.so.1
+libOpenCL.so
+libOpenGL.so
+libvdpau_nvidia.so
+nvidia_drv.so
+tls_test_.so
+";
+
+fn target(runtime: Runtime, image: &str, gpus: bool) -> ContainerTarget {
+    ContainerTarget { runtime, image: image.to_string(), gpus }
+}
+
+fn version_cmd() -> String {
+    format!("{DOCKER} version --format {{{{.Server.Version}}}}")
+}
+
+fn inspect_cmd(image: &str) -> String {
+    format!("{DOCKER} image inspect --format {INSPECT_FORMAT} {image}")
+}
+
+/// The probe's command line as [`Recorded`] shows it.
+fn probe_cmd(image: &str, gpus: bool) -> String {
+    let gpu = if gpus { " --gpus all" } else { "" };
+    format!(
+        "{DOCKER} run --rm --name NAME --pull=never --network=none{gpu} --entrypoint sh {image} -c SCRIPT"
+    )
+}
+
+/// The H200 with Docker answering, `image` present with `id`, and the probe in it printing
+/// `probe_out` (with and without the GPUs).
+fn docker_h200(image: &str, id: &str, probe_out: &str) -> Recorded {
+    h200()
+        .exe(DOCKER)
+        .output(&version_cmd(), Output::exited(0, DOCKER_SERVER_VERSION, ""))
+        .output(&inspect_cmd(image), Output::exited(0, &format!("{id}|\n"), ""))
+        .output(
+            &format!("{DOCKER} info --format {{{{json .Runtimes}}}}"),
+            Output::exited(0, DOCKER_RUNTIMES, ""),
+        )
+        .output(&probe_cmd(image, true), Output::exited(0, probe_out, ""))
+        .output(&probe_cmd(image, false), Output::exited(0, probe_out, ""))
+}
+
+fn container_report(probe: &Recorded, t: ContainerTarget) -> Report {
+    evaluate(&gather(probe, &Options { container: Some(t), ..opts() }))
+}
+
+fn names(r: &Report) -> Vec<&str> {
+    r.checks.iter().map(|c| c.name.as_str()).collect()
+}
+
+#[test]
+fn container_runtime_missing_daemon_down_permission_denied_and_present() {
+    // Not installed: nothing further is run, and the image and the tools say why.
+    let probe = h200();
+    let r = container_report(&probe, target(Runtime::Docker, FULL_IMAGE, true));
+    let rt = r.get("runtime").unwrap();
+    assert_eq!(rt.status, Status::Missing);
+    assert_eq!(rt.detail, "`docker` not found on PATH");
+    assert!(rt.fix.as_deref().unwrap().contains("install Docker Engine"), "{rt:#?}");
+    assert_eq!(rt.needed_by, ["all"]);
+    let image = r.get("image").unwrap();
+    assert_eq!(image.status, Status::Missing);
+    assert!(image.detail.starts_with("not checked: the runtime is missing"), "{}", image.detail);
+    let nvcc = r.get("nvcc").unwrap();
+    assert_eq!(nvcc.status, Status::Missing);
+    assert!(nvcc.detail.contains("the runtime is missing (`docker` not found on PATH)"), "{}", nvcc.detail);
+    assert_eq!(nvcc.fix.as_deref(), Some("fix the `runtime` check first"));
+    assert!(!probe.ran().iter().any(|c| c.contains("docker")), "{:?}", probe.ran());
+
+    // The daemon down: the client is there, the server does not answer.
+    let probe = docker_h200(FULL_IMAGE, FULL_ID, PROBE_FULL)
+        .output(&version_cmd(), Output::exited(1, "\n", DOCKER_DOWN));
+    let r = container_report(&probe, target(Runtime::Docker, FULL_IMAGE, true));
+    let rt = r.get("runtime").unwrap();
+    assert_eq!(rt.status, Status::Missing);
+    assert!(rt.detail.starts_with("the Docker daemon does not answer: Cannot connect to the Docker daemon"));
+    assert!(rt.fix.as_deref().unwrap().contains("`sudo systemctl start docker`"), "{rt:#?}");
+    assert_eq!(status_of(&r, "image"), Status::Missing);
+    assert!(r.get("cuda-gdb").unwrap().detail.contains("the runtime is missing"));
+    let ran = probe.ran();
+    assert!(!ran.iter().any(|c| c.contains(" image inspect ") || c.contains(" run ")), "{ran:?}");
+    let err = require(&r, &["baseline"]).unwrap_err().to_string();
+    assert!(err.contains("runtime (all): the Docker daemon does not answer"), "{err}");
+
+    // A user outside the `docker` group.
+    let probe = docker_h200(FULL_IMAGE, FULL_ID, PROBE_FULL)
+        .output(&version_cmd(), Output::exited(1, "\n", DOCKER_DENIED));
+    let rt =
+        container_report(&probe, target(Runtime::Docker, FULL_IMAGE, true)).get("runtime").unwrap().clone();
+    assert_eq!(rt.status, Status::Missing);
+    assert!(
+        rt.detail.starts_with("no permission to use the Docker daemon: permission denied"),
+        "{}",
+        rt.detail
+    );
+    assert!(rt.fix.as_deref().unwrap().contains("the `docker` group"), "{rt:#?}");
+
+    // Present.
+    let r = container_report(
+        &docker_h200(FULL_IMAGE, FULL_ID, PROBE_FULL),
+        target(Runtime::Docker, FULL_IMAGE, true),
+    );
+    let rt = r.get("runtime").unwrap();
+    assert_eq!(rt.status, Status::Ok);
+    assert_eq!(rt.detail, "docker 20.10.24+dfsg1 at /usr/bin/docker");
+    assert_eq!(rt.version.as_deref(), Some("docker 20.10.24+dfsg1"));
+    assert_eq!(versions(&r)["runtime"], "docker 20.10.24+dfsg1");
+}
+
+#[test]
+fn container_image_missing_and_present() {
+    // The project's image, not built yet: the fix builds it, and nothing runs in it.
+    let cuda = "debug-ima/cuda:13.0";
+    let probe = docker_h200(cuda, "unused", PROBE_FULL)
+        .output(&inspect_cmd(cuda), Output::exited(1, "\n", INSPECT_NO_CUDA));
+    let r = container_report(&probe, target(Runtime::Docker, cuda, true));
+    let image = r.get("image").unwrap();
+    assert_eq!(image.status, Status::Missing);
+    assert_eq!(image.detail, "`debug-ima/cuda:13.0` is not among docker's local images");
+    assert!(image.fix.as_deref().unwrap().contains("`cargo xtask container build cuda`"), "{image:#?}");
+    assert_eq!(image.version, None);
+    for tool in ["nvcc", "cuobjdump", "cuda-gdb", "compute-sanitizer", "cuda-debugger-backend", "tmpdir"] {
+        let c = r.get(tool).unwrap();
+        assert_eq!(c.status, Status::Missing, "{c:#?}");
+        assert!(c.detail.starts_with("not checked in `debug-ima/cuda:13.0`: the image is missing"), "{c:#?}");
+    }
+    assert!(!probe.ran().iter().any(|c| c.contains(" run ")), "{:?}", probe.ran());
+    assert!(!versions(&r).contains_key("image"));
+
+    // Someone else's image: pulled.
+    let nv = "nvidia/cuda:13.0.1-devel-ubuntu24.04";
+    let probe = docker_h200(nv, "unused", PROBE_FULL)
+        .output(&inspect_cmd(nv), Output::exited(1, "\n", INSPECT_NO_NVIDIA));
+    let image = container_report(&probe, target(Runtime::Docker, nv, true)).get("image").unwrap().clone();
+    assert_eq!(image.status, Status::Missing);
+    assert!(image
+        .fix
+        .as_deref()
+        .unwrap()
+        .starts_with("pull it: `docker pull nvidia/cuda:13.0.1-devel-ubuntu24.04`"));
+
+    // Present: the id is shown and goes to the manifest.
+    let r = container_report(
+        &docker_h200(FULL_IMAGE, FULL_ID, PROBE_FULL),
+        target(Runtime::Docker, FULL_IMAGE, true),
+    );
+    let image = r.get("image").unwrap();
+    assert_eq!(image.status, Status::Ok);
+    assert_eq!(image.detail, format!("`{FULL_IMAGE}` is {FULL_ID} (local, no registry digest)"));
+    assert_eq!(image.version.as_deref(), Some(FULL_ID));
+    assert_eq!(versions(&r)["image"], FULL_ID);
+}
+
+#[test]
+fn apptainer_images_are_files_or_uris() {
+    let t = |image: &str| target(Runtime::Apptainer, image, true);
+    // No apptainer here: the runtime is missing, the image file is still checked.
+    let probe = h200().file("/images/cuda.sif", "");
+    let r = container_report(&probe, t("/images/cuda.sif"));
+    assert_eq!(status_of(&r, "runtime"), Status::Missing);
+    assert!(r.get("runtime").unwrap().fix.as_deref().unwrap().contains("install Apptainer"));
+    let image = r.get("image").unwrap();
+    assert_eq!((image.status, image.detail.as_str()), (Status::Ok, "`/images/cuda.sif`, an image file"));
+    assert!(r.get("nvcc").unwrap().detail.contains("the runtime is missing"));
+
+    let r = container_report(&h200(), t("/images/missing.sif"));
+    let image = r.get("image").unwrap();
+    assert_eq!(image.status, Status::Missing);
+    assert!(image.fix.as_deref().unwrap().contains("`apptainer build debug-ima-cuda.sif"), "{image:#?}");
+
+    let uri = "docker://nvidia/cuda:13.0.1-devel-ubuntu24.04";
+    let r = container_report(&h200(), t(uri));
+    let image = r.get("image").unwrap();
+    assert_eq!(image.status, Status::Warn);
+    assert!(image.fix.as_deref().unwrap().contains(&format!("`apptainer pull image.sif {uri}`")));
+
+    // The probe's command lines, for each runtime.
+    let argv = doctor::image_probe_argv(&t("/images/cuda.sif"), "n", "S");
+    assert_eq!(argv, ["apptainer", "exec", "--cleanenv", "--nv", "/images/cuda.sif", "sh", "-c", "S"]);
+    let argv = doctor::image_probe_argv(&target(Runtime::Podman, "img", true), "n", "S");
+    assert_eq!(
+        argv.join(" "),
+        "podman run --rm --name n --pull=never --network=none --device nvidia.com/gpu=all --security-opt \
+         label=disable --entrypoint sh img -c S"
+    );
+    let argv = doctor::image_probe_argv(&target(Runtime::Docker, "img", false), "n", "S");
+    assert_eq!(
+        argv.join(" "),
+        "docker run --rm --name n --pull=never --network=none --entrypoint sh img -c S"
+    );
+}
+
+#[test]
+fn gpu_plumbing_for_each_runtime() {
+    let docker_info = Output::exited(0, DOCKER_RUNTIMES, "");
+    // Docker without the toolkit (this machine), then with each of its signs.
+    let none = PlumbingFacts { docker_runtimes: Some(docker_info.clone()), ..PlumbingFacts::default() };
+    let c = check_gpu_plumbing(Runtime::Docker, &none);
+    assert_eq!(c.status, Status::Missing);
+    assert!(c
+        .detail
+        .contains("docker's runtimes are io.containerd.runc.v2, io.containerd.runtime.v1.linux, runc"));
+    assert!(
+        c.fix.as_deref().unwrap().contains("`sudo nvidia-ctk runtime configure --runtime=docker`"),
+        "{c:#?}"
+    );
+    let ctk = PlumbingFacts { toolkit: vec!["/usr/bin/nvidia-ctk".into()], ..none.clone() };
+    let c = check_gpu_plumbing(Runtime::Docker, &ctk);
+    assert_eq!(c.status, Status::Ok, "{c:#?}");
+    assert!(c.detail.contains("/usr/bin/nvidia-ctk"));
+    let cdi = PlumbingFacts { cdi_specs: vec!["/var/run/cdi/nvidia.yaml".into()], ..none.clone() };
+    assert_eq!(check_gpu_plumbing(Runtime::Docker, &cdi).status, Status::Ok);
+
+    // Podman needs a CDI spec; nvidia-ctk alone is not enough.
+    let c = check_gpu_plumbing(
+        Runtime::Podman,
+        &PlumbingFacts { toolkit: ctk.toolkit.clone(), ..Default::default() },
+    );
+    assert_eq!(c.status, Status::Missing);
+    assert_eq!(
+        c.fix.as_deref(),
+        Some("generate it: `sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`")
+    );
+    let c = check_gpu_plumbing(Runtime::Podman, &PlumbingFacts::default());
+    assert!(c.fix.as_deref().unwrap().contains("install the NVIDIA Container Toolkit"), "{c:#?}");
+    let c = check_gpu_plumbing(
+        Runtime::Podman,
+        &PlumbingFacts { cdi_specs: vec!["/etc/cdi/nvidia.yaml".into()], ..Default::default() },
+    );
+    assert_eq!(c.status, Status::Ok);
+
+    // Apptainer: nvliblist.conf without libcudadebugger.so warns; with it, or with
+    // nvidia-container-cli, ok; neither, missing.
+    let conf = PathBuf::from("/etc/apptainer/nvliblist.conf");
+    let old =
+        PlumbingFacts { nvliblist: vec![(conf.clone(), APPTAINER_NVLIBLIST.into())], ..Default::default() };
+    let c = check_gpu_plumbing(Runtime::Apptainer, &old);
+    assert_eq!(c.status, Status::Warn);
+    assert!(c.detail.contains("apptainer/apptainer#2261"), "{c:#?}");
+    assert!(c
+        .fix
+        .as_deref()
+        .unwrap()
+        .contains("add a line `libcudadebugger.so` to /etc/apptainer/nvliblist.conf"));
+    let fixed = format!("{APPTAINER_NVLIBLIST}libcudadebugger.so\n");
+    let new = PlumbingFacts { nvliblist: vec![(conf, fixed)], ..Default::default() };
+    assert_eq!(check_gpu_plumbing(Runtime::Apptainer, &new).status, Status::Ok);
+    let cli = PlumbingFacts { toolkit: vec!["/usr/bin/nvidia-container-cli".into()], ..old };
+    assert_eq!(check_gpu_plumbing(Runtime::Apptainer, &cli).status, Status::Ok);
+    assert_eq!(check_gpu_plumbing(Runtime::Apptainer, &PlumbingFacts::default()).status, Status::Missing);
+
+    // Through the probe: docker info is asked, the files are looked for; without GPUs the
+    // check is not made at all.
+    let probe = docker_h200(FULL_IMAGE, FULL_ID, PROBE_FULL);
+    let r = container_report(&probe, target(Runtime::Docker, FULL_IMAGE, true));
+    assert_eq!(status_of(&r, "gpu-plumbing"), Status::Missing);
+    let r =
+        container_report(&probe.file("/etc/cdi/nvidia.yaml", ""), target(Runtime::Docker, FULL_IMAGE, true));
+    assert_eq!(status_of(&r, "gpu-plumbing"), Status::Ok);
+    let probe = docker_h200(FULL_IMAGE, FULL_ID, PROBE_FULL);
+    let r = container_report(&probe, target(Runtime::Docker, FULL_IMAGE, false));
+    assert!(r.get("gpu-plumbing").is_none());
+    assert!(!probe.ran().iter().any(|c| c.contains(" info ")), "{:?}", probe.ran());
+    let probe =
+        h200().exe("/usr/bin/apptainer").file("/usr/local/etc/apptainer/nvliblist.conf", APPTAINER_NVLIBLIST);
+    let r = container_report(&probe, target(Runtime::Apptainer, "/images/cuda.sif", true));
+    let c = r.get("gpu-plumbing").unwrap();
+    assert_eq!(c.status, Status::Warn);
+    assert!(c.detail.starts_with("only /usr/local/etc/apptainer/nvliblist.conf"), "{}", c.detail);
+}
+
+#[test]
+fn the_probe_in_the_image_gives_the_tool_checks() {
+    let probe = docker_h200(FULL_IMAGE, FULL_ID, PROBE_FULL).exe("/usr/bin/nvidia-ctk");
+    let r = container_report(&probe, target(Runtime::Docker, FULL_IMAGE, true));
+    for c in &r.checks {
+        assert_eq!(c.status, Status::Ok, "{c:#?}");
+    }
+    assert_eq!(
+        r.get("nvcc").unwrap().detail,
+        "in debug-ima-rec/a:1: 13.0 (V13.0.88) at /usr/local/cuda/bin/nvcc"
+    );
+    assert_eq!(
+        r.get("cuda-gdb").unwrap().detail,
+        "in debug-ima-rec/a:1: 13.0 at /usr/local/cuda/bin/cuda-gdb"
+    );
+    assert_eq!(
+        r.get("cuda-debugger-backend").unwrap().detail,
+        "in debug-ima-rec/a:1: libcudadebugger.so.1 at /usr/local/nvidia/lib64/libcudadebugger.so.1"
+    );
+    assert!(r.get("tmpdir").unwrap().detail.starts_with("in debug-ima-rec/a:1: /tmp writable"));
+    // The host's driver against the image's nvcc.
+    let dt = r.get("driver-toolkit").unwrap();
+    assert!(
+        dt.detail.starts_with("nvcc in debug-ima-rec/a:1: driver 580.159.04 runs CUDA 13.0"),
+        "{}",
+        dt.detail
+    );
+    // The paths are the image's; nothing is added to the host's PATH.
+    assert_eq!(r.tool_path("compute-sanitizer"), Some(Path::new("/usr/local/cuda/bin/compute-sanitizer")));
+    assert!(r.path_additions().is_empty());
+    let v = versions(&r);
+    assert_eq!(v["nvcc"], "Cuda compilation tools, release 13.0, V13.0.88");
+    assert_eq!(v["cuda-gdb"], "NVIDIA (R) cuda-gdb 13.0");
+    assert_eq!(v["compute-sanitizer"], "Version 2025.3.1.0 (build 36400806) (public-release)");
+    assert_eq!(v["image"], FULL_ID);
+    assert!(require(&r, &["all"]).is_ok());
+}
+
+#[test]
+fn a_tool_and_the_debugger_backend_missing_in_the_image() {
+    let probe = docker_h200(PARTIAL_IMAGE, PARTIAL_ID, PROBE_PARTIAL).exe("/usr/bin/nvidia-ctk");
+    let r = container_report(&probe, target(Runtime::Docker, PARTIAL_IMAGE, true));
+    let cs = r.get("compute-sanitizer").unwrap();
+    assert_eq!(cs.status, Status::Missing);
+    assert_eq!(
+        cs.detail,
+        "in debug-ima-rec/b:1: `compute-sanitizer` not found on PATH nor in $CUDA_HOME/bin, \
+         /usr/local/cuda/bin, /usr/local/cuda/compute-sanitizer"
+    );
+    let fix = cs.fix.as_deref().unwrap();
+    assert!(fix.starts_with("the image `debug-ima-rec/b:1` lacks compute-sanitizer"), "{fix}");
+    assert!(fix.contains("`nvidia/cuda:*-devel`") && fix.contains("containers/README.md"), "{fix}");
+    // Found, but off the image's PATH: a warning whose fix is the image's.
+    let nvcc = r.get("nvcc").unwrap();
+    assert_eq!(nvcc.status, Status::Warn);
+    assert!(nvcc.detail.ends_with("(not on the image's PATH)"), "{}", nvcc.detail);
+    assert!(nvcc.fix.as_deref().unwrap().contains("`ENV PATH=/usr/local/cuda/bin:$PATH`"));
+    assert!(!nvcc.off_path);
+    assert!(r.path_additions().is_empty());
+    // The runtime did not mount the driver's debugger library.
+    let backend = r.get("cuda-debugger-backend").unwrap();
+    assert_eq!(backend.status, Status::Warn);
+    assert!(
+        backend.detail.contains("the runtime did not inject the driver's debugger library"),
+        "{backend:#?}"
+    );
+    assert!(backend.fix.as_deref().unwrap().contains("NVIDIA Container Toolkit"));
+    // Only memcheck is stopped.
+    assert_eq!(
+        r.missing_for(&["memcheck"]).iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        ["compute-sanitizer"]
+    );
+    assert!(require(&r, &["rebuild", "coredump", "attach"]).is_ok());
+    // The image runs as uid 1000: no SYS_PTRACE for it, so the host's scope matters again.
+    assert!(r.get("ptrace").unwrap().detail.contains("uid 1000"), "{:#?}", r.get("ptrace"));
+    let r = container_report(
+        &probe.file("/proc/sys/kernel/yama/ptrace_scope", "1\n"),
+        target(Runtime::Docker, PARTIAL_IMAGE, true),
+    );
+    let p = r.get("ptrace").unwrap();
+    assert_eq!(p.status, Status::Warn);
+    assert!(p.fix.as_deref().unwrap().contains("`USER root`"), "{p:#?}");
+}
+
+#[test]
+fn an_image_without_the_tools() {
+    // Without GPUs (as CI runs it): the tools are missing, the back-end cannot be checked.
+    let probe = docker_h200(
+        BUSYBOX_IMAGE,
+        "sha256:72df54af4b3d0f42ba38c410adf08a817e1fb76114319ba841473d99f8568aa2",
+        PROBE_BUSYBOX,
+    );
+    let r = container_report(&probe, target(Runtime::Docker, BUSYBOX_IMAGE, false));
+    for (tool, status) in [
+        ("nvcc", Status::Missing),
+        ("cuobjdump", Status::Warn),
+        ("cuda-gdb", Status::Missing),
+        ("compute-sanitizer", Status::Missing),
+    ] {
+        let c = r.get(tool).unwrap();
+        assert_eq!(c.status, status, "{c:#?}");
+        assert!(c.detail.starts_with(&format!("in {BUSYBOX_IMAGE}: `{tool}` not found on PATH")), "{c:#?}");
+        assert!(c.fix.as_deref().unwrap().contains("`nvidia/cuda:*-devel` base"), "{c:#?}");
+    }
+    let backend = r.get("cuda-debugger-backend").unwrap();
+    assert_eq!(backend.status, Status::Warn);
+    assert!(backend.detail.contains("not checked: the container gets no GPU"), "{backend:#?}");
+    let tmp = r.get("tmpdir").unwrap();
+    assert_eq!(tmp.status, Status::Missing);
+    assert!(tmp.fix.as_deref().unwrap().contains("`RUN mkdir -m 1777 /tmp`"));
+    assert!(r.get("driver-toolkit").is_none());
+}
+
+#[test]
+fn a_probe_that_fails_or_hangs_says_why() {
+    // `--gpus all` on a Docker without the toolkit (this machine).
+    let probe = docker_h200(FULL_IMAGE, FULL_ID, PROBE_FULL)
+        .output(&probe_cmd(FULL_IMAGE, true), Output::exited(125, "", RUN_NO_TOOLKIT));
+    let r = container_report(&probe, target(Runtime::Docker, FULL_IMAGE, true));
+    let nvcc = r.get("nvcc").unwrap();
+    assert_eq!(nvcc.status, Status::Missing);
+    assert!(
+        nvcc.detail.contains(
+            "the probe failed (exit 125): docker: Error response from daemon: could not select device driver"
+        ),
+        "{}",
+        nvcc.detail
+    );
+    let fix = nvcc.fix.as_deref().unwrap();
+    assert!(fix.contains("`docker run --rm --gpus all --entrypoint sh debug-ima-rec/a:1 -c true`"), "{fix}");
+    assert!(fix.contains("`gpu-plumbing`"), "{fix}");
+    assert_eq!(status_of(&r, "gpu-plumbing"), Status::Missing);
+
+    // A probe that outlives its 60 s: its container is removed by name.
+    let hung =
+        Output { exit: Exit::TimedOut, stdout: "probe=debug-ima-doctor 1\n".into(), stderr: String::new() };
+    let probe = docker_h200(FULL_IMAGE, FULL_ID, PROBE_FULL).output(&probe_cmd(FULL_IMAGE, true), hung);
+    let r = container_report(&probe, target(Runtime::Docker, FULL_IMAGE, true));
+    assert!(r.get("cuda-gdb").unwrap().detail.contains("no answer within 60 s"), "{:#?}", r.get("cuda-gdb"));
+    assert!(probe.ran().contains(&format!("{DOCKER} rm -f NAME")), "{:?}", probe.ran());
+}
+
+#[test]
+fn host_tool_probes_are_skipped_in_container_mode() {
+    let probe = docker_h200(FULL_IMAGE, FULL_ID, PROBE_FULL).exe("/usr/bin/nvidia-ctk");
+    let r = container_report(&probe, target(Runtime::Docker, FULL_IMAGE, true));
+    assert_eq!(
+        names(&r),
+        [
+            "gpu",
+            "runtime",
+            "gpu-plumbing",
+            "image",
+            "driver-toolkit",
+            "nvcc",
+            "cuobjdump",
+            "cuda-gdb",
+            "compute-sanitizer",
+            "cuda-debugger-backend",
+            "ptrace",
+            "tmpdir",
+            "coredump-space",
+            "core-pattern"
+        ]
+    );
+    let ran = probe.ran();
+    assert!(ran.iter().any(|c| c.contains("nvidia-smi")), "the GPU stays the host's: {ran:?}");
+    assert!(!ran.iter().any(|c| c.contains("/usr/local/cuda/bin/") || c.contains("ldconfig")), "{ran:?}");
+    assert_eq!(ran.iter().filter(|c| c.contains(" -c SCRIPT")).count(), 1, "one probe in the image: {ran:?}");
+    // The ptrace check stays the host's, said for the container.
+    let p = r.get("ptrace").unwrap();
+    assert!(p.detail.contains("`--cap-add SYS_PTRACE` and runs as root"), "{}", p.detail);
+
+    // Only what the rungs asked for: memcheck needs compute-sanitizer in the image.
+    let o = Options {
+        need: vec!["memcheck".into()],
+        container: Some(target(Runtime::Docker, FULL_IMAGE, true)),
+        ..opts()
+    };
+    let r = evaluate(&gather(&probe, &o));
+    assert_eq!(names(&r), ["gpu", "runtime", "gpu-plumbing", "image", "compute-sanitizer"]);
+
+    // `none` is the host.
+    let o = Options { container: Some(target(Runtime::None, "", true)), ..opts() };
+    let probe = h200();
+    assert_eq!(evaluate(&gather(&probe, &o)), report(&h200()));
+    assert!(probe.ran().iter().any(|c| c == "/usr/local/cuda/bin/nvcc --version"));
+}
+
+#[test]
+fn ptrace_in_a_container() {
+    let facts = |scope: Option<&str>| PtraceFacts {
+        proc_status: Some("Uid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000000000\n".into()),
+        ptrace_scope: scope.map(|s| format!("{s}\n")),
+    };
+    // Docker and Podman: root in the container with SYS_PTRACE; only scope 3 stops it.
+    for rt in [Runtime::Docker, Runtime::Podman] {
+        for scope in [None, Some("0"), Some("1"), Some("2")] {
+            let c = check_ptrace_in_container(&facts(scope), rt, Some(0));
+            assert_eq!(c.status, Status::Ok, "{rt:?} {scope:?}");
+            assert!(c.detail.contains("only ptrace_scope 3 blocks it"), "{}", c.detail);
+        }
+        assert_eq!(check_ptrace_in_container(&facts(Some("3")), rt, Some(0)).status, Status::Missing);
+        assert_eq!(check_ptrace_in_container(&facts(Some("2")), rt, None).status, Status::Ok);
+    }
+    // An image with `USER 1000`.
+    assert_eq!(check_ptrace_in_container(&facts(Some("0")), Runtime::Docker, Some(1000)).status, Status::Ok);
+    assert_eq!(
+        check_ptrace_in_container(&facts(Some("1")), Runtime::Docker, Some(1000)).status,
+        Status::Warn
+    );
+    assert_eq!(
+        check_ptrace_in_container(&facts(Some("2")), Runtime::Docker, Some(1000)).status,
+        Status::Missing
+    );
+    // Apptainer: this user in the host's PID namespace, the host's rules.
+    let c = check_ptrace_in_container(&facts(Some("1")), Runtime::Apptainer, Some(1000));
+    assert_eq!(c.status, Status::Warn);
+    assert!(c.detail.contains("Apptainer runs the target as this user"), "{}", c.detail);
+    assert_eq!(c, {
+        let mut host = check_ptrace(&facts(Some("1")));
+        host.detail.push_str(" (Apptainer runs the target as this user, in the host's PID namespace)");
+        host
+    });
+}
+
+#[test]
+fn image_probe_parser_takes_only_whole_answers() {
+    let p = parse_image_probe(PROBE_FULL).unwrap();
+    assert_eq!(p.uid, Some(0));
+    assert_eq!(
+        p.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        ["nvcc", "cuobjdump", "cuda-gdb", "compute-sanitizer"]
+    );
+    let gdb = p.tool("cuda-gdb").unwrap();
+    assert_eq!((gdb.exit, gdb.output.len()), (Some(0), 8));
+    assert_eq!(p.libcudadebugger, [PathBuf::from("/usr/local/nvidia/lib64/libcudadebugger.so.1")]);
+    assert_eq!(p.tmp_writable, Some(true));
+    let b = parse_image_probe(PROBE_BUSYBOX).unwrap();
+    assert!(b.tools.iter().all(|t| t.path.is_none() && t.exit.is_none()), "{b:#?}");
+    assert_eq!(b.tmp_writable, Some(false));
+    // CRLF and lines before the first are tolerated.
+    let crlf = format!("WARNING: some runtime notice\n{}", PROBE_FULL.replace('\n', "\r\n"));
+    assert_eq!(parse_image_probe(&crlf), Some(p.clone()));
+    // Anything that is not a whole answer is none: every cut-off prefix, other tools' output,
+    // errors, bytes.
+    let lines: Vec<&str> = PROBE_FULL.lines().collect();
+    for n in 0..lines.len() {
+        assert_eq!(parse_image_probe(&lines[..n].join("\n")), None, "first {n} lines");
+    }
+    for text in [
+        "",
+        RUN_NO_TOOLKIT,
+        DOCKER_DOWN,
+        INSPECT_NO_CUDA,
+        H200_NVCC,
+        H200_LDCONFIG,
+        "end=ok\nprobe=debug-ima-doctor 1\n",
+    ] {
+        assert_eq!(parse_image_probe(text), None, "{text}");
+    }
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..200 {
+        let bytes: Vec<u8> = (0..256)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                (seed % 256) as u8
+            })
+            .collect();
+        let text = String::from_utf8_lossy(&bytes);
+        assert_eq!(parse_image_probe(&text), None);
+        // Garbage inside a whole answer does not break it.
+        let mixed = PROBE_FULL.replace("tmp=writable\n", &format!("{text}\ntmp=writable\n"));
+        assert_eq!(parse_image_probe(&mixed).map(|m| m.tools), Some(p.tools.clone()));
+    }
+}
+
+/// A folder of stand-ins printing the H200's recorded `--version` output, and a library
+/// folder holding an empty `libcudadebugger.so.1`.
+fn standin_toolkit(name: &str, tools: &[(&str, &str)]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("doctor-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    std::fs::create_dir_all(dir.join("lib")).unwrap();
+    for (tool, text) in tools {
+        let p = dir.join("bin").join(tool);
+        std::fs::write(&p, format!("#!/bin/sh\ncat <<'EOF'\n{text}EOF\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::write(dir.join("lib/libcudadebugger.so.1"), "").unwrap();
+    dir
+}
+
+fn run_script_here(dir: &Path) -> Output {
+    let out = std::process::Command::new("sh")
+        .args(["-c", IMAGE_PROBE_SCRIPT])
+        .env("PATH", format!("{}:/usr/bin:/bin", dir.join("bin").display()))
+        .env("LD_LIBRARY_PATH", dir.join("lib"))
+        .env_remove("CUDA_HOME")
+        .output()
+        .unwrap();
+    Output::exited(
+        out.status.code().unwrap_or(-1),
+        &String::from_utf8_lossy(&out.stdout),
+        &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+#[test]
+fn the_probe_script_run_here_with_sh() {
+    let all = [
+        ("nvcc", H200_NVCC),
+        ("cuobjdump", H200_CUOBJDUMP),
+        ("cuda-gdb", H200_CUDA_GDB),
+        ("compute-sanitizer", H200_SANITIZER),
+    ];
+    let dir = standin_toolkit("probe-all", &all);
+    let out = run_script_here(&dir);
+    assert!(out.success(), "{out:?}");
+    let p = parse_image_probe(&out.stdout).unwrap_or_else(|| panic!("{}", out.stdout));
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    assert_eq!(p.uid, doctor::parse_proc_status(&status).0);
+    for (tool, text) in all {
+        let t = p.tool(tool).unwrap();
+        assert_eq!(t.path.as_deref(), Some(dir.join("bin").join(tool).as_path()));
+        assert_eq!(t.exit, Some(0));
+        let printed: Vec<&str> = text.lines().collect();
+        assert_eq!(t.output, printed, "{tool}");
+    }
+    assert!(p.libcudadebugger.contains(&dir.join("lib/libcudadebugger.so.1")), "{p:#?}");
+    assert_eq!(p.tmp_writable, Some(std::fs::metadata("/tmp").is_ok()));
+
+    // Fed to the doctor as what `docker run` printed: every tool check is ok.
+    let image = "debug-ima-test/sh:here";
+    let probe = docker_h200(image, FULL_ID, &out.stdout).exe("/usr/bin/nvidia-ctk");
+    let r = container_report(&probe, target(Runtime::Docker, image, true));
+    for tool in ["nvcc", "cuobjdump", "cuda-gdb", "compute-sanitizer", "cuda-debugger-backend"] {
+        let c = r.get(tool).unwrap();
+        assert_eq!(c.status, Status::Ok, "{c:#?}");
+        assert!(c.detail.starts_with(&format!("in {image}: ")), "{c:#?}");
+    }
+
+    // Without compute-sanitizer (where this machine has none of its own either).
+    let cuda_sanitizer =
+        ["/usr/local/cuda/bin/compute-sanitizer", "/usr/local/cuda/compute-sanitizer/compute-sanitizer"];
+    if !cuda_sanitizer.iter().any(|p| Path::new(p).exists()) {
+        let dir = standin_toolkit("probe-three", &all[..3]);
+        let out = run_script_here(&dir);
+        let p = parse_image_probe(&out.stdout).unwrap();
+        assert_eq!(p.tool("compute-sanitizer").unwrap().path, None);
+        let probe = docker_h200(image, FULL_ID, &out.stdout);
+        let r = container_report(&probe, target(Runtime::Docker, image, true));
+        assert_eq!(status_of(&r, "compute-sanitizer"), Status::Missing);
+        assert_eq!(status_of(&r, "cuda-gdb"), Status::Ok);
+    }
+}
+
+#[test]
+fn doctor_container_without_image_is_a_usage_error() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["doctor", "--container", "docker"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--image <IMAGE>"), "{err}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["doctor", "--image", "debug-ima/cuda:13.0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--container <RUNTIME>"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["doctor", "--container", "lxc", "--image", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("[possible values: docker, podman, apptainer, none]")
+    );
+}
+
+#[test]
+fn render_shows_the_container_rows() {
+    let probe = docker_h200(PARTIAL_IMAGE, PARTIAL_ID, PROBE_PARTIAL).exe("/usr/bin/nvidia-ctk");
+    let r = container_report(&probe, target(Runtime::Docker, PARTIAL_IMAGE, true));
+    assert_eq!(render(&r), render(&container_report(&probe, target(Runtime::Docker, PARTIAL_IMAGE, true))));
+    insta::assert_snapshot!("doctor_container", render(&r));
+}
+
+// ---------------------------------------------------------------------------------------
+// The real Docker engine of this machine (and CI's)
+// ---------------------------------------------------------------------------------------
+
+/// Skips (prints why) on a developer's machine, fails in CI (`CI` set).
+fn skip_or_fail(why: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!(
+            "{why}; CI must run the Docker test (`.ci/run` installs busybox-static; start the Docker daemon)"
+        );
+    }
+    eprintln!("skipped: {why}");
+}
+
+/// `docker ARGS` with this process's environment, stdout trimmed, or the failure.
+fn docker(args: &[&str]) -> Result<String, String> {
+    let out = std::process::Command::new("docker").args(args).output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    } else {
+        Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+/// `debug-ima-test/doctor:latest`, built once from busybox (reused when it exists).
+fn busybox_image() -> Result<String, String> {
+    if let Ok(id) = docker(&["image", "inspect", "--format", "{{.Id}}", BUSYBOX_IMAGE]) {
+        return Ok(id);
+    }
+    let ctx = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("doctor-image-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&ctx);
+    std::fs::create_dir_all(&ctx).map_err(|e| e.to_string())?;
+    std::fs::copy("/bin/busybox", ctx.join("busybox"))
+        .map_err(|e| format!("cannot copy /bin/busybox: {e}"))?;
+    std::fs::write(
+        ctx.join("Containerfile"),
+        "FROM scratch\nCOPY busybox /bin/busybox\nRUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n",
+    )
+    .map_err(|e| e.to_string())?;
+    let file = ctx.join("Containerfile");
+    let built =
+        docker(&["build", "-q", "-f", &file.to_string_lossy(), "-t", BUSYBOX_IMAGE, &ctx.to_string_lossy()]);
+    let _ = std::fs::remove_dir_all(&ctx);
+    built?;
+    docker(&["image", "inspect", "--format", "{{.Id}}", BUSYBOX_IMAGE])
+}
+
+#[test]
+fn container_checks_against_the_real_docker_engine() {
+    if doctor::locate(&doctor::SystemProbe, "docker").path().is_none() {
+        skip_or_fail("`docker` is not on PATH");
+        return;
+    }
+    if !Path::new("/bin/busybox").is_file() {
+        skip_or_fail("/bin/busybox is missing (`apt-get install busybox-static`)");
+        return;
+    }
+    let server = match docker(&["version", "--format", "{{.Server.Version}}"]) {
+        Ok(v) => v,
+        Err(e) => {
+            skip_or_fail(&format!("the Docker daemon does not answer: {e}"));
+            return;
+        }
+    };
+    let id = busybox_image().unwrap_or_else(|e| panic!("cannot build {BUSYBOX_IMAGE}: {e}"));
+    assert!(id.starts_with("sha256:"), "{id}");
+
+    let opts = Options {
+        coredump_dir: std::env::temp_dir().join("xtask-doctor-docker"),
+        need: Vec::new(),
+        container: Some(target(Runtime::Docker, BUSYBOX_IMAGE, false)),
+    };
+    let start = Instant::now();
+    let facts = gather(&doctor::SystemProbe, &opts);
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(80), "took {took:?}");
+    // The script prints exactly what the recorded PROBE_BUSYBOX holds.
+    let c = facts.container.as_ref().unwrap();
+    let ran = c.in_image.as_ref().expect("the probe ran in the image");
+    assert_eq!(ran.stdout, PROBE_BUSYBOX, "{ran:?}");
+    let r = evaluate(&facts);
+
+    let rt = r.get("runtime").unwrap();
+    assert_eq!(rt.status, Status::Ok, "{rt:#?}");
+    assert_eq!(rt.version.as_deref(), Some(format!("docker {server}").as_str()));
+    let image = r.get("image").unwrap();
+    assert_eq!(image.status, Status::Ok, "{image:#?}");
+    assert!(image.detail.contains(&id), "{}", image.detail);
+    assert_eq!(versions(&r)["image"], id);
+    assert!(r.get("gpu-plumbing").is_none(), "no GPUs asked for");
+    for (tool, status) in [
+        ("nvcc", Status::Missing),
+        ("cuobjdump", Status::Warn),
+        ("cuda-gdb", Status::Missing),
+        ("compute-sanitizer", Status::Missing),
+    ] {
+        let c = r.get(tool).unwrap();
+        assert_eq!(c.status, status, "{c:#?}");
+        assert!(c.detail.starts_with(&format!("in {BUSYBOX_IMAGE}: `{tool}` not found")), "{c:#?}");
+        let fix = c.fix.as_deref().unwrap();
+        assert!(fix.starts_with(&format!("the image `{BUSYBOX_IMAGE}` lacks {tool}")), "{fix}");
+        assert!(fix.contains("`nvidia/cuda:*-devel`"), "{fix}");
+    }
+    assert_eq!(status_of(&r, "cuda-debugger-backend"), Status::Warn);
+    assert_eq!(status_of(&r, "tmpdir"), Status::Missing);
+    // No container is left behind.
+    let left = docker(&["ps", "-a", "--filter", "name=debug-ima-doctor-", "--format", "{{.Names}}"]).unwrap();
+    assert_eq!(left, "", "containers left: {left}");
 }

@@ -7,9 +7,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use proptest::prelude::*;
+use xtask::container::{ContainerConfig, Runtime};
 use xtask::recipe::{
-    builtin_names, builtin_text, check, check_recipe, join_words, load, missing_variables, parse, parse_set,
-    render_list, render_show_in, resolve_in, split_words, DebugInfo, RecipeSource, Words, MAX_RECIPE_BYTES,
+    builtin_names, builtin_text, check, check_recipe, container_mounts, join_words, load, missing_variables,
+    parse, parse_set, render_list, render_show_in, resolve_in, split_words, uses_variable, ContainerTemplate,
+    DebugInfo, RecipeSource, Words, MAX_RECIPE_BYTES,
 };
 
 fn root() -> PathBuf {
@@ -342,6 +344,277 @@ fn resolved_serializes_for_the_manifest() {
     snapshot("recipe_resolved_demo", &serde_json::to_string_pretty(&res).unwrap());
 }
 
+// ---- container ---------------------------------------------------------------------------
+
+fn paths(v: &[&str]) -> Vec<PathBuf> {
+    v.iter().map(PathBuf::from).collect()
+}
+
+#[test]
+fn container_section_resolves() {
+    let text = r#"version: 1
+name: x
+description: d
+variables:
+  vllm_src: { description: "the checkout" }
+  tag: { default: "13.0.1" }
+run:
+  command: ["./a"]
+container:
+  runtime: docker
+  image: "debug-ima/cuda:{tag}@sha256:abc"
+  mounts: ["{vllm_src}", data/models, /data/x/../cache]
+"#;
+    let r = parse_file(text).unwrap();
+    assert_eq!(
+        r.container,
+        Some(ContainerTemplate {
+            runtime: Some(Runtime::Docker),
+            image: Some("debug-ima/cuda:{tag}@sha256:abc".into()),
+            mounts: Words::List(strings(&["{vllm_src}", "data/models", "/data/x/../cache"])),
+            gpus: true,
+        })
+    );
+    assert!(uses_variable(&r, "vllm_src") && uses_variable(&r, "tag"));
+    let out = check_recipe(&r, Path::new(CWD)).unwrap();
+    assert!(!out.contains("never used"), "{out}");
+    assert!(
+        out.contains(
+            "  container: runtime docker, image \"debug-ima/cuda:{tag}@sha256:abc\", mounts [\"{vllm_src}\", \"data/models\", \"/data/x/../cache\"]\n"
+        ),
+        "{out}"
+    );
+
+    let res = resolve_in(&r, &sets(&[("vllm_src", "/src/vllm")]), Path::new(CWD)).unwrap();
+    assert_eq!(
+        res.container,
+        ContainerConfig {
+            runtime: Some(Runtime::Docker),
+            image: Some("debug-ima/cuda:13.0.1@sha256:abc".into()),
+            mounts: paths(&["/src/vllm", "/work/proj/data/models", "/data/cache"]),
+            gpus: true,
+        }
+    );
+    let json = serde_json::to_value(&res).unwrap();
+    assert_eq!(
+        json["container"],
+        serde_json::json!({
+            "runtime": "docker",
+            "image": "debug-ima/cuda:13.0.1@sha256:abc",
+            "mounts": ["/src/vllm", "/work/proj/data/models", "/data/cache"],
+            "gpus": true,
+        })
+    );
+
+    // `mounts` as one line; `gpus: false`; only an image (the runtime comes from `--container`).
+    let text = format!(
+        "{MINIMAL}variables:\n  extra: {{ default: \"/opt/a /opt/b\" }}\ncontainer:\n  image: ./cuda.sif\n  mounts: \"{{extra}} 'with space'\"\n  gpus: false\n"
+    );
+    let r = parse_file(&text).unwrap();
+    let res = resolve_in(&r, &BTreeMap::new(), Path::new(CWD)).unwrap();
+    assert_eq!(
+        res.container,
+        ContainerConfig {
+            runtime: None,
+            image: Some("./cuda.sif".into()),
+            mounts: paths(&["/opt/a", "/opt/b", "/work/proj/with space"]),
+            gpus: false,
+        }
+    );
+    // `runtime: none` needs no image.
+    let r = parse_file(&format!("{MINIMAL}container:\n  runtime: none\n")).unwrap();
+    let res = resolve_in(&r, &BTreeMap::new(), Path::new(CWD)).unwrap();
+    assert_eq!(res.container, ContainerConfig { runtime: Some(Runtime::None), ..ContainerConfig::default() });
+}
+
+#[test]
+fn no_container_section_is_the_default() {
+    let r = parse_file(MINIMAL).unwrap();
+    assert_eq!(r.container, None);
+    let res = resolve_in(&r, &BTreeMap::new(), Path::new(CWD)).unwrap();
+    assert_eq!(res.container, ContainerConfig::default());
+    // An empty section is no section.
+    let r = parse_file(&format!("{MINIMAL}container:\n")).unwrap();
+    assert_eq!(r.container, None);
+    for name in builtin_names() {
+        let r = builtin(name);
+        let required: Vec<(&str, &str)> = r.required_variables().into_iter().map(|k| (k, "x")).collect();
+        let res = resolve_in(&r, &sets(&required), Path::new(CWD)).unwrap();
+        assert_eq!(res.container, ContainerConfig::default(), "{name}");
+    }
+}
+
+#[test]
+fn container_errors_have_line_and_column() {
+    let e = err(&format!("{MINIMAL}container:\n  runtime: dockr\n  image: x\n"));
+    assert_eq!(
+        e,
+        "recipes/x.yaml:7:12: container.runtime: unknown container runtime `dockr`: use `docker`, `podman`, \
+         `apptainer` or `none`"
+    );
+
+    let e = err(&format!("{MINIMAL}container:\n  runtime: docker\n  gpus: true\n"));
+    assert_eq!(
+        e,
+        "recipes/x.yaml:7:3: container: `runtime: docker` needs an image: add `image:` (a pinned reference such \
+         as `debug-ima/cuda:13.0.1@sha256:...`, or an Apptainer `.sif` file), or leave `runtime` out and pass \
+         `--container docker --image IMAGE`"
+    );
+    let e = err(&format!("{MINIMAL}container: {{ runtime: apptainer }}\n"));
+    assert!(e.starts_with("recipes/x.yaml:6:12: container: `runtime: apptainer` needs an image"), "{e}");
+
+    let e = err(&format!("{MINIMAL}container:\n  image: x\n  gpus: yes\n"));
+    assert_eq!(e, "recipes/x.yaml:8:9: container.gpus: invalid type: string \"yes\", expected a boolean");
+
+    let e = err(&format!("{MINIMAL}container:\n  image: x\n  mounts: [/a, \"\"]\n"));
+    assert_eq!(
+        e,
+        "recipes/x.yaml:8:16: container.mounts[1]: an empty path: each entry of `mounts` is a host folder \
+         mounted at the same path in the container"
+    );
+    let e = err(&format!("{MINIMAL}container:\n  image: x\n  mounts: \"/a ''\"\n"));
+    assert_eq!(
+        e,
+        "recipes/x.yaml:8:11: container.mounts: `/a ''`: an empty path: each entry of `mounts` is a host \
+         folder mounted at the same path in the container"
+    );
+
+    let e = err(&format!("{MINIMAL}container:\n  image: \"\"\n"));
+    assert!(e.starts_with("recipes/x.yaml:7:10: container.image: the image is empty"), "{e}");
+
+    let e = err(&format!("{MINIMAL}container:\n  image: \"cuda:{{tag}}\"\n"));
+    assert!(
+        e.starts_with(
+            "recipes/x.yaml:7:10: container.image: unknown variable `{tag}`: the recipe declares no variables"
+        ),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{MINIMAL}variables:\n  src: {{ default: /s }}\ncontainer:\n  image: x\n  mounts: [\"{{src}}\", \"{{data}}/m\"]\n"
+    ));
+    assert!(
+        e.starts_with(
+            "recipes/x.yaml:10:21: container.mounts[1]: unknown variable `{data}`: the recipe declares `src`"
+        ),
+        "{e}"
+    );
+
+    let e = err(&format!("{MINIMAL}container:\n  image: x\n  volumes: [/a]\n"));
+    assert_eq!(
+        e,
+        "recipes/x.yaml:8:3: container: unknown field `volumes`, expected one of `runtime`, `image`, `mounts`, \
+         `gpus`"
+    );
+    let e = err(&format!("{MINIMAL}container: docker\n"));
+    assert_eq!(
+        e,
+        "recipes/x.yaml:6:12: container: invalid type: string \"docker\", expected a mapping with `runtime`, \
+         `image`, `mounts` or `gpus`"
+    );
+
+    // A mount whose variable is empty is refused when the recipe is resolved.
+    let r = parse_file(&format!(
+        "{MINIMAL}variables:\n  src: {{ default: \"\" }}\ncontainer:\n  image: x\n  mounts: [\"{{src}}\"]\n"
+    ))
+    .unwrap();
+    let e = format!("{:#}", resolve_in(&r, &BTreeMap::new(), Path::new(CWD)).unwrap_err());
+    assert_eq!(
+        e,
+        "recipe `x`: `container.mounts[0]` is an empty path once its variables are filled: give the variable a \
+         folder (`--set NAME=PATH`), or take the entry out of `mounts`"
+    );
+    // An image whose variable is empty, with a runtime that needs one.
+    let r = parse_file(&format!(
+        "{MINIMAL}variables:\n  img: {{ default: \"\" }}\ncontainer:\n  runtime: podman\n  image: \"{{img}}\"\n"
+    ))
+    .unwrap();
+    let e = format!("{:#}", resolve_in(&r, &BTreeMap::new(), Path::new(CWD)).unwrap_err());
+    assert!(e.starts_with("recipe `x`: `container.image` is empty once its variables are filled"), "{e}");
+}
+
+#[test]
+fn container_mounts_are_what_the_run_needs() {
+    let text = r#"version: 1
+name: x
+description: d
+variables:
+  src: { default: "/src/proj" }
+build:
+  command: make -B
+  cwd: "{src}"
+  binaries: [build/app, lib/libk.so]
+run:
+  command: ["/opt/tools/bin/runner", "x"]
+  cwd: "{src}/run"
+container:
+  image: img
+  mounts: [/data, "{src}"]
+"#;
+    let res = resolve_in(&parse_file(text).unwrap(), &BTreeMap::new(), Path::new(CWD)).unwrap();
+    assert_eq!(
+        container_mounts(&res),
+        paths(&[
+            "/data",
+            "/opt/tools/bin",
+            "/repo/recipes",
+            "/src/proj",
+            "/src/proj/build",
+            "/src/proj/lib",
+            "/src/proj/run"
+        ])
+    );
+
+    // No section: the current directory (the run has no `cwd`) and the recipe's directory; the
+    // program is inside the current directory.
+    let res = resolve_in(&parse_file(MINIMAL).unwrap(), &BTreeMap::new(), Path::new(CWD)).unwrap();
+    assert_eq!(res.run.argv, strings(&["/work/proj/a"]));
+    assert_eq!(container_mounts(&res), paths(&["/repo/recipes", "/work/proj"]));
+
+    // A program in the system's folders is the image's own: not mounted over it.
+    let text = MINIMAL.replace("./a", "/usr/bin/python3");
+    let res = resolve_in(&parse_file(&text).unwrap(), &BTreeMap::new(), Path::new(CWD)).unwrap();
+    assert_eq!(container_mounts(&res), paths(&["/repo/recipes", "/work/proj"]));
+
+    // The demo: its build's output folder too.
+    let res = resolve_in(&builtin("demo"), &BTreeMap::new(), Path::new(CWD)).unwrap();
+    assert_eq!(
+        container_mounts(&res),
+        paths(&["/repo/recipes", "/work/proj", "/work/proj/target/debug-ima/demo"])
+    );
+}
+
+#[test]
+fn container_is_shown() {
+    let text = format!(
+        "{MINIMAL}variables:\n  tag: {{ default: \"13.0\" }}\ncontainer:\n  runtime: docker\n  image: \"cuda:{{tag}}\"\n  mounts: [/data]\n  gpus: false\n"
+    );
+    let r = parse_file(&text).unwrap();
+    let show = render_show_in(&r, Path::new(CWD));
+    assert!(
+        show.ends_with(
+            "# run: /work/proj/a\n# container: docker\n#   image: cuda:13.0\n#   mounted at the same path: /data \
+             /repo/recipes /work/proj (and the bundle root)\n#   gpus: false (the GPUs are not passed in)\n"
+        ),
+        "{show}"
+    );
+    let again =
+        parse(&show, RecipeSource::File("recipes/x.yaml".into()), PathBuf::from("/repo/recipes")).unwrap();
+    assert_eq!(again.container, r.container);
+    let out = check_recipe(&r, Path::new(CWD)).unwrap();
+    assert!(
+        out.contains("  container: runtime docker, image \"cuda:{tag}\", mounts [\"/data\"], gpus false\n"),
+        "{out}"
+    );
+    // Without a runtime, the command line chooses it.
+    let r = parse_file(&format!("{MINIMAL}container:\n  image: img\n")).unwrap();
+    assert!(render_show_in(&r, Path::new(CWD)).contains("# container: (chosen with `--container`)\n"));
+    assert!(check_recipe(&r, Path::new(CWD))
+        .unwrap()
+        .contains("  container: runtime from `--container`, image \"img\"\n"));
+    // No section, no line.
+    assert!(!check_recipe(&parse_file(MINIMAL).unwrap(), Path::new(CWD)).unwrap().contains("container"));
+}
+
 // ---- --set and words ---------------------------------------------------------------------
 
 #[test]
@@ -400,7 +673,7 @@ fn load_names_and_paths() {
 
     std::fs::write(&path, format!("{MINIMAL}extra: 1\n")).unwrap();
     let e = format!("{:#}", load(path.to_str().unwrap()).unwrap_err());
-    assert_eq!(e, format!("{}:6:1: unknown field `extra`, expected one of `version`, `name`, `description`, `python`, `variables`, `collect`, `build`, `run`, `rungs`", path.display()));
+    assert_eq!(e, format!("{}:6:1: unknown field `extra`, expected one of `version`, `name`, `description`, `python`, `variables`, `collect`, `build`, `run`, `rungs`, `container`", path.display()));
 
     std::fs::write(&path, "a: ".repeat(MAX_RECIPE_BYTES)).unwrap();
     let e = format!("{:#}", load(path.to_str().unwrap()).unwrap_err());

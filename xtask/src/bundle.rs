@@ -129,10 +129,33 @@ pub struct Manifest {
     pub stopped: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<String>,
+    /// The container every rung ran in; absent on the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<ContainerRecord>,
     /// What was redacted and where (a file, `file:LINE`, a command file, `recipe`,
     /// `environment`); names and kinds, never values. Sorted.
     #[serde(default)]
     pub redactions: Vec<Redaction>,
+}
+
+/// The container of a run, as the manifest records it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ContainerRecord {
+    pub runtime: crate::container::Runtime,
+    /// What the runtime said of its version (Docker: the daemon's).
+    pub version: Option<String>,
+    /// The image as given (`debug-ima/cuda:13.0`, `name@sha256:...`, a `.sif` file).
+    pub image: String,
+    /// The local image id (`sha256:...`, the content hash of its configuration), or the
+    /// SHA-256 of an Apptainer image file.
+    pub image_id: Option<String>,
+    /// Registry digests (`repo@sha256:...`) when the image came from a registry.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repo_digests: Vec<String>,
+    /// Host folders mounted at the same path inside.
+    pub mounts: Vec<PathBuf>,
+    /// Whether the GPUs were passed in.
+    pub gpus: bool,
 }
 
 /// Inherited variables recorded in [`Manifest::environment`]: these names, and names
@@ -347,6 +370,7 @@ impl Bundle {
             host,
             versions: BTreeMap::new(),
             environment,
+            container: None,
             redactions,
             plan: Vec::new(),
             collected: Vec::new(),

@@ -73,7 +73,9 @@ impl Runtime {
                 "image".into(),
                 "inspect".into(),
                 "--format".into(),
-                "{{.Id}}|{{join .RepoDigests \",\"}}".into(),
+                // Not `join`: Docker 20.10 fails on it (`wrong type for value; expected
+                // []string; got []interface {}`).
+                "{{.Id}}|{{range $i, $d := .RepoDigests}}{{if $i}},{{end}}{{$d}}{{end}}".into(),
                 image.into(),
             ],
             Runtime::Apptainer | Runtime::None => Vec::new(),

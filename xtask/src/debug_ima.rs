@@ -13,6 +13,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::analyze::scan_file;
 use crate::bundle::{self, exit_text, Bundle, CommandRecord, RungRecord};
+use crate::container::{Access, ContainerConfig, Containers, Runtime};
 use crate::doctor;
 use crate::exec::{self, Control, Exit, Spec, Stream};
 use crate::findings::{
@@ -55,6 +56,67 @@ pub struct Args {
     /// Where bundles go (default: `bundles/` in the current directory).
     #[arg(long, value_name = "DIR")]
     pub bundle_dir: Option<PathBuf>,
+    /// Runs every rung inside a container (overrides the recipe's `container: runtime:`);
+    /// `none` runs on the host.
+    #[arg(long, value_enum, value_name = "RUNTIME")]
+    pub container: Option<Runtime>,
+    /// The image (or Apptainer `.sif`) to run in (overrides the recipe's `container: image:`);
+    /// `cargo xtask container build cuda` makes `debug-ima/cuda:13.0`.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+}
+
+/// The container every rung runs in, from the command line and the recipe: `None` on the
+/// host.
+fn container_choice(args: &Args, config: &ContainerConfig) -> Result<Option<(Runtime, String, bool)>> {
+    let runtime = args.container.or(config.runtime).unwrap_or(Runtime::None);
+    if runtime == Runtime::None {
+        return Ok(None);
+    }
+    let Some(image) = args.image.clone().or_else(|| config.image.clone()) else {
+        bail!(
+            "`--container {}` needs an image: give `--image IMAGE` or `container: {{ image: ... }}` in the \
+             recipe (`cargo xtask container build cuda` builds `debug-ima/cuda:13.0`, see containers/README.md)",
+            runtime.name()
+        );
+    };
+    Ok(Some((runtime, image, config.gpus)))
+}
+
+/// The manifest's record of the container: the runtime and its version, the image with its id
+/// and digests (for Apptainer, the `.sif` file's SHA-256), what was mounted.
+fn container_record(c: &Containers) -> bundle::ContainerRecord {
+    let run = |argv: &[String]| -> Option<String> {
+        let (program, rest) = argv.split_first()?;
+        let args: Vec<&str> = rest.iter().map(String::as_str).collect();
+        let out = doctor::run_with_timeout(Path::new(program), &args, CLEANUP_TIMEOUT);
+        out.success().then(|| out.stdout.trim().to_string()).filter(|s| !s.is_empty())
+    };
+    let version = run(&c.runtime.version());
+    let (image_id, repo_digests) = match c.runtime {
+        Runtime::Apptainer => {
+            (crate::archive::sha256_file(Path::new(&c.image)).ok().map(|h| format!("sha256:{h}")), Vec::new())
+        }
+        _ => match run(&c.runtime.inspect_image(&c.image)) {
+            Some(line) => {
+                let (id, digests) = line.split_once('|').unwrap_or((line.as_str(), ""));
+                (
+                    Some(id.to_string()),
+                    digests.split(',').filter(|d| !d.is_empty()).map(str::to_string).collect(),
+                )
+            }
+            None => (None, Vec::new()),
+        },
+    };
+    bundle::ContainerRecord {
+        runtime: c.runtime,
+        version,
+        image: c.image.clone(),
+        image_id,
+        repo_digests,
+        mounts: c.mounts.clone(),
+        gpus: c.gpus,
+    }
 }
 
 /// Runs `debug-ima`; returns the exit code.
@@ -80,6 +142,20 @@ pub fn run(args: Args) -> Result<i32> {
             .collect(),
     };
     let plan = ladder::plan(&req);
+    let choice = container_choice(&args, &resolved.container)?;
+    if choice.is_some() {
+        // A folder that does not exist would be created empty (Docker) or refused at the
+        // first rung: say which now.
+        for m in recipe::container_mounts(&resolved) {
+            if !m.is_dir() {
+                bail!(
+                    "`{}` is to be mounted in the container but is not a folder here: check the recipe's \
+                     `container: mounts:`, `cwd` and paths, or the `--set` values",
+                    m.display()
+                );
+            }
+        }
+    }
     let debug = if args.device_debug { Debug::Full } else { debug_from_recipe(&resolved) };
     let bundle_root = args.bundle_dir.clone().unwrap_or_else(|| PathBuf::from(crate::bundle::DEFAULT_ROOT));
 
@@ -93,7 +169,11 @@ pub fn run(args: Args) -> Result<i32> {
     let report = doctor::run_checks(&doctor::Options {
         coredump_dir: bundle_root.clone(),
         need: need.clone(),
-        container: None,
+        container: choice.as_ref().map(|(runtime, image, gpus)| doctor::ContainerTarget {
+            runtime: *runtime,
+            image: image.clone(),
+            gpus: *gpus,
+        }),
     });
     let names: Vec<&str> = need.iter().map(String::as_str).collect();
     doctor::require(&report, &names)?;
@@ -132,7 +212,26 @@ pub fn run(args: Args) -> Result<i32> {
     bundle.write_file("env/doctor.txt", &doctor::render(&report))?;
     bundle.write_manifest()?;
     ui::status(&format!("bundle: {}", bundle.root.display()));
-    collect_environment(&resolved, &mut bundle)?;
+    let containers = choice.map(|(runtime, image, gpus)| {
+        let mut mounts = recipe::container_mounts(&resolved);
+        mounts.push(bundle.root.clone());
+        let name = bundle.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        Containers::new(runtime, &image, &mounts, gpus, &name)
+    });
+    if let Some(c) = &containers {
+        let record = container_record(c);
+        ui::status(&format!(
+            "container: {} {} ({}), image {} {}",
+            c.runtime.name(),
+            record.version.as_deref().unwrap_or("?"),
+            if c.gpus { "GPUs passed in" } else { "no GPUs" },
+            c.image,
+            record.image_id.as_deref().unwrap_or("(id unknown)")
+        ));
+        bundle.manifest.container = Some(record);
+        bundle.write_manifest()?;
+    }
+    collect_environment(&resolved, &mut bundle, containers.as_ref())?;
 
     let mut ladder = Climb {
         resolved: &resolved,
@@ -142,6 +241,8 @@ pub fn run(args: Args) -> Result<i32> {
         done: Vec::new(),
         analysis: decide(&[]),
         gpus: gpus.len(),
+        containers,
+        started: 0,
     };
     let outcome = ladder.climb(&req, &plan, prompter.as_mut());
     // Whatever happened, the bundle keeps what was collected: the analysis of every rung
@@ -204,37 +305,76 @@ fn rung_logs(dir: &Path, stem: &str) -> (PathBuf, PathBuf) {
     }
 }
 
+/// Where one process runs.
+#[derive(Debug, Clone)]
+enum Place {
+    Host,
+    /// In a new container of this name, removed when the run ends however it ends.
+    New(Containers, String, Access),
+    /// Inside the running container of this name (cuda-gdb next to the attach rung's target).
+    In(Containers, String),
+}
+
+impl Place {
+    /// The command that really runs.
+    fn wrap(&self, inv: &Invocation) -> Invocation {
+        match self {
+            Place::Host => inv.clone(),
+            Place::New(c, name, access) => c.wrap(inv, name, *access),
+            Place::In(c, name) => c.exec_in(name, inv),
+        }
+    }
+
+    /// Kills and removes the container a [`Place::New`] run started (a no-op when it has
+    /// gone by itself with `--rm`).
+    fn clean_up(&self) {
+        if let Place::New(c, name, _) = self {
+            if let Some(argv) = c.remove(name) {
+                let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+                doctor::run_with_timeout(Path::new(&argv[0]), &args, CLEANUP_TIMEOUT);
+            }
+        }
+    }
+}
+
+/// How long removing a container or giving its files back may take.
+const CLEANUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Runs one process for the bundle with everything recorded redacted: its command
 /// (`<stem>.command.txt`, or `command.txt` for the target, in `command_dir` when given), its
 /// logs (redacted as `exec` writes them) and its [`CommandRecord`]; the redactions found are
-/// added to `found`. The outer error is the bundle's (a file it could not write), the inner
-/// one the process's.
+/// added to `found`. In a container, the command recorded is the runtime's. The outer error
+/// is the bundle's (a file it could not write), the inner one the process's.
+#[allow(clippy::too_many_arguments)]
 fn run_logged(
     root: &Path,
     role: &str,
     inv: &Invocation,
+    place: &Place,
     (out, err): (PathBuf, PathBuf),
     command_dir: Option<&Path>,
     found: &mut Vec<Redaction>,
     on_line: &mut dyn FnMut(Stream, &str) -> Control,
 ) -> Result<(CommandRecord, Result<exec::Outcome>)> {
+    let inv = &place.wrap(inv);
     let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
     let (out_rel, err_rel) = (rel(&out), rel(&err));
     let command_file = command_dir.map(|d| {
         let stem = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         d.join(if stem == "stdout" { "command.txt".to_string() } else { format!("{stem}.command.txt") })
     });
-    let place = match &command_file {
+    let at = match &command_file {
         Some(f) => rel(f),
         None => format!("{out_rel} (command)"),
     };
-    let shown = inv.redacted(&place, found);
+    let shown = inv.redacted(&at, found);
     let mut rec = CommandRecord::new(role, &shown, &out_rel, &err_rel);
     if let Some(f) = &command_file {
         std::fs::write(f, shown.shell_line() + "\n")
             .with_context(|| format!("cannot write `{}`", f.display()))?;
     }
     let result = exec::run(&to_spec(inv, out, err), on_line);
+    place.clean_up();
     if let Ok(o) = &result {
         rec.exit = Some(o.exit);
         rec.duration_s = o.duration.as_secs_f64();
@@ -295,21 +435,34 @@ fn available_memory() -> Option<u64> {
 /// recipe's command that is missing, fails or times out is noted; the snapshot's (no git
 /// checkout, no pip) only show in their record and file. The ladder goes on, since none of it
 /// is needed to find the fault.
-fn collect_environment(r: &Resolved, bundle: &mut Bundle) -> Result<()> {
+fn collect_environment(r: &Resolved, bundle: &mut Bundle, containers: Option<&Containers>) -> Result<()> {
     let snapshot = rungs::snapshot(r);
     let all = snapshot.iter().map(|c| (c, true)).chain(r.collect.iter().map(|c| (c, false)));
-    for (c, quiet) in all {
+    for (i, (c, quiet)) in all.enumerate() {
         if exec::interrupted() {
             break;
         }
         let inv = rungs::collect(r, c);
+        // In the image, but for `git describe`: the source is the host's checkout.
+        let place = match containers {
+            Some(k) if c.name != rungs::SNAPSHOT_ON_HOST => {
+                Place::New(k.clone(), k.name(i, &format!("collect-{}", c.name)), Access::Plain)
+            }
+            _ => Place::Host,
+        };
         let rel = format!("env/{}", c.name);
         let log = bundle.root.join(&rel);
         let mut found = Vec::new();
-        let (rec, result) =
-            run_logged(&bundle.root, "collect", &inv, (log.clone(), log), None, &mut found, &mut |_, _| {
-                Control::Continue
-            })?;
+        let (rec, result) = run_logged(
+            &bundle.root,
+            "collect",
+            &inv,
+            &place,
+            (log.clone(), log),
+            None,
+            &mut found,
+            &mut |_, _| Control::Continue,
+        )?;
         if !quiet {
             ui::status(&format!("==> collect {rel}: {}", rec.command));
         }
@@ -454,6 +607,10 @@ struct Climb<'a> {
     analysis: Analysis,
     /// How many GPUs doctor saw (`nvidia-smi --query-gpu`).
     gpus: usize,
+    /// The run's containers, when every rung runs in one.
+    containers: Option<Containers>,
+    /// Containers started so far (their names count up).
+    started: usize,
 }
 
 impl Climb<'_> {
@@ -500,6 +657,7 @@ impl Climb<'_> {
             };
             let result = self.run_rung(rung, &dir, &progress, &mut record);
             record.duration_s = started.elapsed().as_secs_f64();
+            self.give_back(&dir);
             self.redact_reports(&dir, &mut record);
             record.files = self.bundle.files_of(&dir);
             let summary = match &result {
@@ -568,9 +726,44 @@ impl Climb<'_> {
         record: &mut RungRecord,
         on_line: &mut dyn FnMut(Stream, &str) -> Control,
     ) -> Result<Exit> {
+        let place = self.place(if stem.is_empty() { role } else { stem }, Access::Plain);
+        self.exec_at(role, inv, &place, dir, stem, record, on_line)
+    }
+
+    /// Where the next process runs: on the host, or in a new container named after `what`.
+    fn place(&mut self, what: &str, access: Access) -> Place {
+        match &self.containers {
+            Some(c) => {
+                self.started += 1;
+                Place::New(c.clone(), c.name(self.started, what), access)
+            }
+            None => Place::Host,
+        }
+    }
+
+    /// [`Climb::exec`] at a given place.
+    #[allow(clippy::too_many_arguments)]
+    fn exec_at(
+        &mut self,
+        role: &str,
+        inv: &Invocation,
+        place: &Place,
+        dir: &Path,
+        stem: &str,
+        record: &mut RungRecord,
+        on_line: &mut dyn FnMut(Stream, &str) -> Control,
+    ) -> Result<Exit> {
         let mut found = Vec::new();
-        let (rec, result) =
-            run_logged(&self.bundle.root, role, inv, rung_logs(dir, stem), Some(dir), &mut found, on_line)?;
+        let (rec, result) = run_logged(
+            &self.bundle.root,
+            role,
+            inv,
+            place,
+            rung_logs(dir, stem),
+            Some(dir),
+            &mut found,
+            on_line,
+        )?;
         self.bundle.note_redactions(found);
         record.commands.push(rec);
         let o = result?;
@@ -581,6 +774,18 @@ impl Climb<'_> {
             ));
         }
         Ok(o.exit)
+    }
+
+    /// Files a root container wrote into the rung's folder go back to the bundle's owner (Docker and Podman run as root, so that cuda-gdb may attach).
+    fn give_back(&self, dir: &Path) {
+        let Some(c) = &self.containers else { return };
+        // The bundle's owner: this process made it.
+        use std::os::unix::fs::MetadataExt;
+        let Ok(meta) = std::fs::metadata(&self.bundle.root) else { return };
+        if let Some(inv) = c.chown(dir, meta.uid(), meta.gid()) {
+            let args: Vec<&str> = inv.argv[1..].iter().map(String::as_str).collect();
+            doctor::run_with_timeout(Path::new(&inv.argv[0]), &args, CLEANUP_TIMEOUT);
+        }
     }
 
     /// Redacts what the tools wrote themselves (compute-sanitizer's `--save` XML, the
@@ -773,6 +978,7 @@ impl Climb<'_> {
                 let mut gdb_notes: Vec<String> = Vec::new();
                 let mut gdb_found: Vec<Redaction> = Vec::new();
                 let root = self.bundle.root.clone();
+                let target_place = self.place("target", Access::Ptrace);
                 {
                     let dir2 = dir.to_path_buf();
                     let mut on_line = |_s: Stream, line: &str| -> Control {
@@ -792,10 +998,15 @@ impl Climb<'_> {
                             let gdb = rungs::attach::gdb(notice.pid, full, locals);
                             let logs = rung_logs(&dir2, stem);
                             let out = logs.0.clone();
+                            let gdb_place = match &target_place {
+                                Place::New(c, name, _) => Place::In(c.clone(), name.clone()),
+                                _ => Place::Host,
+                            };
                             match run_logged(
                                 &root,
                                 "cuda-gdb",
                                 &gdb,
+                                &gdb_place,
                                 logs,
                                 Some(&dir2),
                                 &mut gdb_found,
@@ -826,7 +1037,7 @@ impl Climb<'_> {
                         ));
                         Control::Stop
                     };
-                    self.exec("target", &inv, dir, "", record, &mut on_line)?;
+                    self.exec_at("target", &inv, &target_place, dir, "", record, &mut on_line)?;
                 }
                 record.commands.extend(gdb_records);
                 record.notes.extend(gdb_notes);

@@ -17,6 +17,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::container::{ContainerConfig, Runtime};
+
 /// The recipe format version this code reads (`version: 1`).
 pub const VERSION: u64 = 1;
 /// A recipe is a short file; anything bigger is refused before it is parsed.
@@ -172,6 +174,21 @@ impl DebugInfo {
     }
 }
 
+/// `container:` before expansion: the container every rung's command runs in (see
+/// [`crate::container`]). `--container` and `--image` on the command line override it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerTemplate {
+    /// `None`: not said; `--container` chooses it, else the ladder runs on the host.
+    pub runtime: Option<Runtime>,
+    /// The image reference or Apptainer `.sif` file; may hold `{variable}`s.
+    pub image: Option<String>,
+    /// Host folders mounted at the same path besides those always mounted (see
+    /// [`container_mounts`]); relative ones are taken from the current directory.
+    pub mounts: Words,
+    /// Pass the GPUs in; `true` unless the recipe says `gpus: false`.
+    pub gpus: bool,
+}
+
 /// Per-rung options (`rungs.NAME`). `args` exists only for `memcheck`, `debug` only for
 /// `rebuild`; the parser refuses them elsewhere.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -205,6 +222,8 @@ pub struct Recipe {
     pub run: StepTemplate,
     /// Keyed by rung name (`memcheck`, `launch-blocking`, ...; see [`RUNG_NAMES`]).
     pub rungs: BTreeMap<String, RungOptions>,
+    /// `container:`, if the recipe has one.
+    pub container: Option<ContainerTemplate>,
     pub source: RecipeSource,
     /// `{recipe_dir}`: the directory of the recipe file.
     pub dir: PathBuf,
@@ -308,6 +327,9 @@ pub struct Resolved {
     pub run: Step,
     /// Keyed by rung name; `env` and `args` expanded.
     pub rungs: BTreeMap<String, RungOptions>,
+    /// `container:` with its variables filled and `mounts` absolute; the default (the host,
+    /// unless `--container` says otherwise) when the recipe has none.
+    pub container: ContainerConfig,
 }
 
 impl Resolved {
@@ -532,6 +554,7 @@ fn friendly_struct_names(msg: &str) -> String {
             "Recipe" => "a mapping with `version`, `name`, `description` and `run`",
             "Build" | "Run" => "a mapping with `command`",
             "Collect" => "a mapping with `name` and `command`",
+            "ContainerFields" => CONTAINER_EXPECTING,
             _ => "a mapping",
         };
         out.replace_range(i..end, what);
@@ -566,6 +589,8 @@ struct RawRecipe {
     run: RawRun,
     #[serde(default)]
     rungs: Option<RawRungs>,
+    #[serde(default)]
+    container: Option<RawContainer>,
 }
 
 #[derive(Deserialize)]
@@ -658,6 +683,52 @@ struct RawMemcheckRung {
     args: Option<Vec<Tpl>>,
 }
 
+const CONTAINER_EXPECTING: &str = "a mapping with `runtime`, `image`, `mounts` or `gpus`";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawContainerFields {
+    #[serde(default)]
+    runtime: Option<RuntimeName>,
+    #[serde(default)]
+    image: Option<Image>,
+    #[serde(default)]
+    mounts: Option<Mounts>,
+    #[serde(default)]
+    gpus: Option<bool>,
+}
+
+/// `container:`, checked as a whole inside its mapping, so that an error about a key that is
+/// missing carries the mapping's position (as `missing field` does).
+struct RawContainer(RawContainerFields);
+
+impl<'de> Deserialize<'de> for RawContainer {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawContainer;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(CONTAINER_EXPECTING)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<RawContainer, A::Error> {
+                let c = RawContainerFields::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                match &c.runtime {
+                    Some(RuntimeName(rt)) if *rt != Runtime::None && c.image.is_none() => {
+                        Err(de::Error::custom(format!(
+                            "`runtime: {0}` needs an image: add `image:` (a pinned reference such as \
+                             `debug-ima/cuda:13.0.1@sha256:...`, or an Apptainer `.sif` file), or leave \
+                             `runtime` out and pass `--container {0} --image IMAGE`",
+                            rt.name()
+                        )))
+                    }
+                    _ => Ok(RawContainer(c)),
+                }
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
 fn env_map(env: Option<UniqueMap<EnvName, Tpl>>) -> BTreeMap<String, String> {
     env.map(|m| m.0.into_iter().map(|(k, v)| (k.0, v.0)).collect()).unwrap_or_default()
 }
@@ -740,6 +811,12 @@ impl RawRecipe {
                 }),
             );
         }
+        let container = self.container.map(|RawContainer(c)| ContainerTemplate {
+            runtime: c.runtime.map(|r| r.0),
+            image: c.image.map(|i| i.0),
+            mounts: c.mounts.map(|m| m.0).unwrap_or(Words::List(Vec::new())),
+            gpus: c.gpus.unwrap_or(true),
+        });
         Recipe {
             name: self.name.0,
             description: self.description,
@@ -749,6 +826,7 @@ impl RawRecipe {
             build,
             run,
             rungs,
+            container,
             source,
             dir,
             text: text.to_string(),
@@ -833,6 +911,92 @@ impl<'de> Deserialize<'de> for DefaultValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         d.deserialize_str(CheckedStr { expecting: "a string", check: |s| check_template(s, true) })
             .map(DefaultValue)
+    }
+}
+
+/// `container.runtime`: one of [`Runtime::ALL`] by name.
+struct RuntimeName(Runtime);
+
+impl<'de> Deserialize<'de> for RuntimeName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RuntimeName;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "a container runtime: {}", runtime_names())
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<RuntimeName, E> {
+                Runtime::parse(v).map(RuntimeName).ok_or_else(|| {
+                    E::custom(format!(
+                        "unknown container runtime `{}`: use {}",
+                        v.escape_debug(),
+                        runtime_names()
+                    ))
+                })
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// "`docker`, `podman`, `apptainer` or `none`".
+fn runtime_names() -> String {
+    let names: Vec<String> = Runtime::ALL.iter().map(|r| format!("`{}`", r.name())).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.concat(),
+    }
+}
+
+/// `container.image`: a non-blank string that may hold `{variable}`s.
+struct Image(String);
+
+impl<'de> Deserialize<'de> for Image {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_str(CheckedStr {
+            expecting: "an image reference, or an Apptainer `.sif` file",
+            check: |s| {
+                if s.trim().is_empty() {
+                    return Err(
+                        "the image is empty: give an image reference (`debug-ima/cuda:13.0.1@sha256:...`) \
+                         or an Apptainer `.sif` file, or leave `image` out"
+                            .to_string(),
+                    );
+                }
+                check_template(s, false)
+            },
+        })
+        .map(Image)
+    }
+}
+
+/// One entry of `container.mounts` given in a list: a non-empty path.
+struct MountPath(String);
+
+impl<'de> Deserialize<'de> for MountPath {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_str(CheckedStr {
+            expecting: "a path",
+            check: |s| {
+                if s.is_empty() {
+                    return Err(EMPTY_MOUNT.to_string());
+                }
+                check_template(s, false)
+            },
+        })
+        .map(MountPath)
+    }
+}
+
+const EMPTY_MOUNT: &str =
+    "an empty path: each entry of `mounts` is a host folder mounted at the same path in the container";
+
+/// `container.mounts`: paths, as a list or a string split into words; no empty one.
+struct Mounts(Words);
+
+impl<'de> Deserialize<'de> for Mounts {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(WordsVisitor { command: false, mounts: true }).map(Mounts)
     }
 }
 
@@ -1092,7 +1256,7 @@ struct Command(Words);
 
 impl<'de> Deserialize<'de> for Command {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        d.deserialize_any(WordsVisitor { command: true }).map(Command)
+        d.deserialize_any(WordsVisitor { command: true, mounts: false }).map(Command)
     }
 }
 
@@ -1101,12 +1265,14 @@ struct Paths(Words);
 
 impl<'de> Deserialize<'de> for Paths {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        d.deserialize_any(WordsVisitor { command: false }).map(Paths)
+        d.deserialize_any(WordsVisitor { command: false, mounts: false }).map(Paths)
     }
 }
 
 struct WordsVisitor {
     command: bool,
+    /// `container.mounts`: no empty word.
+    mounts: bool,
 }
 
 impl<'de> Visitor<'de> for WordsVisitor {
@@ -1122,7 +1288,10 @@ impl<'de> Visitor<'de> for WordsVisitor {
 
     fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Words, E> {
         let line = CheckedStr { expecting: "", check: |s| check_template(s, false) }.visit_str::<E>(v)?;
-        split_words(&line).map_err(|e| E::custom(format!("{e:#}")))?;
+        let words = split_words(&line).map_err(|e| E::custom(format!("{e:#}")))?;
+        if self.mounts && words.iter().any(String::is_empty) {
+            return Err(E::custom(format!("`{line}`: {EMPTY_MOUNT}")));
+        }
         if self.command && line.trim().is_empty() {
             return Err(E::custom("the command is empty: give the program and its arguments"));
         }
@@ -1131,7 +1300,13 @@ impl<'de> Visitor<'de> for WordsVisitor {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Words, A::Error> {
         let mut items = Vec::new();
-        while let Some(Tpl(item)) = seq.next_element()? {
+        loop {
+            let item = if self.mounts {
+                seq.next_element::<MountPath>()?.map(|m| m.0)
+            } else {
+                seq.next_element::<Tpl>()?.map(|t| t.0)
+            };
+            let Some(item) = item else { break };
             items.push(item);
         }
         if self.command && items.is_empty() {
@@ -1284,6 +1459,12 @@ fn template_fields(r: &Recipe) -> Vec<(String, &str)> {
     for (name, o) in &r.rungs {
         out.extend(o.env.iter().map(|(k, v)| (format!("rungs.{name}.env.{k}"), v.as_str())));
         out.extend(o.args.iter().enumerate().map(|(i, a)| (format!("rungs.{name}.args[{i}]"), a.as_str())));
+    }
+    if let Some(c) = &r.container {
+        if let Some(image) = &c.image {
+            out.push(("container.image".to_string(), image.as_str()));
+        }
+        push_words(&mut out, "container.mounts", &c.mounts);
     }
     out
 }
@@ -1524,6 +1705,7 @@ fn resolve_with(r: &Recipe, vars: BTreeMap<String, String>, cwd: &Path) -> Resul
             .collect::<Result<Vec<_>>>()?;
         rungs.insert(name.clone(), RungOptions { env, args, ..o.clone() });
     }
+    let container = resolve_container(r, &vars, cwd)?;
     Ok(Resolved {
         name: r.name.clone(),
         source: r.label(),
@@ -1533,7 +1715,87 @@ fn resolve_with(r: &Recipe, vars: BTreeMap<String, String>, cwd: &Path) -> Resul
         build,
         run,
         rungs,
+        container,
     })
+}
+
+/// `container:` expanded, `mounts` made absolute from `cwd`; the default without one.
+fn resolve_container(r: &Recipe, vars: &BTreeMap<String, String>, cwd: &Path) -> Result<ContainerConfig> {
+    let Some(c) = &r.container else {
+        return Ok(ContainerConfig::default());
+    };
+    let image = match &c.image {
+        Some(t) => Some(expand_field(r, "container.image", t, vars)?),
+        None => None,
+    };
+    let image = match (image, c.runtime) {
+        (Some(i), Some(rt)) if i.trim().is_empty() && rt != Runtime::None => bail!(
+            "recipe `{}`: `container.image` is empty once its variables are filled, but `runtime: {}` needs \
+             an image: give the variable a value (`--set NAME=IMAGE`) or pass `--image IMAGE`",
+            r.name,
+            rt.name()
+        ),
+        (Some(i), _) if i.trim().is_empty() => None,
+        (image, _) => image,
+    };
+    let words = expand_words(r, "container.mounts", &c.mounts, vars)?;
+    let mut mounts = Vec::new();
+    for (i, m) in words.iter().enumerate() {
+        let field = match &c.mounts {
+            Words::List(_) => format!("container.mounts[{i}]"),
+            Words::Line(_) => "container.mounts".to_string(),
+        };
+        if m.is_empty() {
+            bail!(
+                "recipe `{}`: `{field}` is an empty path once its variables are filled: give the variable a \
+                 folder (`--set NAME=PATH`), or take the entry out of `mounts`",
+                r.name
+            );
+        }
+        let path = absolute_in(cwd, m);
+        if !path.is_absolute() {
+            bail!(
+                "recipe `{}`: `{field}` is `{}`, not an absolute path: a mount is a host folder mounted at the \
+                 same path; write it from `/` or from `{{cwd}}`",
+                r.name,
+                path.display()
+            );
+        }
+        if !mounts.contains(&path) {
+            mounts.push(path);
+        }
+    }
+    Ok(ContainerConfig { runtime: c.runtime, image, mounts, gpus: c.gpus })
+}
+
+/// Folders where a program's own folder is not mounted: mounting the host's over the
+/// image's would replace the image's system.
+const SYSTEM_DIRS: [&str; 10] =
+    ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/usr", "/etc", "/proc", "/sys", "/dev"];
+
+/// The host folders every container of the run mounts at the same path, so that the
+/// recipe's absolute paths mean the same inside: `container.mounts`, the run step's `cwd`
+/// (the current directory when it has none), the build step's `cwd`, the recipe's directory
+/// (`{recipe_dir}`), the parent folders of `build.binaries`, and the folder of the run's
+/// program when it is an absolute path outside all of those (and outside the system's own
+/// folders, `/usr`, `/bin`, ...). Absolute paths only, sorted, each once. The bundle root is
+/// the caller's to add.
+pub fn container_mounts(r: &Resolved) -> Vec<PathBuf> {
+    let mut set: BTreeSet<PathBuf> = r.container.mounts.iter().cloned().collect();
+    set.extend(r.run.cwd.clone().or_else(|| r.vars.get("cwd").map(PathBuf::from)));
+    if let Some(b) = &r.build {
+        set.extend(b.cwd.clone());
+        set.extend(b.binary_dirs());
+    }
+    set.extend(r.vars.get("recipe_dir").map(PathBuf::from));
+    let program = Path::new(r.run.program());
+    if let Some(dir) = program.parent().filter(|_| program.is_absolute()) {
+        let system = dir.parent().is_none() || SYSTEM_DIRS.iter().any(|s| dir.starts_with(s));
+        if !system && !set.iter().any(|m| dir.starts_with(m)) {
+            set.insert(dir.to_path_buf());
+        }
+    }
+    set.into_iter().filter(|p| p.is_absolute()).collect()
 }
 
 fn expand_field(r: &Recipe, field: &str, t: &str, vars: &BTreeMap<String, String>) -> Result<String> {
@@ -1820,6 +2082,27 @@ pub fn render_show_in(r: &Recipe, cwd: &Path) -> String {
                     let _ = writeln!(out, "#   binaries: {}", join_words(&bins));
                 }
             }
+            if r.container.is_some() {
+                let c = &res.container;
+                let runtime = match c.runtime {
+                    Some(rt) => rt.name().to_string(),
+                    None => "(chosen with `--container`)".to_string(),
+                };
+                let _ = writeln!(out, "# container: {runtime}");
+                if let Some(image) = &c.image {
+                    let _ = writeln!(out, "#   image: {}", quote_word(image));
+                }
+                let mounts: Vec<String> =
+                    container_mounts(&res).iter().map(|m| m.display().to_string()).collect();
+                let _ = writeln!(
+                    out,
+                    "#   mounted at the same path: {} (and the bundle root)",
+                    join_words(&mounts)
+                );
+                if !c.gpus {
+                    out.push_str("#   gpus: false (the GPUs are not passed in)\n");
+                }
+            }
         }
         Err(e) => {
             let _ = writeln!(out, "# commands: cannot be resolved: {e:#}");
@@ -1878,6 +2161,22 @@ pub fn check_recipe(r: &Recipe, cwd: &Path) -> Result<String> {
         None => out.push_str("  build: none\n"),
     }
     let _ = writeln!(out, "  run: {}", show(&r.run.command));
+    if let Some(c) = &r.container {
+        let mut parts = vec![match c.runtime {
+            Some(rt) => format!("runtime {}", rt.name()),
+            None => "runtime from `--container`".to_string(),
+        }];
+        if let Some(image) = &c.image {
+            parts.push(format!("image {}", quote(image)));
+        }
+        if !c.mounts.is_empty() {
+            parts.push(format!("mounts {}", show(&c.mounts)));
+        }
+        if !c.gpus {
+            parts.push("gpus false".to_string());
+        }
+        let _ = writeln!(out, "  container: {}", parts.join(", "));
+    }
     let rungs: Vec<&str> = RUNG_NAMES.iter().copied().filter(|n| r.rungs.contains_key(*n)).collect();
     let _ = writeln!(
         out,

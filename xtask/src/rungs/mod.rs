@@ -146,13 +146,17 @@ pub fn collect(r: &Resolved, c: &Collect) -> Invocation {
     inv
 }
 
+/// The snapshot's file that is always made on the host, also when the rungs run in a
+/// container: `git describe` of the host's checkout.
+pub const SNAPSHOT_ON_HOST: &str = "git-describe.txt";
+
 /// The environment snapshot taken before the baseline, besides the recipe's own `collect`
 /// commands: `git describe --always --dirty` of the target's source (its working directory),
 /// and for Python targets `pip freeze` and PyTorch's `collect_env` (unless the recipe already
 /// collects a `collect-env`), with the target's Python.
 pub fn snapshot(r: &Resolved) -> Vec<Collect> {
     let mut out = vec![Collect {
-        name: "git-describe.txt".into(),
+        name: SNAPSHOT_ON_HOST.into(),
         argv: ["git", "describe", "--always", "--dirty", "--tags"].map(String::from).to_vec(),
         timeout: Duration::from_secs(20),
     }];
