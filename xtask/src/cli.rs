@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
-use crate::{analyze, bench, bundle_cmd, debug_ima, doctor, recipe, ui};
+use crate::{analyze, bench, bundle_cmd, container_cmd, debug_ima, doctor, recipe, ui};
 
 /// Exit status for success.
 pub const EXIT_OK: i32 = 0;
@@ -60,6 +60,9 @@ pub enum Command {
     /// Exit codes: 0 done, 1 failure or (`verify`) a file that does not match.
     #[command(subcommand)]
     Bundle(bundle_cmd::BundleCommand),
+    /// Build the project's container images (containers/): `container build cuda`.
+    #[command(subcommand)]
+    Container(container_cmd::ContainerCommand),
     /// Measure the analyzer on a generated 1 GiB memcheck log against `grep -c`
     /// (`bench pack`: `bundle pack` against `tar -I 'zstd -T0'`).
     Bench {
@@ -147,6 +150,7 @@ fn run(cli: Cli) -> Result<i32> {
             Ok(EXIT_OK)
         }
         Command::Bundle(cmd) => bundle_cmd::run(cmd),
+        Command::Container(cmd) => container_cmd::run(cmd),
         Command::Bench { what: None, args } => {
             bench::run(args)?;
             Ok(EXIT_OK)

@@ -117,8 +117,12 @@ pub struct Containers {
     /// Absolute host paths, each mounted at the same path, sorted, without repeats.
     pub mounts: Vec<PathBuf>,
     pub gpus: bool,
-    /// `debug-ima-<bundle name>`, lowercased and cut to what container names allow.
+    /// `debug-ima-<bundle name>-<pid>`, lowercased and cut to what container names allow:
+    /// two runs started in the same second (same bundle name, other roots) never clash.
     pub prefix: String,
+    /// The working directory of a command that names none: the ladder's own, as on the host
+    /// (it is mounted).
+    pub workdir: PathBuf,
 }
 
 /// What one wrapped command needs beyond the invocation.
@@ -139,6 +143,8 @@ impl Containers {
         mounts: &[PathBuf],
         gpus: bool,
         bundle_name: &str,
+        pid: u32,
+        workdir: &Path,
     ) -> Containers {
         let mut m: Vec<PathBuf> = mounts.to_vec();
         m.sort();
@@ -152,7 +158,15 @@ impl Containers {
             .collect();
         let mut prefix = format!("debug-ima-{safe}");
         prefix.truncate(100);
-        Containers { runtime, image: image.to_string(), mounts: outer, gpus, prefix }
+        prefix.push_str(&format!("-{pid}"));
+        Containers {
+            runtime,
+            image: image.to_string(),
+            mounts: outer,
+            gpus,
+            prefix,
+            workdir: workdir.to_path_buf(),
+        }
     }
 
     /// The name of the container for one process of the run: `<prefix>-<NN>-<what>`.
@@ -188,10 +202,8 @@ impl Containers {
                     argv.push("-v".into());
                     argv.push(format!("{0}:{0}", m.display()));
                 }
-                if let Some(cwd) = &inv.cwd {
-                    argv.push("-w".into());
-                    argv.push(cwd.display().to_string());
-                }
+                argv.push("-w".into());
+                argv.push(inv.cwd.as_ref().unwrap_or(&self.workdir).display().to_string());
                 env_set.retain(|(k, _)| k != "TMPDIR");
                 env_set.push(("TMPDIR".into(), TMPDIR.into()));
                 for (k, _) in &env_set {
@@ -212,10 +224,8 @@ impl Containers {
                     argv.push("--bind".into());
                     argv.push(m.display().to_string());
                 }
-                if let Some(cwd) = &inv.cwd {
-                    argv.push("--pwd".into());
-                    argv.push(cwd.display().to_string());
-                }
+                argv.push("--pwd".into());
+                argv.push(inv.cwd.as_ref().unwrap_or(&self.workdir).display().to_string());
                 // `--cleanenv` starts from a clean environment; `APPTAINERENV_X` sets X inside.
                 env_set = inv.env_set.iter().map(|(k, v)| (format!("APPTAINERENV_{k}"), v.clone())).collect();
                 env_set.push(("APPTAINERENV_TMPDIR".into(), TMPDIR.into()));
@@ -292,5 +302,195 @@ impl Containers {
             }),
             _ => None,
         }
+    }
+}
+
+/// One of the project's images (`containers/<name>.Containerfile`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageDef {
+    pub name: &'static str,
+    /// The tag `container build` gives it.
+    pub tag: &'static str,
+    /// The image of ours it starts `FROM` (its `ARG BASE`), built first when missing.
+    pub base: Option<&'static str>,
+}
+
+/// The images under `containers/`, in build order.
+pub const IMAGES: [ImageDef; 3] = [
+    ImageDef { name: "cuda", tag: "debug-ima/cuda:13.0", base: None },
+    ImageDef { name: "pytorch", tag: "debug-ima/pytorch:2.11.0", base: Some("cuda") },
+    ImageDef { name: "vllm", tag: "debug-ima/vllm:main", base: Some("pytorch") },
+];
+
+impl ImageDef {
+    pub fn find(name: &str) -> Option<ImageDef> {
+        IMAGES.into_iter().find(|d| d.name == name)
+    }
+
+    /// The tag for these build arguments: the vLLM image is tagged with its `VLLM_REF`.
+    pub fn tag_for(&self, build_args: &[String]) -> String {
+        let vllm_ref = build_args.iter().find_map(|a| a.strip_prefix("VLLM_REF="));
+        match (self.name, vllm_ref) {
+            ("vllm", Some(r)) if !r.is_empty() => {
+                let safe: String =
+                    r.chars()
+                        .map(|c| {
+                            if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' {
+                                c
+                            } else {
+                                '-'
+                            }
+                        })
+                        .take(120)
+                        .collect();
+                format!("debug-ima/vllm:{safe}")
+            }
+            _ => self.tag.to_string(),
+        }
+    }
+
+    /// `docker build -f DIR/NAME.Containerfile -t TAG [--build-arg K=V]... DIR`.
+    pub fn build_argv(&self, runtime: Runtime, dir: &Path, tag: &str, build_args: &[String]) -> Vec<String> {
+        let mut argv: Vec<String> = vec![
+            runtime.name().into(),
+            "build".into(),
+            "-f".into(),
+            dir.join(format!("{}.Containerfile", self.name)).display().to_string(),
+            "-t".into(),
+            tag.into(),
+        ];
+        for a in build_args {
+            argv.push("--build-arg".into());
+            argv.push(a.clone());
+        }
+        argv.push(dir.display().to_string());
+        argv
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inv(argv: &[&str]) -> Invocation {
+        Invocation {
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            cwd: Some(PathBuf::from("/src/app")),
+            env_set: vec![
+                ("HF_TOKEN".into(), "secret-value".into()),
+                ("CUDA_LAUNCH_BLOCKING".into(), "1".into()),
+            ],
+            env_remove: vec!["TRITON_DISABLE_LINE_INFO".into()],
+            timeout: Some(std::time::Duration::from_secs(5)),
+        }
+    }
+
+    fn containers(runtime: Runtime) -> Containers {
+        Containers::new(
+            runtime,
+            "debug-ima/cuda:13.0",
+            &[PathBuf::from("/src/app"), PathBuf::from("/src"), PathBuf::from("/b/x"), PathBuf::from("/src")],
+            true,
+            "2026-11-30T10-00-00Z_Demo",
+            42,
+            Path::new("/work"),
+        )
+    }
+
+    #[test]
+    fn mounts_and_names() {
+        let c = containers(Runtime::Docker);
+        assert_eq!(c.mounts, [PathBuf::from("/b/x"), PathBuf::from("/src")]);
+        assert_eq!(c.prefix, "debug-ima-2026-11-30t10-00-00z_demo-42");
+        assert_eq!(c.name(3, "cudagdb 1"), "debug-ima-2026-11-30t10-00-00z_demo-42-03-cudagdb-1");
+        // A command without a working directory runs in the ladder's.
+        let mut no_cwd = inv(&["t"]);
+        no_cwd.cwd = None;
+        assert!(c.wrap(&no_cwd, "n", Access::Plain).argv.join(" ").contains(" -w /work "));
+    }
+
+    #[test]
+    fn docker_wraps_with_mounts_gpus_and_variables_by_name() {
+        let c = containers(Runtime::Docker);
+        let w = c.wrap(&inv(&["target", "--n", "1"]), "n1", Access::Plain);
+        assert_eq!(
+            w.argv.join(" "),
+            "docker run --rm --name n1 --init --ipc=host --gpus all -v /b/x:/b/x -v /src:/src -w /src/app \
+             -e HF_TOKEN -e CUDA_LAUNCH_BLOCKING -e TMPDIR debug-ima/cuda:13.0 env -u TRITON_DISABLE_LINE_INFO \
+             target --n 1"
+        );
+        // The values go to the client's environment, never onto the command line.
+        assert!(!w.argv.iter().any(|a| a.contains("secret-value")));
+        assert!(w.env_set.contains(&("HF_TOKEN".into(), "secret-value".into())));
+        assert!(w.env_set.contains(&("TMPDIR".into(), "/tmp".into())));
+        assert_eq!((w.cwd, w.timeout), (None, Some(std::time::Duration::from_secs(5))));
+
+        let p = c.wrap(&inv(&["target"]), "n2", Access::Ptrace);
+        assert!(p.argv.join(" ").contains("--cap-add SYS_PTRACE --security-opt seccomp=unconfined"));
+        let e = c.exec_in("n2", &inv(&["cuda-gdb", "-p", "7"]));
+        assert_eq!(
+            e.argv.join(" "),
+            "docker exec -e HF_TOKEN -e CUDA_LAUNCH_BLOCKING -e TMPDIR n2 cuda-gdb -p 7"
+        );
+        assert_eq!(c.remove("n2"), Some(vec!["docker".into(), "rm".into(), "-f".into(), "n2".into()]));
+        let own = c.chown(Path::new("/b/x/rungs/01"), 1000, 100).unwrap();
+        assert_eq!(
+            own.argv.join(" "),
+            "docker run --rm -v /b/x/rungs/01:/b/x/rungs/01 --entrypoint chown debug-ima/cuda:13.0 -R 1000:100 \
+             /b/x/rungs/01"
+        );
+        assert_eq!(c.chown(Path::new("/b"), 0, 0), None, "root needs nothing given back");
+    }
+
+    #[test]
+    fn podman_uses_cdi() {
+        let c = containers(Runtime::Podman);
+        let w = c.wrap(&inv(&["target"]), "n1", Access::Ptrace);
+        assert!(
+            w.argv.join(" ").starts_with(
+                "podman run --rm --name n1 --init --ipc=host --device nvidia.com/gpu=all --security-opt \
+                 label=disable --cap-add SYS_PTRACE --security-opt seccomp=unconfined -v "
+            ),
+            "{}",
+            w.argv.join(" ")
+        );
+        assert_eq!(c.exec_in("n1", &inv(&["cuda-gdb"])).argv[..2], ["podman", "exec"]);
+    }
+
+    #[test]
+    fn apptainer_shares_pids_and_tmp_and_passes_variables_by_prefix() {
+        let c = containers(Runtime::Apptainer);
+        let w = c.wrap(&inv(&["target"]), "ignored", Access::Ptrace);
+        assert_eq!(
+            w.argv.join(" "),
+            "apptainer exec --cleanenv --nv --bind /b/x --bind /src --pwd /src/app debug-ima/cuda:13.0 env -u \
+             TRITON_DISABLE_LINE_INFO target"
+        );
+        assert!(w.env_set.contains(&("APPTAINERENV_HF_TOKEN".into(), "secret-value".into())));
+        assert!(w.env_set.contains(&("APPTAINERENV_TMPDIR".into(), "/tmp".into())));
+        // The debugger: another `apptainer exec`, in the same PID namespace.
+        assert_eq!(c.exec_in("x", &inv(&["cuda-gdb", "-p", "9"])).argv[..2], ["apptainer", "exec"]);
+        assert_eq!(c.remove("x"), None);
+    }
+
+    #[test]
+    fn the_host_is_unchanged() {
+        let c = containers(Runtime::None);
+        assert_eq!(c.wrap(&inv(&["target"]), "x", Access::Ptrace), inv(&["target"]));
+    }
+
+    #[test]
+    fn images_and_their_build_commands() {
+        let vllm = ImageDef::find("vllm").unwrap();
+        assert_eq!(vllm.tag_for(&["VLLM_REF=v0.11.0".into()]), "debug-ima/vllm:v0.11.0");
+        assert_eq!(vllm.tag_for(&["VLLM_REF=feature/x y".into()]), "debug-ima/vllm:feature-x-y");
+        assert_eq!(vllm.tag_for(&[]), "debug-ima/vllm:main");
+        let cuda = ImageDef::find("cuda").unwrap();
+        assert_eq!(
+            cuda.build_argv(Runtime::Podman, Path::new("/r/containers"), "t:1", &["A=1".into()]).join(" "),
+            "podman build -f /r/containers/cuda.Containerfile -t t:1 --build-arg A=1 /r/containers"
+        );
+        assert_eq!(ImageDef::find("pytorch").unwrap().base, Some("cuda"));
+        assert_eq!(ImageDef::find("x"), None);
     }
 }

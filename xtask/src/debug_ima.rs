@@ -212,11 +212,12 @@ pub fn run(args: Args) -> Result<i32> {
     bundle.write_file("env/doctor.txt", &doctor::render(&report))?;
     bundle.write_manifest()?;
     ui::status(&format!("bundle: {}", bundle.root.display()));
+    let workdir = std::env::current_dir().context("cannot read the current directory")?;
     let containers = choice.map(|(runtime, image, gpus)| {
         let mut mounts = recipe::container_mounts(&resolved);
         mounts.push(bundle.root.clone());
         let name = bundle.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        Containers::new(runtime, &image, &mounts, gpus, &name)
+        Containers::new(runtime, &image, &mounts, gpus, &name, std::process::id(), &workdir)
     });
     if let Some(c) = &containers {
         let record = container_record(c);
@@ -767,6 +768,12 @@ impl Climb<'_> {
         self.bundle.note_redactions(found);
         record.commands.push(rec);
         let o = result?;
+        if matches!(place, Place::New(..) | Place::In(..)) && o.exit == Exit::Code(125) {
+            record.notes.push(format!(
+                "{role}: the container runtime could not run the command (exit 125, its own error): see \
+                 the log for the runtime's message"
+            ));
+        }
         if o.exit == Exit::TimedOut {
             record.notes.push(format!(
                 "{role} timed out after {} s and was killed with its process group",

@@ -6,6 +6,7 @@ pub mod bundle;
 pub mod bundle_cmd;
 pub mod cli;
 pub mod container;
+pub mod container_cmd;
 pub mod debug_ima;
 pub mod doctor;
 pub mod exec;

@@ -1,0 +1,273 @@
+//! `debug-ima --container docker` against the machine's real Docker engine. No registry is
+//! reachable, so the test image is built here `FROM scratch`: Debian's static busybox, the
+//! stand-ins (tests/standins/, and tests/standins/image/cuobjdump) and the recordings they
+//! replay. The tests show that every rung's command runs inside the container, that the
+//! recipe's variables and mounts arrive, that the artifacts land in the bundle on the host,
+//! that cuda-gdb attaches inside the target's container, that a hanging container is
+//! killed and removed, that the manifest records the image id, and that `container build`
+//! builds an image and prints its id.
+//!
+//! With `CI` set, a missing Docker engine or `/bin/busybox` fails the tests (`.ci/run`
+//! installs busybox-static); elsewhere they say so and pass without running.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+mod support;
+use support::run::Run;
+use support::{root, standins, Scratch};
+
+/// The test image, built once per test binary.
+const IMAGE: &str = "debug-ima-test/standins:latest";
+
+/// Whether the engine and busybox are here; with `CI` set their absence is a failure.
+fn engine_ready() -> bool {
+    let docker = Command::new("docker")
+        .args(["version", "--format", "{{.Server.Version}}"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let busybox = Path::new("/bin/busybox").is_file();
+    if docker && busybox {
+        return true;
+    }
+    let why = format!("docker engine answering: {docker}, /bin/busybox: {busybox}");
+    if std::env::var_os("CI").is_some() {
+        panic!("the container tests need the Docker engine and Debian's busybox-static ({why})");
+    }
+    eprintln!("skipped: {why}");
+    false
+}
+
+fn docker(args: &[&str]) -> std::process::Output {
+    Command::new("docker").args(args).output().expect("cannot run docker")
+}
+
+/// Builds the test image (once): busybox, the stand-ins and their recordings. The tools
+/// in a container see only what the ladder passes them, so the image's environment names the
+/// recording they replay (the target gets it from the recipe too).
+fn test_image() -> &'static str {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let ctx = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("container-image-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&ctx);
+        std::fs::create_dir_all(ctx.join("standins")).unwrap();
+        std::fs::copy("/bin/busybox", ctx.join("busybox")).unwrap();
+        for dir in [standins(), standins().join("image")] {
+            for e in std::fs::read_dir(&dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_file() {
+                    std::fs::copy(&p, ctx.join("standins").join(p.file_name().unwrap())).unwrap();
+                }
+            }
+        }
+        for case in ["h200/oob_write", "toolchain"] {
+            copy_dir(&root().join("tests/fixtures").join(case), &ctx.join("fixtures").join(case));
+        }
+        std::fs::write(
+            ctx.join("Containerfile"),
+            "FROM scratch\nCOPY busybox /bin/busybox\nRUN [\"/bin/busybox\", \"--install\", \"-s\", \"/bin\"]\n\
+             RUN mkdir -p /tmp && chmod 1777 /tmp\nCOPY standins/ /standins/\nCOPY fixtures/ /fixtures/\n\
+             ENV PATH=/standins:/bin STANDIN_TOOLCHAIN=/fixtures/toolchain STANDIN_CASE=oob_write\n",
+        )
+        .unwrap();
+        let out = Command::new("docker")
+            .args(["build", "-q", "-t", IMAGE, "-f"])
+            .arg(ctx.join("Containerfile"))
+            .arg(&ctx)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "docker build failed: {}", String::from_utf8_lossy(&out.stderr));
+        let _ = std::fs::remove_dir_all(&ctx);
+    });
+    IMAGE
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(p.file_name().unwrap()));
+        } else {
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+/// Containers whose name starts with `prefix`, running or not.
+fn containers_named(prefix: &str) -> Vec<String> {
+    let out = docker(&["ps", "-a", "--format", "{{.Names}}"]);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|n| n.starts_with(prefix))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The container name prefix of a bundle (`debug-ima-<bundle name, lowercased>`).
+fn prefix_of(bundle: &Path) -> String {
+    format!("debug-ima-{}", bundle.file_name().unwrap().to_string_lossy().to_ascii_lowercase())
+}
+
+/// A recipe whose target first shows where it runs and what it got, then replays the
+/// out-of-bounds write of the H200 recording.
+fn recipe(s: &Scratch, extra: &str) -> PathBuf {
+    let data = s.path("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("hello.txt"), "hello from a mounted folder\n").unwrap();
+    s.write_recipe(&format!(
+        "version: 1\nname: incontainer\ndescription: \"the stand-in target in a container\"\n\
+         run:\n  command: [\"sh\", \"-c\", \"test -f /.dockerenv && echo INSIDE-A-CONTAINER; \
+         echo SETTING=$MY_SETTING TMPDIR=$TMPDIR PWD=$(pwd); cat {data}/hello.txt; exec target\"]\n  \
+         timeout: 60\n  env: {{ MY_SETTING: x, STANDIN_CASE: oob_write }}\n\
+         container:\n  runtime: docker\n  image: {IMAGE}\n  mounts: [\"{data}\"]\n  gpus: false\n{extra}",
+        data = data.display()
+    ))
+}
+
+/// Every rung of `--full` runs inside the image: the target's lines say so, the recipe's
+/// variable and the mounted folder arrive, the dump, cuda-gdb's logs and the XML report land
+/// in the bundle on the host, cuda-gdb attaches with `docker exec` inside the target's
+/// container, the verdict is the recording's, and no container is left.
+#[test]
+fn every_rung_runs_inside_the_container_and_its_artifacts_come_back() {
+    if !engine_ready() {
+        return;
+    }
+    let image = test_image();
+    let s = Scratch::for_run("in-docker");
+    let r = recipe(&s, "");
+    let out = Run::new(&s, &r, "oob_write").arg("--full").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+
+    let rungs = ["01-baseline", "02-launch-blocking", "03-coredump", "04-attach", "05-memcheck"];
+    assert_eq!(b.rung_dirs(), rungs, "{}", out.both());
+    for rung in rungs {
+        let command = b.read(&format!("rungs/{rung}/command.txt"));
+        assert!(command.contains(" docker run --rm --name debug-ima-"), "{rung}: {command}");
+        assert!(command.contains(" -e MY_SETTING "), "{rung}: {command}");
+        assert!(
+            command.contains(&format!(" -e TMPDIR {image} env -u TRITON_DISABLE_LINE_INFO ")),
+            "{rung}: {command}"
+        );
+        assert!(command.contains(&format!(" -w {} ", s.dir.display())), "{rung}: {command}");
+        if rung == "05-memcheck" {
+            // The stand-in compute-sanitizer replays its recording instead of starting the
+            // target; its command and its XML (below) show it ran inside.
+            assert!(command.contains(" compute-sanitizer --tool memcheck "), "{command}");
+            continue;
+        }
+        let stdout = b.read(&format!("rungs/{rung}/stdout.log"));
+        assert!(stdout.contains("INSIDE-A-CONTAINER\n"), "{rung} did not run in a container:\n{stdout}");
+        assert!(
+            stdout.contains(&format!("SETTING=x TMPDIR=/tmp PWD={}\n", s.dir.display())),
+            "{rung}: the variable, TMPDIR or the working directory did not arrive:\n{stdout}"
+        );
+        assert!(
+            stdout.contains("hello from a mounted folder\n"),
+            "{rung}: the mount did not arrive:\n{stdout}"
+        );
+    }
+    // Artifacts written inside land in the bundle on the host.
+    let dumps: Vec<String> =
+        b.files_in("rungs/03-coredump").into_iter().filter(|f| f.starts_with("core_")).collect();
+    assert_eq!(dumps.len(), 1, "{:?}", b.files_in("rungs/03-coredump"));
+    assert!(b.read("rungs/03-coredump/cudagdb-1.command.txt").contains("docker run"));
+    assert!(b.read("rungs/03-coredump/cudagdb-1.log").contains("(oob_write.cu:7)"));
+    assert!(b.exists("rungs/05-memcheck/memcheck.xml"), "{:?}", b.files_in("rungs/05-memcheck"));
+    // The attach rung: cuda-gdb ran inside the waiting target's container.
+    let attach = b.read("rungs/04-attach/cudagdb-attach.command.txt");
+    assert!(attach.contains(" docker exec -e TMPDIR debug-ima-"), "{attach}");
+    assert!(b
+        .read("rungs/04-attach/command.txt")
+        .contains("--cap-add SYS_PTRACE --security-opt seccomp=unconfined"));
+    assert!(b.notes("attach").contains("attached to PID"), "{}", b.notes("attach"));
+    assert!(out.stdout.contains("oob_write.cu:7"), "{}", out.both());
+
+    // The manifest records the runtime, its version and the image's id.
+    let m = b.manifest();
+    let c = &m["container"];
+    assert_eq!(c["runtime"].as_str(), Some("docker"));
+    assert_eq!(c["image"].as_str(), Some(image));
+    let id = String::from_utf8_lossy(&docker(&["image", "inspect", "--format", "{{.Id}}", image]).stdout)
+        .trim()
+        .to_string();
+    assert!(id.starts_with("sha256:"), "{id}");
+    assert_eq!(c["image_id"].as_str(), Some(id.as_str()), "{}", b.read("manifest.yaml"));
+    assert!(!c["version"].as_str().unwrap_or("").is_empty());
+    assert_eq!(c["gpus"].as_bool(), Some(false));
+    // Doctor looked inside the image.
+    assert!(
+        b.read("env/doctor.txt").contains("in debug-ima-test/standins:latest"),
+        "{}",
+        b.read("env/doctor.txt")
+    );
+
+    assert_eq!(containers_named(&prefix_of(&b.root)), Vec::<String>::new(), "containers left behind");
+}
+
+/// A target that hangs in its container past the rung's timeout: the run is killed, the
+/// container killed and removed, the rung noted as timed out, within seconds.
+#[test]
+fn a_hanging_container_is_killed_and_removed() {
+    if !engine_ready() {
+        return;
+    }
+    test_image();
+    let s = Scratch::for_run("hang-in-docker");
+    let r = recipe(&s, "rungs:\n  baseline:\n    timeout: 3\n    env: { STANDIN_HANG: \"1\" }\n");
+    let start = Instant::now();
+    let out = Run::new(&s, &r, "oob_write").arg("--rungs").arg("baseline").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    assert!(start.elapsed() < Duration::from_secs(40), "took {:?}", start.elapsed());
+    let b = s.only_bundle();
+    assert_eq!(b.exit_of("baseline", "target"), "timed-out", "{}", b.read("manifest.yaml"));
+    assert!(b.notes("baseline").contains("timed out"), "{}", b.notes("baseline"));
+    assert_eq!(
+        containers_named(&prefix_of(&b.root)),
+        Vec::<String>::new(),
+        "the hanging container is still there"
+    );
+}
+
+/// `container build NAME` builds `containers/NAME.Containerfile` (here a folder of the test's
+/// own, holding a tiny `cuda.Containerfile`) and prints the tag and the image id.
+#[test]
+fn container_build_prints_the_image_id() {
+    if !engine_ready() {
+        return;
+    }
+    let s = Scratch::create("container", "build");
+    let dir = s.path("containers");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy("/bin/busybox", dir.join("busybox")).unwrap();
+    std::fs::write(
+        dir.join("cuda.Containerfile"),
+        "FROM scratch\nCOPY busybox /bin/busybox\nLABEL test=debug-ima-container-build\n",
+    )
+    .unwrap();
+    let tag = "debug-ima-test/built:latest";
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["container", "build", "cuda", "--tag", tag, "--containers-dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let id = String::from_utf8_lossy(&docker(&["image", "inspect", "--format", "{{.Id}}", tag]).stdout)
+        .trim()
+        .to_string();
+    assert!(id.starts_with("sha256:"), "{id}");
+    assert_eq!(stdout, format!("{tag} {id}\n"));
+
+    // A name that is not one of the images is refused before anything runs.
+    let bad = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["container", "build", "nonsense", "--containers-dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
+}
