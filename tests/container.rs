@@ -271,3 +271,73 @@ fn container_build_prints_the_image_id() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
 }
+
+/// Ctrl-C while a target hangs in its container: exit 130, and the container is killed and
+/// removed, not left running.
+#[test]
+fn ctrl_c_kills_and_removes_the_running_container() {
+    if !engine_ready() {
+        return;
+    }
+    test_image();
+    let s = Scratch::for_run("ctrl-c-in-docker");
+    let r = recipe(&s, "rungs:\n  baseline:\n    env: { STANDIN_HANG: \"1\" }\n");
+    let run = Run::new(&s, &r, "oob_write").arg("--rungs").arg("baseline");
+    let start = Instant::now();
+    let child = run.spawn();
+    // Wait until the container runs, then interrupt the ladder.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let prefix = loop {
+        let running: Vec<String> = containers_named("debug-ima-")
+            .into_iter()
+            .filter(|n| n.contains("_incontainer-") && n.ends_with("-01-target"))
+            .filter(|n| n.contains(&format!("-{}-", child.id())))
+            .collect();
+        if let Some(n) = running.first() {
+            break n.trim_end_matches("-01-target").to_string();
+        }
+        assert!(Instant::now() < deadline, "the container never started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT)
+        .unwrap();
+    let out = run.finish(child, start);
+    assert_eq!(out.code(), Some(130), "{}", out.both());
+    assert_eq!(containers_named(&prefix), Vec::<String>::new(), "the container outlived Ctrl-C");
+    let b = s.only_bundle();
+    assert_eq!(b.exit_of("baseline", "target"), "interrupted", "{}", b.read("manifest.yaml"));
+}
+
+/// `--dry-run` with `--container podman` shows every command as it will run: in Podman with
+/// the CDI GPU device, ptrace for the attach rung, cuda-gdb through `podman exec` in the
+/// target's container. Needs no engine.
+#[test]
+fn the_dry_run_shows_every_command_in_its_container() {
+    let s = Scratch::for_run("dry-run-podman");
+    let r = s.write_recipe(
+        "version: 1\nname: planned\ndescription: \"a plan\"\nrun:\n  command: [\"target\"]\n  \
+         env: { HF_TOKEN: \"hf_abcdefghijklmnopqrstuvwxyz012345\" }\n",
+    );
+    let out = Run::new(&s, &r, "oob_write")
+        .arg("--dry-run")
+        .arg("--container")
+        .arg("podman")
+        .arg("--image")
+        .arg("debug-ima/cuda:13.0")
+        .run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let o = &out.stdout;
+    for want in [
+        "container: podman image debug-ima/cuda:13.0 (GPUs passed in)",
+        "podman run --rm --name debug-ima-utc-time_planned-0-01-target --init --ipc=host --device \
+         nvidia.com/gpu=all --security-opt label=disable -v ",
+        "--cap-add SYS_PTRACE --security-opt seccomp=unconfined",
+        "podman exec -e TMPDIR debug-ima-utc-time_planned-0-05-target cuda-gdb -batch -nx -p <PID from the message>",
+        "-e HF_TOKEN -e TMPDIR debug-ima/cuda:13.0 env -u TRITON_DISABLE_LINE_INFO target",
+    ] {
+        assert!(o.contains(want), "`{want}` missing from the plan:\n{o}");
+    }
+    assert!(!o.contains("abcdefghijklmnopqrstuvwxyz012345"), "a secret in the plan:\n{o}");
+    assert!(!s.bundles().exists());
+}

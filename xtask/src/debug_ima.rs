@@ -160,7 +160,15 @@ pub fn run(args: Args) -> Result<i32> {
     let bundle_root = args.bundle_dir.clone().unwrap_or_else(|| PathBuf::from(crate::bundle::DEFAULT_ROOT));
 
     if args.dry_run {
-        ui::out(&render_plan(&resolved, &plan, debug, &bundle_root))?;
+        let planned = choice.as_ref().map(|(runtime, image, gpus)| {
+            let mut mounts = recipe::container_mounts(&resolved);
+            mounts.push(std::path::absolute(&bundle_root).unwrap_or_else(|_| bundle_root.clone()));
+            let here = std::env::current_dir().unwrap_or_default();
+            Containers::new(*runtime, image, &mounts, *gpus, &format!("UTC-time_{}", resolved.name), 0, &here)
+        });
+        // Redacted like everything the tool writes: a plan gets pasted into issues too.
+        let text = render_plan(&resolved, &plan, debug, &bundle_root, planned.as_ref());
+        ui::out(&crate::redact::redact_text(&text, "plan", &mut Vec::new()))?;
         return Ok(crate::cli::EXIT_OK);
     }
 
@@ -522,12 +530,43 @@ fn recipe_and_values(
 }
 
 /// `--dry-run`: the plan, every rung's exact command and environment.
-pub fn render_plan(r: &Resolved, plan: &[Rung], debug: Debug, bundle_root: &Path) -> String {
+pub fn render_plan(
+    r: &Resolved,
+    plan: &[Rung],
+    debug: Debug,
+    bundle_root: &Path,
+    containers: Option<&Containers>,
+) -> String {
     let mut s = format!(
         "recipe: {}\nplan: {}\n",
         r.name,
         plan.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ")
     );
+    if let Some(c) = containers {
+        s.push_str(&format!(
+            "container: {} image {} ({}); each command in its own container, removed after it\n   \
+             mounted at the same path: {}\n",
+            c.runtime.name(),
+            c.image,
+            if c.gpus { "GPUs passed in" } else { "no GPUs" },
+            c.mounts.iter().map(|m| m.display().to_string()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let mut started = 0;
+    let mut wrap =
+        |inv: Invocation, what: &str, access: Access, inside: Option<&str>| -> (Invocation, String) {
+            match containers {
+                None => (inv, String::new()),
+                Some(c) => {
+                    if let Some(name) = inside {
+                        return (c.exec_in(name, &inv), name.to_string());
+                    }
+                    started += 1;
+                    let name = c.name(started, what);
+                    (c.wrap(&inv, &name, access), name)
+                }
+            }
+        };
     let dir = |i: usize, rung: Rung| {
         bundle_root.join("<UTC time>_".to_string() + &r.name).join(format!("rungs/{i:02}-{}", rung.name()))
     };
@@ -547,7 +586,7 @@ pub fn render_plan(r: &Resolved, plan: &[Rung], debug: Debug, bundle_root: &Path
         let i = i + 1;
         s.push_str(&format!("\n{i}. {}: {}\n", rung.name(), rung.describe()));
         let d = dir(i, *rung);
-        let invs: Vec<(&str, Invocation)> = match rung {
+        let mut invs: Vec<(&str, Invocation)> = match rung {
             Rung::Baseline => {
                 let mut v = Vec::new();
                 if let Some(b) = &r.build {
@@ -583,6 +622,21 @@ pub fn render_plan(r: &Resolved, plan: &[Rung], debug: Debug, bundle_root: &Path
             ],
             Rung::Memcheck => vec![("target", rungs::memcheck::invocation(r, &d.join("memcheck.xml")))],
         };
+        let mut target_container = String::new();
+        for (role, inv) in invs.iter_mut() {
+            let (access, inside) = match (rung, *role) {
+                (Rung::Attach, "target") => (Access::Ptrace, None),
+                (Rung::Attach, _) => (Access::Plain, Some(target_container.as_str())),
+                (Rung::Coredump, "per dump") => (Access::Plain, None),
+                _ => (Access::Plain, None),
+            };
+            let what = if *role == "target" { "target" } else { "tool" };
+            let (wrapped, name) = wrap(inv.clone(), what, access, inside);
+            if *role == "target" {
+                target_container = name;
+            }
+            *inv = wrapped;
+        }
         for (role, inv) in invs {
             let mut line = inv.shell_line();
             if matches!(rung, Rung::Attach) && role != "target" {
