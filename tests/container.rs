@@ -341,3 +341,63 @@ fn the_dry_run_shows_every_command_in_its_container() {
     assert!(!o.contains("abcdefghijklmnopqrstuvwxyz012345"), "a secret in the plan:\n{o}");
     assert!(!s.bundles().exists());
 }
+
+/// `containers/vllm-image.yaml`, the recipe docs/containers.md runs vLLM with: it checks, and
+/// its plan runs every rung in the image given with the Hugging Face cache mounted. Needs no
+/// engine.
+#[test]
+fn the_vllm_image_recipe_plans_every_rung_in_its_image() {
+    let s = Scratch::for_run("vllm-image");
+    // Outside the scratch folder (the working directory, mounted anyway).
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hf-cache-{}", std::process::id()));
+    std::fs::create_dir_all(&cache).unwrap();
+    let recipe = root().join("containers/vllm-image.yaml");
+    let out = Run::new(&s, &recipe, "oob_write")
+        .arg("--dry-run")
+        .arg("--set")
+        .arg("image=debug-ima/vllm:v0.11.0")
+        .arg("--set")
+        .arg(&format!("hf_cache={}", cache.display()))
+        .arg("--set")
+        .arg("repro=python3 repro.py")
+        .run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let o = &out.stdout;
+    assert!(
+        o.starts_with("recipe: vllm-image\nplan: baseline, launch-blocking, coredump, attach, memcheck\n"),
+        "{o}"
+    );
+    assert!(o.contains("container: docker image debug-ima/vllm:v0.11.0 (GPUs passed in)"), "{o}");
+    let mount = format!("-v {0}:{0} ", cache.display());
+    assert!(o.contains(&mount), "{o}");
+    assert!(o.contains("-e HF_HOME -e PYTHONUNBUFFERED"), "{o}");
+    assert!(o.contains("-e VLLM_ENABLE_V1_MULTIPROCESSING "), "{o}");
+    assert!(
+        o.contains(
+            "debug-ima/vllm:v0.11.0 env -u TRITON_DISABLE_LINE_INFO -u PYTORCH_CUDA_ALLOC_CONF -u \
+             PYTORCH_ALLOC_CONF compute-sanitizer --tool memcheck"
+        ),
+        "{o}"
+    );
+
+    // Without the cache folder, the run stops before anything starts, naming it.
+    std::fs::remove_dir(&cache).unwrap();
+    let out = Run::new(&s, &recipe, "oob_write")
+        .arg("--set")
+        .arg("image=debug-ima/vllm:v0.11.0")
+        .arg("--set")
+        .arg(&format!("hf_cache={}", cache.display()))
+        .arg("--set")
+        .arg("repro=python3 repro.py")
+        .run();
+    assert_eq!(out.code(), Some(1), "{}", out.both());
+    assert!(
+        out.stderr.contains(&format!(
+            "`{}` is to be mounted in the container but is not a folder",
+            cache.display()
+        )),
+        "{}",
+        out.both()
+    );
+    assert!(!s.bundles().exists());
+}
