@@ -100,6 +100,19 @@ pub struct RungRecord {
     pub notes: Vec<String>,
 }
 
+impl RungRecord {
+    /// How its target (or, for the rebuild, its build) ended: `exit 1`, `signal 6`, or `-`.
+    pub fn exit_text(&self) -> String {
+        self.commands
+            .iter()
+            .find(|c| c.role == "target")
+            .or_else(|| self.commands.iter().find(|c| c.role == "build"))
+            .and_then(|c| c.exit)
+            .map(exit_text)
+            .unwrap_or_else(|| "-".into())
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
     pub tool: String,
@@ -479,14 +492,7 @@ pub fn summary_md(m: &Manifest, a: &Analysis) -> String {
     writeln!(s, "| rung | status | time | exit |").unwrap();
     writeln!(s, "|---|---|---|---|").unwrap();
     for r in &m.rungs {
-        let exit = r
-            .commands
-            .iter()
-            .find(|c| c.role == "target")
-            .or_else(|| r.commands.iter().find(|c| c.role == "build"))
-            .and_then(|c| c.exit)
-            .map(exit_text)
-            .unwrap_or_else(|| "-".into());
+        let exit = r.exit_text();
         writeln!(s, "| {} | {} | {:.1} s | {} |", r.rung, r.status, r.duration_s, exit).unwrap();
     }
     writeln!(s, "\n## Analysis\n\n```text\n{}```", render_text(a)).unwrap();

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::archive::{self, Limits, PackOptions};
-use crate::bundle::{self, exit_text, Bundle, Manifest};
+use crate::bundle::{self, Bundle, Manifest};
 use crate::report::{self, ReportInput};
 use crate::ui;
 
@@ -230,14 +230,7 @@ pub fn render_show(path: &Path, m: &Manifest, files: &[(String, u64)]) -> String
     }
     writeln!(s, "\nrungs:").unwrap();
     for r in &m.rungs {
-        let exit = r
-            .commands
-            .iter()
-            .find(|c| c.role == "target")
-            .or_else(|| r.commands.iter().find(|c| c.role == "build"))
-            .and_then(|c| c.exit)
-            .map(exit_text)
-            .unwrap_or_else(|| "-".into());
+        let exit = r.exit_text();
         writeln!(s, "  {:<16} {:<12} {:>8.1} s  {}", r.rung, r.status, r.duration_s, exit).unwrap();
         for n in &r.notes {
             writeln!(s, "      note: {}", short(n, 160)).unwrap();

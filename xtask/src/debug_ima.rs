@@ -87,9 +87,7 @@ fn container_choice(args: &Args, config: &ContainerConfig) -> Result<Option<(Run
 /// and digests (for Apptainer, the `.sif` file's SHA-256), what was mounted.
 fn container_record(c: &Containers) -> bundle::ContainerRecord {
     let run = |argv: &[String]| -> Option<String> {
-        let (program, rest) = argv.split_first()?;
-        let args: Vec<&str> = rest.iter().map(String::as_str).collect();
-        let out = doctor::run_with_timeout(Path::new(program), &args, CLEANUP_TIMEOUT);
+        let out = run_short(argv)?;
         out.success().then(|| out.stdout.trim().to_string()).filter(|s| !s.is_empty())
     };
     let version = run(&c.runtime.version());
@@ -339,15 +337,23 @@ impl Place {
     fn clean_up(&self) {
         if let Place::New(c, name, _) = self {
             if let Some(argv) = c.remove(name) {
-                let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
-                doctor::run_with_timeout(Path::new(&argv[0]), &args, CLEANUP_TIMEOUT);
+                run_short(&argv);
             }
         }
     }
 }
 
-/// How long removing a container or giving its files back may take.
+/// How long removing a container, giving its files back or asking the runtime about an
+/// image may take.
 const CLEANUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Runs a short runtime command (`docker rm -f`, `docker image inspect`), stdin closed,
+/// killed after [`CLEANUP_TIMEOUT`]; an empty `argv` runs nothing.
+fn run_short(argv: &[String]) -> Option<doctor::Output> {
+    let (program, rest) = argv.split_first()?;
+    let args: Vec<&str> = rest.iter().map(String::as_str).collect();
+    Some(doctor::run_with_timeout(Path::new(program), &args, CLEANUP_TIMEOUT))
+}
 
 /// Runs one process for the bundle with everything recorded redacted: its command
 /// (`<stem>.command.txt`, or `command.txt` for the target, in `command_dir` when given), its
@@ -844,8 +850,7 @@ impl Climb<'_> {
         use std::os::unix::fs::MetadataExt;
         let Ok(meta) = std::fs::metadata(&self.bundle.root) else { return };
         if let Some(inv) = c.chown(dir, meta.uid(), meta.gid()) {
-            let args: Vec<&str> = inv.argv[1..].iter().map(String::as_str).collect();
-            doctor::run_with_timeout(Path::new(&inv.argv[0]), &args, CLEANUP_TIMEOUT);
+            run_short(&inv.argv);
         }
     }
 

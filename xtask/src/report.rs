@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 
 use crate::analyze::render_text;
-use crate::bundle::{exit_text, Manifest};
+use crate::bundle::Manifest;
 use crate::findings::verdict::Analysis;
 
 /// GitHub refuses an issue or comment body over 65,536 characters.
@@ -84,14 +84,7 @@ pub fn render(input: &ReportInput) -> String {
 
     writeln!(head, "#### Rungs\n\n| rung | status | time | exit |\n|---|---|---|---|").unwrap();
     for r in &m.rungs {
-        let exit = r
-            .commands
-            .iter()
-            .find(|c| c.role == "target")
-            .or_else(|| r.commands.iter().find(|c| c.role == "build"))
-            .and_then(|c| c.exit)
-            .map(exit_text)
-            .unwrap_or_else(|| "-".into());
+        let exit = r.exit_text();
         writeln!(head, "| {} | {} | {:.1} s | {} |", r.rung, r.status, r.duration_s, exit).unwrap();
     }
     head.push('\n');
