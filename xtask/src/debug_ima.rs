@@ -238,7 +238,9 @@ pub fn run(args: Args) -> Result<i32> {
         bundle.manifest.container = Some(record);
         bundle.write_manifest()?;
     }
-    collect_environment(&resolved, &mut bundle, containers.as_ref())?;
+    let (snapshot_jobs, recipe_jobs) = collect_jobs(&resolved, containers.as_ref());
+    let snapshot = start_snapshot(snapshot_jobs, bundle.root.clone())?;
+    collect_environment(&recipe_jobs, &mut bundle)?;
 
     let mut ladder = Climb {
         resolved: &resolved,
@@ -250,8 +252,10 @@ pub fn run(args: Args) -> Result<i32> {
         gpus: gpus.len(),
         containers,
         started: 0,
+        snapshot: Some(snapshot),
     };
     let outcome = ladder.climb(&req, &plan, prompter.as_mut());
+    ladder.join_snapshot()?;
     // Whatever happened, the bundle keeps what was collected: the analysis of every rung
     // that ran (kept up to date by the climb after each rung).
     let analysis = &ladder.analysis;
@@ -445,71 +449,120 @@ fn available_memory() -> Option<u64> {
     }
 }
 
-/// The environment snapshot ([`rungs::snapshot`]) and the recipe's `collect` commands, once,
-/// before the baseline: each one's output (both streams) goes to `env/NAME` in the bundle. A
-/// recipe's command that is missing, fails or times out is noted; the snapshot's (no git
-/// checkout, no pip) only show in their record and file. The ladder goes on, since none of it
-/// is needed to find the fault.
-fn collect_environment(r: &Resolved, bundle: &mut Bundle, containers: Option<&Containers>) -> Result<()> {
-    let snapshot = rungs::snapshot(r);
-    let all = snapshot.iter().map(|c| (c, true)).chain(r.collect.iter().map(|c| (c, false)));
-    for (i, (c, quiet)) in all.enumerate() {
-        if exec::interrupted() {
-            break;
-        }
-        let inv = rungs::collect(r, c);
-        // In the image, but for `git describe`: the source is the host's checkout.
+/// One `collect` command to run into `env/NAME`.
+#[derive(Debug, Clone)]
+struct CollectJob {
+    name: String,
+    inv: Invocation,
+    place: Place,
+    /// The snapshot's: a failure (no git checkout, no pip) shows only in its record and file.
+    quiet: bool,
+}
+
+/// What one `collect` command left for the manifest.
+struct Collected {
+    record: CommandRecord,
+    found: Vec<Redaction>,
+    note: Option<String>,
+    quiet: bool,
+}
+
+/// The environment snapshot ([`rungs::snapshot`], quiet) and the recipe's `collect`
+/// commands as jobs, each in the image when there is one, except `git describe`: the source
+/// is the host's checkout.
+fn collect_jobs(r: &Resolved, containers: Option<&Containers>) -> (Vec<CollectJob>, Vec<CollectJob>) {
+    let job = |i: usize, c: &recipe::Collect, quiet: bool| {
         let place = match containers {
             Some(k) if c.name != rungs::SNAPSHOT_ON_HOST => {
                 Place::New(k.clone(), k.name(i, &format!("collect-{}", c.name)), Access::Plain)
             }
             _ => Place::Host,
         };
-        let rel = format!("env/{}", c.name);
-        let log = bundle.root.join(&rel);
-        let mut found = Vec::new();
-        let (rec, result) = run_logged(
-            &bundle.root,
-            "collect",
-            &inv,
-            &place,
-            (log.clone(), log),
-            None,
-            &mut found,
-            &mut |_, _| Control::Continue,
-        )?;
-        if !quiet {
-            ui::status(&format!("==> collect {rel}: {}", rec.command));
-        }
-        bundle.note_redactions(found);
-        let note = match result {
-            Ok(o) => match o.exit {
-                Exit::Code(0) => None,
-                Exit::Interrupted => Some(format!("`{}` (for {rel}) was interrupted", rec.command)),
-                Exit::TimedOut => Some(format!(
-                    "`{}` (for {rel}) timed out after {} s and was killed; what it printed is kept",
-                    rec.command,
-                    c.timeout.as_secs()
-                )),
-                other => Some(format!(
-                    "`{}` (for {rel}) ended with {}; what it printed is kept, and the ladder goes on",
-                    rec.command,
-                    exit_text(other)
-                )),
-            },
-            Err(e) => Some(format!(
-                "`{}` (for {rel}) could not run: {e:#}; not needed for the ladder, which goes on",
-                rec.command
+        CollectJob { name: c.name.clone(), inv: rungs::collect(r, c), place, quiet }
+    };
+    let snapshot = rungs::snapshot(r);
+    let n = snapshot.len();
+    (
+        snapshot.iter().enumerate().map(|(i, c)| job(i, c, true)).collect(),
+        r.collect.iter().enumerate().map(|(i, c)| job(n + i, c, false)).collect(),
+    )
+}
+
+/// Runs one `collect` job into `root/env/NAME` (both streams). A command that is missing,
+/// fails or times out gives a note; none of it is needed to find the fault.
+fn run_collect(root: &Path, job: &CollectJob) -> Result<Collected> {
+    let rel = format!("env/{}", job.name);
+    let log = root.join(&rel);
+    let mut found = Vec::new();
+    let (record, result) = run_logged(
+        root,
+        "collect",
+        &job.inv,
+        &job.place,
+        (log.clone(), log),
+        None,
+        &mut found,
+        &mut |_, _| Control::Continue,
+    )?;
+    let cmd = &record.command;
+    let note = match result {
+        Ok(o) => match o.exit {
+            Exit::Code(0) => None,
+            Exit::Interrupted => Some(format!("`{cmd}` (for {rel}) was interrupted")),
+            Exit::TimedOut => Some(format!(
+                "`{cmd}` (for {rel}) timed out after {} s and was killed; what it printed is kept",
+                job.inv.timeout.map(|t| t.as_secs()).unwrap_or(0)
             )),
-        };
-        if let Some(n) = note.filter(|_| !quiet) {
-            ui::status(&format!("    note: {n}"));
-            bundle.manifest.notes.push(n);
+            other => Some(format!(
+                "`{cmd}` (for {rel}) ended with {}; what it printed is kept, and the ladder goes on",
+                exit_text(other)
+            )),
+        },
+        Err(e) => Some(format!(
+            "`{cmd}` (for {rel}) could not run: {e:#}; not needed for the ladder, which goes on"
+        )),
+    };
+    Ok(Collected { record, found, note, quiet: job.quiet })
+}
+
+/// Adds what a `collect` job left to the bundle; a recipe command's note is shown and kept.
+fn record_collected(bundle: &mut Bundle, c: Collected) -> Result<()> {
+    bundle.note_redactions(c.found);
+    if let Some(n) = c.note.filter(|_| !c.quiet) {
+        ui::status(&format!("    note: {n}"));
+        bundle.manifest.notes.push(n);
+    }
+    bundle.manifest.collected.push(c.record);
+    bundle.write_manifest()
+}
+
+/// The recipe's `collect` commands, one after the other, before the baseline.
+fn collect_environment(jobs: &[CollectJob], bundle: &mut Bundle) -> Result<()> {
+    for job in jobs {
+        if exec::interrupted() {
+            break;
         }
-        bundle.manifest.collected.push(rec);
-        bundle.write_manifest()?;
+        let shown = job.place.wrap(&job.inv).redacted("terminal", &mut Vec::new());
+        ui::status(&format!("==> collect env/{}: {}", job.name, shown.shell_line()));
+        let c = run_collect(&bundle.root, job)?;
+        record_collected(bundle, c)?;
     }
     Ok(())
+}
+
+/// The snapshot, started in the background as the ladder starts: `collect_env` alone takes
+/// seconds, and nothing of the ladder waits for it; the climb takes its results after the
+/// baseline ([`Climb::join_snapshot`]).
+fn start_snapshot(
+    jobs: Vec<CollectJob>,
+    root: PathBuf,
+) -> Result<std::thread::JoinHandle<Vec<Result<Collected>>>> {
+    std::thread::Builder::new()
+        .name("snapshot".into())
+        .spawn(move || {
+            jobs.iter().take_while(|_| !exec::interrupted()).map(|j| run_collect(&root, j)).collect()
+        })
+        .context("cannot start the environment snapshot")
 }
 
 /// Loads the recipe and gathers its variables' values: `--set`, then a prompt for each
@@ -672,6 +725,8 @@ struct Climb<'a> {
     containers: Option<Containers>,
     /// Containers started so far (their names count up).
     started: usize,
+    /// The environment snapshot running in the background, until it is joined.
+    snapshot: Option<std::thread::JoinHandle<Vec<Result<Collected>>>>,
 }
 
 impl Climb<'_> {
@@ -761,6 +816,9 @@ impl Climb<'_> {
             }
             self.bundle.manifest.rungs.push(record);
             self.done.push((rung, RungSummary { faulted, yielded: summary.yielded }));
+            // After the baseline: the later rungs run the target under a debugger or a
+            // sanitizer, alone.
+            self.join_snapshot()?;
             self.analysis = decide(&self.evidence);
             self.bundle.write_analysis(&self.analysis)?;
             if let Err(e) = result {
@@ -774,6 +832,16 @@ impl Climb<'_> {
                 ui::status(&format!("    {} failed: {e:#}; going on", rung.name()));
             }
         }
+    }
+
+    /// Waits for the environment snapshot (once) and adds what it collected to the bundle.
+    fn join_snapshot(&mut self) -> Result<()> {
+        let Some(handle) = self.snapshot.take() else { return Ok(()) };
+        let results = handle.join().map_err(|_| anyhow::anyhow!("the environment snapshot panicked"))?;
+        for r in results {
+            record_collected(&mut self.bundle, r?)?;
+        }
+        Ok(())
     }
 
     /// Runs one process into `dir/<stem>.log`, both streams (or `stdout.log`
