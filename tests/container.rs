@@ -112,13 +112,14 @@ fn prefix_of(bundle: &Path) -> String {
 }
 
 /// A recipe whose target first shows where it runs and what it got, then replays the
-/// out-of-bounds write of the H200 recording.
-fn recipe(s: &Scratch, extra: &str) -> PathBuf {
+/// out-of-bounds write of the H200 recording. Each test names its own, so that the
+/// containers of tests running at the same time are told apart by name.
+fn recipe(s: &Scratch, name: &str, extra: &str) -> PathBuf {
     let data = s.path("data");
     std::fs::create_dir_all(&data).unwrap();
     std::fs::write(data.join("hello.txt"), "hello from a mounted folder\n").unwrap();
     s.write_recipe(&format!(
-        "version: 1\nname: incontainer\ndescription: \"the stand-in target in a container\"\n\
+        "version: 1\nname: {name}\ndescription: \"the stand-in target in a container\"\n\
          run:\n  command: [\"sh\", \"-c\", \"test -f /.dockerenv && echo INSIDE-A-CONTAINER; \
          echo SETTING=$MY_SETTING TMPDIR=$TMPDIR PWD=$(pwd); cat {data}/hello.txt; exec target\"]\n  \
          timeout: 60\n  env: {{ MY_SETTING: x, STANDIN_CASE: oob_write }}\n\
@@ -138,14 +139,36 @@ fn every_rung_runs_inside_the_container_and_its_artifacts_come_back() {
     }
     let image = test_image();
     let s = Scratch::for_run("in-docker");
-    let r = recipe(&s, "");
+    // A build, so that the rebuild rung runs too: it "compiles" by copying the stand-in
+    // target, and says where it ran and with which flags.
+    let r = recipe(
+        &s,
+        "everyrung",
+        "build:\n  command: [\"sh\", \"-c\", \"test -f /.dockerenv && echo BUILD-INSIDE \
+         NVCC_PREPEND_FLAGS=$NVCC_PREPEND_FLAGS; mkdir -p bin && cp /standins/target bin/app\"]\n  \
+         binaries: [bin/app]\n",
+    );
     let out = Run::new(&s, &r, "oob_write").arg("--full").run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
     let b = s.only_bundle();
 
-    let rungs = ["01-baseline", "02-launch-blocking", "03-coredump", "04-attach", "05-memcheck"];
+    let rungs =
+        ["01-baseline", "02-rebuild", "03-launch-blocking", "04-coredump", "05-attach", "06-memcheck"];
     assert_eq!(b.rung_dirs(), rungs, "{}", out.both());
-    for rung in rungs {
+    // The build, plain before the baseline and with line info in the rebuild rung, and
+    // cuobjdump's check of the binary: all inside.
+    assert!(b.read("rungs/01-baseline/build.log").contains("BUILD-INSIDE NVCC_PREPEND_FLAGS=\n"));
+    assert!(b.read("rungs/01-baseline/build.command.txt").contains(" docker run --rm --name debug-ima-"));
+    assert!(b.read("rungs/02-rebuild/stdout.log").contains("BUILD-INSIDE NVCC_PREPEND_FLAGS=-lineinfo\n"));
+    let check = b.read("rungs/02-rebuild/cuobjdump-1.command.txt");
+    assert!(check.contains(&format!(" {image} cuobjdump -elf {}/bin/app", s.dir.display())), "{check}");
+    let lineinfo = b.read("rungs/02-rebuild/lineinfo.tsv");
+    assert!(
+        lineinfo.contains("line-info sections\texit 0") && !lineinfo.contains("\t0 line-info"),
+        "{lineinfo}"
+    );
+    assert!(s.path("bin/app").is_file(), "the build's output is not on the host");
+    for rung in rungs.into_iter().filter(|r| *r != "02-rebuild") {
         let command = b.read(&format!("rungs/{rung}/command.txt"));
         assert!(command.contains(" docker run --rm --name debug-ima-"), "{rung}: {command}");
         assert!(command.contains(" -e MY_SETTING "), "{rung}: {command}");
@@ -154,7 +177,7 @@ fn every_rung_runs_inside_the_container_and_its_artifacts_come_back() {
             "{rung}: {command}"
         );
         assert!(command.contains(&format!(" -w {} ", s.dir.display())), "{rung}: {command}");
-        if rung == "05-memcheck" {
+        if rung == "06-memcheck" {
             // The stand-in compute-sanitizer replays its recording instead of starting the
             // target; its command and its XML (below) show it ran inside.
             assert!(command.contains(" compute-sanitizer --tool memcheck "), "{command}");
@@ -173,16 +196,16 @@ fn every_rung_runs_inside_the_container_and_its_artifacts_come_back() {
     }
     // Artifacts written inside land in the bundle on the host.
     let dumps: Vec<String> =
-        b.files_in("rungs/03-coredump").into_iter().filter(|f| f.starts_with("core_")).collect();
-    assert_eq!(dumps.len(), 1, "{:?}", b.files_in("rungs/03-coredump"));
-    assert!(b.read("rungs/03-coredump/cudagdb-1.command.txt").contains("docker run"));
-    assert!(b.read("rungs/03-coredump/cudagdb-1.log").contains("(oob_write.cu:7)"));
-    assert!(b.exists("rungs/05-memcheck/memcheck.xml"), "{:?}", b.files_in("rungs/05-memcheck"));
+        b.files_in("rungs/04-coredump").into_iter().filter(|f| f.starts_with("core_")).collect();
+    assert_eq!(dumps.len(), 1, "{:?}", b.files_in("rungs/04-coredump"));
+    assert!(b.read("rungs/04-coredump/cudagdb-1.command.txt").contains("docker run"));
+    assert!(b.read("rungs/04-coredump/cudagdb-1.log").contains("(oob_write.cu:7)"));
+    assert!(b.exists("rungs/06-memcheck/memcheck.xml"), "{:?}", b.files_in("rungs/06-memcheck"));
     // The attach rung: cuda-gdb ran inside the waiting target's container.
-    let attach = b.read("rungs/04-attach/cudagdb-attach.command.txt");
+    let attach = b.read("rungs/05-attach/cudagdb-attach.command.txt");
     assert!(attach.contains(" docker exec -e TMPDIR debug-ima-"), "{attach}");
     assert!(b
-        .read("rungs/04-attach/command.txt")
+        .read("rungs/05-attach/command.txt")
         .contains("--cap-add SYS_PTRACE --security-opt seccomp=unconfined"));
     assert!(b.notes("attach").contains("attached to PID"), "{}", b.notes("attach"));
     assert!(out.stdout.contains("oob_write.cu:7"), "{}", out.both());
@@ -218,7 +241,7 @@ fn a_hanging_container_is_killed_and_removed() {
     }
     test_image();
     let s = Scratch::for_run("hang-in-docker");
-    let r = recipe(&s, "rungs:\n  baseline:\n    timeout: 3\n    env: { STANDIN_HANG: \"1\" }\n");
+    let r = recipe(&s, "hang", "rungs:\n  baseline:\n    timeout: 3\n    env: { STANDIN_HANG: \"1\" }\n");
     let start = Instant::now();
     let out = Run::new(&s, &r, "oob_write").arg("--rungs").arg("baseline").run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
@@ -281,7 +304,7 @@ fn ctrl_c_kills_and_removes_the_running_container() {
     }
     test_image();
     let s = Scratch::for_run("ctrl-c-in-docker");
-    let r = recipe(&s, "rungs:\n  baseline:\n    env: { STANDIN_HANG: \"1\" }\n");
+    let r = recipe(&s, "ctrlc", "rungs:\n  baseline:\n    env: { STANDIN_HANG: \"1\" }\n");
     let run = Run::new(&s, &r, "oob_write").arg("--rungs").arg("baseline");
     let start = Instant::now();
     let child = run.spawn();
@@ -290,7 +313,7 @@ fn ctrl_c_kills_and_removes_the_running_container() {
     let prefix = loop {
         let running: Vec<String> = containers_named("debug-ima-")
             .into_iter()
-            .filter(|n| n.contains("_incontainer-") && n.ends_with("-01-target"))
+            .filter(|n| n.contains("_ctrlc-") && n.ends_with("-01-target"))
             .filter(|n| n.contains(&format!("-{}-", child.id())))
             .collect();
         if let Some(n) = running.first() {

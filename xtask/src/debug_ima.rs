@@ -141,9 +141,13 @@ pub fn run(args: Args) -> Result<i32> {
     };
     let plan = ladder::plan(&req);
     let choice = container_choice(&args, &resolved.container)?;
-    if choice.is_some() {
-        // A folder that does not exist would be created empty (Docker) or refused at the
-        // first rung: say which now.
+    if choice.is_some() && !args.dry_run {
+        // The build's output folders are made now (the baseline would make them) so they
+        // can be mounted. Another folder that does not exist would be created empty
+        // (Docker) or refused at the first rung: say which now.
+        if let Some(b) = &resolved.build {
+            create_binary_dirs(b)?;
+        }
         for m in recipe::container_mounts(&resolved) {
             if !m.is_dir() {
                 bail!(
