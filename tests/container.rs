@@ -363,6 +363,15 @@ fn the_dry_run_shows_every_command_in_its_container() {
     }
     assert!(!o.contains("abcdefghijklmnopqrstuvwxyz012345"), "a secret in the plan:\n{o}");
     assert!(!s.bundles().exists());
+
+    // An image without a runtime is a mistake, not the host.
+    let out = Run::new(&s, &r, "oob_write").arg("--dry-run").arg("--image").arg("debug-ima/cuda:13.0").run();
+    assert_eq!(out.code(), Some(1), "{}", out.both());
+    assert!(
+        out.stderr.contains("`--image` needs a container runtime: add `--container docker`"),
+        "{}",
+        out.both()
+    );
 }
 
 /// `containers/vllm-image.yaml`, the recipe docs/containers.md runs vLLM with: it checks, and

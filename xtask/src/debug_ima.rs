@@ -71,6 +71,12 @@ pub struct Args {
 fn container_choice(args: &Args, config: &ContainerConfig) -> Result<Option<(Runtime, String, bool)>> {
     let runtime = args.container.or(config.runtime).unwrap_or(Runtime::None);
     if runtime == Runtime::None {
+        if args.image.is_some() && args.container.is_none() {
+            bail!(
+                "`--image` needs a container runtime: add `--container docker` (or `podman`, `apptainer`), \
+                 or set `container: {{ runtime: ... }}` in the recipe"
+            );
+        }
         return Ok(None);
     }
     let Some(image) = args.image.clone().or_else(|| config.image.clone()) else {
