@@ -269,15 +269,26 @@ pub fn report_of(path: &Path) -> Result<String> {
             }
         }
     }
+    // The logs a reader of the issue needs: what the target and cuda-gdb printed, and a
+    // build's only when it failed; not cuobjdump's listing of the binary.
     let mut logs = Vec::new();
     for r in &m.rungs {
-        for f in &r.files {
-            if !f.path.ends_with(".log") {
+        for c in &r.commands {
+            let wanted = match c.role.as_str() {
+                "cuobjdump" => false,
+                "build" => c.exit != Some(crate::exec::Exit::Code(0)),
+                _ => true,
+            };
+            if !wanted {
                 continue;
             }
-            match read_tail(&path.join(&f.path), 256 * 1024) {
-                Ok(t) => logs.push((f.path.clone(), t)),
-                Err(_) => continue,
+            for log in [&c.stdout, &c.stderr] {
+                if logs.iter().any(|(p, _): &(String, String)| p == log) {
+                    continue;
+                }
+                if let Ok(t) = read_tail(&path.join(log), 256 * 1024) {
+                    logs.push((log.clone(), t));
+                }
             }
         }
     }
