@@ -147,10 +147,10 @@ fn folded_log(path: &str, text: &str, room: usize) -> Option<String> {
             return None;
         }
         let tail = lines[lines.len() - n..].join("\n") + "\n";
-        let what = if n == lines.len() {
-            format!("{n} lines")
-        } else {
-            format!("last {n} of {} lines", lines.len())
+        let what = match (n == lines.len(), n) {
+            (true, 1) => "1 line".to_string(),
+            (true, _) => format!("{n} lines"),
+            (false, _) => format!("last {n} of {} lines", lines.len()),
         };
         let block = format!(
             "<details><summary><code>{path}</code> ({what})</summary>\n\n{}\n</details>\n\n",
