@@ -391,6 +391,9 @@ fn list_show_and_report_read_real_bundles() {
     ] {
         assert!(report.contains(want), "`{want}` missing:\n{report}");
     }
+    // What a reader needs: cuda-gdb's log, not cuobjdump's listing of the binary.
+    assert!(report.contains("<code>rungs/04-coredump/cudagdb-1.log</code>"), "{report}");
+    assert!(!report.contains("cuobjdump-1.log"), "{report}");
     let missing = xtask(&s.dir, &["bundle", "show", s.path("bundles/not-a-bundle").to_str().unwrap()]);
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("is `"), "{}", text(&missing));
