@@ -528,6 +528,17 @@ pub fn pack(bundle: &Path, archive: &Path, opts: &PackOptions) -> Result<Packed>
             _ => kept.push(item),
         }
     }
+    // A bundle unpacked from an archive lacks what its `LEFT_OUT.tsv` lists: those stay left
+    // out (with the sizes they had), so that packing it again gives the same archive.
+    let previous = bundle.join(LEFT_OUT);
+    if previous.is_file() {
+        for (rel, bytes) in parse_left_out_sizes(&read_capped(&previous, LIST_MAX)?, LEFT_OUT)? {
+            let present = kept.iter().any(|i| i.rel == rel) || left_out.iter().any(|(p, _)| *p == rel);
+            if !present && fs::symlink_metadata(bundle.join(&rel)).is_err() {
+                left_out.push((rel, bytes));
+            }
+        }
+    }
     left_out.sort();
     let left_text = render_left_out(&left_out);
 
@@ -1254,23 +1265,28 @@ fn parse_sums(text: &[u8], what: &str) -> Result<Vec<(String, String)>> {
 
 /// Parses `LEFT_OUT.tsv`: the paths, in file order.
 fn parse_left_out(text: &[u8], what: &str) -> Result<Vec<String>> {
+    Ok(parse_left_out_sizes(text, what)?.into_iter().map(|(p, _)| p).collect())
+}
+
+/// Parses `LEFT_OUT.tsv`: the paths with their sizes, in file order.
+fn parse_left_out_sizes(text: &[u8], what: &str) -> Result<Vec<(String, u64)>> {
     let text = std::str::from_utf8(text)
         .map_err(|_| anyhow!("{what} is not UTF-8 text; it is damaged: get a fresh copy of the bundle"))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let mut cols = line.split('\t');
         let ok = match (cols.next(), cols.next(), cols.next()) {
-            (Some(p), Some(b), Some(_)) if safe_list_path(p) && b.parse::<u64>().is_ok() => Some(p),
+            (Some(p), Some(b), Some(_)) if safe_list_path(p) => b.parse::<u64>().ok().map(|b| (p, b)),
             _ => None,
         };
-        let Some(p) = ok else {
+        let Some((p, bytes)) = ok else {
             bail!(
                 "{what} line {} is not `<path>\\t<bytes>\\t<why>`: `{}`; the file is damaged: get a fresh copy",
                 i + 1,
                 line.escape_debug()
             );
         };
-        out.push(p.to_string());
+        out.push((p.to_string(), bytes));
     }
     Ok(out)
 }
