@@ -232,6 +232,40 @@ fn every_rung_runs_inside_the_container_and_its_artifacts_come_back() {
     assert_eq!(containers_named(&prefix_of(&b.root)), Vec::<String>::new(), "containers left behind");
 }
 
+/// Files a root container writes are given back: the coredump in the bundle to the owner of
+/// the bundle folder (here user 4242), the build's output to the owner of the build's tree
+/// (here 4343). The tests run as root, like the ladder under `sudo`.
+#[test]
+fn files_written_in_the_container_are_given_back() {
+    if !engine_ready() {
+        return;
+    }
+    test_image();
+    let s = Scratch::for_run("give-back");
+    let src = s.path("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let r = recipe(
+        &s,
+        "giveback",
+        &format!(
+            "build:\n  command: [\"sh\", \"-c\", \"mkdir -p bin && cp /standins/target bin/app\"]\n  \
+             cwd: \"{0}\"\n  binaries: [\"{0}/bin/app\"]\n",
+            src.display()
+        ),
+    );
+    std::fs::create_dir_all(s.bundles()).unwrap();
+    std::os::unix::fs::chown(s.bundles(), Some(4242), Some(4242)).unwrap();
+    std::os::unix::fs::chown(&src, Some(4343), Some(4343)).unwrap();
+    let out = Run::new(&s, &r, "oob_write").arg("--rungs").arg("baseline,rebuild,coredump").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+    use std::os::unix::fs::MetadataExt;
+    let owner = |p: &Path| std::fs::metadata(p).map(|m| (m.uid(), m.gid())).unwrap();
+    let dump = b.files_in("rungs/03-coredump").into_iter().find(|f| f.starts_with("core_")).expect("no dump");
+    assert_eq!(owner(&b.root.join("rungs/03-coredump").join(dump)), (4242, 4242));
+    assert_eq!(owner(&src.join("bin/app")), (4343, 4343), "the build's output is not the tree owner's");
+}
+
 /// A target that hangs in its container past the rung's timeout: the run is killed, the
 /// container killed and removed, the rung noted as timed out, within seconds.
 #[test]

@@ -783,7 +783,16 @@ impl Climb<'_> {
             };
             let result = self.run_rung(rung, &dir, &progress, &mut record);
             record.duration_s = started.elapsed().as_secs_f64();
-            self.give_back(&dir);
+            if let Some(bundles) = self.bundle.root.parent() {
+                self.give_back(&dir, bundles);
+            }
+            if record.commands.iter().any(|c| c.role == "build") {
+                // The build wrote into the target's tree (objects, binaries) as root too.
+                if let (Some(b), Some(c)) = (&self.resolved.build, &self.containers) {
+                    let tree = b.cwd.clone().unwrap_or_else(|| c.workdir.clone());
+                    self.give_back(&tree, &tree);
+                }
+            }
             self.redact_reports(&dir, &mut record);
             record.files = self.bundle.files_of(&dir);
             let summary = match &result {
@@ -921,12 +930,14 @@ impl Climb<'_> {
         Ok(o.exit)
     }
 
-    /// Files a root container wrote into the rung's folder go back to the bundle's owner (Docker and Podman run as root, so that cuda-gdb may attach).
-    fn give_back(&self, dir: &Path) {
+    /// Files a root container wrote into `dir` go back to the owner of `owner_of`: Docker and
+    /// Podman run as root, so that cuda-gdb may attach. A rung's folder goes to the owner of
+    /// the folder the bundles go to (`--bundle-dir`, the user's also when the ladder runs as
+    /// root), the build's tree to its own owner.
+    fn give_back(&self, dir: &Path, owner_of: &Path) {
         let Some(c) = &self.containers else { return };
-        // The bundle's owner: this process made it.
         use std::os::unix::fs::MetadataExt;
-        let Ok(meta) = std::fs::metadata(&self.bundle.root) else { return };
+        let Ok(meta) = std::fs::metadata(owner_of) else { return };
         if let Some(inv) = c.chown(dir, meta.uid(), meta.gid()) {
             run_short(&inv.argv);
         }
