@@ -856,6 +856,83 @@ pub fn run_pack(args: PackBenchArgs) -> Result<()> {
     Ok(())
 }
 
+#[derive(Debug, clap::Args)]
+pub struct RedactBenchArgs {
+    /// Size of the generated log in MiB
+    #[arg(long, default_value_t = 512)]
+    pub size_mib: u64,
+    /// The real memcheck log whose records fill it (as for `bench`)
+    #[arg(long, default_value = "tests/fixtures/h200/triton_worker/memcheck.log")]
+    pub records: PathBuf,
+    /// Timed runs of each, alternating (the median is reported)
+    #[arg(long, default_value_t = 3)]
+    pub runs: u32,
+}
+
+/// `bench redact`: what redacting the logs as they are written costs. A log of real
+/// compute-sanitizer records (no secrets in it) is written by `cat` through `exec` into a
+/// log file, with and without `Spec::redact`, alternating; the redacted log must be the
+/// same bytes. Prints the medians; removes what it wrote.
+pub fn run_redact(args: RedactBenchArgs) -> Result<()> {
+    let text = std::fs::read(&args.records).with_context(|| {
+        format!("reading {}: pass --records with a memcheck text log", args.records.display())
+    })?;
+    let templates = extract_records(&String::from_utf8_lossy(&text));
+    if templates.is_empty() {
+        bail!(
+            "{} has no `========= Invalid ...` records: pass a memcheck log of a faulting run",
+            args.records.display()
+        );
+    }
+    let dir = default_out().with_file_name("redact");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let input = dir.join("input.log");
+    let _keep_input = Cleanup { path: input.clone(), keep: false };
+    let _keep_output = Cleanup { path: dir.join("output.log"), keep: false };
+    let stats =
+        generate(&templates, args.size_mib << 20, BufWriter::with_capacity(1 << 20, File::create(&input)?))?;
+    let mut plain = Vec::new();
+    let mut redacted = Vec::new();
+    for _ in 0..args.runs.max(1) {
+        for redact in [false, true] {
+            let out = dir.join("output.log");
+            let mut spec = crate::exec::Spec::new("cat", [input.as_os_str()], &out, &out);
+            spec.redact = redact;
+            let start = Instant::now();
+            let o = crate::exec::run(&spec, &mut |_, _| crate::exec::Control::Continue)?;
+            let took = start.elapsed();
+            if o.exit != crate::exec::Exit::Code(0) {
+                bail!("`cat {}` ended with {:?}", input.display(), o.exit);
+            }
+            if redact && std::fs::read(&out)? != std::fs::read(&input)? {
+                bail!("the redacted log differs from its input, which holds no secret: a redaction bug");
+            }
+            if redact {
+                redacted.push(took)
+            } else {
+                plain.push(took)
+            }
+        }
+    }
+    let mb = stats.bytes as f64 / 1e6;
+    let (p, r) = (median(&plain), median(&redacted));
+    println!(
+        "log          {:.0} MB of {} real memcheck records ({})",
+        mb,
+        stats.records,
+        args.records.display()
+    );
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("machine      {cpus} CPU(s), {}", cpu_model());
+    println!(
+        "runs         {} of each, alternating; median; the callback gets every line in both",
+        args.runs.max(1)
+    );
+    println!("plain        {:>6.2} s  {:>6.0} MB/s", p.as_secs_f64(), mb / p.as_secs_f64());
+    println!("redacted     {:>6.2} s  {:>6.0} MB/s  (same bytes out)", r.as_secs_f64(), mb / r.as_secs_f64());
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

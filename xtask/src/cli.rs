@@ -78,6 +78,9 @@ pub enum BenchCommand {
     /// Pack a bundle holding a coredump-sized file with `bundle pack` and with
     /// `tar -I 'zstd -T0'`, and compare time and size.
     Pack(bench::PackBenchArgs),
+    /// Write a generated memcheck log through the ladder's process runner with and without
+    /// redaction, and compare the throughput.
+    Redact(bench::RedactBenchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -157,6 +160,10 @@ fn run(cli: Cli) -> Result<i32> {
         }
         Command::Bench { what: Some(BenchCommand::Pack(args)), .. } => {
             bench::run_pack(args)?;
+            Ok(EXIT_OK)
+        }
+        Command::Bench { what: Some(BenchCommand::Redact(args)), .. } => {
+            bench::run_redact(args)?;
             Ok(EXIT_OK)
         }
     }

@@ -585,15 +585,38 @@ impl LogWriter {
         }
         let mut out: Vec<u8> = Vec::with_capacity(chunk.len() + self.held.len());
         let mut rest = chunk;
-        while let Some(i) = memchr::memchr(b'\n', rest) {
-            if self.held.is_empty() {
-                push_redacted(&mut out, &rest[..=i], stream, shared);
-            } else {
+        // The line the last chunk left unfinished, completed.
+        if !self.held.is_empty() {
+            if let Some(i) = memchr::memchr(b'\n', rest) {
                 self.held.extend_from_slice(&rest[..=i]);
                 push_redacted(&mut out, &self.held, stream, shared);
                 self.held.clear();
+                rest = &rest[i + 1..];
             }
-            rest = &rest[i + 1..];
+        }
+        // The complete lines: where a secret could start is searched once over all of them
+        // (SIMD searches), and only the lines holding such a place are redacted line by line.
+        if self.held.is_empty() {
+            if let Some(last) = memchr::memrchr(b'\n', rest) {
+                let lines = &rest[..=last];
+                let mut marks = Vec::new();
+                crate::redact::candidates(lines, &mut marks);
+                let mut next = marks.iter().peekable();
+                let mut start = 0;
+                for end in memchr::memchr_iter(b'\n', lines).map(|i| i + 1) {
+                    let mut hit = false;
+                    while next.next_if(|&&m| m < end).is_some() {
+                        hit = true;
+                    }
+                    if hit {
+                        push_redacted(&mut out, &lines[start..end], stream, shared);
+                    } else {
+                        out.extend_from_slice(&lines[start..end]);
+                    }
+                    start = end;
+                }
+                rest = &rest[last + 1..];
+            }
         }
         self.held.extend_from_slice(rest);
         if self.held.len() >= REDACT_HOLD {
