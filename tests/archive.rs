@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use proptest::prelude::*;
 use tar::{EntryType, Header};
 use xtask::archive::{
-    default_archive_path, is_coredump, pack, render_verification, sha256_file, unpack, verify, write_sums,
-    Limits, PackOptions, Verification, LEFT_OUT, SUMS,
+    default_archive_path, default_archive_path_for, is_coredump, pack, render_verification, sha256_file,
+    unpack, verify, write_sums, Compression, Limits, PackOptions, Verification, LEFT_OUT, SUMS,
 };
 
 /// A real bundle written by `debug-ima` on an H200 (with a real GPU coredump).
@@ -762,7 +762,11 @@ fn hostile_cases() -> Vec<Case> {
             vec![raw("top/", EntryType::Directory, b"0123456789")],
             vec!["entry `top/` is a directory with data"],
         ),
-        case("empty", vec![], vec!["the archive is damaged or not a .tar.zst: it holds no entries"]),
+        case(
+            "empty",
+            vec![],
+            vec!["the archive is damaged or not a .tar.zst or .tar.gz: it holds no entries"],
+        ),
         Case {
             label: "over-file-limit",
             archive: zst(&raw_tar(&[dir(), raw("top/ten", EntryType::Regular, b"0123456789")])),
@@ -796,7 +800,7 @@ fn hostile_cases() -> Vec<Case> {
             label: "not-zstd",
             archive: valid.clone(),
             limits: Limits::default(),
-            says: vec!["damaged or not a .tar.zst", "zstd magic number"],
+            says: vec!["damaged or not a .tar.zst or .tar.gz", "neither the zstd nor the gzip magic number"],
         },
         Case {
             label: "truncated",
@@ -1010,5 +1014,64 @@ proptest! {
             }
             never_escapes(&zst(&tar))?;
         }
+    }
+}
+
+/// `.tar.gz` (for GitHub attachments): the same bytes twice and on any thread count, the same
+/// tar inside as the `.tar.zst`, GNU tar reads it, it verifies and unpacks; a hostile entry in
+/// a gzip archive is refused like one in a zstd archive, and a damaged gzip stream is caught.
+#[test]
+fn gzip_archives_are_deterministic_verified_and_unpacked_safely() {
+    let dir = scratch("gzip");
+    let b = make_bundle(&dir);
+    let gz = PackOptions { compression: Compression::Gzip, ..PackOptions::default() };
+    assert_eq!(default_archive_path_for(&b, Compression::Gzip), dir.join(format!("{NAME}.tar.gz")));
+    let (one, two, zst_path) = (dir.join("one.tar.gz"), dir.join("two.tar.gz"), dir.join("b.tar.zst"));
+    pack(&b, &one, &gz).unwrap();
+    pack(&b, &two, &PackOptions { threads: 3, ..gz }).unwrap();
+    assert!(fs::read(&one).unwrap() == fs::read(&two).unwrap(), "two gzip packs differ");
+    assert_eq!(&fs::read(&one).unwrap()[..3], &[0x1F, 0x8B, 0x08]);
+    pack(&b, &zst_path, &PackOptions::default()).unwrap();
+    let mut tar_of_gz = Vec::new();
+    flate2::read::GzDecoder::new(fs::File::open(&one).unwrap()).read_to_end(&mut tar_of_gz).unwrap();
+    assert!(
+        tar_of_gz == zstd::decode_all(fs::File::open(&zst_path).unwrap()).unwrap(),
+        "not the same tar inside"
+    );
+
+    let listed = Command::new("tar").arg("-tzf").arg(&one).output().unwrap();
+    assert!(listed.status.success(), "{}", String::from_utf8_lossy(&listed.stderr));
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(&format!("{NAME}/SHA256SUMS")));
+
+    let v = verify(&one).unwrap();
+    assert!(v.ok(), "{}", render_verification(&v, &one));
+    let into = dir.join("out");
+    let u = unpack(&one, &into, &Limits::default()).unwrap();
+    let (ok, msg) = sha256sum_check(&u.root, SUMS);
+    assert!(ok, "{msg}");
+
+    // A traversal entry behind gzip is refused, and nothing is written.
+    let evil = dir.join("evil.tar.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(&raw_tar(&[
+        raw("top/", EntryType::Directory, b""),
+        raw("top/../../evil", EntryType::Regular, b"x"),
+    ]))
+    .unwrap();
+    fs::write(&evil, enc.finish().unwrap()).unwrap();
+    let target = dir.join("evil-out");
+    let err = unpack(&evil, &target, &Limits::default()).unwrap_err().to_string();
+    assert!(err.contains("top/../../evil"), "{err}");
+    assert!(!dir.join("evil").exists() && !target.join("top").exists());
+
+    // A flipped byte in the deflate data: an error or a mismatch, never a silent pass.
+    let mut bytes = fs::read(&one).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    let bad = dir.join("bad.tar.gz");
+    fs::write(&bad, bytes).unwrap();
+    match verify(&bad) {
+        Ok(v) => assert!(!v.ok(), "a damaged gzip archive verified"),
+        Err(e) => assert!(e.to_string().contains("bad.tar.gz"), "{e}"),
     }
 }

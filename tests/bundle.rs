@@ -450,8 +450,17 @@ fn an_archive_packed_on_the_h200_unpacks_verifies_and_packs_to_the_same_bytes() 
         "packing the unpacked bundle gave other bytes"
     );
 
+    // The same bundle as a `.tar.gz` for a GitHub attachment: it verifies too.
+    let gz = s.path("attach.tar.gz");
+    let p =
+        xtask(&s.dir, &["bundle", "pack", "--gzip", "-o", gz.to_str().unwrap(), bundle.to_str().unwrap()]);
+    assert!(p.status.success(), "{}", text(&p));
+    let v = xtask(&s.dir, &["bundle", "verify", gz.to_str().unwrap()]);
+    assert!(v.status.success(), "{}", text(&v));
+
     let r = xtask(&s.dir, &["bundle", "report", bundle.to_str().unwrap()]);
     assert!(r.status.success(), "{}", text(&r));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("`cargo xtask bundle pack --gzip "), "{}", text(&r));
     let report = String::from_utf8_lossy(&r.stdout);
     for want in [
         "**Verdict:** illegal-address in `offset_store(int*, int, long long)` at ima_demo.cu:23",

@@ -42,6 +42,84 @@ pub const DEFAULT_LEVEL: i32 = 3;
 const BUF: usize = 1 << 20;
 /// Every zstd frame starts with these bytes.
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+/// A gzip member starts with these two bytes and deflate (8).
+const GZIP_MAGIC: [u8; 3] = [0x1F, 0x8B, 0x08];
+
+/// Which compressed stream an archive is, from its first bytes.
+fn compression_of(magic: &[u8]) -> Option<Compression> {
+    if magic.starts_with(&ZSTD_MAGIC) {
+        Some(Compression::Zstd)
+    } else if magic.starts_with(&GZIP_MAGIC) {
+        Some(Compression::Gzip)
+    } else {
+        None
+    }
+}
+
+/// The archive's compression: zstd (`.tar.zst`, the default) or gzip (`.tar.gz`, which
+/// GitHub takes as an issue attachment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    Zstd,
+    Gzip,
+}
+
+/// The compressor of [`pack`].
+enum Compressor<W: Write> {
+    Zstd(zstd::stream::write::Encoder<'static, W>),
+    Gzip(flate2::write::GzEncoder<W>),
+}
+
+impl<W: Write> Write for Compressor<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Compressor::Zstd(e) => e.write(buf),
+            Compressor::Gzip(e) => e.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Compressor::Zstd(e) => e.flush(),
+            Compressor::Gzip(e) => e.flush(),
+        }
+    }
+}
+
+impl<W: Write> Compressor<W> {
+    /// Ends the stream and gives the writer back.
+    fn finish(self) -> io::Result<W> {
+        match self {
+            Compressor::Zstd(e) => e.finish(),
+            Compressor::Gzip(e) => e.finish(),
+        }
+    }
+}
+
+/// The decompressor of [`scan`].
+enum Decompressor<R: io::BufRead> {
+    Zstd(zstd::stream::read::Decoder<'static, R>),
+    Gzip(flate2::bufread::GzDecoder<R>),
+}
+
+impl<R: io::BufRead> Read for Decompressor<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Decompressor::Zstd(d) => d.read(buf),
+            Decompressor::Gzip(d) => d.read(buf),
+        }
+    }
+}
+
+impl<R: io::BufRead> Decompressor<R> {
+    /// The reader underneath, for what follows the compressed stream.
+    fn finish(self) -> R {
+        match self {
+            Decompressor::Zstd(d) => d.finish(),
+            Decompressor::Gzip(d) => d.into_inner(),
+        }
+    }
+}
 /// How much of the stream may be tar headers, GNU long names and PAX records before one entry
 /// (the tar crate reads those into memory).
 const META_BUDGET: u64 = 1 << 20;
@@ -255,11 +333,18 @@ pub struct PackOptions {
     /// output is the same for any value (zstd's streaming multi-threaded format does not depend
     /// on the number of workers, but differs from single-threaded mode).
     pub threads: u32,
+    /// zstd (default) or gzip (single-threaded, level 6, no name and no time in its header).
+    pub compression: Compression,
 }
 
 impl Default for PackOptions {
     fn default() -> Self {
-        PackOptions { with_coredumps: false, level: DEFAULT_LEVEL, threads: 0 }
+        PackOptions {
+            with_coredumps: false,
+            level: DEFAULT_LEVEL,
+            threads: 0,
+            compression: Compression::Zstd,
+        }
     }
 }
 
@@ -281,13 +366,22 @@ pub struct Packed {
 
 /// `<bundle>.tar.zst` beside the bundle directory.
 pub fn default_archive_path(bundle: &Path) -> PathBuf {
+    default_archive_path_for(bundle, Compression::Zstd)
+}
+
+/// `<bundle>.tar.zst` or `<bundle>.tar.gz` beside the bundle folder.
+pub fn default_archive_path_for(bundle: &Path, compression: Compression) -> PathBuf {
+    let ext = match compression {
+        Compression::Zstd => ".tar.zst",
+        Compression::Gzip => ".tar.gz",
+    };
     let trimmed = bundle.components().collect::<PathBuf>();
     match trimmed.file_name() {
-        Some(_) => with_suffix(&trimmed, ".tar.zst"),
+        Some(_) => with_suffix(&trimmed, ext),
         // `.` or `..`: name the archive after the folder itself.
         None => match fs::canonicalize(bundle) {
-            Ok(c) => with_suffix(&c, ".tar.zst"),
-            Err(_) => with_suffix(&trimmed, ".tar.zst"),
+            Ok(c) => with_suffix(&c, ext),
+            Err(_) => with_suffix(&trimmed, ext),
         },
     }
 }
@@ -451,7 +545,7 @@ fn append_file<W: Write>(
     hashing.finish().map_err(Failed::Write)
 }
 
-type Tar = tar::Builder<BufWriter<zstd::stream::write::Encoder<'static, HashWriter<BufWriter<File>>>>>;
+type Tar = tar::Builder<BufWriter<Compressor<HashWriter<BufWriter<File>>>>>;
 
 fn header(kind: Kind) -> Header {
     let mut h = Header::new_gnu();
@@ -564,10 +658,19 @@ pub fn pack(bundle: &Path, archive: &Path, opts: &PackOptions) -> Result<Packed>
     // Deterministic output: always the multi-threaded streaming mode (its frames do not depend
     // on the number of workers, facebook/zstd#2327), no long-distance matching, and no pledged
     // size, so the parameters are those of an unknown size whatever the bundle's size is.
-    let mut enc = zstd::stream::write::Encoder::new(out, opts.level).map_err(zstd_err)?;
-    enc.multithread(workers.max(1)).map_err(zstd_err)?;
-    enc.long_distance_matching(false).map_err(zstd_err)?;
-    enc.include_checksum(true).map_err(zstd_err)?;
+    let enc = match opts.compression {
+        Compression::Zstd => {
+            let mut enc = zstd::stream::write::Encoder::new(out, opts.level).map_err(zstd_err)?;
+            enc.multithread(workers.max(1)).map_err(zstd_err)?;
+            enc.long_distance_matching(false).map_err(zstd_err)?;
+            enc.include_checksum(true).map_err(zstd_err)?;
+            Compressor::Zstd(enc)
+        }
+        // No file name, time 0 and a fixed system byte in the header: the same bytes anywhere.
+        Compression::Gzip => Compressor::Gzip(
+            flate2::GzBuilder::new().mtime(0).operating_system(255).write(out, flate2::Compression::new(6)),
+        ),
+    };
     // As large as the reads of `append_file`, so that they go to the encoder without a copy.
     let mut tar: Tar = tar::Builder::new(BufWriter::with_capacity(BUF, enc));
     tar.mode(tar::HeaderMode::Deterministic);
@@ -800,7 +903,7 @@ fn shown(raw: &[u8]) -> String {
 
 fn damaged(archive: &Path, e: impl std::fmt::Display, tail: &str) -> anyhow::Error {
     anyhow!(
-        "cannot read `{}`: the archive is damaged or not a .tar.zst: {e}; {tail} (get a fresh copy; \
+        "cannot read `{}`: the archive is damaged or not a .tar.zst or .tar.gz: {e}; {tail} (get a fresh copy; \
          `sha256sum -c {}.sha256` checks one)",
         archive.display(),
         archive.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
@@ -863,14 +966,19 @@ fn scan(
     let mut magic = [0u8; 4];
     let got = read_up_to(&mut f, &mut magic)
         .map_err(|e| anyhow!("cannot read {}: {e}; check permissions", archive.display()))?;
-    if got < 4 || magic != ZSTD_MAGIC {
-        return Err(damaged(archive, "it does not start with the zstd magic number", tail));
-    }
+    let Some(compression) = compression_of(&magic[..got]) else {
+        return Err(damaged(archive, "it starts with neither the zstd nor the gzip magic number", tail));
+    };
     let f = File::open(archive)
         .map_err(|e| anyhow!("cannot read {}: {e}; check the path and permissions", archive.display()))?;
     let raw = HashRead { inner: f, hasher: hash_archive.then(Sha256::new) };
-    let decoder = zstd::stream::read::Decoder::with_buffer(BufReader::with_capacity(BUF, raw))
-        .map_err(|e| damaged(archive, e, tail))?;
+    let buffered = BufReader::with_capacity(BUF, raw);
+    let decoder = match compression {
+        Compression::Zstd => Decompressor::Zstd(
+            zstd::stream::read::Decoder::with_buffer(buffered).map_err(|e| damaged(archive, e, tail))?,
+        ),
+        Compression::Gzip => Decompressor::Gzip(flate2::bufread::GzDecoder::new(buffered)),
+    };
     let meter = Rc::new(Meter::default());
     meter.allow(META_BUDGET);
     let mut ar = tar::Archive::new(Metered { inner: decoder, meter: meter.clone() });
@@ -1486,12 +1594,12 @@ pub fn verify(path: &Path) -> Result<Verification> {
     let mut f =
         File::open(path).map_err(|e| anyhow!("cannot read {}: {e}; check permissions", path.display()))?;
     let got = read_up_to(&mut f, &mut magic).map_err(|e| anyhow!("cannot read {}: {e}", path.display()))?;
-    if got == 4 && magic == ZSTD_MAGIC {
+    if compression_of(&magic[..got]).is_some() {
         verify_archive(path)
     } else {
         bail!(
-            "{} is neither a bundle folder nor a .tar.zst (no zstd magic number); pass a folder under \
-             `bundles/` or an archive written by `cargo xtask bundle pack`",
+            "{} is neither a bundle folder nor a .tar.zst or .tar.gz (no zstd or gzip magic number); pass \
+             a folder under `bundles/` or an archive written by `cargo xtask bundle pack`",
             path.display()
         )
     }

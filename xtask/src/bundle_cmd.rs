@@ -26,14 +26,18 @@ pub enum BundleCommand {
     },
     /// A bundle's verdict, its rungs with status and timings, and its files.
     Show { path: PathBuf },
-    /// A deterministic `.tar.zst` of a bundle, with SHA256SUMS inside and a `.sha256` beside
-    /// it. Coredumps are left out unless `--with-coredumps`: they can hold model or user
-    /// data.
+    /// A deterministic `.tar.zst` (or `--gzip`: `.tar.gz`) of a bundle, with SHA256SUMS inside
+    /// and a `.sha256` beside it. Coredumps are left out unless `--with-coredumps`: they can
+    /// hold model or user data.
     Pack {
         path: PathBuf,
         /// Include the GPU coredumps (`core_*`; often hundreds of MB each).
         #[arg(long)]
         with_coredumps: bool,
+        /// A `.tar.gz` instead of a `.tar.zst`: GitHub takes it as an issue attachment (up to
+        /// 25 MB); single-threaded, larger.
+        #[arg(long)]
+        gzip: bool,
         /// The archive to write (default: `<bundle>.tar.zst` beside the bundle).
         #[arg(long, short)]
         output: Option<PathBuf>,
@@ -68,10 +72,11 @@ pub fn run(cmd: BundleCommand) -> Result<i32> {
             let m = Bundle::load(&path)?;
             out(&render_show(&path, &m, &files(&path)?))
         }
-        BundleCommand::Pack { path, with_coredumps, output } => {
+        BundleCommand::Pack { path, with_coredumps, gzip, output } => {
             let m = Bundle::load(&path)?;
-            let archive = output.unwrap_or_else(|| archive::default_archive_path(&path));
-            let opts = PackOptions { with_coredumps, ..PackOptions::default() };
+            let compression = if gzip { archive::Compression::Gzip } else { archive::Compression::Zstd };
+            let archive = output.unwrap_or_else(|| archive::default_archive_path_for(&path, compression));
+            let opts = PackOptions { with_coredumps, compression, ..PackOptions::default() };
             let p = archive::pack(&path, &archive, &opts)
                 .with_context(|| format!("cannot pack `{}`", path.display()))?;
             let mut s = format!(
@@ -91,6 +96,14 @@ pub fn run(cmd: BundleCommand) -> Result<i32> {
                      `--with-coredumps` includes them",
                     p.left_out.len(),
                     human(total)
+                )
+                .unwrap();
+            }
+            if gzip && p.bytes > GITHUB_ATTACHMENT_BYTES {
+                writeln!(
+                    s,
+                    "note: over GitHub's {} MB limit for an attachment: leave the coredumps out, or share it elsewhere",
+                    GITHUB_ATTACHMENT_BYTES / 1_000_000
                 )
                 .unwrap();
             }
@@ -123,6 +136,11 @@ pub fn run(cmd: BundleCommand) -> Result<i32> {
         }
         BundleCommand::Report { path, output } => {
             let text = report_of(&path)?;
+            ui::status(&format!(
+                "to attach the whole bundle to the issue: `cargo xtask bundle pack --gzip {}` (GitHub takes a \
+                 .tar.gz up to 25 MB, not a .tar.zst)",
+                path.display()
+            ));
             match output {
                 Some(o) => {
                     std::fs::write(&o, &text).with_context(|| format!("cannot write `{}`", o.display()))?;
@@ -139,6 +157,9 @@ fn out(text: &str) -> Result<i32> {
     ui::out(text).context("cannot write to stdout")?;
     Ok(crate::cli::EXIT_OK)
 }
+
+/// GitHub's limit for a file attached to an issue (25 MB).
+pub const GITHUB_ATTACHMENT_BYTES: u64 = 25_000_000;
 
 /// One bundle of `bundle list`.
 #[derive(Debug, Clone, PartialEq, Eq)]
