@@ -536,7 +536,7 @@ fn the_pytorch_recipe_finds_the_triton_kernel_line_in_the_worker() {
     assert_eq!(v["line"], 22, "{v}");
     assert!(out.stdout.contains("`gather_kv_kernel` at vllm_shaped.py:22"), "{}", out.both());
 
-    // The collect step ran once, before the baseline, into env/.
+    // The collect step ran once, beside the baseline, into env/; it is shown as it starts.
     assert_eq!(b.read("env/torch-collect-env.txt"), "torch.utils.collect_env (stand-in)\n");
     let m = b.manifest();
     let collected = m["collected"]

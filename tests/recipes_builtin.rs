@@ -351,7 +351,7 @@ fn vllm_dry_run_prints_the_full_plan() {
         .starts_with("recipe: vllm\nplan: baseline, rebuild, launch-blocking, coredump, attach, memcheck\n"));
 
     // collect, once, before the baseline.
-    let collect = section(&plan, "collect (once, before the baseline");
+    let collect = section(&plan, "collect (once, in the background beside the baseline");
     assert!(
         collect.contains("env/vllm-collect-env.txt: vllm collect-env\n      timeout: 180 s"),
         "{collect}"

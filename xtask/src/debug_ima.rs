@@ -249,8 +249,13 @@ pub fn run(args: Args) -> Result<i32> {
         bundle.write_manifest()?;
     }
     let (snapshot_jobs, recipe_jobs) = collect_jobs(&resolved, containers.as_ref());
-    let snapshot = start_snapshot(snapshot_jobs, bundle.root.clone())?;
-    collect_environment(&recipe_jobs, &mut bundle)?;
+    for job in &recipe_jobs {
+        let shown = job.place.wrap(&job.inv).redacted("terminal", &mut Vec::new());
+        ui::status(&format!("==> collect env/{} (beside the baseline): {}", job.name, shown.shell_line()));
+    }
+    // The recipe's commands first, in order, then the snapshot's.
+    let collecting =
+        start_collect(recipe_jobs.into_iter().chain(snapshot_jobs).collect(), bundle.root.clone())?;
 
     let mut ladder = Climb {
         resolved: &resolved,
@@ -262,10 +267,10 @@ pub fn run(args: Args) -> Result<i32> {
         gpus: gpus.len(),
         containers,
         started: 0,
-        snapshot: Some(snapshot),
+        collecting: Some(collecting),
     };
     let outcome = ladder.climb(&req, &plan, prompter.as_mut());
-    ladder.join_snapshot()?;
+    ladder.join_collect()?;
     // Whatever happened, the bundle keeps what was collected: the analysis of every rung
     // that ran (kept up to date by the climb after each rung).
     let analysis = &ladder.analysis;
@@ -546,24 +551,11 @@ fn record_collected(bundle: &mut Bundle, c: Collected) -> Result<()> {
     bundle.write_manifest()
 }
 
-/// The recipe's `collect` commands, one after the other, before the baseline.
-fn collect_environment(jobs: &[CollectJob], bundle: &mut Bundle) -> Result<()> {
-    for job in jobs {
-        if exec::interrupted() {
-            break;
-        }
-        let shown = job.place.wrap(&job.inv).redacted("terminal", &mut Vec::new());
-        ui::status(&format!("==> collect env/{}: {}", job.name, shown.shell_line()));
-        let c = run_collect(&bundle.root, job)?;
-        record_collected(bundle, c)?;
-    }
-    Ok(())
-}
-
-/// The snapshot, started in the background as the ladder starts: `collect_env` alone takes
-/// seconds, and nothing of the ladder waits for it; the climb takes its results after the
-/// baseline ([`Climb::join_snapshot`]).
-fn start_snapshot(
+/// The recipe's `collect` commands, then the snapshot, one after the other in the background
+/// as the ladder starts: `collect_env` alone takes seconds (`vllm collect-env` more), and
+/// nothing of the ladder needs them; the climb takes their results after the baseline
+/// ([`Climb::join_collect`]), so the later rungs run alone.
+fn start_collect(
     jobs: Vec<CollectJob>,
     root: PathBuf,
 ) -> Result<std::thread::JoinHandle<Vec<Result<Collected>>>> {
@@ -572,7 +564,7 @@ fn start_snapshot(
         .spawn(move || {
             jobs.iter().take_while(|_| !exec::interrupted()).map(|j| run_collect(&root, j)).collect()
         })
-        .context("cannot start the environment snapshot")
+        .context("cannot start the `collect` commands")
 }
 
 /// Loads the recipe and gathers its variables' values: `--set`, then a prompt for each
@@ -640,7 +632,9 @@ pub fn render_plan(
         bundle_root.join("<UTC time>_".to_string() + &r.name).join(format!("rungs/{i:02}-{}", rung.name()))
     };
     {
-        s.push_str("\ncollect (once, before the baseline; a failure is noted, not fatal):\n");
+        s.push_str(
+            "\ncollect (once, in the background beside the baseline; a failure is noted, not fatal):\n",
+        );
         for c in rungs::snapshot(r).iter().chain(&r.collect) {
             let inv = rungs::collect(r, c);
             s.push_str(&format!(
@@ -735,8 +729,8 @@ struct Climb<'a> {
     containers: Option<Containers>,
     /// Containers started so far (their names count up).
     started: usize,
-    /// The environment snapshot running in the background, until it is joined.
-    snapshot: Option<std::thread::JoinHandle<Vec<Result<Collected>>>>,
+    /// The `collect` commands and the snapshot running in the background, until joined.
+    collecting: Option<std::thread::JoinHandle<Vec<Result<Collected>>>>,
 }
 
 impl Climb<'_> {
@@ -837,7 +831,7 @@ impl Climb<'_> {
             self.done.push((rung, RungSummary { faulted, yielded: summary.yielded }));
             // After the baseline: the later rungs run the target under a debugger or a
             // sanitizer, alone.
-            self.join_snapshot()?;
+            self.join_collect()?;
             self.analysis = decide(&self.evidence);
             self.bundle.write_analysis(&self.analysis)?;
             if let Err(e) = result {
@@ -853,9 +847,10 @@ impl Climb<'_> {
         }
     }
 
-    /// Waits for the environment snapshot (once) and adds what it collected to the bundle.
-    fn join_snapshot(&mut self) -> Result<()> {
-        let Some(handle) = self.snapshot.take() else { return Ok(()) };
+    /// Waits for the `collect` commands and the snapshot (once) and adds what they collected
+    /// to the bundle; a recipe command that failed is noted then.
+    fn join_collect(&mut self) -> Result<()> {
+        let Some(handle) = self.collecting.take() else { return Ok(()) };
         let results = handle.join().map_err(|_| anyhow::anyhow!("the environment snapshot panicked"))?;
         for r in results {
             record_collected(&mut self.bundle, r?)?;

@@ -146,7 +146,7 @@ pub struct StepTemplate {
 }
 
 /// One `collect:` entry before expansion: a command whose output (both streams) is saved as
-/// `env/NAME` in the bundle, run once before the baseline.
+/// `env/NAME` in the bundle, run once beside the baseline.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CollectTemplate {
     pub name: String,
@@ -216,7 +216,7 @@ pub struct Recipe {
     pub description: String,
     pub python: bool,
     pub variables: BTreeMap<String, Variable>,
-    /// Commands whose output goes into the bundle's `env/` before the baseline.
+    /// Commands whose output goes into the bundle's `env/`, run beside the baseline.
     pub collect: Vec<CollectTemplate>,
     pub build: Option<StepTemplate>,
     pub run: StepTemplate,
@@ -320,7 +320,7 @@ pub struct Resolved {
     /// Every variable's value, the built-ins (`recipe_dir`, `cwd`, `gpu_arch`, `max_jobs`)
     /// included.
     pub vars: BTreeMap<String, String>,
-    /// Run once before the baseline, each into `env/NAME`.
+    /// Run once beside the baseline, each into `env/NAME`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub collect: Vec<Collect>,
     pub build: Option<Step>,
