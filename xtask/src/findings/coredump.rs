@@ -335,36 +335,25 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// A file of the project's own recordings (tests/fixtures/h200, recorded on an H200 by
-    /// tests/gpu/record.sh).
-    macro_rules! recording {
-        ($f:literal) => {
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/h200/", $f))
-        };
-    }
-
     /// The faulting warp had exited before the dump: no stack (PID 851).
-    const OOB_WRITE: &str = recording!("oob_write/coredump.log");
+    const OOB_WRITE: &str = recording!("h200/oob_write/coredump.log");
     /// The exception detected after 126 of 132 SMs had been collected (PID 1077).
-    const OOB_READ: &str = recording!("oob_read/coredump.log");
+    const OOB_READ: &str = recording!("h200/oob_read/coredump.log");
     /// PyTorch's device-side assert, with PyTorch's assert line first (PID 2899).
-    const TORCH_ASSERT: &str = recording!("torch_assert/coredump.log");
+    const TORCH_ASSERT: &str = recording!("h200/torch_assert/coredump.log");
     /// A multiprocessing-spawned worker's dump, named with the worker's PID (4554); the
     /// parent prints `worker exit code -6` after it.
-    const TRITON_WORKER: &str = recording!("triton_worker/coredump.log");
+    const TRITON_WORKER: &str = recording!("h200/triton_worker/coredump.log");
     /// A -G build: the stack names the kernel unmangled (PID 2419).
-    const OOB_WRITE_G: &str = recording!("oob_write_G/coredump.log");
+    const OOB_WRITE_G: &str = recording!("h200/oob_write_G/coredump.log");
     /// A template kernel, mangled (PID 1740).
-    const TEMPLATED: &str = recording!("templated/coredump.log");
+    const TEMPLATED: &str = recording!("h200/templated/coredump.log");
     /// Runs with the coredump variables set that printed no coredump line.
-    const CLEAN: &str = recording!("clean/coredump.log");
-    const INLINED: &str = recording!("inlined/coredump.log");
+    const CLEAN: &str = recording!("h200/clean/coredump.log");
+    const INLINED: &str = recording!("h200/inlined/coredump.log");
     /// A two-GPU torchrun job without the coredump variables: `[rank1]:` lines, the NCCL
     /// watchdog's report, torchrun's. Recorded by `debug-ima` (tests/fixtures/bundles).
-    const DIST: &str = include_str!(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/fixtures/bundles/dist_fault-full/rungs/01-baseline/stderr.log"
-    ));
+    const DIST: &str = recording!("bundles/dist_fault-full/rungs/01-baseline/stderr.log");
 
     /// The first `n` lines of `text`, each with its newline.
     fn head(text: &str, n: usize) -> String {

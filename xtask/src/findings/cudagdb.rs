@@ -829,22 +829,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// A file of the project's own recordings (tests/fixtures/h200, recorded on an H200 by
-    /// tests/gpu/record.sh; tests/fixtures/bundles, written by `debug-ima`).
-    macro_rules! recording {
-        ($f:literal) => {
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/", $f))
-        };
-    }
-
-    /// A reference excerpt kept until the project records the same output itself
-    /// (tests/fixtures/transcripts/README.md).
-    macro_rules! transcript {
-        ($f:literal) => {
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/transcripts/", $f))
-        };
-    }
-
     /// `target cudacore` on PyTorch's device-side assert: no source line (PID 2899).
     const TORCH_ASSERT_CORE: &str = recording!("h200/torch_assert/cudagdb-core-1.log");
     /// Attached to the same program: the same kernel, no source line.

@@ -1056,58 +1056,36 @@ mod tests {
         }
     }
 
-    /// A file of the project's own recordings (tests/fixtures/h200, recorded on an H200 by
-    /// tests/gpu/record.sh).
-    macro_rules! recording {
-        ($f:literal) => {
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/h200/", $f))
-        };
-    }
-
-    /// A reference excerpt kept until the project records the same output itself
-    /// (tests/fixtures/transcripts/README.md).
-    macro_rules! transcript {
-        ($f:literal) => {
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/transcripts/", $f))
-        };
-    }
-
     // ----- The project's own recordings (tests/fixtures/h200 and bundles) --------------------
     /// `CUDA error at oob_read.cu:26: cudaMemcpy(...): an illegal memory access was encountered`.
-    const OOB_READ_BASELINE: &str = recording!("oob_read/baseline.log");
+    const OOB_READ_BASELINE: &str = recording!("h200/oob_read/baseline.log");
     /// The program's own `CUDA error at ...` line (line 14) among compute-sanitizer's.
-    const OOB_READ_MEMCHECK: &str = recording!("oob_read/memcheck.log");
+    const OOB_READ_MEMCHECK: &str = recording!("h200/oob_read/memcheck.log");
     /// The waits-on-exception message: `vm: The application encountered ...`.
-    const OOB_READ_WAITS: &str = recording!("oob_read/waits.log");
+    const OOB_READ_WAITS: &str = recording!("h200/oob_read/waits.log");
     /// PyTorch's assert line, then its traceback (exception line 7).
-    const TORCH_ASSERT_BASELINE: &str = recording!("torch_assert/baseline.log");
+    const TORCH_ASSERT_BASELINE: &str = recording!("h200/torch_assert/baseline.log");
     /// PyTorch's assert line among the coredump's progress lines.
-    const TORCH_ASSERT_COREDUMP: &str = recording!("torch_assert/coredump.log");
+    const TORCH_ASSERT_COREDUMP: &str = recording!("h200/torch_assert/coredump.log");
     /// Lines 106-113: `terminate` + `what():` from a destructor, no traceback.
-    const TORCH_ASSERT_MEMCHECK: &str = recording!("torch_assert/memcheck.log");
+    const TORCH_ASSERT_MEMCHECK: &str = recording!("h200/torch_assert/memcheck.log");
     /// A CUDA graph replayed: the error is reported at the next sync (exception line 8).
-    const TRITON_GRAPH_BASELINE: &str = recording!("triton_graph/baseline.log");
+    const TRITON_GRAPH_BASELINE: &str = recording!("h200/triton_graph/baseline.log");
     /// The same with CUDA_LAUNCH_BLOCKING=1: reported at `g.replay()`, through torch's frame.
-    const TRITON_GRAPH_BLOCKING: &str = recording!("triton_graph/launch-blocking.log");
+    const TRITON_GRAPH_BLOCKING: &str = recording!("h200/triton_graph/launch-blocking.log");
     /// cuda-gdb's own crash: `terminate` + `what():  vector::_M_range_check`.
-    const OOB_WRITE_CUDAGDB: &str = recording!("oob_write/cudagdb-core-1.log");
+    const OOB_WRITE_CUDAGDB: &str = recording!("h200/oob_write/cudagdb-core-1.log");
     /// C `assert()` in a kernel.
-    const DEVICE_ASSERT_BASELINE: &str = recording!("device_assert/baseline.log");
+    const DEVICE_ASSERT_BASELINE: &str = recording!("h200/device_assert/baseline.log");
     /// Triton's launcher raises `RuntimeError: Triton Error [CUDA]: ...`.
-    const TRITON_EAGER_BLOCKING: &str = recording!("triton_eager/launch-blocking.log");
+    const TRITON_EAGER_BLOCKING: &str = recording!("h200/triton_eager/launch-blocking.log");
     /// Rank 1 of a two-GPU torchrun job faults (recorded by `debug-ima`,
     /// tests/fixtures/bundles/dist_fault-full): the NCCL watchdog's report behind `[rank1]:`,
     /// `terminate` + `what():`, torchrun's traceback.
-    const DIST_PLAIN: &str = include_str!(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/fixtures/bundles/dist_fault-full/rungs/01-baseline/stderr.log"
-    ));
+    const DIST_PLAIN: &str = recording!("bundles/dist_fault-full/rungs/01-baseline/stderr.log");
     /// The same with CUDA_LAUNCH_BLOCKING=1: rank 1's traceback behind `[rank1]:`, then
     /// torchrun's own.
-    const DIST_BLOCKING: &str = include_str!(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/fixtures/bundles/dist_fault-full/rungs/02-launch-blocking/stderr.log"
-    ));
+    const DIST_BLOCKING: &str = recording!("bundles/dist_fault-full/rungs/02-launch-blocking/stderr.log");
 
     // ----- Reference excerpts (tests/fixtures/transcripts) -------------------------------------
     /// `cudaMemcpy(...): invalid argument`: a host API error.

@@ -831,43 +831,24 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// A file of the project's own recordings (tests/fixtures/h200, recorded on an H200 by
-    /// tests/gpu/record.sh with `--print-limit 200`).
-    macro_rules! recording {
-        ($f:literal) => {
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/h200/", $f))
-        };
-    }
-
-    /// A reference excerpt kept until the project records the same output itself
-    /// (tests/fixtures/transcripts/README.md).
-    macro_rules! transcript {
-        ($f:literal) => {
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/transcripts/", $f))
-        };
-    }
-
     /// 200 printed records of one write site (of 4097 errors), the program's own lines.
-    const OOB_WRITE: &str = recording!("oob_write/memcheck.log");
+    const OOB_WRITE: &str = recording!("h200/oob_write/memcheck.log");
     /// One invalid read, then the API error it causes and the program's own error line.
-    const OOB_READ: &str = recording!("oob_read/memcheck.log");
+    const OOB_READ: &str = recording!("h200/oob_read/memcheck.log");
     /// A Triton kernel replayed in a CUDA graph: host stacks that end in Python frames, the
     /// program's `replayed` among the records.
-    const TRITON_GRAPH: &str = recording!("triton_graph/memcheck.log");
+    const TRITON_GRAPH: &str = recording!("h200/triton_graph/memcheck.log");
     /// PyTorch's device-side assert: `Warp assert` in `__assertfail`, then two API errors.
-    const TORCH_ASSERT: &str = recording!("torch_assert/memcheck.log");
+    const TORCH_ASSERT: &str = recording!("h200/torch_assert/memcheck.log");
     /// A clean run.
-    const CLEAN: &str = recording!("clean/memcheck.log");
-    const MISALIGNED_LOG: &str = recording!("misaligned/memcheck.log");
-    const INLINED_LOG: &str = recording!("inlined/memcheck.log");
-    const TRITON_LOG: &str = recording!("triton_worker/memcheck.log");
+    const CLEAN: &str = recording!("h200/clean/memcheck.log");
+    const MISALIGNED_LOG: &str = recording!("h200/misaligned/memcheck.log");
+    const INLINED_LOG: &str = recording!("h200/inlined/memcheck.log");
+    const TRITON_LOG: &str = recording!("h200/triton_worker/memcheck.log");
     /// A two-GPU torchrun job under memcheck (recorded by `debug-ima`,
     /// tests/fixtures/bundles/dist_fault-full): NCCL's API errors at start-up, rank 1's
     /// invalid reads, the API errors they cause.
-    const DIST: &str = include_str!(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/fixtures/bundles/dist_fault-full/rungs/05-memcheck/stdout.log"
-    ));
+    const DIST: &str = recording!("bundles/dist_fault-full/rungs/05-memcheck/stdout.log");
     /// An invalid read `after` an allocation, then an API error.
     const SMALL_22: &str = transcript!("22_memcheck_small.excerpt.log");
     /// A build without -lineinfo (no `in FILE:LINE`): its first record.

@@ -537,8 +537,7 @@ mod tests {
 
     /// tests/fixtures/h200/oob_read/memcheck.xml (the project's own recording, H200, CUDA
     /// 13.0, `compute-sanitizer --xml --save`): one invalid read, then the API error it causes.
-    const REPORT: &str =
-        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/h200/oob_read/memcheck.xml"));
+    const REPORT: &str = recording!("h200/oob_read/memcheck.xml");
 
     fn read(bytes: &[u8]) -> Evidence {
         let mut ev = Evidence::new("r.xml", "r.xml");

@@ -5,6 +5,25 @@
 //! one line at a time by [`scan`], so a gigabyte log is read in bounded memory; the only
 //! parser that does not work on lines is [`memcheck_xml`], which pulls XML events.
 
+/// In tests: a file of the project's own recordings, relative to tests/fixtures (`h200/`,
+/// recorded on an H200 by tests/gpu/record.sh; `bundles/`, written by `debug-ima`), for every
+/// parser's tests below.
+#[cfg(test)]
+macro_rules! recording {
+    ($f:literal) => {
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/", $f))
+    };
+}
+
+/// In tests: a reference excerpt kept until the project records the same output itself
+/// (tests/fixtures/transcripts/README.md).
+#[cfg(test)]
+macro_rules! transcript {
+    ($f:literal) => {
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/transcripts/", $f))
+    };
+}
+
 pub mod coredump;
 pub mod cudagdb;
 pub mod host;

@@ -70,29 +70,18 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// A file of the project's own recordings (tests/fixtures/h200, recorded on an H200 by
-    /// tests/gpu/record.sh).
-    macro_rules! recording {
-        ($f:literal) => {
-            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/h200/", $f))
-        };
-    }
-
     /// A run that did not fault: no message.
-    const CLEAN: &str = recording!("clean/waits.log");
+    const CLEAN: &str = recording!("h200/clean/waits.log");
     /// `launched scale_write`, then the message (PID 915).
-    const OOB_WRITE: &str = recording!("oob_write/waits.log");
+    const OOB_WRITE: &str = recording!("h200/oob_write/waits.log");
     /// The same program built with -G (PID 2482).
-    const OOB_WRITE_G: &str = recording!("oob_write_G/waits.log");
+    const OOB_WRITE_G: &str = recording!("h200/oob_write_G/waits.log");
     /// A multiprocessing-spawned worker faults: the message names the worker (PID 4802),
     /// then the parent prints `worker exit code -9`.
-    const TRITON_WORKER: &str = recording!("triton_worker/waits.log");
+    const TRITON_WORKER: &str = recording!("h200/triton_worker/waits.log");
     /// Rank 1 of a two-GPU torchrun job faults (PID 1040); then torchrun (PID 997) stops
     /// rank 0 (PID 1039). Recorded by `debug-ima` (tests/fixtures/bundles).
-    const DIST: &str = include_str!(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/fixtures/bundles/dist_fault-full/rungs/04-attach/stderr.log"
-    ));
+    const DIST: &str = recording!("bundles/dist_fault-full/rungs/04-attach/stderr.log");
 
     fn notice(host: &str, pid: u32) -> WaitNotice {
         WaitNotice { host: host.to_string(), pid }
