@@ -171,6 +171,13 @@ pub struct ContainerRecord {
     pub gpus: bool,
 }
 
+impl Manifest {
+    /// The recipe's name, `?` when the recorded recipe has none.
+    pub fn recipe_name(&self) -> &str {
+        self.recipe.get("name").and_then(|v| v.as_str()).unwrap_or("?")
+    }
+}
+
 /// Inherited variables recorded in [`Manifest::environment`]: these names, and names
 /// starting with one of [`ENV_ALLOW_PREFIXES`].
 pub const ENV_ALLOW: &[&str] = &[
@@ -481,7 +488,7 @@ impl Bundle {
 /// The bundle's `summary.md`: verdict, the rungs with what each did, the full analysis.
 pub fn summary_md(m: &Manifest, a: &Analysis) -> String {
     let mut s = String::new();
-    writeln!(s, "# debug-ima: {}\n", recipe_name(m)).unwrap();
+    writeln!(s, "# debug-ima: {}\n", m.recipe_name()).unwrap();
     match &a.verdict {
         Some(_) => writeln!(s, "**Verdict:** {}\n", a.conclusion).unwrap(),
         None => writeln!(s, "**No verdict:** {}\n", a.conclusion.trim_start_matches("no verdict: ")).unwrap(),
@@ -497,10 +504,6 @@ pub fn summary_md(m: &Manifest, a: &Analysis) -> String {
     }
     writeln!(s, "\n## Analysis\n\n```text\n{}```", render_text(a)).unwrap();
     s
-}
-
-fn recipe_name(m: &Manifest) -> String {
-    m.recipe.get("name").and_then(|v| v.as_str()).unwrap_or("?").to_string()
 }
 
 /// `exit 1`, `signal 6`, `timed out`, ...

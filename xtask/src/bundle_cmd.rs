@@ -188,7 +188,7 @@ pub fn list(root: &Path) -> Result<Vec<Listed>> {
         let bytes = files(&path).map(|f| f.iter().map(|(_, b)| b).sum()).unwrap_or(0);
         out.push(Listed {
             created: m.created.clone(),
-            recipe: m.recipe.get("name").and_then(|v| v.as_str()).unwrap_or("?").to_string(),
+            recipe: m.recipe_name().to_string(),
             verdict: m.verdict.clone().unwrap_or_else(|| "no verdict".into()),
             bytes,
             path,
@@ -240,7 +240,7 @@ pub fn render_show(path: &Path, m: &Manifest, files: &[(String, u64)]) -> String
     writeln!(
         s,
         "recipe:   {} ({})",
-        m.recipe.get("name").and_then(|v| v.as_str()).unwrap_or("?"),
+        m.recipe_name(),
         m.recipe.get("source").and_then(|v| v.as_str()).unwrap_or("?")
     )
     .unwrap();

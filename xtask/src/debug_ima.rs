@@ -248,14 +248,12 @@ pub fn run(args: Args) -> Result<i32> {
         bundle.manifest.container = Some(record);
         bundle.write_manifest()?;
     }
-    let (snapshot_jobs, recipe_jobs) = collect_jobs(&resolved, containers.as_ref());
-    for job in &recipe_jobs {
+    let jobs = collect_jobs(&resolved, containers.as_ref());
+    for job in jobs.iter().filter(|j| !j.quiet) {
         let shown = job.place.wrap(&job.inv).redacted("terminal", &mut Vec::new());
         ui::status(&format!("==> collect env/{} (beside the baseline): {}", job.name, shown.shell_line()));
     }
-    // The recipe's commands first, in order, then the snapshot's.
-    let collecting =
-        start_collect(recipe_jobs.into_iter().chain(snapshot_jobs).collect(), bundle.root.clone())?;
+    let collecting = start_collect(jobs, bundle.root.clone())?;
 
     let mut ladder = Climb {
         resolved: &resolved,
@@ -482,10 +480,10 @@ struct Collected {
     quiet: bool,
 }
 
-/// The environment snapshot ([`rungs::snapshot`], quiet) and the recipe's `collect`
-/// commands as jobs, each in the image when there is one, except `git describe`: the source
-/// is the host's checkout.
-fn collect_jobs(r: &Resolved, containers: Option<&Containers>) -> (Vec<CollectJob>, Vec<CollectJob>) {
+/// The recipe's `collect` commands, then the environment snapshot ([`rungs::snapshot`],
+/// quiet), as jobs in the order they run: each in the image when there is one, except `git
+/// describe`: the source is the host's checkout.
+fn collect_jobs(r: &Resolved, containers: Option<&Containers>) -> Vec<CollectJob> {
     let job = |i: usize, c: &recipe::Collect, quiet: bool| {
         let place = match containers {
             Some(k) if c.name != rungs::SNAPSHOT_ON_HOST => {
@@ -496,11 +494,8 @@ fn collect_jobs(r: &Resolved, containers: Option<&Containers>) -> (Vec<CollectJo
         CollectJob { name: c.name.clone(), inv: rungs::collect(r, c), place, quiet }
     };
     let snapshot = rungs::snapshot(r);
-    let n = snapshot.len();
-    (
-        snapshot.iter().enumerate().map(|(i, c)| job(i, c, true)).collect(),
-        r.collect.iter().enumerate().map(|(i, c)| job(n + i, c, false)).collect(),
-    )
+    let all = r.collect.iter().map(|c| (c, false)).chain(snapshot.iter().map(|c| (c, true)));
+    all.enumerate().map(|(i, (c, quiet))| job(i, c, quiet)).collect()
 }
 
 /// Runs one `collect` job into `root/env/NAME` (both streams). A command that is missing,

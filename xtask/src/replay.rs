@@ -83,15 +83,8 @@ pub fn script(m: &Manifest) -> String {
     let mut s = String::new();
     writeln!(s, "#!/usr/bin/env bash").unwrap();
     writeln!(s, "# replay.sh: reruns one rung of this bundle with the environment it recorded.").unwrap();
-    writeln!(
-        s,
-        "# Written by {} {} for recipe `{}` ({}).",
-        m.tool,
-        m.version,
-        m.recipe.get("name").and_then(|v| v.as_str()).unwrap_or("?"),
-        m.created
-    )
-    .unwrap();
+    writeln!(s, "# Written by {} {} for recipe `{}` ({}).", m.tool, m.version, m.recipe_name(), m.created)
+        .unwrap();
     writeln!(s, "#").unwrap();
     writeln!(
         s,

@@ -35,7 +35,7 @@ pub fn render(input: &ReportInput) -> String {
     let m = input.manifest;
     let a = input.analysis;
     let mut head = String::new();
-    writeln!(head, "### `cargo xtask debug-ima` report: recipe `{}`\n", recipe_name(m)).unwrap();
+    writeln!(head, "### `cargo xtask debug-ima` report: recipe `{}`\n", m.recipe_name()).unwrap();
     if let Some(s) = a.symptoms.first() {
         let mut line = format!("**Symptom:** `{}`", s.item.message);
         if let Some(at) = &s.item.reported_at {
@@ -177,10 +177,6 @@ fn fenced(lang: &str, text: &str) -> String {
 /// A table cell: no pipes or newlines.
 fn cell(v: &str) -> String {
     v.replace('|', "\\|").replace('\n', " ")
-}
-
-fn recipe_name(m: &Manifest) -> String {
-    m.recipe.get("name").and_then(|v| v.as_str()).unwrap_or("?").to_string()
 }
 
 /// Cuts at a character boundary, with a note, when over `max` (only reachable when the fixed
