@@ -16,7 +16,8 @@ use proptest::prelude::*;
 use tar::{EntryType, Header};
 use xtask::archive::{
     default_archive_path, default_archive_path_for, is_coredump, pack, render_verification, sha256_file,
-    unpack, verify, write_sums, Compression, Limits, PackOptions, Verification, LEFT_OUT, SUMS,
+    unpack, verify, write_sums, write_sums_reusing, Compression, Limits, PackOptions, Verification, LEFT_OUT,
+    SUMS,
 };
 
 /// A real bundle written by `debug-ima` on an H200 (with a real GPU coredump).
@@ -1074,4 +1075,27 @@ fn gzip_archives_are_deterministic_verified_and_unpacked_safely() {
         Ok(v) => assert!(!v.ok(), "a damaged gzip archive verified"),
         Err(e) => assert!(e.to_string().contains("bad.tar.gz"), "{e}"),
     }
+}
+
+/// At the end of a run the rungs' hashes come from the manifest: a file whose size is the
+/// recorded one is not read again (a planted hash shows it was taken), one whose size changed
+/// is hashed anew.
+#[test]
+fn write_sums_reuses_known_hashes_of_unchanged_sizes() {
+    let dir = scratch("sums-reuse");
+    let b = make_bundle(&dir);
+    let rel = "rungs/01-baseline/stderr.log";
+    let size = fs::metadata(b.join(rel)).unwrap().len();
+    let planted = "ab".repeat(32);
+    let mut known = std::collections::BTreeMap::new();
+    known.insert(rel.to_string(), (size, planted.clone()));
+    known.insert("manifest.yaml".to_string(), (1, planted.clone()));
+    write_sums_reusing(&b, &known).unwrap();
+    let sums = fs::read_to_string(b.join(SUMS)).unwrap();
+    assert!(sums.contains(&format!("{planted}  {rel}\n")), "{sums}");
+    let manifest = sha256_file(&b.join("manifest.yaml")).unwrap();
+    assert!(
+        sums.contains(&format!("{manifest}  manifest.yaml\n")),
+        "a changed size must be hashed anew: {sums}"
+    );
 }

@@ -308,10 +308,21 @@ fn remove_if_present(path: &Path) -> Result<()> {
 /// `SHA256SUMS` and `LEFT_OUT.tsv`, and removes a stale `LEFT_OUT.tsv` (a directory holds
 /// everything). Returns the number of files listed. Called at the end of every ladder run.
 pub fn write_sums(bundle: &Path) -> Result<usize> {
+    write_sums_reusing(bundle, &BTreeMap::new())
+}
+
+/// [`write_sums`], taking the hash of a file from `known` (path relative to the bundle →
+/// size and hash, as the manifest recorded them after each rung) when its size is still the
+/// recorded one: a coredump of hundreds of MB is not read again.
+pub fn write_sums_reusing(bundle: &Path, known: &BTreeMap<String, (u64, String)>) -> Result<usize> {
     let mut sums = Vec::new();
     for item in walk(bundle)? {
-        if let Kind::File { .. } = item.kind {
-            sums.push((item.rel, sha256_file(&item.abs)?));
+        if let Kind::File { bytes, .. } = item.kind {
+            let hash = match known.get(&item.rel) {
+                Some((size, hash)) if *size == bytes && !hash.is_empty() => hash.clone(),
+                _ => sha256_file(&item.abs)?,
+            };
+            sums.push((item.rel, hash));
         }
     }
     write_atomic(&bundle.join(SUMS), render_sums(&sums).as_bytes())?;

@@ -279,7 +279,16 @@ pub fn run(args: Args) -> Result<i32> {
     ladder.bundle.manifest.stopped = Some(stop.clone());
     ladder.bundle.write_analysis(analysis)?;
     // Sealed last, so that `bundle verify` can tell later edits (also after Ctrl-C).
-    if let Err(e) = crate::archive::write_sums(&ladder.bundle.root) {
+    // The rungs' files were hashed as each rung ended (the manifest has them).
+    let known = ladder
+        .bundle
+        .manifest
+        .rungs
+        .iter()
+        .flat_map(|r| &r.files)
+        .map(|f| (f.path.clone(), (f.bytes, f.sha256.clone())))
+        .collect();
+    if let Err(e) = crate::archive::write_sums_reusing(&ladder.bundle.root, &known) {
         ui::status(&format!("warning: {e:#}; `cargo xtask bundle pack` writes SHA256SUMS later"));
     }
 
