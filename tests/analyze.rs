@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use xtask::analyze::{analyze, render_json, render_text};
+use xtask::bundle::inputs::analyze;
+use xtask::findings::render::{render_json, render_text};
 use xtask::findings::{names, verdict::same_kernel};
 
 fn root() -> PathBuf {

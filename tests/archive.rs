@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use proptest::prelude::*;
 use tar::{EntryType, Header};
-use xtask::archive::{
+use xtask::bundle::archive::{
     default_archive_path, default_archive_path_for, is_coredump, pack, render_verification, sha256_file,
     unpack, verify, write_sums, write_sums_reusing, Compression, Limits, PackOptions, Verification, LEFT_OUT,
     SUMS,

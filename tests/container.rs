@@ -390,7 +390,7 @@ fn the_dry_run_shows_every_command_in_its_container() {
         "podman run --rm --name debug-ima-utc-time_planned-0-01-target --init --ipc=host --device \
          nvidia.com/gpu=all --security-opt label=disable -v ",
         "--cap-add SYS_PTRACE --security-opt seccomp=unconfined",
-        "podman exec -e TMPDIR debug-ima-utc-time_planned-0-05-target cuda-gdb -batch -nx -p <PID from the message>",
+        "podman exec -e TMPDIR debug-ima-utc-time_planned-0-06-target cuda-gdb -batch -nx -p '<PID from the message>'",
         "-e HF_TOKEN -e TMPDIR debug-ima/cuda:13.0 env -u TRITON_DISABLE_LINE_INFO target",
     ] {
         assert!(o.contains(want), "`{want}` missing from the plan:\n{o}");

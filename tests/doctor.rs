@@ -12,13 +12,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use xtask::container::Runtime;
 use xtask::doctor::{
     self, check_gpu_plumbing, check_ptrace, check_ptrace_in_container, check_space, driver_toolkit, evaluate,
     gather, parse_df_available_kib, parse_gpus, parse_image_probe, parse_version, render, require,
-    run_checks, run_with_timeout, versions, ContainerTarget, Exit, Options, Output, PlumbingFacts, Probe,
-    PtraceFacts, Report, SpaceFacts, Status, IMAGE_PROBE_SCRIPT, IMAGE_PROBE_TIMEOUT, NO_GPU_FIX,
+    run_checks, versions, ContainerTarget, Options, Output, PlumbingFacts, Probe, PtraceFacts, Report,
+    SpaceFacts, Status, IMAGE_PROBE_SCRIPT, IMAGE_PROBE_TIMEOUT, NO_GPU_FIX,
 };
+use xtask::model::{Exit, RungId, Runtime};
+use xtask::process::short::run as run_with_timeout;
 
 // ---------------------------------------------------------------------------------------
 // Recorded outputs
@@ -260,8 +261,8 @@ fn h200_everything_ok_with_versions() {
         assert_eq!(c.fix, None, "{c:#?}");
     }
     assert!(r.has_gpu());
-    assert!(r.missing_for(&["all"]).is_empty());
-    assert!(require(&r, &["all"]).is_ok());
+    assert!(r.missing_for(&[]).is_empty());
+    assert!(require(&r, &[]).is_ok());
     assert_eq!(
         r.get("gpu").unwrap().detail,
         "NVIDIA H200 (compute capability 9.0, 143771 MiB), driver 580.159.04"
@@ -368,10 +369,10 @@ fn without_nvidia_smi_the_gpu_is_missing_and_the_ladder_stops() {
     assert!(gpu.fix.as_deref().unwrap().contains("`cargo xtask analyze`"));
     assert_eq!(gpu.needed_by, ["all"]);
     // The GPU stops every rung, the rebuild rung included (the ladder always starts with baseline).
-    for rung in ["baseline", "rebuild", "coredump", "attach", "memcheck"] {
+    for rung in [RungId::Baseline, RungId::Rebuild, RungId::Coredump, RungId::Attach, RungId::Memcheck] {
         assert!(r.missing_for(&[rung]).iter().any(|c| c.name == "gpu"), "{rung}");
     }
-    let err = require(&r, &["coredump"]).unwrap_err().to_string();
+    let err = require(&r, &[RungId::Coredump]).unwrap_err().to_string();
     assert!(err.starts_with("this machine cannot run the ladder: no usable GPU"), "{err}");
     assert!(err.contains(NO_GPU_FIX), "{err}");
     assert!(err.contains("cuda-gdb (coredump, attach)"), "{err}");
@@ -415,7 +416,7 @@ fn old_driver_for_the_toolkit_warns() {
     // The H200's recorded driver and nvcc pass, through the whole report.
     let r = report(&h200());
     assert_eq!(r.get("driver-toolkit").unwrap().status, Status::Ok);
-    assert!(r.missing_for(&["all"]).is_empty(), "a warning does not stop the ladder");
+    assert!(r.missing_for(&[]).is_empty(), "a warning does not stop the ladder");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -435,7 +436,7 @@ fn tools_off_path_are_found_in_cuda_home_and_the_fix_says_so() {
         assert!(c.version.is_some(), "it still ran: {c:#?}");
     }
     assert_eq!(r.path_additions(), [PathBuf::from("/usr/local/cuda/bin")]);
-    assert!(r.missing_for(&["all"]).is_empty());
+    assert!(r.missing_for(&[]).is_empty());
     // nvidia-smi is found in NVIDIA's container directory even off PATH.
     assert_eq!(status_of(&r, "gpu"), Status::Ok);
 }
@@ -456,10 +457,10 @@ fn missing_tools_say_which_rung_they_stop() {
     let sanitizer = r.get("compute-sanitizer").unwrap();
     assert_eq!(sanitizer.status, Status::Missing);
     assert!(sanitizer.fix.as_deref().unwrap().contains("`apt-get install cuda-sanitizer-13-0`"));
-    assert_eq!(r.missing_for(&["memcheck"]).len(), 1);
-    assert!(r.missing_for(&["rebuild", "coredump", "attach"]).is_empty());
-    assert!(require(&r, &["coredump"]).is_ok());
-    assert!(require(&r, &["memcheck"]).is_err());
+    assert_eq!(r.missing_for(&[RungId::Memcheck]).len(), 1);
+    assert!(r.missing_for(&[RungId::Rebuild, RungId::Coredump, RungId::Attach]).is_empty());
+    assert!(require(&r, &[RungId::Coredump]).is_ok());
+    assert!(require(&r, &[RungId::Memcheck]).is_err());
 }
 
 #[test]
@@ -476,7 +477,7 @@ fn a_tool_that_fails_to_run_is_missing() {
 #[test]
 fn only_the_rungs_asked_for_are_probed() {
     let probe = h200();
-    let o = Options { need: vec!["memcheck".into()], ..opts() };
+    let o = Options { need: vec![RungId::Memcheck], ..opts() };
     let r = evaluate(&gather(&probe, &o));
     let names: Vec<&str> = r.checks.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["gpu", "compute-sanitizer"]);
@@ -520,8 +521,11 @@ fn ptrace_scope_values() {
     assert_eq!(unknown.status, Status::Warn);
 
     let r = report(&h200().file("/proc/sys/kernel/yama/ptrace_scope", "3\n"));
-    assert_eq!(r.missing_for(&["attach"]).iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["ptrace"]);
-    assert!(r.missing_for(&["coredump", "memcheck"]).is_empty());
+    assert_eq!(
+        r.missing_for(&[RungId::Attach]).iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        ["ptrace"]
+    );
+    assert!(r.missing_for(&[RungId::Coredump, RungId::Memcheck]).is_empty());
 }
 
 #[test]
@@ -618,7 +622,7 @@ fn run_checks_on_this_machine_is_fast() {
         let gpu = r.get("gpu").unwrap();
         assert_eq!(gpu.status, Status::Missing);
         assert_eq!(gpu.fix.as_deref(), Some(NO_GPU_FIX));
-        let err = require(&r, &["all"]).unwrap_err().to_string();
+        let err = require(&r, &[]).unwrap_err().to_string();
         assert!(err.contains("no usable GPU"), "{err}");
     }
     if smi_found {
@@ -658,7 +662,7 @@ fn probes_are_killed_at_their_timeout() {
     );
     assert_eq!(out, Output::exited(3, "out\n", "err\n"));
     let out = run_with_timeout(Path::new("/nonexistent/nvidia-smi"), &[], Duration::from_secs(1));
-    assert!(matches!(out.exit, Exit::NotRun(_)), "{out:?}");
+    assert_eq!(out.exit, Exit::NotStarted, "{out:?}");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -927,7 +931,7 @@ fn container_runtime_missing_daemon_down_permission_denied_and_present() {
     assert!(r.get("cuda-gdb").unwrap().detail.contains("the runtime is missing"));
     let ran = probe.ran();
     assert!(!ran.iter().any(|c| c.contains(" image inspect ") || c.contains(" run ")), "{ran:?}");
-    let err = require(&r, &["baseline"]).unwrap_err().to_string();
+    let err = require(&r, &[RungId::Baseline]).unwrap_err().to_string();
     assert!(err.contains("runtime (all): the Docker daemon does not answer"), "{err}");
 
     // A user outside the `docker` group.
@@ -1152,7 +1156,7 @@ fn the_probe_in_the_image_gives_the_tool_checks() {
     assert_eq!(v["cuda-gdb"], "NVIDIA (R) cuda-gdb 13.0");
     assert_eq!(v["compute-sanitizer"], "Version 2025.3.1.0 (build 36400806) (public-release)");
     assert_eq!(v["image"], FULL_ID);
-    assert!(require(&r, &["all"]).is_ok());
+    assert!(require(&r, &[]).is_ok());
 }
 
 #[test]
@@ -1186,10 +1190,10 @@ fn a_tool_and_the_debugger_backend_missing_in_the_image() {
     assert!(backend.fix.as_deref().unwrap().contains("NVIDIA Container Toolkit"));
     // Only memcheck is stopped.
     assert_eq!(
-        r.missing_for(&["memcheck"]).iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        r.missing_for(&[RungId::Memcheck]).iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
         ["compute-sanitizer"]
     );
-    assert!(require(&r, &["rebuild", "coredump", "attach"]).is_ok());
+    assert!(require(&r, &[RungId::Rebuild, RungId::Coredump, RungId::Attach]).is_ok());
     // The image runs as uid 1000: no SYS_PTRACE for it, so the host's scope matters again.
     assert!(r.get("ptrace").unwrap().detail.contains("uid 1000"), "{:#?}", r.get("ptrace"));
     let r = container_report(
@@ -1292,7 +1296,7 @@ fn host_tool_probes_are_skipped_in_container_mode() {
 
     // Only what the rungs asked for: memcheck needs compute-sanitizer in the image.
     let o = Options {
-        need: vec!["memcheck".into()],
+        need: vec![RungId::Memcheck],
         container: Some(target(Runtime::Docker, FULL_IMAGE, true)),
         ..opts()
     };

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use xtask::exec::{self, Control, Exit, Spec, Stream, MAX_LINE};
+use xtask::process::{self as exec, Control, Exit, Interrupt, Spec, Stream, MAX_LINE};
 
 /// A fresh directory for one test.
 fn scratch(name: &str) -> PathBuf {
@@ -346,8 +346,8 @@ fn a_second_interrupt_kills_at_once_even_inside_the_callback() {
 #[test]
 fn interrupt_child() {
     let Ok(mode) = std::env::var(CHILD_ENV) else { return };
-    exec::install_interrupt_handler().unwrap();
-    exec::install_interrupt_handler().unwrap();
+    Interrupt::install().unwrap();
+    Interrupt::install().unwrap();
     let dir = scratch(&format!("interrupt-{mode}"));
     let mut spec = sh(&dir, "echo $$; sleep 100 & echo $!; echo ready; wait");
     spec.timeout = Some(Duration::from_secs(20));
@@ -369,7 +369,7 @@ fn interrupt_child() {
     })
     .unwrap();
     println!("exit: {:?}", outcome.exit);
-    assert!(exec::interrupted());
+    assert!(Interrupt::default().is_set());
     let after = exec::run(&sh(&dir, "echo never"), &mut |_, _| Control::Continue).unwrap();
     println!("after: {:?} pid {}", after.exit, after.pid);
 }

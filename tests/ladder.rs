@@ -451,7 +451,7 @@ fn dry_run_prints_every_command_and_creates_nothing() {
         "target cudacore",
         "CUDA_DEVICE_WAITS_ON_EXCEPTION=1",
         "cuda-gdb -batch",
-        "-p <PID from the message>",
+        "-p '<PID from the message>'",
         "compute-sanitizer --tool memcheck",
         "--xml --save",
         "MY_SETTING=x",

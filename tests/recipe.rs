@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use xtask::container::{ContainerConfig, Runtime};
+use xtask::model::{RungId, Runtime};
+use xtask::recipe::ContainerConfig;
 use xtask::recipe::{
     builtin_names, builtin_text, check, check_recipe, container_mounts, join_words, load, missing_variables,
     parse, parse_set, render_list, render_show_in, resolve_in, split_words, uses_variable, ContainerTemplate,
@@ -88,8 +89,8 @@ fn demo_builds_and_runs_its_program() {
     assert_eq!(res.run.cwd, None);
     assert_eq!(res.vars["recipe_dir"], "/repo/recipes");
     assert_eq!(res.vars["cwd"], CWD);
-    assert_eq!(res.rung("memcheck").timeout, Some(600));
-    assert!(res.enabled("launch-blocking"));
+    assert_eq!(res.rung(RungId::Memcheck).timeout, Some(600));
+    assert!(res.enabled(RungId::LaunchBlocking));
     assert_eq!(res.debug_info(), DebugInfo::Lineinfo);
 
     let res = resolve_in(&r, &sets(&[("arch", "sm_90")]), Path::new(CWD)).unwrap();
@@ -329,12 +330,12 @@ rungs:
     assert_eq!(res.run.cwd, Some(PathBuf::from("/repo/work")));
     assert_eq!(res.run.env, sets(&[("CUDA_VISIBLE_DEVICES", "0"), ("STEPS", "10")]));
     assert_eq!(res.run.timeout, Some(Duration::from_secs(900)));
-    assert!(!res.enabled("launch-blocking"));
-    assert!(res.enabled("attach"));
+    assert!(!res.enabled(RungId::LaunchBlocking));
+    assert!(res.enabled(RungId::Attach));
     assert_eq!(res.debug_info(), DebugInfo::G);
-    assert_eq!(res.rung("coredump").env, sets(&[("EXTRA", "10")]));
-    assert_eq!(res.rung("memcheck").args, strings(&["--print-limit", "10"]));
-    assert_eq!(res.rung("memcheck").timeout, Some(3000));
+    assert_eq!(res.rung(RungId::Coredump).env, sets(&[("EXTRA", "10")]));
+    assert_eq!(res.rung(RungId::Memcheck).args, strings(&["--print-limit", "10"]));
+    assert_eq!(res.rung(RungId::Memcheck).timeout, Some(3000));
     assert!(res.build.is_none());
 }
 

@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use xtask::ladder::{collect, rung as rungs};
 use xtask::recipe::{
     builtin_text, check_recipe, max_jobs, parse, resolve_in, resolve_in_with, uses_variable, RecipeSource,
     GPU_ARCH_UNKNOWN, MAX_JOBS_UNKNOWN,
 };
-use xtask::rungs;
 
 const CWD: &str = "/work/proj";
 
@@ -148,7 +148,7 @@ fn collect_entries_resolve_and_are_validated() {
     assert_eq!(res.collect[1].argv, strings(&["/work/proj/sub/tools/smi", "-q"]));
     assert_eq!(res.collect[1].timeout, Duration::from_secs(10));
     // It runs where the target runs, with its environment.
-    let inv = rungs::collect(&res, &res.collect[0]);
+    let inv = collect::invocation(&res, &res.collect[0]);
     assert_eq!(inv.cwd.as_deref(), Some(Path::new("/work/proj/sub")));
     assert_eq!(inv.env_set, vec![("PYTHONPATH".to_string(), "/p".to_string())]);
     assert_eq!(inv.timeout, Some(Duration::from_secs(120)));

@@ -4,12 +4,11 @@
 //! Exit codes: 0 success; 1 failure (the message says what to do); 2 usage error;
 //! 130 interrupted.
 
-use std::path::PathBuf;
-
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::{analyze, bench, bundle_cmd, container_cmd, debug_ima, doctor, recipe, ui};
+use crate::commands::{analyze, bench, bundle, container, debug_ima, doctor, recipe, Outcome};
+use crate::ui;
 
 /// Exit status for success.
 pub const EXIT_OK: i32 = 0;
@@ -17,6 +16,8 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILURE: i32 = 1;
 /// Exit status for a malformed command line.
 pub const EXIT_USAGE: i32 = 2;
+/// Exit status after Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+pub const EXIT_INTERRUPTED: i32 = 130;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -45,7 +46,7 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// List, show or check recipes.
     #[command(subcommand)]
-    Recipe(RecipeCommand),
+    Recipe(recipe::RecipeCommand),
     /// Read logs, compute-sanitizer XML reports or whole directories (a bundle, a folder of
     /// logs) and name the faulting kernel and line.
     ///
@@ -54,15 +55,15 @@ pub enum Command {
     /// cuda-gdb (on a coredump or attached), the CUDA_DEVICE_WAITS_ON_EXCEPTION message,
     /// compute-sanitizer text and XML. Exit 0 whenever the input could be read, with or
     /// without a verdict.
-    Analyze(AnalyzeArgs),
+    Analyze(analyze::AnalyzeArgs),
     /// List, show, pack, unpack, verify and report bundles (what `debug-ima` collected).
     ///
     /// Exit codes: 0 done, 1 failure or (`verify`) a file that does not match.
     #[command(subcommand)]
-    Bundle(bundle_cmd::BundleCommand),
+    Bundle(bundle::BundleCommand),
     /// Build the project's container images (containers/): `container build cuda`.
     #[command(subcommand)]
-    Container(container_cmd::ContainerCommand),
+    Container(container::ContainerCommand),
     /// Measure the analyzer on a generated 1 GiB memcheck log against `grep -c`
     /// (`bench pack`: `bundle pack` against `tar -I 'zstd -T0'`).
     Bench {
@@ -81,32 +82,6 @@ pub enum BenchCommand {
     /// Write a generated memcheck log through the ladder's process runner with and without
     /// redaction, and compare the throughput.
     Redact(bench::RedactBenchArgs),
-}
-
-#[derive(Debug, Subcommand)]
-pub enum RecipeCommand {
-    /// The built-in recipes.
-    List,
-    /// A recipe's YAML and its variables with their defaults.
-    Show {
-        /// A built-in name or a path to a recipe file.
-        recipe: String,
-    },
-    /// Validate a recipe file (keys, types, variables) without running anything.
-    Check {
-        /// A built-in name or a path to a recipe file.
-        recipe: String,
-    },
-}
-
-#[derive(Debug, clap::Args)]
-pub struct AnalyzeArgs {
-    /// Print one JSON object (`verdict`, `findings`, `symptoms`, `inputs`) instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// Log files, XML reports or directories.
-    #[arg(required = true, value_name = "PATH")]
-    pub paths: Vec<PathBuf>,
 }
 
 /// Parses the command line, runs the command and returns the process exit code.
@@ -128,43 +103,38 @@ pub fn main() -> i32 {
     }
 }
 
+/// The exit status of a command's outcome.
+pub fn exit_code(outcome: Outcome) -> i32 {
+    match outcome {
+        Outcome::Done => EXIT_OK,
+        Outcome::Mismatch => EXIT_FAILURE,
+        Outcome::Interrupted => EXIT_INTERRUPTED,
+    }
+}
+
 fn run(cli: Cli) -> Result<i32> {
-    match cli.command {
-        Command::Analyze(args) => {
-            let analysis = analyze::analyze(&args.paths)?;
-            let text =
-                if args.json { analyze::render_json(&analysis) } else { analyze::render_text(&analysis) };
-            ui::out(&text).context("cannot write to stdout")?;
-            Ok(EXIT_OK)
-        }
-        Command::DebugIma(args) => debug_ima::run(args),
-        Command::Doctor(args) => doctor::run(args),
-        Command::Recipe(cmd) => {
-            let text = match cmd {
-                RecipeCommand::List => recipe::render_list(),
-                RecipeCommand::Show { recipe: r } => recipe::render_show(&recipe::load(&r)?),
-                RecipeCommand::Check { recipe: r } => {
-                    let rec = recipe::load(&r)?;
-                    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-                    recipe::check_recipe(&rec, &cwd)?
-                }
-            };
-            ui::out(&text).context("cannot write to stdout")?;
-            Ok(EXIT_OK)
-        }
-        Command::Bundle(cmd) => bundle_cmd::run(cmd),
-        Command::Container(cmd) => container_cmd::run(cmd),
-        Command::Bench { what: None, args } => {
-            bench::run(args)?;
-            Ok(EXIT_OK)
-        }
-        Command::Bench { what: Some(BenchCommand::Pack(args)), .. } => {
-            bench::run_pack(args)?;
-            Ok(EXIT_OK)
-        }
-        Command::Bench { what: Some(BenchCommand::Redact(args)), .. } => {
-            bench::run_redact(args)?;
-            Ok(EXIT_OK)
-        }
+    let outcome = match cli.command {
+        Command::Analyze(args) => analyze::run(args)?,
+        Command::DebugIma(args) => debug_ima::run(args)?,
+        Command::Doctor(args) => doctor::run(args)?,
+        Command::Recipe(cmd) => recipe::run(cmd)?,
+        Command::Bundle(cmd) => bundle::run(cmd)?,
+        Command::Container(cmd) => container::run(cmd)?,
+        Command::Bench { what: None, args } => bench::run(args)?,
+        Command::Bench { what: Some(BenchCommand::Pack(args)), .. } => bench::run_pack(args)?,
+        Command::Bench { what: Some(BenchCommand::Redact(args)), .. } => bench::run_redact(args)?,
+    };
+    Ok(exit_code(outcome))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_map_to_the_documented_statuses() {
+        assert_eq!(exit_code(Outcome::Done), 0);
+        assert_eq!(exit_code(Outcome::Mismatch), 1);
+        assert_eq!(exit_code(Outcome::Interrupted), 130);
     }
 }

@@ -1,20 +1,17 @@
 //! The xtask library: every command of `cargo xtask`. `main.rs` only calls [`cli::main`].
-pub mod analyze;
-pub mod archive;
-pub mod bench;
+//!
+//! The layers, each importing only those below it (tests/tidy.rs enforces the table):
+//! `cli` → `commands` → `ladder`, `doctor` → `launch` → `process` → `bundle`, `recipe` →
+//! `findings`, `redact` → `ui` → `model`. docs/ARCHITECTURE.md has the codemap.
 pub mod bundle;
-pub mod bundle_cmd;
 pub mod cli;
-pub mod container;
-pub mod container_cmd;
-pub mod debug_ima;
+pub mod commands;
 pub mod doctor;
-pub mod exec;
 pub mod findings;
 pub mod ladder;
+pub mod launch;
+pub mod model;
+pub mod process;
 pub mod recipe;
 pub mod redact;
-pub mod replay;
-pub mod report;
-pub mod rungs;
 pub mod ui;

@@ -9,6 +9,7 @@
 //! a [`Redaction`]. Matching is hand-written (no regex crate); a line with nothing to redact costs
 //! no allocation ([`redact_line`] returns `Cow::Borrowed`), since captured logs can be large.
 
+use crate::model::Invocation;
 use std::borrow::Cow;
 
 /// What was redacted, for the manifest: names and places, never values.
@@ -476,6 +477,18 @@ fn flags(line: &str, spans: &mut Vec<Span>) {
         if let Some((start, end)) = value_span(s, v) {
             spans.push((start, end, "secret-named flag value"));
         }
+    }
+}
+
+/// An invocation as a bundle may record it: arguments and variables redacted, each
+/// redaction reported at `place`. Running it is not the same.
+pub fn invocation(inv: &Invocation, place: &str, out: &mut Vec<Redaction>) -> Invocation {
+    Invocation {
+        argv: redact_args(&inv.argv, place, out),
+        cwd: inv.cwd.clone(),
+        env_set: redact_env(&inv.env_set, place, out),
+        env_remove: inv.env_remove.clone(),
+        timeout: inv.timeout,
     }
 }
 

@@ -109,6 +109,57 @@ impl Prompter for NonInteractive {
     }
 }
 
+/// Where the ladder's progress goes: the terminal ([`Terminal`]) or, in tests, a recorder.
+pub trait Progress {
+    /// A status line (a note, the bundle's path).
+    fn status(&self, text: &str);
+    /// A rung starts: its bar until [`RungBar::finish`].
+    fn rung(&self, index: usize, total: usize, rung: &str, what: &str) -> Box<dyn RungBar>;
+}
+
+/// The progress of one running rung.
+pub trait RungBar {
+    /// The latest line the rung printed.
+    fn line(&self, line: &str);
+    /// Coredump collection: `SM k/N has finished state collection`.
+    fn sm(&self, k: u32, n: u32);
+    /// A remark while the rung runs (a crash, a retry).
+    fn note(&self, text: &str);
+    /// The rung ended so.
+    fn finish(&self, outcome: &str);
+}
+
+/// Progress on stderr: indicatif bars on a terminal, plain lines otherwise.
+pub struct Terminal;
+
+impl Progress for Terminal {
+    fn status(&self, text: &str) {
+        status(text);
+    }
+
+    fn rung(&self, index: usize, total: usize, rung: &str, what: &str) -> Box<dyn RungBar> {
+        Box::new(RungProgress::start(index, total, rung, what))
+    }
+}
+
+impl RungBar for RungProgress {
+    fn line(&self, line: &str) {
+        RungProgress::line(self, line);
+    }
+
+    fn sm(&self, k: u32, n: u32) {
+        RungProgress::sm(self, k, n);
+    }
+
+    fn note(&self, text: &str) {
+        RungProgress::note(self, text);
+    }
+
+    fn finish(&self, outcome: &str) {
+        RungProgress::finish(self, outcome);
+    }
+}
+
 /// The progress of one rung: a spinner with elapsed time and the latest output line on a
 /// terminal (a bar for the coredump's `SM k/N`), plain start and end lines otherwise.
 pub struct RungProgress {
@@ -168,7 +219,7 @@ impl RungProgress {
         }
     }
 
-    pub fn finish(self, outcome: &str) {
+    pub fn finish(&self, outcome: &str) {
         let secs = self.started.elapsed().as_secs_f64();
         if let Some(pb) = &self.bar {
             pb.finish_and_clear();

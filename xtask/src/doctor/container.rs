@@ -110,22 +110,6 @@ pub fn image_probe_argv(target: &ContainerTarget, name: &str, script: &str) -> V
     argv
 }
 
-/// The image's local inspection: its id and repository digests (`ID|DIGEST,...`). Not
-/// `{{join .RepoDigests ","}}`: Docker 20.10's engine with a newer client refuses it
-/// (`wrong type for value; expected []string; got []interface {}`).
-pub(super) fn inspect_argv(runtime: Runtime, image: &str) -> Vec<String> {
-    [
-        runtime.name(),
-        "image",
-        "inspect",
-        "--format",
-        "{{.Id}}|{{range $i, $d := .RepoDigests}}{{if $i}},{{end}}{{$d}}{{end}}",
-        image,
-    ]
-    .map(String::from)
-    .to_vec()
-}
-
 /// Whether an Apptainer image names a remote one (`docker://`, `oras://`, `library://`):
 /// pulled when first run, so nothing local to check.
 pub(super) fn is_image_uri(image: &str) -> bool {
@@ -211,7 +195,7 @@ pub(super) fn probe_container(
     };
     let inspect = match (runtime, client.as_deref(), answered) {
         (Runtime::Docker | Runtime::Podman, Some(c), true) => {
-            Some(run_argv(probe, c, &inspect_argv(runtime, &target.image), PROBE_TIMEOUT))
+            Some(run_argv(probe, c, &runtime.inspect_image(&target.image), PROBE_TIMEOUT))
         }
         _ => None,
     };
@@ -458,7 +442,7 @@ pub(super) fn install_runtime_fix(runtime: Runtime) -> String {
 pub fn check_runtime(facts: &ContainerFacts) -> Check {
     let rt = facts.target.runtime;
     let name = rt.name();
-    let check = |status, detail: String| Check::new("runtime", status, detail, NEED_CONTAINER);
+    let check = |status, detail: String| Check::new("runtime", status, detail, Need::Container);
     let Some(client) = &facts.client else {
         return check(Status::Missing, format!("`{name}` not found on PATH")).fix(install_runtime_fix(rt));
     };
@@ -547,7 +531,7 @@ pub(super) fn image_missing_fix(runtime: Runtime, image: &str) -> String {
 pub fn check_image(c: &ContainerFacts, runtime: &Check) -> Check {
     let rt = c.target.runtime;
     let image = c.target.image.as_str();
-    let check = |status, detail: String| Check::new("image", status, detail, NEED_CONTAINER);
+    let check = |status, detail: String| Check::new("image", status, detail, Need::Container);
     if rt == Runtime::Apptainer {
         return if is_image_uri(image) {
             check(Status::Warn, format!("`{image}` is pulled when the ladder first runs it")).fix(format!(
@@ -573,8 +557,9 @@ pub fn check_image(c: &ContainerFacts, runtime: &Check) -> Check {
     let text = out.text();
     let id_line = out.stdout.trim();
     if out.success() && !id_line.is_empty() {
-        let (id, digests) = id_line.split_once('|').unwrap_or((id_line, ""));
-        let digests = digests.trim();
+        let (id, digests) = crate::launch::container::parse_inspect(id_line);
+        let id = id.unwrap_or_default();
+        let digests = digests.join(",");
         let from = if digests.is_empty() {
             " (local, no registry digest)".to_string()
         } else {
@@ -605,7 +590,7 @@ pub(super) fn docker_runtime_names(out: &Output) -> Option<Vec<String>> {
 /// spec; Apptainer, `nvidia-container-cli` or an `nvliblist.conf` (a warning when that one
 /// does not list `libcudadebugger.so`, apptainer/apptainer#2261).
 pub fn check_gpu_plumbing(runtime: Runtime, p: &PlumbingFacts) -> Check {
-    let check = |status, detail: String| Check::new("gpu-plumbing", status, detail, NEED_CONTAINER);
+    let check = |status, detail: String| Check::new("gpu-plumbing", status, detail, Need::Container);
     let shown = |v: &[PathBuf]| v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
     let toolkit = shown(&p.toolkit);
     let install =
@@ -834,7 +819,7 @@ pub fn check_image_backend(target: &ContainerTarget, found: &ImageProbe) -> Chec
                 "in {image}: not checked: the container gets no GPU here, so the runtime mounts none of the \
                  driver's libraries"
             ),
-            NEED_BACKEND,
+            Need::DebuggerBackend,
         )
         .fix("check with the GPUs passed in: `cargo xtask doctor --container RUNTIME --image IMAGE`");
     }
@@ -845,7 +830,7 @@ pub fn check_image_backend(target: &ContainerTarget, found: &ImageProbe) -> Chec
             name,
             Status::Ok,
             format!("in {image}: libcudadebugger.so.1 at {}{more}", first.display()),
-            NEED_BACKEND,
+            Need::DebuggerBackend,
         );
         c.path = Some(first.clone());
         return c;
@@ -870,7 +855,7 @@ pub fn check_image_backend(target: &ContainerTarget, found: &ImageProbe) -> Chec
             "in {image}: libcudadebugger.so.1 is not in the image's `ldconfig -p` cache, its LD_LIBRARY_PATH nor \
              the driver library directories: the runtime did not inject the driver's debugger library"
         ),
-        NEED_BACKEND,
+        Need::DebuggerBackend,
     )
     .fix(format!(
         "cuda-gdb needs it to attach (`Could not find CUDA Debugger back-end`): {how}; the host's driver must \
@@ -914,7 +899,7 @@ pub fn check_ptrace_in_container(facts: &PtraceFacts, runtime: Runtime, image_ui
         }
         return c;
     }
-    let c = |status, detail: String| Check::new("ptrace", status, detail, NEED_PTRACE);
+    let c = |status, detail: String| Check::new("ptrace", status, detail, Need::Ptrace);
     let scope_text = scope.map_or("no Yama ptrace_scope".to_string(), |s| format!("ptrace_scope {s}"));
     match image_uid {
         Some(uid) if uid != 0 => {

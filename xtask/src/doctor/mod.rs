@@ -23,21 +23,18 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use crate::container::Runtime;
-use crate::ui;
+use crate::launch::container::RuntimeArgv;
+use crate::model::{Exit, Need, RungId, Runtime};
+pub use crate::process::short::Output;
 
 mod container;
 pub use container::*;
@@ -56,18 +53,11 @@ pub const LOW_SPACE_BYTES: u64 = 2 << 30;
 /// The fix for a machine without a usable GPU, also shown by `debug-ima` when it stops.
 pub const NO_GPU_FIX: &str = "install the NVIDIA driver; on a machine without a GPU the ladder cannot run \
      (use `cargo xtask analyze` on logs from a GPU machine)";
-/// Rung names accepted in [`Options::need`] and `--rung`. `all` means every rung.
-pub const RUNGS: [&str; 7] =
-    ["baseline", "rebuild", "launch-blocking", "coredump", "attach", "memcheck", "all"];
 
 /// The `--query-gpu` fields asked of `nvidia-smi`, and the fallback for old drivers that
 /// do not know `compute_cap` (`Field "compute_cap" is not a valid field to query.`).
 const GPU_QUERY: &str = "--query-gpu=name,driver_version,compute_cap,memory.total";
 const GPU_QUERY_OLD: &str = "--query-gpu=name,driver_version,memory.total";
-/// How much of a probe's stdout or stderr is kept.
-const MAX_PROBE_OUTPUT: usize = 256 * 1024;
-/// Time given to a probe's pipe readers once the process is gone.
-const READER_GRACE: Duration = Duration::from_millis(500);
 /// Where NVIDIA's packages install the toolkit; its `bin` is searched after PATH and
 /// `$CUDA_HOME/bin`.
 const CUDA_DEFAULT_HOME: &str = "/usr/local/cuda";
@@ -107,7 +97,9 @@ pub struct Check {
     pub detail: String,
     /// How to fix it, commands in backticks. `None` when there is nothing to fix.
     pub fix: Option<String>,
-    /// The rungs that need it: `rebuild`, `coredump`, `attach`, `memcheck`, or `all`.
+    /// What of the ladder's needs it checks.
+    pub need: Need,
+    /// The rungs that need it (derived from [`RungId::needs`]), or `all`.
     pub needed_by: Vec<String>,
     /// The tool's version line as it printed it (`Cuda compilation tools, release 13.0,
     /// V13.0.88`); for `gpu`, the `nvidia-smi --query-gpu` lines joined by `; `; for
@@ -122,13 +114,19 @@ pub struct Check {
 }
 
 impl Check {
-    fn new(name: &str, status: Status, detail: impl Into<String>, needed_by: &[&str]) -> Check {
+    fn new(name: &str, status: Status, detail: impl Into<String>, need: Need) -> Check {
+        let needed_by = if need.universal() {
+            vec!["all".to_string()]
+        } else {
+            RungId::ALL.into_iter().filter(|r| r.has_need(need)).map(|r| r.name().to_string()).collect()
+        };
         Check {
             name: name.to_string(),
             status,
             detail: detail.into(),
             fix: None,
-            needed_by: needed_by.iter().map(|s| s.to_string()).collect(),
+            need,
+            needed_by,
             version: None,
             path: None,
             off_path: false,
@@ -140,11 +138,9 @@ impl Check {
         self
     }
 
-    /// Whether a run of any of `rungs` needs this check (`all` on either side matches).
-    pub fn needed_for(&self, rungs: &[&str]) -> bool {
-        self.needed_by.iter().any(|n| n == "all") || rungs.contains(&"all") || {
-            self.needed_by.iter().any(|n| rungs.contains(&n.as_str()))
-        }
+    /// Whether a run of any of `rungs` needs this check (no rungs: every rung).
+    pub fn needed_for(&self, rungs: &[RungId]) -> bool {
+        rungs.is_empty() || rungs.iter().any(|r| r.has_need(self.need))
     }
 }
 
@@ -156,12 +152,12 @@ pub struct Report {
 
 impl Report {
     /// The checks that are `Missing` and needed by any of `rungs`.
-    pub fn missing_for(&self, rungs: &[&str]) -> Vec<&Check> {
+    pub fn missing_for(&self, rungs: &[RungId]) -> Vec<&Check> {
         self.checks.iter().filter(|c| c.status == Status::Missing && c.needed_for(rungs)).collect()
     }
 
     /// The checks that are `Warn` and needed by any of `rungs`.
-    pub fn warnings_for(&self, rungs: &[&str]) -> Vec<&Check> {
+    pub fn warnings_for(&self, rungs: &[RungId]) -> Vec<&Check> {
         self.checks.iter().filter(|c| c.status == Status::Warn && c.needed_for(rungs)).collect()
     }
 
@@ -213,8 +209,8 @@ pub struct Options {
     /// The directory coredumps will be written to; it need not exist yet (its nearest
     /// existing ancestor is measured).
     pub coredump_dir: PathBuf,
-    /// The rungs to check for (names from [`RUNGS`]); empty means every rung.
-    pub need: Vec<String>,
+    /// The rungs to check for; empty means every rung.
+    pub need: Vec<RungId>,
     /// The container the ladder will run in: `None` (or [`Runtime::None`]) checks the
     /// host's tools; otherwise the runtime, the image, the GPU plumbing, and the tools,
     /// the debugger back-end and `/tmp` inside the image, in place of the host's.
@@ -245,25 +241,11 @@ impl Options {
         self.container.as_ref().filter(|t| t.runtime != Runtime::None)
     }
 
-    /// Whether a check needed by `needed_by` is wanted for these options.
-    fn wants(&self, needed_by: &[&str]) -> bool {
-        self.need.is_empty()
-            || needed_by.contains(&"all")
-            || self.need.iter().any(|n| n == "all" || needed_by.contains(&n.as_str()))
+    /// Whether a check of `need` is wanted for these options.
+    fn wants(&self, need: Need) -> bool {
+        self.need.is_empty() || self.need.iter().any(|r| r.has_need(need))
     }
 }
-
-/// The rungs each check is needed by.
-const NEED_GPU: &[&str] = &["all"];
-const NEED_NVCC: &[&str] = &["rebuild"];
-const NEED_CUOBJDUMP: &[&str] = &["rebuild", "coredump"];
-const NEED_CUDA_GDB: &[&str] = &["coredump", "attach"];
-const NEED_SANITIZER: &[&str] = &["memcheck"];
-const NEED_BACKEND: &[&str] = &["attach"];
-const NEED_PTRACE: &[&str] = &["attach"];
-const NEED_TMPDIR: &[&str] = &["coredump", "attach"];
-const NEED_SPACE: &[&str] = &["coredump"];
-const NEED_CONTAINER: &[&str] = &["all"];
 
 /// Runs every check `opts` asks for on this machine. Takes about [`PROBE_TIMEOUT`] at
 /// worst (a hanging `nvidia-smi`); on a machine without a GPU, well under a second.
@@ -273,13 +255,14 @@ pub fn run_checks(opts: &Options) -> Report {
 
 /// `debug-ima`'s gate: an error naming every missing check that `rungs` need, with its
 /// fix, or `Ok` when they can all run (warnings do not stop it).
-pub fn require(report: &Report, rungs: &[&str]) -> Result<()> {
+pub fn require(report: &Report, rungs: &[RungId]) -> Result<()> {
     let missing = report.missing_for(rungs);
     if missing.is_empty() {
         return Ok(());
     }
     let mut msg = if report.has_gpu() {
-        format!("this machine cannot run the {} rung(s): something they need is missing", rungs.join(", "))
+        let names: Vec<&str> = rungs.iter().map(|r| r.name()).collect();
+        format!("this machine cannot run the {} rung(s): something they need is missing", names.join(", "))
     } else {
         "this machine cannot run the ladder: no usable GPU".to_string()
     };
@@ -361,12 +344,9 @@ fn summary(report: &Report) -> String {
                 machine"
             .to_string();
     }
-    let missing: Vec<String> = report
-        .missing_for(&["all"])
-        .iter()
-        .map(|c| format!("{} ({})", c.name, c.needed_by.join(", ")))
-        .collect();
-    let warns = report.warnings_for(&["all"]).len();
+    let missing: Vec<String> =
+        report.missing_for(&[]).iter().map(|c| format!("{} ({})", c.name, c.needed_by.join(", "))).collect();
+    let warns = report.warnings_for(&[]).len();
     let warn_note = match warns {
         0 => String::new(),
         1 => "; 1 warning".to_string(),
@@ -380,98 +360,21 @@ fn summary(report: &Report) -> String {
 }
 
 // ---------------------------------------------------------------------------------------
-// `cargo xtask doctor`
-// ---------------------------------------------------------------------------------------
-
-#[derive(Debug, clap::Args)]
-pub struct DoctorArgs {
-    /// Print the checks as JSON instead of a table
-    #[arg(long)]
-    pub json: bool,
-    /// The directory coredumps will go to; its free space is checked
-    #[arg(long, value_name = "DIR", default_value = "bundles")]
-    pub coredump_dir: PathBuf,
-    /// Check only what this rung needs (repeatable); default every rung
-    #[arg(long = "rung", value_name = "RUNG", value_parser = clap::builder::PossibleValuesParser::new(RUNGS))]
-    pub rungs: Vec<String>,
-    /// Check running the ladder in a container: the runtime, the GPU plumbing, the image
-    /// (`--image`) and the tools inside it
-    #[arg(long, value_enum, value_name = "RUNTIME")]
-    pub container: Option<Runtime>,
-    /// The image for `--container`: a local Docker/Podman image, or an Apptainer `.sif`
-    #[arg(
-        long,
-        value_name = "IMAGE",
-        requires = "container",
-        required_if_eq_any = [("container", "docker"), ("container", "podman"), ("container", "apptainer")]
-    )]
-    pub image: Option<String>,
-}
-
-/// Runs `cargo xtask doctor`: prints the table (or JSON) and returns the exit code, 0 when
-/// nothing the chosen rungs need is missing, 1 otherwise.
-pub fn run(args: DoctorArgs) -> Result<i32> {
-    let container = match (args.container, args.image) {
-        (Some(runtime), Some(image)) if runtime != Runtime::None => {
-            Some(ContainerTarget { runtime, image, gpus: true })
-        }
-        (Some(runtime), None) if runtime != Runtime::None => {
-            // clap enforces it; kept so that a change there cannot check the host by mistake.
-            bail!("`--container {}` needs `--image IMAGE`", runtime.name())
-        }
-        _ => None,
-    };
-    let opts = Options { coredump_dir: args.coredump_dir, need: args.rungs, container };
-    let report = run_checks(&opts);
-    let text = if args.json {
-        let mut s = serde_json::to_string_pretty(&report)?;
-        s.push('\n');
-        s
-    } else {
-        render(&report)
-    };
-    ui::out(&text)?;
-    let rungs: Vec<&str> =
-        if opts.need.is_empty() { vec!["all"] } else { opts.need.iter().map(String::as_str).collect() };
-    Ok(if report.missing_for(&rungs).is_empty() { 0 } else { 1 })
-}
-
-// ---------------------------------------------------------------------------------------
 // Probing: the impure layer
 // ---------------------------------------------------------------------------------------
 
-/// How a probe's command ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Exit {
-    Code(i32),
-    Signal(i32),
-    /// Killed after its timeout.
-    TimedOut,
-    /// Could not be started (the error).
-    NotRun(String),
-}
-
-/// What a probe's command printed, and how it ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Output {
-    pub exit: Exit,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-impl Output {
-    /// An output with exit code `code` (for tests and recordings).
-    pub fn exited(code: i32, stdout: &str, stderr: &str) -> Output {
-        Output { exit: Exit::Code(code), stdout: stdout.to_string(), stderr: stderr.to_string() }
-    }
-
-    pub fn success(&self) -> bool {
-        self.exit == Exit::Code(0)
-    }
-
+/// What doctor reads off a short command's [`Output`].
+pub trait OutputExt {
     /// stdout then stderr.
-    pub fn text(&self) -> String {
+    fn text(&self) -> String;
+    /// The first non-blank line of stdout, else of stderr.
+    fn first_line(&self) -> &str;
+    /// `exit 2`, `killed by signal 9`, `no answer within 10 s`, `cannot start: ...`.
+    fn describe_exit(&self) -> String;
+}
+
+impl OutputExt for Output {
+    fn text(&self) -> String {
         let mut s = self.stdout.clone();
         if !s.is_empty() && !s.ends_with('\n') {
             s.push('\n');
@@ -480,18 +383,17 @@ impl Output {
         s
     }
 
-    /// The first non-blank line of stdout, else of stderr.
     fn first_line(&self) -> &str {
         first_line(&self.stdout).or_else(|| first_line(&self.stderr)).unwrap_or("")
     }
 
-    /// `exit 2`, `killed by signal 9`, `no answer within 10 s`, `cannot start: ...`.
     fn describe_exit(&self) -> String {
-        match &self.exit {
+        match self.exit {
             Exit::Code(c) => format!("exit {c}"),
             Exit::Signal(s) => format!("killed by signal {s}"),
             Exit::TimedOut => format!("no answer within {} s", PROBE_TIMEOUT.as_secs()),
-            Exit::NotRun(e) => format!("cannot start: {e}"),
+            Exit::NotStarted => format!("cannot start: {}", self.stderr.trim()),
+            Exit::Stopped | Exit::Interrupted => "interrupted".to_string(),
         }
     }
 }
@@ -524,7 +426,7 @@ pub struct SystemProbe;
 
 impl Probe for SystemProbe {
     fn run(&self, program: &Path, args: &[&str], timeout: Duration) -> Output {
-        run_with_timeout(program, args, timeout)
+        crate::process::short::run(program, args, timeout)
     }
 
     fn read_file(&self, path: &Path) -> Option<String> {
@@ -559,100 +461,6 @@ impl Probe for SystemProbe {
             Err(e) => Err(e.to_string()),
         }
     }
-}
-
-/// Runs a short command in its own process group, polling `try_wait` until it exits or
-/// `timeout` passes, then kills the group. Output beyond [`MAX_PROBE_OUTPUT`] per stream is
-/// dropped. A pipe still open [`READER_GRACE`] after the child ended means a leftover in
-/// the group: the group is killed; a reader still blocked after that (a process that left
-/// the group holds the pipe) is abandoned.
-pub fn run_with_timeout(program: &Path, args: &[&str], timeout: Duration) -> Output {
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            return Output { exit: Exit::NotRun(e.to_string()), stdout: String::new(), stderr: String::new() }
-        }
-    };
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-    let deadline = Instant::now() + timeout;
-    let mut nap = Duration::from_millis(2);
-    let exit = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                break match (status.code(), status.signal()) {
-                    (Some(c), _) => Exit::Code(c),
-                    (None, Some(s)) => Exit::Signal(s),
-                    (None, None) => Exit::NotRun("no exit status".into()),
-                };
-            }
-            Ok(None) if Instant::now() < deadline => {
-                thread::sleep(nap);
-                nap = (nap * 2).min(Duration::from_millis(50));
-            }
-            Ok(None) => {
-                kill_group(&mut child);
-                break Exit::TimedOut;
-            }
-            Err(e) => {
-                kill_group(&mut child);
-                break Exit::NotRun(e.to_string());
-            }
-        }
-    };
-    // A pipe still open after the exit is held by a leftover of the group (a background
-    // grandchild): that member keeps the group's id reserved, so killing the group is safe.
-    let pgid = child.id();
-    let collect = |rx: Option<mpsc::Receiver<String>>| {
-        let rx = rx?;
-        rx.recv_timeout(READER_GRACE).ok().or_else(|| {
-            killpg(pgid);
-            rx.recv_timeout(READER_GRACE).ok()
-        })
-    };
-    let stdout = collect(stdout).unwrap_or_default();
-    let stderr = collect(stderr).unwrap_or_default();
-    Output { exit, stdout, stderr }
-}
-
-fn killpg(pgid: u32) {
-    if let Ok(pid) = i32::try_from(pgid) {
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
-    }
-}
-
-fn kill_group(child: &mut std::process::Child) {
-    killpg(child.id());
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// Reads a pipe to its end on a thread, keeping the first [`MAX_PROBE_OUTPUT`] bytes.
-fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> Option<mpsc::Receiver<String>> {
-    let mut pipe = pipe?;
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let mut kept = Vec::new();
-        let mut buf = [0u8; 8192];
-        loop {
-            match pipe.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    let room = MAX_PROBE_OUTPUT.saturating_sub(kept.len());
-                    kept.extend_from_slice(&buf[..n.min(room)]);
-                }
-            }
-        }
-        let _ = tx.send(String::from_utf8_lossy(&kept).into_owned());
-    });
-    Some(rx)
 }
 
 /// Where a tool was looked for and found.
@@ -874,23 +682,23 @@ fn probe_tmpdir(probe: &dyn Probe) -> TmpdirFacts {
 /// back-end and TMPDIR are not probed: the image's are.
 pub fn gather(probe: &dyn Probe, opts: &Options) -> Facts {
     let target = opts.container_target();
-    let tools: Vec<(&str, &[&str])> = [
-        ("nvcc", NEED_NVCC),
-        ("cuobjdump", NEED_CUOBJDUMP),
-        ("cuda-gdb", NEED_CUDA_GDB),
-        ("compute-sanitizer", NEED_SANITIZER),
+    let tools: Vec<(&str, Need)> = [
+        ("nvcc", Need::Nvcc),
+        ("cuobjdump", Need::Cuobjdump),
+        ("cuda-gdb", Need::CudaGdb),
+        ("compute-sanitizer", Need::ComputeSanitizer),
     ]
     .into_iter()
-    .filter(|(_, need)| opts.wants(need))
+    .filter(|(_, need)| opts.wants(*need))
     .collect();
     let (host_tools, in_image_checks): (Vec<&str>, Vec<String>) = match target {
         None => (tools.iter().map(|(name, _)| *name).collect(), Vec::new()),
         Some(_) => {
             let mut names: Vec<String> = tools.iter().map(|(name, _)| name.to_string()).collect();
-            if opts.wants(NEED_BACKEND) {
+            if opts.wants(Need::DebuggerBackend) {
                 names.push("cuda-debugger-backend".into());
             }
-            if opts.wants(NEED_TMPDIR) {
+            if opts.wants(Need::Tmpdir) {
                 names.push("tmpdir".into());
             }
             (Vec::new(), names)
@@ -901,19 +709,21 @@ pub fn gather(probe: &dyn Probe, opts: &Options) -> Facts {
         let gpu = s.spawn(|| probe_gpu(probe));
         let tools: Vec<_> =
             host_tools.iter().map(|name| s.spawn(move || probe_tool(probe, name, &["--version"]))).collect();
-        let backend = (on_host && opts.wants(NEED_BACKEND)).then(|| s.spawn(|| probe_backend(probe)));
-        let space = opts.wants(NEED_SPACE).then(|| s.spawn(|| probe_space(probe, &opts.coredump_dir)));
+        let backend =
+            (on_host && opts.wants(Need::DebuggerBackend)).then(|| s.spawn(|| probe_backend(probe)));
+        let space =
+            opts.wants(Need::CoredumpSpace).then(|| s.spawn(|| probe_space(probe, &opts.coredump_dir)));
         let container = target.map(|t| {
-            let uid_wanted = opts.wants(NEED_PTRACE);
+            let uid_wanted = opts.wants(Need::Ptrace);
             s.spawn(move || probe_container(probe, t, in_image_checks, uid_wanted))
         });
         let plumbing = target.filter(|t| t.gpus).map(|t| s.spawn(move || probe_plumbing(probe, t.runtime)));
-        let tmpdir = (on_host && opts.wants(NEED_TMPDIR)).then(|| probe_tmpdir(probe));
-        let ptrace = opts.wants(NEED_PTRACE).then(|| PtraceFacts {
+        let tmpdir = (on_host && opts.wants(Need::Tmpdir)).then(|| probe_tmpdir(probe));
+        let ptrace = opts.wants(Need::Ptrace).then(|| PtraceFacts {
             proc_status: probe.read_file(Path::new("/proc/self/status")),
             ptrace_scope: probe.read_file(Path::new("/proc/sys/kernel/yama/ptrace_scope")),
         });
-        let core = opts.wants(NEED_SPACE).then(|| CoreFacts {
+        let core = opts.wants(Need::CoredumpSpace).then(|| CoreFacts {
             core_pattern: probe.read_file(Path::new("/proc/sys/kernel/core_pattern")),
             limits: probe.read_file(Path::new("/proc/self/limits")),
         });
@@ -1052,7 +862,7 @@ pub fn parse_gpus(csv: &str) -> Vec<Gpu> {
 
 /// The GPU and its driver, from `nvidia-smi --query-gpu`.
 pub fn check_gpu(facts: &ToolFacts) -> Check {
-    let missing = |detail: String, fix: &str| Check::new("gpu", Status::Missing, detail, NEED_GPU).fix(fix);
+    let missing = |detail: String, fix: &str| Check::new("gpu", Status::Missing, detail, Need::Gpu).fix(fix);
     let Some(out) = &facts.output else {
         return missing("`nvidia-smi` not found: no NVIDIA driver on this machine".to_string(), NO_GPU_FIX);
     };
@@ -1112,7 +922,7 @@ pub fn check_gpu(facts: &ToolFacts) -> Check {
                 "gpu",
                 Status::Ok,
                 format!("{count}{}, driver {}", each.join(", "), gpus[0].driver),
-                NEED_GPU,
+                Need::Gpu,
             );
             c.version = Some(
                 out.stdout.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; "),
@@ -1178,15 +988,15 @@ fn install_fix(tool: &str) -> String {
 
 /// The rungs that need a check, and its status when what it checks is absent (cuobjdump
 /// and the debugger back-end only warn).
-fn tool_need(name: &str) -> (&'static [&'static str], Status) {
+fn tool_need(name: &str) -> (Need, Status) {
     match name {
-        "nvcc" => (NEED_NVCC, Status::Missing),
-        "cuobjdump" => (NEED_CUOBJDUMP, Status::Warn),
-        "cuda-gdb" => (NEED_CUDA_GDB, Status::Missing),
-        "compute-sanitizer" => (NEED_SANITIZER, Status::Missing),
-        "cuda-debugger-backend" => (NEED_BACKEND, Status::Warn),
-        "tmpdir" => (NEED_TMPDIR, Status::Missing),
-        _ => (&["all"], Status::Missing),
+        "nvcc" => (Need::Nvcc, Status::Missing),
+        "cuobjdump" => (Need::Cuobjdump, Status::Warn),
+        "cuda-gdb" => (Need::CudaGdb, Status::Missing),
+        "compute-sanitizer" => (Need::ComputeSanitizer, Status::Missing),
+        "cuda-debugger-backend" => (Need::DebuggerBackend, Status::Warn),
+        "tmpdir" => (Need::Tmpdir, Status::Missing),
+        _ => (Need::Gpu, Status::Missing),
     }
 }
 
@@ -1273,7 +1083,7 @@ pub fn driver_toolkit(driver: &str, release: &str) -> Option<Check> {
             "driver-toolkit",
             Status::Ok,
             format!("driver {driver} runs CUDA {release} programs (needs {need} or newer)"),
-            NEED_GPU,
+            Need::Gpu,
         )
     } else {
         Check::new(
@@ -1283,7 +1093,7 @@ pub fn driver_toolkit(driver: &str, release: &str) -> Option<Check> {
                 "nvcc {release} needs driver {need} or newer, this one is {driver}: programs it builds fail \
                  with `CUDA driver version is insufficient for CUDA runtime version`"
             ),
-            NEED_GPU,
+            Need::Gpu,
         )
         .fix(format!(
             "upgrade the driver to {need} or newer, or put a CUDA toolkit no newer than the driver supports \
@@ -1314,8 +1124,12 @@ pub fn check_debugger_backend(facts: &BackendFacts) -> Check {
     }
     if let Some(first) = found.first() {
         let more = if found.len() > 1 { format!(" (+{} more)", found.len() - 1) } else { String::new() };
-        let mut c =
-            Check::new(name, Status::Ok, format!("libcudadebugger.so.1 at {first}{more}"), NEED_BACKEND);
+        let mut c = Check::new(
+            name,
+            Status::Ok,
+            format!("libcudadebugger.so.1 at {first}{more}"),
+            Need::DebuggerBackend,
+        );
         c.path = Some(PathBuf::from(first));
         return c;
     }
@@ -1328,7 +1142,7 @@ pub fn check_debugger_backend(facts: &BackendFacts) -> Check {
             "libcudadebugger.so.1 is not in the `ldconfig -p` cache nor in LD_LIBRARY_PATH".to_string()
         }
     };
-    Check::new(name, Status::Warn, how, NEED_BACKEND).fix(
+    Check::new(name, Status::Warn, how, Need::DebuggerBackend).fix(
         "cuda-gdb needs the driver's debugger back-end to attach (`Could not find CUDA Debugger back-end`): \
          install the full NVIDIA driver (it ships libcudadebugger.so.1); in a container make sure the driver \
          libraries are mounted (Apptainer: add it to `nvliblist.conf`), then check `ldconfig -p | grep \
@@ -1357,7 +1171,7 @@ pub fn check_ptrace(facts: &PtraceFacts) -> Check {
     let scope = facts.ptrace_scope.as_deref().map(str::trim);
     let sysctl_fix = "`sudo sysctl kernel.yama.ptrace_scope=0` (for good: \
                       `echo kernel.yama.ptrace_scope=0 | sudo tee /etc/sysctl.d/10-ptrace.conf`) or run as root";
-    let c = |status, detail: String| Check::new("ptrace", status, detail, NEED_PTRACE);
+    let c = |status, detail: String| Check::new("ptrace", status, detail, Need::Ptrace);
     match scope {
         Some("3") => c(Status::Missing, "ptrace_scope is 3: no process may attach, root included".into()).fix(
             "the setting cannot be lowered until a reboot: set `kernel.yama.ptrace_scope` to 0 or 1 in \
@@ -1399,7 +1213,7 @@ pub fn check_tmpdir(facts: &TmpdirFacts) -> Check {
         Some(_) => "TMPDIR empty: /tmp".to_string(),
         None => "TMPDIR unset: /tmp".to_string(),
     };
-    let c = |status, detail: String| Check::new("tmpdir", status, detail, NEED_TMPDIR);
+    let c = |status, detail: String| Check::new("tmpdir", status, detail, Need::Tmpdir);
     match (&facts.writable, facts.is_dir) {
         (Ok(()), _) => c(Status::Ok, format!("{which}, writable; cuda-gdb and the target get the same one")),
         (Err(_), false) => c(Status::Missing, format!("{which}: `{dir}` is not a directory"))
@@ -1439,7 +1253,7 @@ pub fn check_space(facts: &SpaceFacts) -> Check {
     let measured = facts.measured.display().to_string();
     let where_ =
         if facts.measured == facts.dir { format!("`{dir}`") } else { format!("`{measured}` (for `{dir}`)") };
-    let c = |status, detail: String| Check::new("coredump-space", status, detail, NEED_SPACE);
+    let c = |status, detail: String| Check::new("coredump-space", status, detail, Need::CoredumpSpace);
     let choose = "choose a directory on a writable disk with room (`cargo xtask doctor --coredump-dir DIR` checks one)";
     if let Err(e) = &facts.writable {
         return c(Status::Missing, format!("cannot write in {where_}: {e}")).fix(choose);
@@ -1500,5 +1314,5 @@ pub fn check_core_pattern(facts: &CoreFacts) -> Check {
         None => {}
     }
     detail.push_str("; GPU coredumps go to CUDA_COREDUMP_FILE either way");
-    Check::new("core-pattern", Status::Ok, detail, NEED_SPACE)
+    Check::new("core-pattern", Status::Ok, detail, Need::CoredumpSpace)
 }

@@ -30,6 +30,7 @@ pub mod host;
 pub mod memcheck;
 pub mod memcheck_xml;
 pub mod names;
+pub mod render;
 pub mod scan;
 pub mod verdict;
 pub mod waits;

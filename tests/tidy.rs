@@ -1,0 +1,1228 @@
+//! Tidy: the architecture of xtask/src, checked on every `cargo test`.
+//!
+//! The crate is a stack of layers (the table in [`LAYERS`]): a module may use modules below
+//! it (a greater level) and never one beside or above it, so the pure parts (findings,
+//! redact, model) stay pure and the effects stay in one place each. Each rule is a function
+//! that walks the sources and returns every violation as `path:line: message`; each rule is
+//! its own `#[test]`, which fails listing all of that rule's violations at once, with a hint
+//! on how to fix them:
+//!
+//! 1. layering: `crate::<top>` points down the layer table (or into the file's own module),
+//!    and `super::` never climbs out of a top module;
+//! 2. only `process/` spawns processes;
+//! 3. only `ui/` prints;
+//! 4. rung names (`"baseline"`, `"memcheck"`, ...) are spelt only in `model/`;
+//! 5. bundle paths and file names are spelt only in `bundle/layout.rs`;
+//! 6. exit numbers live only in `cli.rs` (and `std::process::exit` only in `main.rs`);
+//! 7. every source file starts with a `//!` doc comment;
+//! 8. every `[dependencies]` entry of xtask/Cargo.toml has a `#` reason and is used.
+//!
+//! The rules look at non-test code only: comments, doc comments and `#[cfg(test)]` items
+//! (normally the `mod tests` at the end of a file) are left out, and string literals are
+//! read by a small lexer (below, with its own tests), so a `println!` in a comment or a
+//! `"{"` in a string cannot fool a check. The layer table is the single statement of the
+//! layering rule: docs/ARCHITECTURE.md points here rather than repeating it.
+//!
+//! Std only, so it builds in seconds and can be checked on its own:
+//! `rustc --edition 2021 --test tests/tidy.rs -o /tmp/tidy && /tmp/tidy` from the workspace root.
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The layers, top (0) to bottom: a module may use modules of a strictly greater level, or
+/// itself. Same-level modules are independent of each other (ladder and doctor, bundle and
+/// recipe, findings and redact). A top module is `src/<name>.rs` or `src/<name>/`;
+/// `lib.rs` and `main.rs` are not layers.
+const LAYERS: &[(&str, u32, &str)] = &[
+    ("cli", 0, "clap types and dispatch; the only place with exit numbers"),
+    ("commands", 1, "one file per subcommand"),
+    ("ladder", 2, "policy.rs (pure), driver.rs, plan.rs, collect.rs, rung/ (one file per rung)"),
+    ("doctor", 2, "environment checks"),
+    ("launch", 3, "host / containers"),
+    ("process", 4, "the only code that spawns processes"),
+    ("bundle", 5, "layout.rs holds every bundle path and file name"),
+    ("recipe", 5, "recipes"),
+    ("findings", 6, "parsers of the tools' output (pure)"),
+    ("redact", 6, "secret redaction (pure)"),
+    ("ui", 7, "the only printer"),
+    ("model", 8, "typed identities: rung ids (the only list of rung names), invocation, exit"),
+];
+
+/// Files in src that belong to no layer.
+const EXEMPT: &[&str] = &["lib.rs", "main.rs"];
+
+/// The rung ids: spelt as literals only in `model/`.
+const RUNG_NAMES: &[&str] = &["baseline", "rebuild", "launch-blocking", "coredump", "attach", "memcheck"];
+
+/// Literals equal to a rung name that are not the rung id: (file, literal, reason).
+const RUNG_NAME_ALLOWED: &[(&str, &str, &str)] = &[(
+    "xtask/src/ladder/rung/memcheck.rs",
+    "memcheck",
+    "compute-sanitizer's `--tool` value, not the rung id",
+)];
+
+/// Bundle file names: a literal containing one of them is spelt only in `bundle/layout.rs`.
+const BUNDLE_NAMES: &[&str] = &[
+    "manifest.yaml",
+    "summary.md",
+    "findings.json",
+    "replay.sh",
+    "SHA256SUMS",
+    "LEFT_OUT.tsv",
+    "ARCHIVE.sha256",
+    "command.txt",
+    "stdout.log",
+    "stderr.log",
+];
+
+/// Bundle folders: a literal starting with one of them is a bundle path.
+const BUNDLE_DIRS: &[&str] = &["rungs/", "env/"];
+
+/// The one file that spells bundle paths.
+const BUNDLE_LAYOUT: &str = "bundle/layout.rs";
+
+// ---------------------------------------------------------------------------------------------
+// The rules, one test each, over the real tree.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn layering() {
+    let table: Vec<String> =
+        LAYERS.iter().map(|(name, level, what)| format!("      {level}  {name:<9} {what}")).collect();
+    let hint = format!(
+        "a module uses only modules of a greater level (or itself); move the code down, pass \
+         the value in as an argument, or move the shared type into a lower module. A new top \
+         module goes into the layer table in tests/tidy.rs. Reach sibling modules with \
+         `crate::<top>`, not a chain of `super::`. The table:\n{}",
+        table.join("\n")
+    );
+    assert_tidy("layering", &hint, check_layering(&sources()));
+}
+
+#[test]
+fn only_process_spawns() {
+    assert_tidy(
+        "process-spawn",
+        "start processes through `crate::process` (the only module that spawns, so timeouts, \
+         process groups and Ctrl-C are handled in one place)",
+        check_spawns(&sources()),
+    );
+}
+
+#[test]
+fn only_ui_prints() {
+    assert_tidy(
+        "printing",
+        "return the text (or a typed value) and let `crate::ui` print it; `ui` is the only \
+         module that writes to the terminal",
+        check_prints(&sources()),
+    );
+}
+
+#[test]
+fn rung_names_only_in_model() {
+    assert_tidy(
+        "rung-name",
+        "name a rung through the rung id type in `crate::model` (the only list of rung names); \
+         a literal that merely looks like a rung name goes into RUNG_NAME_ALLOWED in \
+         tests/tidy.rs with its reason",
+        check_rung_names(&sources()),
+    );
+}
+
+#[test]
+fn bundle_paths_only_in_layout() {
+    assert_tidy(
+        "bundle-path",
+        "take bundle paths and file names from `crate::bundle::layout` (add a function or a \
+         constant there) so the bundle's layout is stated once",
+        check_bundle_paths(&sources()),
+    );
+}
+
+#[test]
+fn exit_numbers_only_in_cli() {
+    assert_tidy(
+        "exit-number",
+        "return a typed exit (`crate::model`) and let `cli.rs` map it to a number; only \
+         `main.rs` calls `std::process::exit`",
+        check_exit_numbers(&sources()),
+    );
+}
+
+#[test]
+fn files_start_with_doc_comment() {
+    assert_tidy(
+        "module-doc",
+        "start the file with a `//!` comment saying what the module is for",
+        check_module_docs(&sources()),
+    );
+}
+
+#[test]
+fn dependencies_are_explained_and_used() {
+    let path = crate_root().join("Cargo.toml");
+    let manifest =
+        fs::read_to_string(&path).unwrap_or_else(|e| panic!("tidy: cannot read {}: {e}", path.display()));
+    assert_tidy(
+        "dependency",
+        "give every dependency a `# reason` comment line right above it; remove a dependency \
+         that non-test code does not use (or move it to [dev-dependencies])",
+        check_dependencies(&manifest, &sources()),
+    );
+}
+
+/// Fails with every violation of one rule and the hint on how to fix them.
+fn assert_tidy(rule: &str, hint: &str, violations: Vec<String>) {
+    if violations.is_empty() {
+        return;
+    }
+    panic!(
+        "\n\ntidy: {} {rule} violation(s):\n\n{}\n\nhow to fix: {hint}\n",
+        violations.len(),
+        violations.join("\n")
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The source files.
+// ---------------------------------------------------------------------------------------------
+
+/// The crate's directory (xtask/). Cargo sets `CARGO_MANIFEST_DIR`; compiled on its own with
+/// rustc from the workspace root, it is `xtask`.
+fn crate_root() -> PathBuf {
+    option_env!("CARGO_MANIFEST_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("xtask"))
+}
+
+/// One .rs file under xtask/src, lexed.
+struct SourceFile {
+    /// The path under src, with `/`: `ladder/rung/memcheck.rs`.
+    rel: String,
+    /// `xtask/src/<rel>`, as violations name it.
+    path: String,
+    /// The top module (`ladder` for `ladder.rs` and for `ladder/...`); `None` for lib.rs, main.rs.
+    top: Option<String>,
+    /// The file as written.
+    text: String,
+    /// The non-test code: comments, string and char contents and `#[cfg(test)]` items are
+    /// blanked (spaces), line breaks kept, so `code.lines()` numbers as the file does.
+    code: String,
+    /// The string literals of non-test code.
+    lits: Vec<Lit>,
+}
+
+impl SourceFile {
+    fn new(rel: &str, text: &str) -> SourceFile {
+        let lexed = lex(text);
+        let test_lines: HashSet<usize> = test_lines(&lexed.code).into_iter().collect();
+        let code: Vec<&str> = lexed
+            .code
+            .split('\n')
+            .enumerate()
+            .map(|(i, line)| if test_lines.contains(&(i + 1)) { "" } else { line })
+            .collect();
+        let lits = lexed.lits.into_iter().filter(|l| !test_lines.contains(&l.line)).collect();
+        let top = if EXEMPT.contains(&rel) {
+            None
+        } else {
+            let first = rel.split('/').next().unwrap_or(rel);
+            Some(first.strip_suffix(".rs").unwrap_or(first).to_string())
+        };
+        SourceFile {
+            rel: rel.to_string(),
+            path: format!("xtask/src/{rel}"),
+            top,
+            text: text.to_string(),
+            code: code.join("\n"),
+            lits,
+        }
+    }
+
+    fn is_in(&self, top: &str) -> bool {
+        self.top.as_deref() == Some(top)
+    }
+
+    /// How deep the file's module is below the crate root: `foo.rs` and `foo/mod.rs` are 1,
+    /// `foo/bar.rs` is 2.
+    fn module_depth(&self) -> usize {
+        let parts = self.rel.split('/').count();
+        if self.rel.ends_with("/mod.rs") {
+            parts - 1
+        } else {
+            parts
+        }
+    }
+
+    fn at(&self, line: usize, msg: impl std::fmt::Display) -> String {
+        format!("{}:{line}: {msg}", self.path)
+    }
+}
+
+/// Every .rs file under xtask/src, sorted by path.
+fn sources() -> Vec<SourceFile> {
+    let src = crate_root().join("src");
+    let mut paths = Vec::new();
+    walk(&src, &mut paths);
+    paths.sort();
+    assert!(!paths.is_empty(), "tidy: no .rs files under {}", src.display());
+    paths
+        .iter()
+        .map(|p| {
+            let rel = p.strip_prefix(&src).unwrap_or(p);
+            let rel: Vec<String> =
+                rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+            let text =
+                fs::read_to_string(p).unwrap_or_else(|e| panic!("tidy: cannot read {}: {e}", p.display()));
+            SourceFile::new(&rel.join("/"), &text)
+        })
+        .collect()
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let entries = fs::read_dir(dir).unwrap_or_else(|e| panic!("tidy: cannot read {}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.unwrap_or_else(|e| panic!("tidy: cannot read {}: {e}", dir.display())).path();
+        if path.is_dir() {
+            walk(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checks: each takes the files and returns its violations.
+// ---------------------------------------------------------------------------------------------
+
+fn level(top: &str) -> Option<u32> {
+    LAYERS.iter().find(|(name, _, _)| *name == top).map(|(_, level, _)| *level)
+}
+
+/// Rule 1: `crate::<top>` points down the table or into the file's own module; `super::`
+/// chains stay inside the file's top module.
+fn check_layering(files: &[SourceFile]) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in files {
+        let Some(own) = f.top.as_deref() else { continue };
+        let own_level = level(own);
+        if own_level.is_none() {
+            out.push(f.at(
+                1,
+                format!(
+                    "top module `{own}` is not in the layer table: add it to the layer table in \
+                 tests/tidy.rs (or move the file into a module that is)"
+                ),
+            ));
+        }
+        for (line, target) in crate_refs(&f.code) {
+            if target == own {
+                continue;
+            }
+            match (own_level, level(&target)) {
+                (_, None) => out.push(f.at(
+                    line,
+                    format!(
+                        "`crate::{target}` is not a top module in the layer table: add it to the layer \
+                     table in tests/tidy.rs"
+                    ),
+                )),
+                (Some(mine), Some(theirs)) if theirs <= mine => {
+                    let how = if theirs == mine { "beside" } else { "above" };
+                    out.push(f.at(
+                        line,
+                        format!(
+                            "`{own}` (level {mine}) uses `crate::{target}` (level {theirs}), which is {how} \
+                         it: dependencies point down the layer table"
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        // A nested non-test `mod x { .. }` inside a file would allow one more `super::`; the
+        // crate has none, so the depth is the file's.
+        let allowed = f.module_depth() - 1;
+        for (line, n) in super_chains(&f.code) {
+            if n > allowed {
+                out.push(f.at(
+                    line,
+                    format!(
+                        "{} reaches out of `{own}` (at most {allowed} `super::` here): use \
+                     `crate::<top>` so the layer check sees it",
+                        "super::".repeat(n)
+                    ),
+                ));
+            }
+        }
+    }
+    dedup(out)
+}
+
+/// Rule 2: only `process/` spawns.
+fn check_spawns(files: &[SourceFile]) -> Vec<String> {
+    const PATTERNS: &[&str] = &["Command::new(", "std::process::Command", "duct::cmd", "cmd!("];
+    let mut out = Vec::new();
+    for f in files.iter().filter(|f| !f.is_in("process")) {
+        // `.spawn()` is also how threads start (`std::thread::spawn(f)`, `Builder::spawn(f)`,
+        // `scope.spawn(f)`), but those take a closure; an empty `.spawn()` is a process spawn
+        // (`std::process::Command`, duct's `Expression::start` aside) when the file also names
+        // `Command`. A heuristic, kept simple: it never flags a thread.
+        let names_command = !find_word(&f.code, "Command").is_empty();
+        for (i, line) in f.code.lines().enumerate() {
+            let hit = PATTERNS.iter().find(|p| !find_token(line, p).is_empty()).copied().or_else(|| {
+                (names_command && !find_token(line, ".spawn()").is_empty()).then_some(".spawn()")
+            });
+            if let Some(p) = hit {
+                out.push(
+                    f.at(i + 1, format!("`{p}` outside process/: only `crate::process` spawns processes")),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Rule 3: only `ui/` prints.
+fn check_prints(files: &[SourceFile]) -> Vec<String> {
+    const PATTERNS: &[&str] = &[
+        "println!",
+        "eprintln!",
+        "print!(",
+        "eprint!(",
+        "dbg!(",
+        "std::io::stdout(",
+        "std::io::stderr(",
+        "io::stdout(",
+        "io::stderr(",
+    ];
+    let mut out = Vec::new();
+    for f in files.iter().filter(|f| !f.is_in("ui")) {
+        for (i, line) in f.code.lines().enumerate() {
+            if let Some(p) = PATTERNS.iter().find(|p| !find_token(line, p).is_empty()) {
+                out.push(f.at(i + 1, format!("`{p}` outside ui/: only `crate::ui` prints")));
+            }
+        }
+    }
+    out
+}
+
+/// Rule 4: rung names are spelt only in `model/`, but for the allow-list.
+fn check_rung_names(files: &[SourceFile]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut used = vec![false; RUNG_NAME_ALLOWED.len()];
+    for f in files.iter().filter(|f| !f.is_in("model")) {
+        for lit in f.lits.iter().filter(|l| RUNG_NAMES.contains(&l.text.as_str())) {
+            let allowed = RUNG_NAME_ALLOWED.iter().position(|(p, l, _)| *p == f.path && *l == lit.text);
+            match allowed {
+                Some(k) => used[k] = true,
+                None => out.push(f.at(lit.line, format!("rung name \"{}\" outside model/", lit.text))),
+            }
+        }
+    }
+    for ((path, lit, _), _) in RUNG_NAME_ALLOWED.iter().zip(&used).filter(|(_, used)| !**used) {
+        out.push(format!(
+            "tests/tidy.rs: RUNG_NAME_ALLOWED entry ({path}, \"{lit}\") matches nothing any more: remove it"
+        ));
+    }
+    out
+}
+
+/// Rule 5: bundle paths and file names are spelt only in `bundle/layout.rs`.
+fn check_bundle_paths(files: &[SourceFile]) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in files.iter().filter(|f| f.rel != BUNDLE_LAYOUT) {
+        for lit in &f.lits {
+            let name = BUNDLE_NAMES.iter().find(|n| lit.text.contains(*n));
+            let dir = BUNDLE_DIRS.iter().find(|d| lit.text.starts_with(*d));
+            if let Some(what) = name.or(dir) {
+                out.push(f.at(
+                    lit.line,
+                    format!("bundle path `{what}` in \"{}\" outside {BUNDLE_LAYOUT}", lit.text),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Rule 6: exit numbers only in `cli.rs`, `std::process::exit` only in `main.rs`.
+fn check_exit_numbers(files: &[SourceFile]) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in files {
+        let in_cli = f.is_in("cli");
+        for (i, line) in f.code.lines().enumerate() {
+            let msg = if f.rel != "main.rs" && !find_token(line, "process::exit(").is_empty() {
+                Some("`std::process::exit(` outside main.rs: return the exit to `cli::main`")
+            } else if !in_cli && !find_token(line, "const EXIT_").is_empty() {
+                Some("`const EXIT_` outside cli.rs: exit numbers are defined only in cli.rs")
+            } else if !in_cli && has_int(line, 130) {
+                Some("exit number 130 outside cli.rs: return a typed exit and let cli.rs number it")
+            } else {
+                None
+            };
+            if let Some(msg) = msg {
+                out.push(f.at(i + 1, msg));
+            }
+        }
+    }
+    out
+}
+
+/// Rule 7: every file starts with a `//!` doc comment.
+fn check_module_docs(files: &[SourceFile]) -> Vec<String> {
+    files
+        .iter()
+        .filter_map(|f| {
+            let first = f.text.lines().enumerate().find(|(_, l)| !l.trim().is_empty());
+            match first {
+                Some((_, l)) if l.trim_start().starts_with("//!") => None,
+                Some((i, _)) => Some(f.at(i + 1, "the file does not start with a `//!` doc comment")),
+                None => Some(f.at(1, "the file is empty: it needs at least a `//!` doc comment")),
+            }
+        })
+        .collect()
+}
+
+/// Rule 8: every `[dependencies]` entry has a `#` reason right above it, and non-test code
+/// under src uses it (`name::` or `use name`; for serde, a `Serialize`/`Deserialize` too).
+fn check_dependencies(manifest: &str, files: &[SourceFile]) -> Vec<String> {
+    let mut out = Vec::new();
+    let lines: Vec<&str> = manifest.lines().collect();
+    let mut in_deps = false;
+    // Open `{` / `[` of a value that continues on the next lines.
+    let mut open = 0i32;
+    for (i, raw) in lines.iter().enumerate() {
+        let line = raw.trim();
+        if open > 0 {
+            open += brackets(line);
+            continue;
+        }
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]"
+                || (line.starts_with("[target.") && line.ends_with(".dependencies]"));
+            continue;
+        }
+        if !in_deps || line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else { continue };
+        open = brackets(value);
+        let key = key.trim().trim_matches('"');
+        let at = format!("xtask/Cargo.toml:{}", i + 1);
+        if !(i > 0 && lines[i - 1].trim_start().starts_with('#')) {
+            out.push(format!("{at}: dependency `{key}` has no `#` comment line above it giving its reason"));
+        }
+        let name = key.replace('-', "_");
+        let used = files.iter().any(|f| {
+            !find_token(&f.code, &format!("{name}::")).is_empty()
+                || find_token(&f.code, &format!("use {name}"))
+                    .iter()
+                    .any(|&p| !f.code[p + 4 + name.len()..].starts_with(is_ident))
+                || (name == "serde"
+                    && (!find_word(&f.code, "Serialize").is_empty()
+                        || !find_word(&f.code, "Deserialize").is_empty()))
+        });
+        if !used {
+            out.push(format!(
+                "{at}: dependency `{key}` is not used by non-test code under xtask/src \
+                 (no `{name}::`, no `use {name}`)"
+            ));
+        }
+    }
+    out
+}
+
+/// `{`/`[` opened minus closed in a TOML value (quoted strings skipped).
+fn brackets(value: &str) -> i32 {
+    let mut n = 0;
+    let mut in_str = false;
+    for c in value.chars() {
+        match c {
+            '"' => in_str = !in_str,
+            '#' if !in_str => break,
+            '{' | '[' if !in_str => n += 1,
+            '}' | ']' if !in_str => n -= 1,
+            _ => {}
+        }
+    }
+    n
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding things in lexed code.
+// ---------------------------------------------------------------------------------------------
+
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Byte offsets where `pat` starts in `hay`, not in the middle of an identifier (`print!(`
+/// does not match inside `eprint!(`).
+fn find_token(hay: &str, pat: &str) -> Vec<usize> {
+    let starts_ident = pat.starts_with(is_ident);
+    hay.match_indices(pat)
+        .map(|(p, _)| p)
+        .filter(|&p| !starts_ident || !hay[..p].ends_with(is_ident))
+        .collect()
+}
+
+/// Like [`find_token`], and not followed by an identifier character either.
+fn find_word(hay: &str, word: &str) -> Vec<usize> {
+    find_token(hay, word).into_iter().filter(|&p| !hay[p + word.len()..].starts_with(is_ident)).collect()
+}
+
+/// Whether the line holds the integer literal `n` (`130`, `130u8`, `1_30`; not `1300`,
+/// `0.130`, `x.130` or `v130`).
+fn has_int(line: &str, n: u64) -> bool {
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        // After a single `.` it is a tuple field (`t.130`) or a fraction; after `..`, a range end.
+        let field = i > 0 && b[i - 1] == b'.' && !(i > 1 && b[i - 2] == b'.');
+        if !b[i].is_ascii_digit() || field || (i > 0 && is_ident(b[i - 1] as char)) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
+            i += 1;
+        }
+        let fraction = i + 1 < b.len() && b[i] == b'.' && b[i + 1].is_ascii_digit();
+        let digits: String = line[start..i].chars().filter(|c| *c != '_').collect();
+        if !fraction && digits.parse::<u64>() == Ok(n) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Line number (1-based) of a byte offset.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset].matches('\n').count() + 1
+}
+
+/// The top modules that `crate::` paths name, with their lines: `crate::ui::status(..)`,
+/// `use crate::ui;` and each item of `use crate::{a, b::{c, d}}` (here `a` and `b`).
+fn crate_refs(code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for p in find_word(code, "crate") {
+        if code[..p].ends_with('$') {
+            continue; // `$crate` in a macro.
+        }
+        let rest = code[p + "crate".len()..].trim_start();
+        let Some(rest) = rest.strip_prefix("::") else { continue }; // `pub(crate)`, `crate;`
+        let rest = rest.trim_start();
+        let at = code.len() - rest.len();
+        if let Some(group) = rest.strip_prefix('{') {
+            group_items(code, code.len() - group.len(), &mut out);
+        } else {
+            let name: String = rest.chars().take_while(|c| is_ident(*c)).collect();
+            if !name.is_empty() {
+                out.push((line_of(code, at), name));
+            }
+        }
+    }
+    out
+}
+
+/// The first identifier of each item of the `{..}` group that starts at byte `start` (just
+/// after the `{`); nested groups belong to their item. `self` (the crate root) is skipped.
+fn group_items(code: &str, start: usize, out: &mut Vec<(usize, String)>) {
+    let mut depth = 1;
+    let mut item_start = true;
+    let mut chars = code[start..].char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return;
+                }
+            }
+            ',' if depth == 1 => item_start = true,
+            c if is_ident(c) && item_start && depth == 1 => {
+                item_start = false;
+                let mut name = c.to_string();
+                while let Some(&(_, c)) = chars.peek() {
+                    if !is_ident(c) {
+                        break;
+                    }
+                    name.push(c);
+                    chars.next();
+                }
+                if name != "self" {
+                    out.push((line_of(code, start + i), name));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Each run of `super::super::..` with its line and length.
+fn super_chains(code: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut after_prev = 0;
+    for p in find_token(code, "super::") {
+        if p < after_prev {
+            continue; // inside the previous run.
+        }
+        let mut n = 0;
+        let mut end = p;
+        while code[end..].starts_with("super::") {
+            n += 1;
+            end += "super::".len();
+        }
+        after_prev = end;
+        out.push((line_of(code, p), n));
+    }
+    out
+}
+
+fn dedup(v: Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(v.len());
+    for s in v {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// The lines (1-based) of `#[cfg(test)]` items in lexed code: from the attribute to the end
+/// of the item it is on (the `}` that closes its body, or a `;`/`,` before any body), found
+/// by counting brackets, which is reliable once strings, chars and comments are blanked.
+/// Usually that is the `mod tests { .. }` to the end of the file; a `#[cfg(test)]` macro or
+/// helper at the top of a file does not hide the rest of it.
+fn test_lines(code: &str) -> Vec<usize> {
+    const ATTR: &str = "#[cfg(test)]";
+    let mut out = Vec::new();
+    let mut offset = 0;
+    let mut skip_to = 0;
+    for (i, line) in code.split('\n').enumerate() {
+        let line_start = offset;
+        offset += line.len() + 1;
+        if line_start < skip_to || !line.trim_start().starts_with(ATTR) {
+            continue;
+        }
+        let body = line_start + line.find(ATTR).unwrap_or(0) + ATTR.len();
+        let mut depth = 0i32;
+        let mut braced = false;
+        let mut end = code.len();
+        for (k, c) in code[body..].char_indices() {
+            match c {
+                '{' | '(' | '[' => {
+                    braced |= c == '{' && depth == 0;
+                    depth += 1;
+                }
+                '}' | ')' | ']' => depth -= 1,
+                ';' | ',' if depth == 0 && !braced => {}
+                _ => continue,
+            }
+            if depth < 0 || (depth == 0 && ((braced && c == '}') || (!braced && (c == ';' || c == ',')))) {
+                end = body + k;
+                break;
+            }
+        }
+        skip_to = end + 1;
+        out.extend(i + 1..=line_of(code, end.min(code.len())));
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// The lexer: just enough Rust to tell code from comments and string literals.
+// ---------------------------------------------------------------------------------------------
+
+/// A string literal: its first line and its text between the quotes, as written (escapes
+/// not decoded).
+#[derive(Debug, PartialEq)]
+struct Lit {
+    line: usize,
+    text: String,
+}
+
+struct Lexed {
+    /// The source with comments and the insides of string and char literals replaced by
+    /// spaces; the line breaks (and the quotes) stay where they were.
+    code: String,
+    lits: Vec<Lit>,
+}
+
+/// Lexes `//` and nested `/* */` comments, `"..."` with escapes, raw strings `r#"..."#`
+/// (also `b`/`c`/`br` prefixed), char literals (`'"'`, `'\''`, `b'x'`) and lifetimes (`'a`,
+/// which start nothing).
+fn lex(src: &str) -> Lexed {
+    let s: Vec<char> = src.chars().collect();
+    let at = |i: usize| s.get(i).copied().unwrap_or('\0');
+    let mut code = String::with_capacity(src.len());
+    let mut lits = Vec::new();
+    let mut line = 1;
+    // Blanks `s[from..to]` into `code`, keeping line breaks.
+    let blank = |code: &mut String, line: &mut usize, from: usize, to: usize| {
+        for &c in &s[from..to.min(s.len())] {
+            if c == '\n' {
+                *line += 1;
+                code.push('\n');
+            } else {
+                code.push(' ');
+            }
+        }
+    };
+    let mut i = 0;
+    while i < s.len() {
+        let c = s[i];
+        let after_ident = i > 0 && is_ident(s[i - 1]);
+        if c == '/' && at(i + 1) == '/' {
+            let mut j = i;
+            while j < s.len() && s[j] != '\n' {
+                j += 1;
+            }
+            blank(&mut code, &mut line, i, j);
+            i = j;
+        } else if c == '/' && at(i + 1) == '*' {
+            let (mut j, mut depth) = (i + 2, 1);
+            while j < s.len() && depth > 0 {
+                if s[j] == '/' && at(j + 1) == '*' {
+                    depth += 1;
+                    j += 2;
+                } else if s[j] == '*' && at(j + 1) == '/' {
+                    depth -= 1;
+                    j += 2;
+                } else {
+                    j += 1;
+                }
+            }
+            blank(&mut code, &mut line, i, j);
+            i = j;
+        } else if c == '"' {
+            let mut j = i + 1;
+            while j < s.len() && s[j] != '"' {
+                j += if s[j] == '\\' { 2 } else { 1 };
+            }
+            let j = j.min(s.len());
+            lits.push(Lit { line, text: s[i + 1..j].iter().collect() });
+            code.push('"');
+            blank(&mut code, &mut line, i + 1, j);
+            if j < s.len() {
+                code.push('"');
+            }
+            i = j + 1;
+        } else if let Some((open, hashes)) = raw_string_start(&s, i).filter(|_| !after_ident) {
+            // `r##"` .. `"##`: no escapes; ends at a quote followed by as many hashes.
+            let mut j = open + 1;
+            while j < s.len() && !(s[j] == '"' && (1..=hashes).all(|h| at(j + h) == '#')) {
+                j += 1;
+            }
+            let j = j.min(s.len());
+            lits.push(Lit { line, text: s[open + 1..j].iter().collect() });
+            code.extend(&s[i..=open]);
+            blank(&mut code, &mut line, open + 1, j);
+            let close = (j + 1 + hashes).min(s.len());
+            code.extend(&s[j.min(close)..close]);
+            i = close;
+        } else if c == '\'' {
+            // A char literal is `'x'` or `'\..'`; otherwise this is a lifetime or a label.
+            let end = if at(i + 1) == '\\' {
+                let mut j = i + 3;
+                while j < s.len() && s[j] != '\'' && s[j] != '\n' && j < i + 12 {
+                    j += 1;
+                }
+                (at(j) == '\'').then_some(j)
+            } else if at(i + 1) != '\n' && at(i + 2) == '\'' {
+                Some(i + 2)
+            } else {
+                None
+            };
+            match end {
+                Some(j) => {
+                    code.push('\'');
+                    blank(&mut code, &mut line, i + 1, j);
+                    code.push('\'');
+                    i = j + 1;
+                }
+                None => {
+                    code.push('\'');
+                    i += 1;
+                }
+            }
+        } else {
+            if c == '\n' {
+                line += 1;
+            }
+            code.push(c);
+            i += 1;
+        }
+    }
+    Lexed { code, lits }
+}
+
+/// If a raw string starts at `i` (`r"`, `r#"`, `br"`, `cr#"`): the index of its opening quote
+/// and its number of hashes. `r#type` (a raw identifier) is not one.
+fn raw_string_start(s: &[char], i: usize) -> Option<(usize, usize)> {
+    let mut j = i;
+    if matches!(s.get(j), Some('b' | 'c')) {
+        j += 1;
+    }
+    if s.get(j) != Some(&'r') {
+        return None;
+    }
+    j += 1;
+    let hashes = s[j..].iter().take_while(|c| **c == '#').count();
+    (s.get(j + hashes) == Some(&'"')).then_some((j + hashes, hashes))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests of the lexer and of each check on small made-up files, so a check cannot pass by
+// seeing nothing.
+// ---------------------------------------------------------------------------------------------
+
+mod self_tests {
+    use super::*;
+
+    fn lits(src: &str) -> Vec<String> {
+        lex(src).lits.into_iter().map(|l| l.text).collect()
+    }
+
+    /// A made-up file from its lines.
+    fn src(lines: &[&str]) -> String {
+        lines.iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    fn file(rel: &str, text: &str) -> SourceFile {
+        SourceFile::new(rel, text)
+    }
+
+    #[test]
+    fn lexer_strings_with_escapes() {
+        let l = lex("let a = \"x\\\"y\"; let b = \"\\\\\"; c");
+        assert_eq!(
+            l.lits,
+            vec![Lit { line: 1, text: "x\\\"y".into() }, Lit { line: 1, text: "\\\\".into() }]
+        );
+        assert!(l.code.ends_with("; c"), "{}", l.code);
+        assert_eq!(l.code.len(), "let a = \"x\\\"y\"; let b = \"\\\\\"; c".len());
+    }
+
+    #[test]
+    fn lexer_raw_strings() {
+        assert_eq!(lits(r###"f(r#"a "quoted" b"#, r"c\", br"d")"###), ["a \"quoted\" b", "c\\", "d"]);
+        // A raw identifier is not a raw string.
+        assert_eq!(lits("let r#type = 1; let s = \"x\";"), ["x"]);
+    }
+
+    #[test]
+    fn lexer_chars_and_lifetimes() {
+        assert_eq!(lits("let q = '\"'; let s = \"baseline\";"), ["baseline"]);
+        assert_eq!(lits("let q = '\\''; let e = '\\u{1F600}'; let s = \"x\";"), ["x"]);
+        assert_eq!(
+            lits("fn f<'a>(x: &'a str) -> &'a str { 'l: loop {}; \"launch-blocking\" }"),
+            ["launch-blocking"]
+        );
+        assert_eq!(lits("let b = b'\"'; let c = '{';"), Vec::<String>::new());
+        assert!(!lex("let c = '{';").code.contains('{'));
+    }
+
+    #[test]
+    fn lexer_comments() {
+        let l = lex("a // println!(\"x\")\n/* outer /* \"inner\" */ still */ b\n/// doc \"d\"\nc");
+        assert!(l.lits.is_empty(), "{:?}", l.lits);
+        assert!(!l.code.contains("println"));
+        assert_eq!(l.code.lines().count(), 4);
+        assert!(l.code.ends_with("\nc"));
+    }
+
+    #[test]
+    fn lexer_lines_of_multiline_strings() {
+        let l = lex("\"a\nb\"\nlet x = \"summary.md\";");
+        assert_eq!(l.lits[1], Lit { line: 3, text: "summary.md".into() });
+        assert_eq!(l.code.lines().count(), 3);
+    }
+
+    #[test]
+    fn lexer_unterminated_input_does_not_panic() {
+        for src in ["\"abc", "r#\"abc", "'", "'\\", "/* x", "b'", "r#"] {
+            lex(src);
+        }
+    }
+
+    #[test]
+    fn cfg_test_items_are_left_out() {
+        let f = file(
+            "findings/mod.rs",
+            &src(&[
+                "//! x",
+                "#[cfg(test)]",
+                "macro_rules! m {",
+                "    () => { println!(\"{\") };",
+                "}",
+                "fn f() { eprintln!(\"real\"); }",
+                "#[cfg(test)]",
+                "mod tests {",
+                "    fn g() { println!(\"baseline\"); }",
+                "}",
+            ]),
+        );
+        let v = check_prints(&[f]);
+        assert_eq!(v, ["xtask/src/findings/mod.rs:6: `eprintln!` outside ui/: only `crate::ui` prints"]);
+        let f = file(
+            "ladder/driver.rs",
+            "//! x\nfn f() {}\n#[cfg(test)]\nmod tests {\n    const R: &str = \"coredump\";\n}\n",
+        );
+        assert!(check_rung_names(&[f]).iter().all(|v| v.starts_with("tests/tidy.rs")));
+    }
+
+    #[test]
+    fn layering_reports_upward_and_sideways_imports() {
+        let files = [
+            file("model/exit.rs", "//! x\nuse crate::ui;\nuse crate::model::rung::RungId;\n"),
+            file(
+                "ladder/driver.rs",
+                &src(&[
+                    "//! x",
+                    "use crate::{",
+                    "    model::{Exit, RungId},",
+                    "    doctor, self,",
+                    "};",
+                    "fn f() { crate::ui::status(1); crate::foo::bar(); }",
+                ]),
+            ),
+            file("findings/scan.rs", "//! x\n// use crate::redact;\n/// [`crate::redact`]\nfn f() {}\n"),
+            file("ui.rs", "//! x\npub(crate) fn f() { let _ = \"crate::cli\"; }\n"),
+            file("lib.rs", "//! x\npub use crate::cli::main;\n"),
+        ];
+        let v = check_layering(&files);
+        assert_eq!(v.len(), 3, "{v:#?}");
+        assert!(
+            v[0].starts_with("xtask/src/model/exit.rs:2: `model` (level 8) uses `crate::ui` (level 7)"),
+            "{}",
+            v[0]
+        );
+        assert!(
+            v[1].starts_with(
+                "xtask/src/ladder/driver.rs:4: `ladder` (level 2) uses `crate::doctor` (level 2), \
+             which is beside it"
+            ),
+            "{}",
+            v[1]
+        );
+        assert!(
+            v[2].starts_with("xtask/src/ladder/driver.rs:6: `crate::foo` is not a top module"),
+            "{}",
+            v[2]
+        );
+    }
+
+    #[test]
+    fn layering_reports_unknown_modules_and_super_chains() {
+        let files = [
+            file("rungs/mod.rs", "//! x\nuse super::exec;\n"),
+            file("ladder/rung/memcheck.rs", "//! x\nuse super::super::plan::Plan;\n"),
+            file("ladder/plan.rs", "//! x\nuse super::super::doctor;\n"),
+            file("cli.rs", "//! x\nuse super::ladder;\n"),
+        ];
+        let v = check_layering(&files);
+        assert_eq!(v.len(), 4, "{v:#?}");
+        assert!(
+            v[0].starts_with("xtask/src/rungs/mod.rs:1: top module `rungs` is not in the layer table"),
+            "{}",
+            v[0]
+        );
+        assert!(v[1].starts_with("xtask/src/rungs/mod.rs:2: super:: reaches out of `rungs`"), "{}", v[1]);
+        assert!(v[2].starts_with("xtask/src/ladder/plan.rs:2: super::super:: reaches out"), "{}", v[2]);
+        assert!(v[3].starts_with("xtask/src/cli.rs:2: super:: reaches out"), "{}", v[3]);
+    }
+
+    #[test]
+    fn spawns_outside_process_are_reported() {
+        let files = [
+            file(
+                "commands/run.rs",
+                "//! x\nfn f() {\n    let c = std::process::Command::new(\"ls\");\n    c.spawn();\n}\n",
+            ),
+            file(
+                "doctor/mod.rs",
+                "//! x\nfn f() {\n    let o = cmd!(sh, \"nvidia-smi\");\n    let e = duct::cmd(\"x\");\n}\n",
+            ),
+            file(
+                "ladder/driver.rs",
+                "//! x\nfn f() { std::thread::spawn(|| {}); s.spawn(|| {}); h.spawn(); }\n",
+            ),
+            file(
+                "process/mod.rs",
+                "//! x\nuse std::process::Command;\nfn f() { Command::new(\"x\").spawn(); }\n",
+            ),
+            file("ui.rs", "//! x\n// Command::new(\nfn f() { let s = \"Command::new(\"; }\n"),
+        ];
+        let v = check_spawns(&files);
+        assert_eq!(v.len(), 4, "{v:#?}");
+        assert!(v[0].starts_with("xtask/src/commands/run.rs:3: `Command::new(`"));
+        assert!(v[1].starts_with("xtask/src/commands/run.rs:4: `.spawn()`"));
+        assert!(v[2].starts_with("xtask/src/doctor/mod.rs:3: `cmd!(`"));
+        assert!(v[3].starts_with("xtask/src/doctor/mod.rs:4: `duct::cmd`"));
+    }
+
+    #[test]
+    fn prints_outside_ui_are_reported() {
+        let files = [
+            file(
+                "commands/analyze.rs",
+                &src(&[
+                    "//! println! in a doc",
+                    "// eprintln!(\"no\")",
+                    "fn f() {",
+                    "    let s = \"println!\";",
+                    "    eprint!(\"x\");",
+                    "    writeln!(std::io::stderr(), \"x\");",
+                    "    dbg!(1);",
+                    "}",
+                ]),
+            ),
+            file("ui/mod.rs", "//! x\nfn f() { println!(\"ok\"); }\n"),
+        ];
+        let v = check_prints(&files);
+        assert_eq!(v.len(), 3, "{v:#?}");
+        assert!(v[0].starts_with("xtask/src/commands/analyze.rs:5: `eprint!(`"));
+        assert!(v[1].starts_with("xtask/src/commands/analyze.rs:6: `std::io::stderr(`"));
+        assert!(v[2].starts_with("xtask/src/commands/analyze.rs:7: `dbg!(`"));
+    }
+
+    #[test]
+    fn rung_names_outside_model_are_reported() {
+        let files = [
+            file(
+                "ladder/policy.rs",
+                &src(&[
+                    "//! \"baseline\"",
+                    "fn f() -> &'static str {",
+                    "    \"launch-blocking\"",
+                    "}",
+                    "// \"attach\"",
+                    "const A: &str = \"attached\";",
+                ]),
+            ),
+            file("ladder/rung/memcheck.rs", "//! x\nconst TOOL: &str = \"memcheck\";\n"),
+            file("model/rung.rs", "//! x\nconst NAMES: &[&str] = &[\"baseline\", \"coredump\"];\n"),
+        ];
+        assert_eq!(
+            check_rung_names(&files),
+            ["xtask/src/ladder/policy.rs:3: rung name \"launch-blocking\" outside model/"]
+        );
+        let stale = check_rung_names(&files[2..]);
+        assert_eq!(stale.len(), 1);
+        assert!(stale[0].contains("matches nothing any more"), "{}", stale[0]);
+    }
+
+    #[test]
+    fn bundle_paths_outside_layout_are_reported() {
+        let files = [
+            file(
+                "commands/report.rs",
+                &src(&[
+                    "//! summary.md",
+                    "fn f() {",
+                    "    let a = \"summary.md\";",
+                    "    let b = format!(\"{}/SHA256SUMS\", d);",
+                    "    let c = r\"rungs/baseline\";",
+                    "    let d = \"my-env/\";",
+                    "}",
+                ]),
+            ),
+            file("bundle/layout.rs", "//! x\npub const SUMMARY: &str = \"summary.md\";\n"),
+        ];
+        let v = check_bundle_paths(&files);
+        assert_eq!(v.len(), 3, "{v:#?}");
+        assert!(v[0].starts_with("xtask/src/commands/report.rs:3: bundle path `summary.md`"));
+        assert!(v[1].starts_with("xtask/src/commands/report.rs:4: bundle path `SHA256SUMS`"));
+        assert!(v[2].starts_with("xtask/src/commands/report.rs:5: bundle path `rungs/`"));
+    }
+
+    #[test]
+    fn exit_numbers_outside_cli_are_reported() {
+        let files = [
+            file(
+                "commands/run.rs",
+                &src(&[
+                    "//! 130",
+                    "pub const EXIT_STOPPED: i32 = 3;",
+                    "fn f() {",
+                    "    std::process::exit(1);",
+                    "    let a = 130u8;",
+                    "    let b = (1300, 0.130, t.130, v130, 0..1_30);",
+                    "}",
+                ]),
+            ),
+            file("cli.rs", "//! x\npub const EXIT_INTERRUPTED: i32 = 130;\n"),
+            file("main.rs", "//! x\nfn main() { std::process::exit(xtask::cli::main()); }\n"),
+        ];
+        let v = check_exit_numbers(&files);
+        assert_eq!(v.len(), 4, "{v:#?}");
+        assert!(v[0].starts_with("xtask/src/commands/run.rs:2: `const EXIT_`"));
+        assert!(v[1].starts_with("xtask/src/commands/run.rs:4: `std::process::exit(`"));
+        assert!(v[2].starts_with("xtask/src/commands/run.rs:5: exit number 130"));
+        assert!(v[3].starts_with("xtask/src/commands/run.rs:6: exit number 130"));
+        assert!(!has_int("(1300, 0.130, t.130, v130, 1_301)", 130));
+    }
+
+    #[test]
+    fn files_without_doc_comments_are_reported() {
+        let files = [
+            file("a.rs", "\n\n//! fine\n"),
+            file("b.rs", "// not a doc\n//! late\n"),
+            file("c.rs", "/// item doc\nfn f() {}\n"),
+            file("d.rs", ""),
+        ];
+        let v = check_module_docs(&files);
+        assert_eq!(v.len(), 3, "{v:#?}");
+        assert!(v[0].starts_with("xtask/src/b.rs:1:"));
+        assert!(v[1].starts_with("xtask/src/c.rs:1:"));
+        assert!(v[2].starts_with("xtask/src/d.rs:1:"));
+    }
+
+    #[test]
+    fn unexplained_and_unused_dependencies_are_reported() {
+        let manifest = src(&[
+            "[package]",
+            "name = \"xtask\"",
+            "",
+            "[dependencies]",
+            "# Errors.",
+            "anyhow = \"1\"",
+            "serde = { version = \"1\", features = [",
+            "    \"derive\",",
+            "] }",
+            "# YAML.",
+            "serde_yaml = { package = \"yaml_serde\", version = \"0.10\" }",
+            "# Unused.",
+            "quick-xml = \"0.42\"",
+            "# In a comment only.",
+            "walkdir = \"2\"",
+            "",
+            "[dev-dependencies]",
+            "insta = \"1\"",
+        ]);
+        let files = [
+            file(
+                "a.rs",
+                "//! x\nuse anyhow::Context;\n#[derive(Serialize)]\nstruct S;\n// walkdir::WalkDir\n",
+            ),
+            file(
+                "b.rs",
+                "//! x\nfn f() { serde_yaml::from_str(\"\"); }\n#[cfg(test)]\nmod tests { use quick_xml; }\n",
+            ),
+        ];
+        let v = check_dependencies(&manifest, &files);
+        assert_eq!(
+            v,
+            [
+                "xtask/Cargo.toml:7: dependency `serde` has no `#` comment line above it giving its reason",
+                "xtask/Cargo.toml:13: dependency `quick-xml` is not used by non-test code under \
+                 xtask/src (no `quick_xml::`, no `use quick_xml`)",
+                "xtask/Cargo.toml:15: dependency `walkdir` is not used by non-test code under \
+                 xtask/src (no `walkdir::`, no `use walkdir`)",
+            ]
+        );
+    }
+}

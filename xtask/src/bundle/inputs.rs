@@ -1,0 +1,115 @@
+//! The files an analysis reads: each path as given, directories walked in sorted order, a
+//! bundle through its rungs' logs and reports; each file scanned by `findings` in bounded
+//! memory.
+//!
+//! Must not: parse (that is `findings`), render or print (`findings::render`, `ui`).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::findings::{
+    scan::scan_reader,
+    verdict::{decide, Analysis},
+    Evidence,
+};
+
+/// Collects the files to read: each path as given, directories walked in sorted order.
+/// Hidden files and directories (`.git`) are skipped inside directories.
+pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).with_context(|| {
+            format!("cannot read `{}`: check the path (a log, an XML report or a directory)", p.display())
+        })?;
+        if meta.is_dir() && p.join("manifest.yaml").is_file() && p.join("rungs").is_dir() {
+            // A bundle: the rungs' logs and reports, not the bundle's own files.
+            for entry in walkdir::WalkDir::new(p.join("rungs")).sort_by_file_name() {
+                let entry = entry.with_context(|| format!("cannot walk `{}`", p.display()))?;
+                if entry.file_type().is_file() && is_rung_output(entry.path()) {
+                    out.push(entry.into_path());
+                }
+            }
+        } else if meta.is_dir() {
+            let walker = walkdir::WalkDir::new(p)
+                .sort_by_file_name()
+                .into_iter()
+                .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+            for entry in walker {
+                let entry = entry.with_context(|| format!("cannot walk `{}`", p.display()))?;
+                if entry.file_type().is_file() {
+                    out.push(entry.into_path());
+                }
+            }
+        } else {
+            out.push(p.clone());
+        }
+    }
+    if out.is_empty() {
+        bail!("no files to analyze under the given paths: pass log files, XML reports or a bundle directory");
+    }
+    Ok(out)
+}
+
+/// True for the files of a rung folder that hold tool output: logs and XML reports (not
+/// `command.txt`, not coredumps, which only cuda-gdb reads).
+pub fn is_rung_output(path: &Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    name.ends_with(".log") || name.ends_with(".xml")
+}
+
+/// A short name for an input: the rung name for a file inside a bundle's
+/// `rungs/NN-<rung>/` folder (`coredump`, or `coredump/cudagdb-core-1` for its other
+/// files), otherwise the file name without a `.log` suffix.
+pub fn origin_of(path: &Path) -> String {
+    let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = file.strip_suffix(".log").unwrap_or(&file);
+    // A tool's stderr (`cudagdb-1.stderr.log`) belongs with its stdout (`cudagdb-1.log`).
+    let stem = stem.strip_suffix(".stderr").unwrap_or(stem).to_string();
+    let parent = path.parent().and_then(|p| p.file_name()).map(|p| p.to_string_lossy().into_owned());
+    let grand = path.parent().and_then(|p| p.parent()).and_then(|p| p.file_name());
+    if let (Some(dir), Some(g)) = (parent, grand) {
+        if g == "rungs" {
+            let rung = match dir.split_once('-') {
+                Some((n, rest)) if n.bytes().all(|b| b.is_ascii_digit()) => rest.to_string(),
+                _ => dir.clone(),
+            };
+            return if matches!(stem.as_str(), "stdout" | "stderr" | "output") {
+                rung
+            } else {
+                format!("{rung}/{stem}")
+            };
+        }
+    }
+    stem
+}
+
+/// Reads and scans one file.
+pub fn scan_file(path: &Path) -> Result<Evidence> {
+    let f = File::open(path).with_context(|| format!("cannot open `{}`", path.display()))?;
+    Ok(scan_reader(f, &path.display().to_string(), &origin_of(path)))
+}
+
+/// Scans every input and merges the findings.
+pub fn analyze(paths: &[PathBuf]) -> Result<Analysis> {
+    let files = collect_inputs(paths)?;
+    let mut evidence = Vec::with_capacity(files.len());
+    for f in &files {
+        evidence.push(scan_file(f)?);
+    }
+    Ok(decide(&evidence))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins() {
+        assert_eq!(origin_of(Path::new("b/rungs/04-coredump/stderr.log")), "coredump");
+        assert_eq!(origin_of(Path::new("b/rungs/04-coredump/cudagdb-1.log")), "coredump/cudagdb-1");
+        assert_eq!(origin_of(Path::new("fixtures/oob/memcheck.xml")), "memcheck.xml");
+        assert_eq!(origin_of(Path::new("fixtures/oob/memcheck.log")), "memcheck");
+    }
+}

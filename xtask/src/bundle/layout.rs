@@ -1,0 +1,103 @@
+//! The bundle's layout: every path and file name in it, in one place. Everything else asks
+//! here (tests/tidy.rs holds bundle path literals to this file).
+//!
+//! ```text
+//! bundles/<UTC time>_<recipe>/
+//!   manifest.yaml   tool, recipe (resolved), host, versions, every command with its
+//!                   environment changes, exit, duration, files with sha256, redactions
+//!   summary.md      the verdict and the evidence, for a human or an issue
+//!   findings.json   the same for machines (the `analyze --json` object)
+//!   replay.sh       reruns one rung's target with its recorded environment
+//!   SHA256SUMS      every file's hash, written when the run ends (and by `bundle pack`)
+//!   LEFT_OUT.tsv    what an archive left out (coredumps), with sizes and why
+//!   env/            doctor's report, git describe, pip freeze, what `collect` commands printed
+//!   rungs/NN-<rung>/  stdout.log, stderr.log, command.txt, artifacts (dumps, XML, cuda-gdb logs)
+//! ```
+//!
+//! Must not: read or write files.
+
+use std::path::{Path, PathBuf};
+
+use crate::model::RungId;
+
+/// Where bundles go when `--bundle-dir` is not given: `bundles/` in the current directory.
+pub const DEFAULT_ROOT: &str = "bundles";
+pub const MANIFEST: &str = "manifest.yaml";
+pub const SUMMARY: &str = "summary.md";
+pub const FINDINGS: &str = "findings.json";
+pub const REPLAY: &str = "replay.sh";
+/// Every file's SHA-256, in `sha256sum -c` form.
+pub const SUMS: &str = "SHA256SUMS";
+/// What an archive left out, with sizes and reasons.
+pub const LEFT_OUT: &str = "LEFT_OUT.tsv";
+/// Beside an archive: its own SHA-256.
+pub const ARCHIVE_SUMS: &str = "ARCHIVE.sha256";
+/// The folder of the environment snapshot and the `collect` outputs.
+pub const ENV_DIR: &str = "env";
+/// The folder of the rungs' folders.
+pub const RUNGS_DIR: &str = "rungs";
+/// doctor's report, in [`ENV_DIR`].
+pub const DOCTOR: &str = "doctor.txt";
+/// A rung's target's streams and command.
+pub const STDOUT: &str = "stdout.log";
+pub const STDERR: &str = "stderr.log";
+pub const COMMAND: &str = "command.txt";
+/// compute-sanitizer's `--save` report in the memcheck rung's folder.
+pub const MEMCHECK_XML: &str = "memcheck.xml";
+/// The rebuild's line-info table.
+pub const LINEINFO_TABLE: &str = "lineinfo.tsv";
+/// Where `replay.sh` puts what a replay writes (`replay/<rung>/`).
+pub const REPLAY_DIR: &str = "replay";
+
+/// `rungs/NN-<rung>` (relative).
+pub fn rung_dir(index: usize, rung: RungId) -> PathBuf {
+    Path::new(RUNGS_DIR).join(format!("{index:02}-{}", rung.name()))
+}
+
+/// `env/NAME` (relative), as the manifest names it.
+pub fn env_file(name: &str) -> String {
+    format!("{ENV_DIR}/{name}")
+}
+
+/// A process's two logs in `dir`: the target's streams apart (`stdout.log`, `stderr.log`)
+/// when `stem` is empty; a tool's both in one `<stem>.log`, read as one (cuda-gdb prints the
+/// fault on stdout and its own crash on stderr).
+pub fn logs(dir: &Path, stem: &str) -> (PathBuf, PathBuf) {
+    if stem.is_empty() {
+        (dir.join(STDOUT), dir.join(STDERR))
+    } else {
+        (dir.join(format!("{stem}.log")), dir.join(format!("{stem}.log")))
+    }
+}
+
+/// The file with the command of a process whose stdout log is `stdout_log`:
+/// `command.txt` for the target, `<stem>.command.txt` for a tool.
+pub fn command_file(dir: &Path, stdout_log: &Path) -> PathBuf {
+    let stem = stdout_log.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    if stdout_log.file_name().is_some_and(|n| n == STDOUT) {
+        dir.join(COMMAND)
+    } else {
+        dir.join(format!("{stem}.{COMMAND}"))
+    }
+}
+
+/// Whether `dir` looks like a bundle (a manifest and a rungs folder).
+pub fn is_bundle(dir: &Path) -> bool {
+    dir.join(MANIFEST).is_file() && dir.join(RUNGS_DIR).is_dir()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(rung_dir(3, RungId::LaunchBlocking), Path::new("rungs/03-launch-blocking"));
+        assert_eq!(env_file("pip-freeze.txt"), "env/pip-freeze.txt");
+        let (o, e) = logs(Path::new("/b/r"), "");
+        assert_eq!((o.as_path(), e.as_path()), (Path::new("/b/r/stdout.log"), Path::new("/b/r/stderr.log")));
+        assert_eq!(command_file(Path::new("/b/r"), &o), Path::new("/b/r/command.txt"));
+        let (g, _) = logs(Path::new("/b/r"), "cudagdb-1");
+        assert_eq!(command_file(Path::new("/b/r"), &g), Path::new("/b/r/cudagdb-1.command.txt"));
+    }
+}

@@ -1,0 +1,181 @@
+//! The manifest's schema: what `manifest.yaml` holds, written by the bundle writer and read
+//! back by `bundle show|list|report|pack` and `replay.sh`'s builder. docs/bundles.md
+//! documents every field.
+//!
+//! Must not: read or write files (the writer and `Bundle::load` do), or hold values that
+//! were not redacted.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Exit, Invocation, Role, RungId, Runtime};
+use crate::redact::Redaction;
+
+/// One process the ladder ran, as the manifest records it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CommandRecord {
+    pub role: Role,
+    pub command: String,
+    pub argv: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// Variables the ladder or the recipe set; the rest of the environment is inherited and
+    /// recorded (allow-listed) once, in [`Manifest::environment`].
+    pub env_set: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env_remove: Vec<String>,
+    pub exit: Option<Exit>,
+    pub duration_s: f64,
+    /// Log files, relative to the bundle.
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl CommandRecord {
+    /// The record of `inv`, which the caller has redacted ([`crate::redact::invocation`]).
+    pub fn new(role: Role, inv: &Invocation, stdout: &str, stderr: &str) -> CommandRecord {
+        CommandRecord {
+            role,
+            command: inv.shell_line(),
+            argv: inv.argv.clone(),
+            cwd: inv.cwd.clone(),
+            env_set: inv.env_set.iter().cloned().collect(),
+            env_remove: inv.env_remove.clone(),
+            exit: None,
+            duration_s: 0.0,
+            stdout: stdout.to_string(),
+            stderr: stderr.to_string(),
+        }
+    }
+}
+
+/// A file in the bundle.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FileRecord {
+    pub path: String,
+    pub bytes: u64,
+    /// Lowercase hex; empty when the file could not be read.
+    #[serde(default)]
+    pub sha256: String,
+}
+
+/// How a rung went, in the manifest's `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RungStatus {
+    Ran,
+    Skipped,
+    Failed,
+    Interrupted,
+}
+
+impl RungStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            RungStatus::Ran => "ran",
+            RungStatus::Skipped => "skipped",
+            RungStatus::Failed => "failed",
+            RungStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for RungStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One rung, as the manifest records it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RungRecord {
+    pub rung: RungId,
+    /// The rung's folder, relative to the bundle; empty when it did not run.
+    pub dir: String,
+    pub status: RungStatus,
+    pub duration_s: f64,
+    pub commands: Vec<CommandRecord>,
+    pub files: Vec<FileRecord>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl RungRecord {
+    /// How its target (or, for the rebuild, its build) ended: `exit 1`, `signal 6`, or `-`.
+    pub fn exit_text(&self) -> String {
+        self.commands
+            .iter()
+            .find(|c| c.role == Role::Target)
+            .or_else(|| self.commands.iter().find(|c| c.role == Role::Build))
+            .and_then(|c| c.exit)
+            .map(Exit::text)
+            .unwrap_or_else(|| "-".into())
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    pub tool: String,
+    pub version: String,
+    pub created: String,
+    /// The bundle's absolute path when it was written (`replay.sh` maps it to its own).
+    #[serde(default)]
+    pub root: String,
+    pub recipe: serde_json::Value,
+    pub host: BTreeMap<String, String>,
+    pub versions: BTreeMap<String, String>,
+    /// The inherited environment variables that shape a CUDA, PyTorch or vLLM run
+    /// ([`ENV_ALLOW`]), redacted; everything else in the environment is not recorded.
+    #[serde(default)]
+    pub environment: BTreeMap<String, String>,
+    pub plan: Vec<RungId>,
+    /// The environment snapshot and the recipe's `collect` commands, run before the
+    /// baseline into `env/NAME`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collected: Vec<CommandRecord>,
+    /// Remarks on the run as a whole (a `collect` command that failed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    pub rungs: Vec<RungRecord>,
+    /// Why the ladder stopped, once it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+    /// The container every rung ran in; absent on the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<ContainerRecord>,
+    /// What was redacted and where (a file, `file:LINE`, a command file, `recipe`,
+    /// `environment`); names and kinds, never values. Sorted.
+    #[serde(default)]
+    pub redactions: Vec<Redaction>,
+}
+
+/// The container of a run, as the manifest records it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ContainerRecord {
+    pub runtime: Runtime,
+    /// What the runtime said of its version (Docker: the daemon's).
+    pub version: Option<String>,
+    /// The image as given (`debug-ima/cuda:13.0`, `name@sha256:...`, a `.sif` file).
+    pub image: String,
+    /// The local image id (`sha256:...`, the content hash of its configuration), or the
+    /// SHA-256 of an Apptainer image file.
+    pub image_id: Option<String>,
+    /// Registry digests (`repo@sha256:...`) when the image came from a registry.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repo_digests: Vec<String>,
+    /// Host folders mounted at the same path inside.
+    pub mounts: Vec<PathBuf>,
+    /// Whether the GPUs were passed in.
+    pub gpus: bool,
+}
+
+impl Manifest {
+    /// The recipe's name, `?` when the recorded recipe has none.
+    pub fn recipe_name(&self) -> &str {
+        self.recipe.get("name").and_then(|v| v.as_str()).unwrap_or("?")
+    }
+}

@@ -1,0 +1,209 @@
+//! `replay.sh`: the script in every bundle that reruns one rung's target (or the rebuild's
+//! build) with the environment the manifest recorded, from any directory, on the same host or
+//! another one with the same checkout. Paths inside the bundle follow the bundle (`$HERE`), so
+//! dumps and reports of a replay land in `replay/<rung>/` beside the script. Values the bundle
+//! redacted are asked for at the terminal (not echoed), or taken from the environment when a
+//! variable of that name is set (`HF_TOKEN=... ./replay.sh memcheck`).
+//!
+//! Pure: builds the text from a [`Manifest`] (already redacted); must not read or write files.
+
+use std::fmt::Write as _;
+
+use crate::bundle::Manifest;
+use crate::model::{quote, Role, RungId};
+use crate::redact::MARK;
+
+/// The script's name at the bundle root.
+pub const FILE: &str = "replay.sh";
+
+/// Builds `replay.sh` for a manifest.
+pub fn script(m: &Manifest) -> String {
+    // Commands hold absolute paths into the bundle (`CUDA_COREDUMP_FILE`, `--save`).
+    let bundle = m.root.clone();
+    let mut cases = String::new();
+    let mut names = Vec::new();
+    let mut asks = 0usize;
+    for r in &m.rungs {
+        let Some(cmd) = r
+            .commands
+            .iter()
+            .find(|c| c.role == Role::Target)
+            .or_else(|| r.commands.iter().find(|c| c.role == Role::Build))
+        else {
+            continue;
+        };
+        if names.contains(&r.rung.name()) {
+            continue;
+        }
+        names.push(r.rung.name());
+        let mut body = String::new();
+        let mut words = Words {
+            bundle: &bundle,
+            replay_dir: format!("replay/{}", r.rung),
+            asks: &mut asks,
+            ask_lines: Vec::new(),
+        };
+        let mut line: Vec<String> = vec!["env".into()];
+        for k in &cmd.env_remove {
+            line.push(format!("-u {}", quote(k)));
+        }
+        for (k, v) in &cmd.env_set {
+            let value = if v == MARK {
+                words.ask_named(k);
+                format!("\"${{{k}}}\"")
+            } else {
+                words.word(v, &format!("a value in {k}"))
+            };
+            line.push(format!("{}={value}", quote(k)));
+        }
+        for (i, a) in cmd.argv.iter().enumerate() {
+            line.push(words.word(a, &format!("argument {i} of the command")));
+        }
+        for a in &words.ask_lines {
+            writeln!(body, "    {a}").unwrap();
+        }
+        writeln!(body, "    mkdir -p \"$HERE/replay/{}\"", r.rung).unwrap();
+        if let Some(cwd) = &cmd.cwd {
+            let dir = words.word(&cwd.display().to_string(), "the working directory");
+            writeln!(body, "    need_dir {dir}").unwrap();
+            writeln!(body, "    cd {dir}").unwrap();
+        }
+        if r.rung == RungId::Attach {
+            writeln!(
+                body,
+                "    echo 'the target waits for a debugger when it faults: attach with `cuda-gdb -p PID` \
+                 (the PID is in its message), then kill it' >&2"
+            )
+            .unwrap();
+        }
+        writeln!(body, "    {}", line.join(" ")).unwrap();
+        write!(cases, "  {})\n{body}    ;;\n", r.rung).unwrap();
+    }
+
+    let mut s = String::new();
+    writeln!(s, "#!/usr/bin/env bash").unwrap();
+    writeln!(s, "# replay.sh: reruns one rung of this bundle with the environment it recorded.").unwrap();
+    writeln!(s, "# Written by {} {} for recipe `{}` ({}).", m.tool, m.version, m.recipe_name(), m.created)
+        .unwrap();
+    writeln!(s, "#").unwrap();
+    writeln!(
+        s,
+        "#   ./replay.sh RUNG      rungs: {}",
+        if names.is_empty() { "(none ran)".into() } else { names.join(" ") }
+    )
+    .unwrap();
+    writeln!(s, "#   ./replay.sh --list    the rungs and their commands").unwrap();
+    writeln!(s, "#").unwrap();
+    writeln!(s, "# Values redacted in the bundle are asked for at the terminal (not echoed), or taken from")
+        .unwrap();
+    writeln!(s, "# the environment when a variable of the name asked for is set. Dumps and reports go")
+        .unwrap();
+    writeln!(s, "# to replay/RUNG/ beside this script. The inherited environment is yours, not the").unwrap();
+    writeln!(s, "# recorded one: manifest.yaml `environment` lists what the run had.").unwrap();
+    s.push_str(
+        r#"set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+ask() {
+    # ask VAR DESCRIPTION: a redacted value, from the environment or the terminal.
+    if [ -z "${!1+x}" ]; then
+        local value=""
+        if [ -t 0 ]; then
+            read -r -s -p "$2 was redacted in the bundle; its value (not shown): " value
+            echo >&2
+        else
+            IFS= read -r value || true
+        fi
+        printf -v "$1" '%s' "$value"
+    fi
+}
+
+need_dir() {
+    if [ ! -d "$1" ]; then
+        echo "replay.sh: the recorded working directory \`$1\` does not exist here: run on the" >&2
+        echo "same checkout, or edit the \`cd\` line of this rung in $HERE/replay.sh" >&2
+        exit 1
+    fi
+}
+
+"#,
+    );
+    s.push_str("case \"${1:-}\" in\n");
+    s.push_str("  --list)\n");
+    s.push_str(&format!("    sed -n '/^  [a-z-]*)$/,/;;$/p' \"$HERE/{FILE}\" | grep -v -e '^    ask ' -e '^    mkdir ' -e '^    need_dir '\n"));
+    s.push_str("    ;;\n");
+    s.push_str(&cases);
+    s.push_str("  *)\n");
+    writeln!(
+        s,
+        "    echo \"usage: ./replay.sh RUNG (one of: {}) or --list\" >&2",
+        if names.is_empty() { "none ran".to_string() } else { names.join(" ") }
+    )
+    .unwrap();
+    s.push_str("    exit 2\n    ;;\nesac\n");
+    s
+}
+
+/// Turns recorded words into shell words: `MARK` becomes an asked-for variable, the bundle's
+/// old root becomes `$HERE`, and the rung's own folder becomes `$HERE/replay/<rung>`.
+struct Words<'a> {
+    bundle: &'a str,
+    replay_dir: String,
+    asks: &'a mut usize,
+    ask_lines: Vec<String>,
+}
+
+impl Words<'_> {
+    fn ask_named(&mut self, name: &str) {
+        self.ask_lines.push(format!("ask {} {}", quote(name), quote(name)));
+    }
+
+    fn word(&mut self, w: &str, what: &str) -> String {
+        let mut out = String::new();
+        let mut rest = w;
+        while !rest.is_empty() {
+            let mark = rest.find(MARK);
+            let root =
+                if self.bundle.is_empty() { None } else { rest.find(&format!("{}/rungs/", self.bundle)) };
+            match (mark, root) {
+                (Some(m), r) if r.is_none_or(|r| m < r) => {
+                    out.push_str(&lit(&rest[..m]));
+                    *self.asks += 1;
+                    let var = format!("REDACTED_{}", self.asks);
+                    self.ask_lines.push(format!("ask {var} {}", quote(&format!("{var} ({what})"))));
+                    out.push_str(&format!("\"${{{var}}}\""));
+                    rest = &rest[m + MARK.len()..];
+                }
+                (_, Some(r)) => {
+                    out.push_str(&lit(&rest[..r]));
+                    // `<root>/rungs/NN-rung/...` -> `$HERE/replay/<rung>/...`
+                    let after = &rest[r + self.bundle.len() + "/rungs/".len()..];
+                    let tail = after.find('/').map(|i| &after[i..]).unwrap_or("");
+                    out.push_str(&format!("\"$HERE/{}\"", self.replay_dir));
+                    let end = tail.find(MARK).unwrap_or(tail.len());
+                    out.push_str(&lit(&tail[..end]));
+                    rest =
+                        &rest[r + self.bundle.len() + "/rungs/".len() + (after.len() - tail.len()) + end..];
+                }
+                _ => {
+                    out.push_str(&lit(rest));
+                    rest = "";
+                }
+            }
+        }
+        if out.is_empty() {
+            "''".into()
+        } else {
+            out
+        }
+    }
+}
+
+/// A literal piece of a word, quoted when it needs it.
+fn lit(s: &str) -> String {
+    if s.is_empty() {
+        String::new()
+    } else {
+        quote(s)
+    }
+}

@@ -1,0 +1,272 @@
+//! The bundle as the ladder writes it: created with its folders, the manifest rewritten after
+//! every change (with `replay.sh` beside it), texts the tool made written redacted, the
+//! analysis (`findings.json`, `summary.md`) after every rung.
+//!
+//! Must not: run processes, decide policy, or write anything unredacted (logs come redacted
+//! from the runner; what the tool writes goes through [`Bundle::write_file`]).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use super::layout;
+use super::manifest::{CommandRecord, ContainerRecord, FileRecord, Manifest, RungRecord};
+use super::recorded_environment;
+use crate::findings::render::{render_json, render_text};
+use crate::findings::verdict::Analysis;
+use crate::model::RungId;
+use crate::redact::{redact_json, Redaction};
+
+/// An open bundle directory, written as the ladder goes: every change to the manifest goes
+/// through a method, and the methods that record something write the manifest again.
+pub struct Bundle {
+    root: PathBuf,
+    manifest: Manifest,
+}
+
+/// `2026-11-30T10-04-05Z` from seconds since the epoch (UTC; `-` instead of `:` so the
+/// name is valid everywhere).
+pub fn utc_stamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02}T{:02}-{:02}-{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+impl Bundle {
+    /// Creates `<root>/<UTC time>_<recipe>/` (with a numeric suffix if it exists).
+    /// The recipe is recorded redacted ([`redact_json`]).
+    pub fn create(root: &Path, recipe: &str, recipe_value: &serde_json::Value) -> Result<Bundle> {
+        let stamp = utc_stamp(now_secs());
+        let safe: String = recipe
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+            .collect();
+        std::fs::create_dir_all(root).with_context(|| {
+            format!("cannot create the bundle root `{}`: choose another with `--bundle-dir`", root.display())
+        })?;
+        // Absolute: commands get paths into the bundle (the coredump pattern, `--save`) and
+        // may run in another working directory.
+        let root = &std::path::absolute(root)
+            .with_context(|| format!("cannot resolve the bundle root `{}`", root.display()))?;
+        let mut dir = root.join(format!("{stamp}_{safe}"));
+        let mut n = 1;
+        while dir.exists() {
+            n += 1;
+            dir = root.join(format!("{stamp}_{safe}-{n}"));
+        }
+        for sub in [layout::RUNGS_DIR, layout::ENV_DIR] {
+            std::fs::create_dir_all(dir.join(sub))
+                .with_context(|| format!("cannot create `{}`", dir.display()))?;
+        }
+        let mut host = BTreeMap::new();
+        if let Ok(h) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+            host.insert("hostname".into(), h.trim().to_string());
+        }
+        if let Ok(os) = std::fs::read_to_string("/etc/os-release") {
+            if let Some(p) = os.lines().find_map(|l| l.strip_prefix("PRETTY_NAME=")) {
+                host.insert("os".into(), p.trim_matches('"').to_string());
+            }
+        }
+        if let Ok(k) = std::fs::read_to_string("/proc/sys/kernel/osrelease") {
+            host.insert("kernel".into(), k.trim().to_string());
+        }
+        let mut redactions = Vec::new();
+        let recipe = redact_json(recipe_value, "recipe", &mut redactions);
+        let environment = recorded_environment(
+            std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+            &mut redactions,
+        );
+        let manifest = Manifest {
+            tool: "cargo xtask debug-ima".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            created: stamp,
+            root: dir.display().to_string(),
+            recipe,
+            host,
+            versions: BTreeMap::new(),
+            environment,
+            container: None,
+            redactions,
+            plan: Vec::new(),
+            collected: Vec::new(),
+            notes: Vec::new(),
+            rungs: Vec::new(),
+            stopped: None,
+            verdict: None,
+        };
+        let b = Bundle { root: dir, manifest };
+        b.write_manifest()?;
+        Ok(b)
+    }
+
+    /// The bundle's folder (absolute).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The manifest so far.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// `rungs/NN-<rung>/`, created.
+    pub fn rung_dir(&self, index: usize, rung: RungId) -> Result<PathBuf> {
+        let d = self.root.join(layout::rung_dir(index, rung));
+        std::fs::create_dir_all(&d).with_context(|| format!("cannot create `{}`", d.display()))?;
+        Ok(d)
+    }
+
+    /// A path relative to the bundle root, for the manifest.
+    pub fn rel(&self, p: &Path) -> String {
+        p.strip_prefix(&self.root).unwrap_or(p).display().to_string()
+    }
+
+    /// Lists the files of a rung folder, sorted, with their sizes and hashes.
+    pub fn files_of(&self, dir: &Path) -> Vec<FileRecord> {
+        let mut out = Vec::new();
+        for e in walkdir::WalkDir::new(dir).sort_by_file_name().into_iter().flatten() {
+            if e.file_type().is_file() {
+                let bytes = e.metadata().map(|m| m.len()).unwrap_or(0);
+                let sha256 = super::archive::sha256_file(e.path()).unwrap_or_default();
+                out.push(FileRecord { path: self.rel(e.path()), bytes, sha256 });
+            }
+        }
+        out
+    }
+
+    /// The tools' versions doctor found, and the plan, before the first rung.
+    pub fn start(&mut self, versions: BTreeMap<String, String>, plan: Vec<RungId>) -> Result<()> {
+        self.manifest.versions = versions;
+        self.manifest.plan = plan;
+        self.write_manifest()
+    }
+
+    /// The container every rung runs in.
+    pub fn set_container(&mut self, record: ContainerRecord) -> Result<()> {
+        self.manifest.container = Some(record);
+        self.write_manifest()
+    }
+
+    /// A rung's record, once it has ended (or was skipped).
+    pub fn push_rung(&mut self, record: RungRecord) -> Result<()> {
+        self.manifest.rungs.push(record);
+        self.write_manifest()
+    }
+
+    /// What a `collect` command ran, and a note about it when it failed.
+    pub fn push_collected(&mut self, record: CommandRecord, note: Option<String>) -> Result<()> {
+        self.manifest.collected.push(record);
+        self.manifest.notes.extend(note);
+        self.write_manifest()
+    }
+
+    /// Why the ladder stopped (written with the analysis that follows).
+    pub fn set_stopped(&mut self, why: String) {
+        self.manifest.stopped = Some(why);
+    }
+
+    /// Adds redactions to the manifest's list (kept sorted and without repeats).
+    pub fn note_redactions(&mut self, found: impl IntoIterator<Item = Redaction>) {
+        self.manifest.redactions.extend(found);
+        self.manifest.redactions.sort();
+        self.manifest.redactions.dedup();
+    }
+
+    /// Writes a text the tool made (not a log) into the bundle, redacted.
+    pub fn write_file(&mut self, rel: &str, text: &str) -> Result<()> {
+        let mut found = Vec::new();
+        let text = crate::redact::redact_text(text, rel, &mut found);
+        self.note_redactions(found);
+        self.write_raw(rel, &text)
+    }
+
+    fn write_raw(&self, rel: &str, text: &str) -> Result<()> {
+        let p = self.root.join(rel);
+        std::fs::write(&p, text).with_context(|| format!("cannot write `{}`", p.display()))
+    }
+
+    /// Writes `manifest.yaml` and `replay.sh` (both built from the redacted records).
+    pub fn write_manifest(&self) -> Result<()> {
+        let text = serde_yaml::to_string(&self.manifest).context("cannot serialise the manifest")?;
+        self.write_raw(layout::MANIFEST, &text)?;
+        let replay = self.root.join(layout::REPLAY);
+        std::fs::write(&replay, super::replay::script(&self.manifest))
+            .with_context(|| format!("cannot write `{}`", replay.display()))?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&replay, std::fs::Permissions::from_mode(0o755))
+            .with_context(|| format!("cannot make `{}` executable", replay.display()))
+    }
+
+    /// Reads a bundle's manifest.
+    pub fn load(dir: &Path) -> Result<Manifest> {
+        let p = dir.join(layout::MANIFEST);
+        let text = std::fs::read_to_string(&p).with_context(|| {
+            format!(
+                "cannot read `{}`: is `{}` a bundle written by `cargo xtask debug-ima`?",
+                p.display(),
+                dir.display()
+            )
+        })?;
+        serde_yaml::from_str(&text)
+            .with_context(|| format!("`{}` is not a manifest this version can read", p.display()))
+    }
+
+    /// Writes the analysis so far: `findings.json` and `summary.md`, then the manifest.
+    pub fn write_analysis(&mut self, a: &Analysis) -> Result<()> {
+        self.manifest.verdict = a.verdict.as_ref().map(|_| a.conclusion.clone());
+        // Both are built from logs that were redacted as they were written.
+        self.write_raw(layout::FINDINGS, &render_json(a))?;
+        self.write_raw(layout::SUMMARY, &summary_md(&self.manifest, a))?;
+        self.write_manifest()
+    }
+}
+
+/// The bundle's `summary.md`: verdict, the rungs with what each did, the full analysis.
+pub fn summary_md(m: &Manifest, a: &Analysis) -> String {
+    let mut s = String::new();
+    writeln!(s, "# debug-ima: {}\n", m.recipe_name()).unwrap();
+    match &a.verdict {
+        Some(_) => writeln!(s, "**Verdict:** {}\n", a.conclusion).unwrap(),
+        None => writeln!(s, "**No verdict:** {}\n", a.conclusion.trim_start_matches("no verdict: ")).unwrap(),
+    }
+    if let Some(st) = &m.stopped {
+        writeln!(s, "Stopped: {st}\n").unwrap();
+    }
+    writeln!(s, "| rung | status | time | exit |").unwrap();
+    writeln!(s, "|---|---|---|---|").unwrap();
+    for r in &m.rungs {
+        let exit = r.exit_text();
+        writeln!(s, "| {} | {} | {:.1} s | {} |", r.rung, r.status, r.duration_s, exit).unwrap();
+    }
+    writeln!(s, "\n## Analysis\n\n```text\n{}```", render_text(a)).unwrap();
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps() {
+        assert_eq!(utc_stamp(0), "1970-01-01T00-00-00Z");
+        assert_eq!(utc_stamp(1_796_031_885), "2026-11-30T09-44-45Z");
+        assert_eq!(utc_stamp(951_782_400), "2000-02-29T00-00-00Z");
+    }
+}

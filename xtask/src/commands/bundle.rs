@@ -1,0 +1,361 @@
+//! `cargo xtask bundle list|show|pack|unpack|verify|report`: what a user does with a bundle
+//! after the ladder: find it, read it, check it, share it. Reading manifests and logs is
+//! here; archives are `archive`'s, the report's text is `report`'s; the output goes through
+//! `ui`.
+//!
+//! Must not: run processes or change a bundle, except `pack`, which writes `SHA256SUMS` (and
+//! `LEFT_OUT.tsv`) into it so that the directory and the archive agree.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use super::Outcome;
+use crate::bundle::archive::{self, Limits, PackOptions};
+use crate::bundle::report::{self, ReportInput};
+use crate::bundle::{Bundle, Manifest};
+use crate::ui;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BundleCommand {
+    /// The bundles under the bundle root, newest first: created, recipe, verdict, size.
+    List {
+        /// Where the bundles are (`debug-ima --bundle-dir`).
+        #[arg(long, default_value = crate::bundle::layout::DEFAULT_ROOT)]
+        bundle_dir: PathBuf,
+    },
+    /// A bundle's verdict, its rungs with status and timings, and its files.
+    Show { path: PathBuf },
+    /// A deterministic `.tar.zst` (or `--gzip`: `.tar.gz`) of a bundle, with SHA256SUMS inside
+    /// and a `.sha256` beside it. Coredumps are left out unless `--with-coredumps`: they can
+    /// hold model or user data.
+    Pack {
+        path: PathBuf,
+        /// Include the GPU coredumps (`core_*`; often hundreds of MB each).
+        #[arg(long)]
+        with_coredumps: bool,
+        /// A `.tar.gz` instead of a `.tar.zst`: GitHub takes it as an issue attachment (up to
+        /// 25 MB); single-threaded, larger.
+        #[arg(long)]
+        gzip: bool,
+        /// The archive to write (default: `<bundle>.tar.zst` beside the bundle).
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Unpack an archive made by `bundle pack` into DIR (default: the current directory),
+    /// refusing links, devices, absolute or `..` paths and oversized entries.
+    Unpack {
+        archive: PathBuf,
+        dir: Option<PathBuf>,
+        /// Refuse archives that unpack to more than this many bytes.
+        #[arg(long, default_value_t = Limits::default().max_total_bytes)]
+        max_bytes: u64,
+    },
+    /// Check a bundle directory or archive against its SHA256SUMS: names every changed,
+    /// missing or extra file. Exit 1 when anything does not match.
+    Verify { path: PathBuf },
+    /// Markdown for a GitHub issue: symptom, verdict, environment, the commands that
+    /// reproduce it, logs folded in `<details>`, under GitHub's size limit.
+    Report {
+        path: PathBuf,
+        /// Write the report to this file instead of stdout.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+}
+
+/// Runs a `bundle` command; returns the exit code.
+pub fn run(cmd: BundleCommand) -> Result<Outcome> {
+    match cmd {
+        BundleCommand::List { bundle_dir } => out(&render_list(&list(&bundle_dir)?, &bundle_dir)),
+        BundleCommand::Show { path } => {
+            let m = Bundle::load(&path)?;
+            out(&render_show(&path, &m, &files(&path)?))
+        }
+        BundleCommand::Pack { path, with_coredumps, gzip, output } => {
+            let m = Bundle::load(&path)?;
+            let compression = if gzip { archive::Compression::Gzip } else { archive::Compression::Zstd };
+            let archive = output.unwrap_or_else(|| archive::default_archive_path_for(&path, compression));
+            let opts = PackOptions { with_coredumps, compression, ..PackOptions::default() };
+            let p = archive::pack(&path, &archive, &opts)
+                .with_context(|| format!("cannot pack `{}`", path.display()))?;
+            let mut s = format!(
+                "packed {} files ({}) into {} ({})\nsha256 {}  (also in {}.sha256)\n",
+                p.files,
+                human(p.input_bytes),
+                p.archive.display(),
+                human(p.bytes),
+                p.sha256,
+                p.archive.display()
+            );
+            if !p.left_out.is_empty() {
+                let total: u64 = p.left_out.iter().map(|(_, b)| b).sum();
+                writeln!(
+                    s,
+                    "left out {} coredump(s), {} (listed in LEFT_OUT.tsv): they can hold model or user data; \
+                     `--with-coredumps` includes them",
+                    p.left_out.len(),
+                    human(total)
+                )
+                .unwrap();
+            }
+            if gzip && p.bytes > GITHUB_ATTACHMENT_BYTES {
+                writeln!(
+                    s,
+                    "note: over GitHub's {} MB limit for an attachment: leave the coredumps out, or share it elsewhere",
+                    GITHUB_ATTACHMENT_BYTES / 1_000_000
+                )
+                .unwrap();
+            }
+            if !m.redactions.is_empty() {
+                writeln!(
+                    s,
+                    "{} redaction(s) were made while the bundle was written: see `bundle show`",
+                    m.redactions.len()
+                )
+                .unwrap();
+            }
+            out(&s)
+        }
+        BundleCommand::Unpack { archive, dir, max_bytes } => {
+            let into = dir.unwrap_or_else(|| PathBuf::from("."));
+            let limits = Limits { max_total_bytes: max_bytes, ..Limits::default() };
+            let u = archive::unpack(&archive, &into, &limits)?;
+            out(&format!(
+                "unpacked {} files ({}) into {}\ncheck it with `cargo xtask bundle verify {}`\n",
+                u.files,
+                human(u.bytes),
+                u.root.display(),
+                u.root.display()
+            ))
+        }
+        BundleCommand::Verify { path } => {
+            let v = archive::verify(&path)?;
+            ui::out(&archive::render_verification(&v, &path)).context("cannot write to stdout")?;
+            Ok(if v.ok() { Outcome::Done } else { Outcome::Mismatch })
+        }
+        BundleCommand::Report { path, output } => {
+            let text = report_of(&path)?;
+            ui::status(&format!(
+                "to attach the whole bundle to the issue: `cargo xtask bundle pack --gzip {}` (GitHub takes a \
+                 .tar.gz up to 25 MB, not a .tar.zst)",
+                path.display()
+            ));
+            match output {
+                Some(o) => {
+                    std::fs::write(&o, &text).with_context(|| format!("cannot write `{}`", o.display()))?;
+                    ui::status(&format!("wrote {} ({} characters)", o.display(), text.chars().count()));
+                    Ok(Outcome::Done)
+                }
+                None => out(&text),
+            }
+        }
+    }
+}
+
+fn out(text: &str) -> Result<Outcome> {
+    ui::out(text).context("cannot write to stdout")?;
+    Ok(Outcome::Done)
+}
+
+/// GitHub's limit for a file attached to an issue (25 MB).
+pub const GITHUB_ATTACHMENT_BYTES: u64 = 25_000_000;
+
+/// One bundle of `bundle list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub path: PathBuf,
+    pub created: String,
+    pub recipe: String,
+    pub verdict: String,
+    pub bytes: u64,
+}
+
+/// The bundles directly under `root` (folders with a readable `manifest.yaml`), newest first.
+pub fn list(root: &Path) -> Result<Vec<Listed>> {
+    let entries = match std::fs::read_dir(root) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("cannot list `{}`", root.display())),
+    };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let path = e.path();
+        if !path.is_dir() {
+            continue;
+        }
+        let Ok(m) = Bundle::load(&path) else { continue };
+        let bytes = files(&path).map(|f| f.iter().map(|(_, b)| b).sum()).unwrap_or(0);
+        out.push(Listed {
+            created: m.created.clone(),
+            recipe: m.recipe_name().to_string(),
+            verdict: m.verdict.clone().unwrap_or_else(|| "no verdict".into()),
+            bytes,
+            path,
+        });
+    }
+    out.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| b.path.cmp(&a.path)));
+    Ok(out)
+}
+
+pub fn render_list(bundles: &[Listed], root: &Path) -> String {
+    if bundles.is_empty() {
+        return format!(
+            "no bundles under `{}`: `cargo xtask debug-ima --recipe demo` makes one, or pass `--bundle-dir`\n",
+            root.display()
+        );
+    }
+    let mut s = String::new();
+    for b in bundles {
+        writeln!(
+            s,
+            "{:<22} {:<10} {:>10}  {}\n    {}",
+            b.created,
+            b.recipe,
+            human(b.bytes),
+            b.path.display(),
+            short(&b.verdict, 100)
+        )
+        .unwrap();
+    }
+    s
+}
+
+/// Every regular file of a bundle, relative and sorted, with its size.
+pub fn files(dir: &Path) -> Result<Vec<(String, u64)>> {
+    let mut out = Vec::new();
+    for e in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let e = e.with_context(|| format!("cannot walk `{}`", dir.display()))?;
+        if e.file_type().is_file() {
+            let rel = e.path().strip_prefix(dir).unwrap_or(e.path()).display().to_string();
+            out.push((rel, e.metadata().map(|m| m.len()).unwrap_or(0)));
+        }
+    }
+    Ok(out)
+}
+
+pub fn render_show(path: &Path, m: &Manifest, files: &[(String, u64)]) -> String {
+    let mut s = String::new();
+    writeln!(s, "bundle:   {}", path.display()).unwrap();
+    writeln!(
+        s,
+        "recipe:   {} ({})",
+        m.recipe_name(),
+        m.recipe.get("source").and_then(|v| v.as_str()).unwrap_or("?")
+    )
+    .unwrap();
+    writeln!(s, "created:  {} by {} {}", m.created, m.tool, m.version).unwrap();
+    writeln!(s, "verdict:  {}", m.verdict.as_deref().unwrap_or("none")).unwrap();
+    if let Some(st) = &m.stopped {
+        writeln!(s, "stopped:  {st}").unwrap();
+    }
+    writeln!(s, "\nrungs:").unwrap();
+    for r in &m.rungs {
+        let exit = r.exit_text();
+        writeln!(s, "  {:<16} {:<12} {:>8.1} s  {}", r.rung, r.status, r.duration_s, exit).unwrap();
+        for n in &r.notes {
+            writeln!(s, "      note: {}", short(n, 160)).unwrap();
+        }
+    }
+    writeln!(s, "\nfiles:").unwrap();
+    for (f, bytes) in files {
+        let tag = if archive::is_coredump(f) { "  (coredump: left out by `bundle pack`)" } else { "" };
+        writeln!(s, "  {:>10}  {f}{tag}", human(*bytes)).unwrap();
+    }
+    if m.redactions.is_empty() {
+        writeln!(s, "\nredactions: none").unwrap();
+    } else {
+        writeln!(s, "\nredactions ({}; values are not kept):", m.redactions.len()).unwrap();
+        for r in &m.redactions {
+            writeln!(s, "  {}: {}", r.place, r.what).unwrap();
+        }
+    }
+    s
+}
+
+/// The report of a bundle directory.
+pub fn report_of(path: &Path) -> Result<String> {
+    let m = Bundle::load(path)?;
+    let analysis = crate::bundle::inputs::analyze(&[path.to_path_buf()])?;
+    let mut env_lines = Vec::new();
+    // `git describe` only when it succeeded (outside a checkout it prints `fatal: ...`).
+    let described = m
+        .collected
+        .iter()
+        .any(|c| c.stdout == "env/git-describe.txt" && c.exit == Some(crate::model::Exit::Code(0)));
+    if described {
+        if let Ok(t) = std::fs::read_to_string(path.join("env/git-describe.txt")) {
+            if let Some(first) = t.lines().next().filter(|l| !l.trim().is_empty()) {
+                env_lines.push(("source (`git describe`)".to_string(), first.trim().to_string()));
+            }
+        }
+    }
+    // The logs a reader of the issue needs: what the target and cuda-gdb printed, and a
+    // build's only when it failed; not cuobjdump's listing of the binary.
+    let mut logs = Vec::new();
+    for r in &m.rungs {
+        for c in &r.commands {
+            let wanted = match c.role.name() {
+                "cuobjdump" => false,
+                "build" => c.exit != Some(crate::model::Exit::Code(0)),
+                _ => true,
+            };
+            if !wanted {
+                continue;
+            }
+            for log in [&c.stdout, &c.stderr] {
+                if logs.iter().any(|(p, _): &(String, String)| p == log) {
+                    continue;
+                }
+                if let Ok(t) = read_tail(&path.join(log), 256 * 1024) {
+                    logs.push((log.clone(), t));
+                }
+            }
+        }
+    }
+    if m.rungs.is_empty() {
+        bail!(
+            "`{}` has no rungs yet: the run stopped before the baseline; see its manifest.yaml",
+            path.display()
+        );
+    }
+    Ok(report::render(&ReportInput { manifest: &m, analysis: &analysis, env_lines, logs }))
+}
+
+/// The last `max` bytes of a file, from a line start, lossily decoded.
+fn read_tail(p: &Path, max: u64) -> std::io::Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(p)?;
+    let len = f.metadata()?.len();
+    let start = len.saturating_sub(max);
+    f.seek(SeekFrom::Start(start))?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf)?;
+    let from = if start > 0 { memchr::memchr(b'\n', &buf).map(|i| i + 1).unwrap_or(0) } else { 0 };
+    Ok(String::from_utf8_lossy(&buf[from..]).into_owned())
+}
+
+/// `1.5 MiB`.
+pub fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn short(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        s.chars().take(max - 1).collect::<String>() + "…"
+    }
+}

@@ -1,0 +1,320 @@
+//! `cargo xtask debug-ima`: the command line of the ladder. Loads the recipe and its
+//! variables, resolves the plan, prints it for `--dry-run`, runs doctor's preflight for the
+//! rungs planned, creates the bundle and hands the climb to `ladder::driver`, then seals the
+//! bundle and prints the verdict.
+//!
+//! Must not: decide what runs (the policy), run a rung (the driver), or print other than
+//! through `ui`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+
+use super::Outcome;
+use crate::bundle::{layout, Bundle};
+use crate::doctor;
+use crate::findings::render::render_text;
+use crate::ladder::driver::{rung_line, Climb, Stopped};
+use crate::ladder::policy::{self, Request};
+use crate::ladder::rung::{self, rebuild::create_binary_dirs, Debug};
+use crate::launch::container::Containers;
+use crate::launch::container_record;
+use crate::model::{RungId, Runtime};
+use crate::process::Interrupt;
+use crate::recipe::{self, ContainerConfig, Resolved};
+use crate::ui::{self, Prompter};
+
+/// The options of `debug-ima`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// A built-in recipe (`demo`, `cuda`, `pytorch`, `vllm`) or a path to a recipe file.
+    /// Asked for when absent on a terminal.
+    #[arg(long, value_name = "NAME|PATH")]
+    pub recipe: Option<String>,
+    /// Sets a recipe variable (repeatable): `--set script=repro.py`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Runs exactly these rungs, in ladder order (comma-separated).
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub rungs: Option<Vec<RungId>>,
+    /// Runs every rung, even after one has located the fault.
+    #[arg(long)]
+    pub full: bool,
+    /// Rebuilds with `-G` (full device debug info: locals, arguments) instead of `-lineinfo`.
+    #[arg(long = "device-debug")]
+    pub device_debug: bool,
+    /// Prints the plan (every rung's exact command and environment) and runs nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// No prompts: take the defaults; a missing answer is an error naming its flag.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Where bundles go (default: `bundles/` in the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub bundle_dir: Option<PathBuf>,
+    /// Runs every rung inside a container (overrides the recipe's `container: runtime:`);
+    /// `none` runs on the host.
+    #[arg(long, value_enum, value_name = "RUNTIME")]
+    pub container: Option<Runtime>,
+    /// The image (or Apptainer `.sif`) to run in (overrides the recipe's `container: image:`);
+    /// `cargo xtask container build cuda` makes `debug-ima/cuda:13.0`.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+}
+
+/// The container every rung runs in, from the command line and the recipe: `None` on the
+/// host.
+fn container_choice(args: &Args, config: &ContainerConfig) -> Result<Option<(Runtime, String, bool)>> {
+    let runtime = args.container.or(config.runtime).unwrap_or(Runtime::None);
+    if runtime == Runtime::None {
+        if args.image.is_some() && args.container.is_none() {
+            bail!(
+                "`--image` needs a container runtime: add `--container docker` (or `podman`, `apptainer`), \
+                 or set `container: {{ runtime: ... }}` in the recipe"
+            );
+        }
+        return Ok(None);
+    }
+    let Some(image) = args.image.clone().or_else(|| config.image.clone()) else {
+        bail!(
+            "`--container {}` needs an image: give `--image IMAGE` or `container: {{ image: ... }}` in the \
+             recipe (`cargo xtask container build cuda` builds `debug-ima/cuda:13.0`, see containers/README.md)",
+            runtime.name()
+        );
+    };
+    Ok(Some((runtime, image, config.gpus)))
+}
+
+/// Runs `debug-ima`.
+pub fn run(args: Args) -> Result<Outcome> {
+    let interactive = !args.yes && ui::is_tty();
+    let mut prompter: Box<dyn Prompter> =
+        if interactive { Box::new(ui::Interactive) } else { Box::new(ui::NonInteractive) };
+    let (recipe, sets) = recipe_and_values(&args, prompter.as_mut())?;
+    // Resolved first with what is known without a GPU (`{gpu_arch}` a placeholder): a
+    // mistake in the recipe or a `--set` is reported before doctor runs.
+    let mut supplied = host_builtins();
+    let mut resolved = recipe::resolve(&recipe, &sets, &supplied)?;
+
+    let req = Request {
+        rungs: args.rungs.clone(),
+        full: args.full,
+        has_build: rung::get(RungId::Rebuild).applies(&resolved),
+        disabled: RungId::ALL.into_iter().filter(|id| !resolved.enabled(*id)).collect(),
+    };
+    let plan = policy::plan(&req);
+    let choice = container_choice(&args, &resolved.container)?;
+    if choice.is_some() && !args.dry_run {
+        // The build's output folders are made now (the baseline would make them) so they
+        // can be mounted. Another folder that does not exist would be created empty
+        // (Docker) or refused at the first rung: say which now.
+        if let Some(b) = &resolved.build {
+            create_binary_dirs(b)?;
+        }
+        for m in recipe::container_mounts(&resolved) {
+            if !m.is_dir() {
+                bail!(
+                    "`{}` is to be mounted in the container but is not a folder here: check the recipe's \
+                     `container: mounts:`, `cwd` and paths, or the `--set` values",
+                    m.display()
+                );
+            }
+        }
+    }
+    let debug = if args.device_debug { Debug::Full } else { debug_from_recipe(&resolved) };
+    let bundle_root = args.bundle_dir.clone().unwrap_or_else(|| PathBuf::from(layout::DEFAULT_ROOT));
+    let inherited_prepend = std::env::var("NVCC_PREPEND_FLAGS").ok();
+    let workdir = std::env::current_dir().context("cannot read the current directory")?;
+
+    if args.dry_run {
+        // Absolute, as the run makes it: commands get paths into the bundle.
+        let root = std::path::absolute(&bundle_root).unwrap_or_else(|_| bundle_root.clone());
+        let bundle = root.join(format!("<UTC time>_{}", resolved.name));
+        let containers = choice.as_ref().map(|(runtime, image, gpus)| {
+            let mut mounts = recipe::container_mounts(&resolved);
+            mounts.push(root.clone());
+            Containers::new(
+                *runtime,
+                image,
+                &mounts,
+                *gpus,
+                &format!("UTC-time_{}", resolved.name),
+                0,
+                &workdir,
+            )
+        });
+        let climb = Climb {
+            recipe: &resolved,
+            request: &req,
+            plan: &plan,
+            debug,
+            inherited_prepend,
+            gpus: 0,
+            containers,
+            interrupt: Interrupt::manual(),
+        };
+        // Redacted like everything the tool writes: a plan gets pasted into issues too.
+        let text = crate::ladder::plan::render(&climb, &bundle);
+        ui::out(&crate::redact::redact_text(&text, "plan", &mut Vec::new()))?;
+        return Ok(Outcome::Done);
+    }
+
+    // Preflight: on a machine without what the plan needs, stop now and say what is missing.
+    let report = doctor::run_checks(&doctor::Options {
+        coredump_dir: bundle_root.clone(),
+        need: plan.clone(),
+        container: choice.as_ref().map(|(runtime, image, gpus)| doctor::ContainerTarget {
+            runtime: *runtime,
+            image: image.clone(),
+            gpus: *gpus,
+        }),
+    });
+    doctor::require(&report, &plan)?;
+    // Now the GPU is known: `{gpu_arch}` gets GPU 0's compute capability.
+    let gpus = report.gpus();
+    match gpus.first().and_then(|g| g.compute_cap.clone()) {
+        Some(cc) => {
+            supplied.insert("gpu_arch".to_string(), cc);
+        }
+        None if recipe::uses_variable(&recipe, "gpu_arch") => bail!(
+            "recipe `{}` uses `{{gpu_arch}}`, but `nvidia-smi` did not report GPU 0's compute capability (a \
+             driver too old for `--query-gpu=compute_cap`): copy the recipe (`cargo xtask recipe show {} > \
+             mine.yaml`), write the architecture (`9.0` for an H100 or H200) in place of `{{gpu_arch}}`, and \
+             pass `--recipe mine.yaml`",
+            recipe.name,
+            args.recipe.as_deref().unwrap_or(&recipe.name)
+        ),
+        None => {}
+    }
+    resolved = recipe::resolve(&recipe, &sets, &supplied)?;
+    // Tools found outside PATH (`/usr/local/cuda/bin`) are put on it for the rungs.
+    let additions = report.path_additions();
+    if !additions.is_empty() {
+        let old = std::env::var_os("PATH").unwrap_or_default();
+        let joined = std::env::join_paths(additions.iter().cloned().chain(std::env::split_paths(&old)))
+            .context("cannot extend PATH with the CUDA tool directories")?;
+        // Safe: set once, before any thread of ours starts a process.
+        unsafe { std::env::set_var("PATH", joined) };
+    }
+
+    let interrupt = Interrupt::install()?;
+    let recipe_value = serde_json::to_value(&resolved).context("cannot record the recipe")?;
+    let mut bundle = Bundle::create(&bundle_root, &resolved.name, &recipe_value)?;
+    bundle.start(doctor::versions(&report), plan.clone())?;
+    bundle.write_file(&layout::env_file(layout::DOCTOR), &doctor::render(&report))?;
+    ui::status(&format!("bundle: {}", bundle.root().display()));
+    let containers = choice.map(|(runtime, image, gpus)| {
+        let mut mounts = recipe::container_mounts(&resolved);
+        mounts.push(bundle.root().to_path_buf());
+        let name = bundle.root().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        Containers::new(runtime, &image, &mounts, gpus, &name, std::process::id(), &workdir)
+    });
+    if let Some(c) = &containers {
+        let record = container_record(c);
+        ui::status(&format!(
+            "container: {} {} ({}), image {} {}",
+            c.runtime.name(),
+            record.version.as_deref().unwrap_or("?"),
+            if c.gpus { "GPUs passed in" } else { "no GPUs" },
+            c.image,
+            record.image_id.as_deref().unwrap_or("(id unknown)")
+        ));
+        bundle.set_container(record)?;
+    }
+    let climb = Climb {
+        recipe: &resolved,
+        request: &req,
+        plan: &plan,
+        debug,
+        inherited_prepend,
+        gpus: gpus.len(),
+        containers,
+        interrupt: interrupt.clone(),
+    };
+    let climbed = climb.run(bundle, prompter.as_mut(), &ui::Terminal);
+    let (bundle, analysis, outcome) = (climbed.bundle, climbed.analysis, climbed.outcome);
+    // Sealed last, so that `bundle verify` can tell later edits (also after Ctrl-C).
+    // The rungs' files were hashed as each rung ended (the manifest has them).
+    let known = bundle
+        .manifest()
+        .rungs
+        .iter()
+        .flat_map(|r| &r.files)
+        .map(|f| (f.path.clone(), (f.bytes, f.sha256.clone())))
+        .collect();
+    if let Err(e) = crate::bundle::archive::write_sums_reusing(bundle.root(), &known) {
+        ui::status(&format!("warning: {e:#}; `cargo xtask bundle pack` writes SHA256SUMS later"));
+    }
+
+    // After an error with nothing found, the analysis has nothing to say: the error does.
+    let mut text = if outcome.is_err() && analysis.findings.is_empty() && analysis.symptoms.is_empty() {
+        String::new()
+    } else {
+        render_text(&analysis) + "\n"
+    };
+    let stop = bundle.manifest().stopped.clone().unwrap_or_default();
+    text.push_str(&format!("stopped: {stop}\n"));
+    text.push_str(&format!("rungs: {}\n", rung_line(&bundle.manifest().rungs)));
+    text.push_str(&format!("bundle: {}\n", bundle.root().display()));
+    ui::out(&text)?;
+    match outcome {
+        Ok(Stopped::Interrupted) => Ok(Outcome::Interrupted),
+        Ok(_) if interrupt.is_set() => Ok(Outcome::Interrupted),
+        Ok(_) => Ok(Outcome::Done),
+        Err(e) => Err(e.context(format!("the bundle keeps what was collected: {}", bundle.root().display()))),
+    }
+}
+
+fn debug_from_recipe(r: &Resolved) -> Debug {
+    match r.debug_info() {
+        recipe::DebugInfo::G => Debug::Full,
+        recipe::DebugInfo::Lineinfo => Debug::LineInfo,
+    }
+}
+
+/// The built-in variables known without a GPU: `{max_jobs}`, from the cores this process
+/// may use and the memory available (the cgroup's limit too, in a container).
+fn host_builtins() -> BTreeMap<String, String> {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let jobs = recipe::max_jobs(cores, available_memory());
+    BTreeMap::from([("max_jobs".to_string(), jobs.to_string())])
+}
+
+/// Bytes of memory new processes can get: `MemAvailable`, capped by a cgroup v2 limit
+/// (`memory.max` less `memory.current`) when there is one.
+fn available_memory() -> Option<u64> {
+    let host = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| doctor::parse_mem_available(&m));
+    let read = |f: &str| -> Option<u64> { std::fs::read_to_string(f).ok()?.trim().parse().ok() };
+    let cgroup = match (read("/sys/fs/cgroup/memory.max"), read("/sys/fs/cgroup/memory.current")) {
+        (Some(max), Some(current)) => Some(max.saturating_sub(current)),
+        _ => None,
+    };
+    match (host, cgroup) {
+        (Some(h), Some(c)) => Some(h.min(c)),
+        (h, c) => h.or(c),
+    }
+}
+
+/// Loads the recipe and gathers its variables' values: `--set`, then a prompt for each
+/// required one without a value.
+fn recipe_and_values(
+    args: &Args,
+    prompter: &mut dyn Prompter,
+) -> Result<(recipe::Recipe, BTreeMap<String, String>)> {
+    let name = match &args.recipe {
+        Some(n) => n.clone(),
+        None => prompter.choose_recipe(recipe::builtin_names())?,
+    };
+    let recipe = recipe::load(&name)?;
+    let mut sets: BTreeMap<String, String> = BTreeMap::new();
+    for s in &args.sets {
+        let (k, v) = recipe::parse_set(s)?;
+        sets.insert(k, v);
+    }
+    for (k, var) in recipe::missing_variables(&recipe, &sets) {
+        let v = prompter.variable(&k, &var.description, var.default.as_deref())?;
+        sets.insert(k, v);
+    }
+    Ok((recipe, sets))
+}

@@ -1,0 +1,24 @@
+//! One file per subcommand: each takes its parsed arguments, does its work through the
+//! layers below, and returns an [`Outcome`] for `cli` to turn into an exit status.
+//!
+//! Must not: choose exit numbers (that is `cli`), print other than through `ui`, or spawn
+//! processes other than through `process`.
+
+pub mod analyze;
+pub mod bench;
+pub mod bundle;
+pub mod container;
+pub mod debug_ima;
+pub mod doctor;
+pub mod recipe;
+
+/// How a command ended, for `cli` to map to an exit status. Errors are `Err`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// It did what was asked (the ladder ran, with or without a verdict).
+    Done,
+    /// It ran, and what it checked does not hold (`bundle verify` found a changed file).
+    Mismatch,
+    /// Ctrl-C or SIGTERM stopped it; what was collected is kept.
+    Interrupted,
+}

@@ -1,0 +1,245 @@
+//! The analysis as text and JSON, for `analyze`, the end of `debug-ima`, `summary.md` and
+//! reports: deterministic, so snapshots are stable.
+//!
+//! Pure: takes an [`Analysis`], returns strings; must not print or read files.
+
+use std::fmt::Write as _;
+
+use super::{
+    names,
+    scan::{EMPTY, NOT_RECOGNISED},
+    verdict::Analysis,
+    Fault, Frame,
+};
+
+/// The analysis as one JSON object (`verdict`, `findings`, `symptoms`, `inputs`, ...).
+pub fn render_json(a: &Analysis) -> String {
+    serde_json::to_string_pretty(a).expect("analysis serialises") + "\n"
+}
+
+fn dim(d: [u32; 3]) -> String {
+    format!("({},{},{})", d[0], d[1], d[2])
+}
+
+fn frame_text(f: &Frame) -> String {
+    let mut s = f.function.clone().unwrap_or_else(|| "?".into());
+    match (&f.file, f.line) {
+        (Some(file), Some(line)) => write!(s, " at {file}:{line}").unwrap(),
+        (Some(file), None) => write!(s, " in {file}").unwrap(),
+        _ => {}
+    }
+    if let Some(m) = &f.module {
+        if f.file.is_none() {
+            write!(s, " in {m}").unwrap();
+        }
+    }
+    s
+}
+
+/// `n` with thousands separators, as compute-sanitizer prints byte counts.
+pub fn grouped(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn fault_line(f: &Fault) -> String {
+    let mut s = String::new();
+    if let Some(e) = &f.error {
+        s.push_str(e.as_str());
+    }
+    if let Some(k) = &f.kernel {
+        write!(s, " in `{}`", names::compact_signature(k)).unwrap();
+    }
+    if let Some(l) = &f.location {
+        write!(s, " at {l}").unwrap();
+    }
+    if f.count > 1 {
+        write!(s, ", {} records", grouped(f.count)).unwrap();
+    }
+    match (f.block_range, f.thread_range) {
+        (Some(b), Some(t)) if f.count > 1 => {
+            write!(s, ", blocks {}..{}, threads {}..{}", dim(b[0]), dim(b[1]), dim(t[0]), dim(t[1])).unwrap()
+        }
+        _ => {
+            if let Some(b) = f.block {
+                write!(s, ", block {}", dim(b)).unwrap();
+            }
+            if let Some(t) = f.thread {
+                write!(s, " thread {}", dim(t)).unwrap();
+            }
+        }
+    }
+    if let Some(d) = &f.detail {
+        write!(s, " ({d})").unwrap();
+    }
+    s
+}
+
+/// Describes a memory access in words: `write of 4 bytes at 0x.. (__global__), 34,359,738,368
+/// bytes before the nearest allocation at 0x.. of 16,384 bytes`.
+pub fn access_text(a: &crate::findings::Access) -> String {
+    let mut s = String::new();
+    if let Some(k) = &a.kind {
+        s.push_str(k);
+    } else {
+        s.push_str("access");
+    }
+    if let Some(sz) = a.size {
+        write!(s, " of {sz} bytes").unwrap();
+    }
+    if let Some(addr) = a.address {
+        write!(s, " at {addr:#x}").unwrap();
+    }
+    if let Some(sp) = &a.space {
+        write!(s, " ({sp})").unwrap();
+    }
+    if let Some(n) = &a.nearest {
+        write!(
+            s,
+            ", {} bytes {} the nearest allocation at {:#x} of {} bytes",
+            grouped(n.distance),
+            if n.before { "before" } else { "after" },
+            n.allocation,
+            grouped(n.allocation_size)
+        )
+        .unwrap();
+    }
+    s
+}
+
+/// The analysis for a human: verdict first, then the evidence, then what could not be read.
+pub fn render_text(a: &Analysis) -> String {
+    let mut s = String::new();
+    match &a.verdict {
+        Some(v) => {
+            let at = match (&v.file, v.line) {
+                (Some(f), Some(l)) => format!("{f}:{l}"),
+                _ => "an unknown line".to_string(),
+            };
+            writeln!(s, "verdict: {} in `{}` at {at}", v.error.as_str(), v.kernel).unwrap();
+            let mut who = Vec::new();
+            if let Some(b) = v.block {
+                who.push(format!("block {}", dim(b)));
+            }
+            if let Some(t) = v.thread {
+                who.push(format!("thread {}", dim(t)));
+            }
+            if let Some(d) = v.device {
+                who.push(format!("device {d}"));
+            }
+            if let Some(r) = v.rank {
+                who.push(format!("rank {r}"));
+            }
+            if let Some(p) = v.pid {
+                who.push(format!("pid {p}"));
+            }
+            if !who.is_empty() {
+                writeln!(s, "  where:    {}", who.join(", ")).unwrap();
+            }
+            if let Some(acc) = &v.access {
+                writeln!(s, "  access:   {}", access_text(acc)).unwrap();
+            }
+            if !v.inlined.is_empty() {
+                let chain: Vec<String> = v.inlined.iter().map(|l| l.to_string()).collect();
+                writeln!(s, "  inlined:  {}", chain.join(" <- ")).unwrap();
+            }
+            if let Some(h) = &v.host_frame {
+                writeln!(s, "  host:     {}", frame_text(h)).unwrap();
+            }
+            writeln!(s, "  found by: {}", v.rungs.join(", ")).unwrap();
+            for d in &v.disagreements {
+                writeln!(s, "  differs:  {d}").unwrap();
+            }
+            for r in &v.remarks {
+                writeln!(s, "  note:     {r}").unwrap();
+            }
+        }
+        None => writeln!(s, "{}", a.conclusion).unwrap(),
+    }
+    if !a.symptoms.is_empty() {
+        writeln!(s, "\nsymptoms (what the program reported):").unwrap();
+        for sy in &a.symptoms {
+            let mut line = format!("  {}: {}", sy.origin, sy.item.message);
+            if let Some(e) = &sy.item.exception {
+                line = format!("  {}: {e}: {}", sy.origin, sy.item.message);
+            }
+            if let Some(r) = &sy.item.reported_at {
+                write!(line, " (reported at {r})").unwrap();
+            } else if let Some(f) = sy.item.user_frame() {
+                write!(line, " (raised at {})", frame_text(f)).unwrap();
+            }
+            if let Some(r) = sy.item.rank {
+                write!(line, " [rank {r}]").unwrap();
+            }
+            writeln!(s, "{line}").unwrap();
+        }
+    }
+    if !a.findings.is_empty() {
+        writeln!(s, "\nfindings:").unwrap();
+        for f in &a.findings {
+            writeln!(s, "  {}: {}", f.origin, fault_line(&f.item)).unwrap();
+        }
+    }
+    let mut extra = String::new();
+    let unknown: Vec<&str> = a
+        .inputs
+        .iter()
+        .filter(|i| i.tools.is_empty() && i.notes.iter().any(|n| n.starts_with(NOT_RECOGNISED)))
+        .map(|i| i.origin.as_str())
+        .collect();
+    if !unknown.is_empty() {
+        writeln!(extra, "  no known tool's output in: {}", unknown.join(", ")).unwrap();
+    }
+    let empty: Vec<&str> = a
+        .inputs
+        .iter()
+        .filter(|i| i.bytes == 0 && i.notes.iter().any(|n| n.starts_with(EMPTY)))
+        .map(|i| i.origin.as_str())
+        .collect();
+    if !empty.is_empty() {
+        writeln!(extra, "  empty: {}", empty.join(", ")).unwrap();
+    }
+    for i in &a.inputs {
+        for w in &i.waits {
+            writeln!(extra, "  {}: process {} on {} waits for a debugger", i.origin, w.pid, w.host).unwrap();
+        }
+        for c in &i.coredumps {
+            writeln!(extra, "  {}: coredump written to {}", i.origin, c.path).unwrap();
+        }
+        for e in &i.api_errors {
+            writeln!(extra, "  {}: {} on `{}` ({}) x{}", i.origin, e.error, e.api, e.message, e.count)
+                .unwrap();
+        }
+        if let Some(n) = i.error_summary {
+            writeln!(extra, "  {}: compute-sanitizer ERROR SUMMARY: {} errors", i.origin, grouped(n))
+                .unwrap();
+        }
+        for n in i.notes.iter().filter(|n| !n.starts_with(NOT_RECOGNISED) && !n.starts_with(EMPTY)) {
+            writeln!(extra, "  {}: {n}", i.origin).unwrap();
+        }
+    }
+    if !extra.is_empty() {
+        writeln!(s, "\nalso seen:").unwrap();
+        s.push_str(&extra);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(4096), "4,096");
+        assert_eq!(grouped(34_359_738_368), "34,359,738,368");
+    }
+}

@@ -1,0 +1,164 @@
+//! The `collect` commands: the recipe's own (`vllm collect-env`) and the environment snapshot
+//! (`git describe` of the target's source, `pip freeze`, PyTorch's `collect_env`), run one
+//! after the other in the background beside the baseline into `env/NAME`. None of it is
+//! needed to find the fault: a failure is a note.
+//!
+//! Must not: stop the ladder (a failure is noted), or run beside a later rung (the driver
+//! joins them after the baseline).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use super::driver::run_logged;
+use super::rung::from_step;
+use crate::bundle::{layout, CommandRecord};
+use crate::launch::container::{Access, Containers};
+use crate::launch::Place;
+use crate::model::{Exit, Invocation, Role};
+use crate::process::{Control, Interrupt};
+use crate::recipe::{Collect, Resolved};
+use crate::redact::Redaction;
+
+/// A `collect:` command (`vllm collect-env`), run once before the baseline: in the run
+/// step's directory and environment, so that it sees the target's Python and packages,
+/// with its own short time limit.
+pub fn invocation(r: &Resolved, c: &Collect) -> Invocation {
+    let mut inv = from_step(&r.run);
+    inv.argv = c.argv.clone();
+    inv.timeout = Some(c.timeout);
+    inv
+}
+
+/// The snapshot's file that is always made on the host, also when the rungs run in a
+/// container: `git describe` of the host's checkout.
+pub const SNAPSHOT_ON_HOST: &str = "git-describe.txt";
+
+/// The environment snapshot taken before the baseline, besides the recipe's own `collect`
+/// commands: `git describe --always --dirty` of the target's source (its working directory),
+/// and for Python targets `pip freeze` and PyTorch's `collect_env` (unless the recipe already
+/// collects a `collect-env`), with the target's Python.
+pub fn snapshot(r: &Resolved) -> Vec<Collect> {
+    let mut out = vec![Collect {
+        name: SNAPSHOT_ON_HOST.into(),
+        argv: ["git", "describe", "--always", "--dirty", "--tags"].map(String::from).to_vec(),
+        timeout: Duration::from_secs(20),
+    }];
+    if r.python {
+        let python = r.vars.get("python").cloned().unwrap_or_else(|| {
+            let first = r.run.program();
+            let base = first.rsplit('/').next().unwrap_or(first);
+            if base.starts_with("python") {
+                first.to_string()
+            } else {
+                "python3".to_string()
+            }
+        });
+        out.push(Collect {
+            name: "pip-freeze.txt".into(),
+            argv: vec![python.clone(), "-m".into(), "pip".into(), "freeze".into()],
+            timeout: Duration::from_secs(60),
+        });
+        if !r.collect.iter().any(|c| c.name.contains("collect-env")) {
+            out.push(Collect {
+                name: "torch-collect-env.txt".into(),
+                argv: vec![python, "-m".into(), "torch.utils.collect_env".into()],
+                timeout: Duration::from_secs(120),
+            });
+        }
+    }
+    out.retain(|c| !r.collect.iter().any(|own| own.name == c.name));
+    out
+}
+
+/// One `collect` command to run into `env/NAME`.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub name: String,
+    pub inv: Invocation,
+    pub place: Place,
+    /// The snapshot's: a failure (no git checkout, no pip) shows only in its record and file.
+    pub quiet: bool,
+}
+
+/// What one `collect` command left for the manifest.
+pub struct Collected {
+    pub record: CommandRecord,
+    pub found: Vec<Redaction>,
+    pub note: Option<String>,
+    pub quiet: bool,
+}
+
+/// The recipe's `collect` commands, then the environment snapshot ([`snapshot`],
+/// quiet), as jobs in the order they run: each in the image when there is one, except `git
+/// describe`: the source is the host's checkout.
+pub fn jobs(r: &Resolved, containers: Option<&Containers>) -> Vec<Job> {
+    let job = |i: usize, c: &Collect, quiet: bool| {
+        let place = match containers {
+            Some(k) if c.name != SNAPSHOT_ON_HOST => {
+                Place::New(k.clone(), k.name(i, &format!("collect-{}", c.name)), Access::Plain)
+            }
+            _ => Place::Host,
+        };
+        Job { name: c.name.clone(), inv: invocation(r, c), place, quiet }
+    };
+    let snapshot = snapshot(r);
+    let all = r.collect.iter().map(|c| (c, false)).chain(snapshot.iter().map(|c| (c, true)));
+    all.enumerate().map(|(i, (c, quiet))| job(i, c, quiet)).collect()
+}
+
+/// Runs one `collect` job into `root/env/NAME` (both streams). A command that is missing,
+/// fails or times out gives a note; none of it is needed to find the fault.
+fn run(root: &Path, job: &Job, interrupt: &Interrupt) -> Result<Collected> {
+    let rel = layout::env_file(&job.name);
+    let log = root.join(&rel);
+    let mut found = Vec::new();
+    let (record, result) = run_logged(
+        root,
+        Role::Collect,
+        &job.inv,
+        &job.place,
+        (log.clone(), log),
+        None,
+        &mut found,
+        interrupt,
+        &mut |_, _| Control::Continue,
+    )?;
+    let cmd = &record.command;
+    let note = match result {
+        Ok(o) => match o.exit {
+            Exit::Code(0) => None,
+            Exit::Interrupted => Some(format!("`{cmd}` (for {rel}) was interrupted")),
+            Exit::TimedOut => Some(format!(
+                "`{cmd}` (for {rel}) timed out after {} s and was killed; what it printed is kept",
+                job.inv.timeout.map(|t| t.as_secs()).unwrap_or(0)
+            )),
+            other => Some(format!(
+                "`{cmd}` (for {rel}) ended with {}; what it printed is kept, and the ladder goes on",
+                other.text()
+            )),
+        },
+        Err(e) => Some(format!(
+            "`{cmd}` (for {rel}) could not run: {e:#}; not needed for the ladder, which goes on"
+        )),
+    };
+    Ok(Collected { record, found, note, quiet: job.quiet })
+}
+
+/// The recipe's `collect` commands, then the snapshot, one after the other in the background
+/// as the ladder starts: `collect_env` alone takes seconds (`vllm collect-env` more), and
+/// nothing of the ladder needs them; the climb takes their results after the baseline
+/// (the driver joins them), so the later rungs run alone.
+pub fn start(
+    jobs: Vec<Job>,
+    root: PathBuf,
+    interrupt: Interrupt,
+) -> Result<std::thread::JoinHandle<Vec<Result<Collected>>>> {
+    std::thread::Builder::new()
+        .name("snapshot".into())
+        .spawn(move || {
+            jobs.iter().take_while(|_| !interrupt.is_set()).map(|j| run(&root, j, &interrupt)).collect()
+        })
+        .context("cannot start the `collect` commands")
+}

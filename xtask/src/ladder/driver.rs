@@ -1,0 +1,546 @@
+//! The climb: asks the [`policy`](super::policy) what to run next, asks the prompter, runs the
+//! rung's steps where they belong ([`Place`]) into the bundle, reads what they printed with
+//! `findings`, and repeats until the policy says stop. It is given its prompter, its progress
+//! sink and its interrupt handle as values, so that a test climbs in-process with a scripted
+//! prompter and stand-in tools.
+//!
+//! Must not: parse tool output itself (that is `findings`), print other than through the
+//! progress sink, spawn other than through `process`, or leave a process of the target alive.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use super::collect::{self, Collected};
+use super::policy::{self, Next, Request, RungOutcome};
+use super::rung::{self, Beside, Debug, RungIo, Step, StepCx};
+use crate::bundle::inputs::{is_rung_output, scan_file};
+use crate::bundle::{self, layout, Bundle, CommandRecord, RungRecord, RungStatus};
+use crate::findings::coredump::sm_progress;
+use crate::findings::verdict::{decide, Analysis};
+use crate::findings::Evidence;
+use crate::launch::container::Containers;
+use crate::launch::{self, Place};
+use crate::model::{Exit, Invocation, Role, RungId};
+use crate::process::{self, Control, Interrupt, Spec, Stream};
+use crate::recipe::Resolved;
+use crate::redact::Redaction;
+use crate::ui::{Choice, Progress, Prompter, RungBar};
+
+/// Everything a climb is given.
+pub struct Climb<'a> {
+    pub recipe: &'a Resolved,
+    pub request: &'a Request,
+    pub plan: &'a [RungId],
+    pub debug: Debug,
+    /// `NVCC_PREPEND_FLAGS` of the ladder's environment, which the rebuild keeps.
+    pub inherited_prepend: Option<String>,
+    /// How many GPUs doctor saw (`nvidia-smi --query-gpu`).
+    pub gpus: usize,
+    /// The run's containers, when every rung runs in one.
+    pub containers: Option<Containers>,
+    pub interrupt: Interrupt,
+}
+
+/// What a climb left.
+pub struct Climbed {
+    pub bundle: Bundle,
+    pub analysis: Analysis,
+    /// Why it stopped, or the error that stopped it.
+    pub outcome: Result<Stopped>,
+}
+
+/// How a climb ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stopped {
+    /// The policy or the prompt stopped it; the reason, for the user.
+    Done(String),
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
+}
+
+impl Stopped {
+    pub fn reason(&self) -> String {
+        match self {
+            Stopped::Done(why) => why.clone(),
+            Stopped::Interrupted => "interrupted (Ctrl-C): the bundle keeps what was collected".to_string(),
+        }
+    }
+}
+
+impl Climb<'_> {
+    /// The steps of one rung, as it will run them from its folder `dir`.
+    pub fn steps(&self, id: RungId, dir: PathBuf) -> Vec<Step> {
+        let cx = StepCx {
+            recipe: self.recipe,
+            debug: self.debug,
+            dir,
+            inherited_prepend: self.inherited_prepend.clone(),
+        };
+        rung::get(id).steps(&cx)
+    }
+
+    /// Climbs into `bundle`: starts the `collect` commands beside the baseline, runs the rungs
+    /// the policy asks for, and writes the analysis after each. Whatever happens the bundle
+    /// keeps what was collected.
+    pub fn run(self, bundle: Bundle, prompter: &mut dyn Prompter, progress: &dyn Progress) -> Climbed {
+        let jobs = collect::jobs(self.recipe, self.containers.as_ref());
+        for job in jobs.iter().filter(|j| !j.quiet) {
+            let shown = crate::redact::invocation(&job.place.wrap(&job.inv), "terminal", &mut Vec::new());
+            progress.status(&format!(
+                "==> collect {} (beside the baseline): {}",
+                layout::env_file(&job.name),
+                shown.shell_line()
+            ));
+        }
+        let collecting = collect::start(jobs, bundle.root().to_path_buf(), self.interrupt.clone());
+        let mut state = State {
+            climb: &self,
+            bundle,
+            evidence: Vec::new(),
+            done: Vec::new(),
+            analysis: decide(&[]),
+            started: 0,
+            collecting: collecting.ok(),
+        };
+        let mut outcome = state.climb_all(prompter, progress);
+        if let Err(e) = state.join_collect(progress) {
+            outcome = outcome.and(Err(e));
+        }
+        let State { mut bundle, analysis, .. } = state;
+        bundle.set_stopped(match &outcome {
+            Ok(s) => s.reason(),
+            Err(e) => format!("error: {e:#}"),
+        });
+        if let Err(e) = bundle.write_analysis(&analysis) {
+            outcome = outcome.and(Err(e));
+        }
+        Climbed { bundle, analysis, outcome }
+    }
+}
+
+/// The state of one climb.
+struct State<'c, 'a> {
+    climb: &'c Climb<'a>,
+    bundle: Bundle,
+    evidence: Vec<Evidence>,
+    done: Vec<(RungId, RungOutcome)>,
+    /// The verdict over `evidence`, recomputed once after each rung.
+    analysis: Analysis,
+    /// Containers started so far (their names count up).
+    started: usize,
+    /// The `collect` commands and the snapshot running in the background, until joined.
+    collecting: Option<std::thread::JoinHandle<Vec<Result<Collected>>>>,
+}
+
+impl State<'_, '_> {
+    fn climb_all(&mut self, prompter: &mut dyn Prompter, progress: &dyn Progress) -> Result<Stopped> {
+        let total = self.climb.plan.len();
+        let mut index = 0;
+        loop {
+            if self.climb.interrupt.is_set() {
+                return Ok(Stopped::Interrupted);
+            }
+            let id = match policy::next(self.climb.request, self.climb.plan, &self.done, &self.analysis) {
+                Next::Stop(why) => return Ok(Stopped::Done(why)),
+                Next::Run(r) => r,
+            };
+            let rung = rung::get(id);
+            index += 1;
+            match prompter.before_rung(id.name(), rung.describe())? {
+                Choice::Run => {}
+                Choice::Skip => {
+                    self.done.push((id, RungOutcome::Skipped));
+                    self.bundle.push_rung(RungRecord {
+                        rung: id,
+                        dir: String::new(),
+                        status: RungStatus::Skipped,
+                        duration_s: 0.0,
+                        commands: vec![],
+                        files: vec![],
+                        notes: vec!["skipped at the prompt".into()],
+                    })?;
+                    continue;
+                }
+                Choice::Stop => return Ok(Stopped::Done(format!("stopped at the prompt before {id}"))),
+            }
+            let dir = self.bundle.rung_dir(index, id)?;
+            let bar = progress.rung(index, total, id.name(), rung.describe());
+            let started = Instant::now();
+            let mut record = RungRecord {
+                rung: id,
+                dir: self.bundle.rel(&dir),
+                status: RungStatus::Ran,
+                duration_s: 0.0,
+                commands: vec![],
+                files: vec![],
+                notes: vec![],
+            };
+            let steps = self.climb.steps(id, dir.clone());
+            let result = {
+                let mut io = Io { state: self, dir: &dir, record: &mut record, bar: bar.as_ref() };
+                rung.run(&mut io, &steps)
+            };
+            record.duration_s = started.elapsed().as_secs_f64();
+            self.give_back_after(&dir, &record);
+            self.redact_reports(&dir, &mut record);
+            record.files = self.bundle.files_of(&dir);
+            let ran = match &result {
+                Ok(r) => Some(*r),
+                Err(e) => {
+                    record.status = RungStatus::Failed;
+                    record.notes.push(format!("{e:#}"));
+                    None
+                }
+            };
+            if self.climb.interrupt.is_set() {
+                record.status = RungStatus::Interrupted;
+            }
+            // Read what the rung's files say, then save the bundle's view of it.
+            let before = self.evidence.len();
+            for f in record.files.iter().filter(|f| is_rung_output(Path::new(&f.path))) {
+                if let Ok(ev) = scan_file(&self.bundle.root().join(&f.path)) {
+                    self.evidence.push(ev);
+                }
+            }
+            let device_error = self.evidence[before..].iter().any(|e| {
+                !e.faults.is_empty()
+                    || e.symptoms.iter().any(|s| s.error.as_ref().is_some_and(|x| x.is_device_fault()))
+            });
+            let outcome = match ran {
+                Some(r) => RungOutcome::Ran { faulted: r.faulted || device_error, yielded: r.yielded },
+                None => RungOutcome::Failed,
+            };
+            let shown = format!(
+                "{}{}",
+                record
+                    .commands
+                    .iter()
+                    .find(|c| c.role == Role::Target)
+                    .and_then(|c| c.exit)
+                    .map(Exit::text)
+                    .unwrap_or_else(|| record.status.to_string()),
+                if outcome.faulted() || (ran.is_none() && device_error) { ", device error seen" } else { "" }
+            );
+            bar.finish(&shown);
+            for n in &record.notes {
+                progress.status(&format!("    note: {n}"));
+            }
+            self.bundle.push_rung(record)?;
+            self.done.push((id, outcome));
+            // After the baseline: the later rungs run the target under a debugger or a
+            // sanitizer, alone.
+            self.join_collect(progress)?;
+            self.analysis = decide(&self.evidence);
+            self.bundle.write_analysis(&self.analysis)?;
+            if let Err(e) = result {
+                if self.climb.interrupt.is_set() {
+                    return Ok(Stopped::Interrupted);
+                }
+                if id == RungId::Baseline {
+                    // Every later rung runs the same target: if it cannot start, none can.
+                    return Err(e.context("the baseline could not run the target, so no rung can"));
+                }
+                progress.status(&format!("    {id} failed: {e:#}; going on"));
+            }
+        }
+    }
+
+    /// Waits for the `collect` commands and the snapshot (once) and adds what they collected
+    /// to the bundle; a recipe command that failed is noted then.
+    fn join_collect(&mut self, progress: &dyn Progress) -> Result<()> {
+        let Some(handle) = self.collecting.take() else { return Ok(()) };
+        let results = handle.join().map_err(|_| anyhow::anyhow!("the environment snapshot panicked"))?;
+        for r in results {
+            let c = r?;
+            self.bundle.note_redactions(c.found);
+            let note = c.note.filter(|_| !c.quiet);
+            if let Some(n) = &note {
+                progress.status(&format!("    note: {n}"));
+            }
+            self.bundle.push_collected(c.record, note)?;
+        }
+        Ok(())
+    }
+
+    /// Where the next process of `step` runs: on the host, or in a new container named
+    /// after its logs (or role), as the plan names it.
+    fn place(&mut self, step: &Step) -> Place {
+        super::plan::place_for(self.climb.containers.as_ref(), &mut self.started, step, &Place::Host)
+    }
+
+    /// Files a root container wrote go back to their folder's owner: a rung's folder to the
+    /// owner of the folder the bundles go to, the build's tree to its own owner.
+    fn give_back_after(&self, dir: &Path, record: &RungRecord) {
+        let Some(c) = &self.climb.containers else { return };
+        if let Some(bundles) = self.bundle.root().parent() {
+            launch::give_back(c, dir, bundles);
+        }
+        if record.commands.iter().any(|c| c.role == Role::Build) {
+            if let Some(b) = &self.climb.recipe.build {
+                let tree = b.cwd.clone().unwrap_or_else(|| c.workdir.clone());
+                launch::give_back(c, &tree, &tree);
+            }
+        }
+    }
+
+    /// Redacts what the tools wrote themselves (compute-sanitizer's `--save` XML, the
+    /// rebuild's table) in place; logs were redacted as they were written.
+    fn redact_reports(&mut self, dir: &Path, record: &mut RungRecord) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let mut reports: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "xml" || x == "tsv"))
+            .collect();
+        reports.sort();
+        for p in reports {
+            let mut found = Vec::new();
+            let place = self.bundle.rel(&p);
+            if let Err(e) = bundle::redact_file(&p, &place, &mut found) {
+                record.notes.push(format!("{e:#}: check `{place}` for secrets before sharing the bundle"));
+            }
+            self.bundle.note_redactions(found);
+        }
+    }
+}
+
+/// A rung's view of the climb while it runs.
+struct Io<'s, 'c, 'a> {
+    state: &'s mut State<'c, 'a>,
+    dir: &'s Path,
+    record: &'s mut RungRecord,
+    bar: &'s dyn RungBar,
+}
+
+/// The lines of the target and the build go to the progress (the coredump's `SM k/N` as a
+/// bar); a tool's are only logged.
+fn shows_lines(role: Role) -> bool {
+    matches!(role, Role::Target | Role::Build)
+}
+
+fn to_bar(bar: &dyn RungBar, line: &str) {
+    match sm_progress(line) {
+        Some((k, n)) => bar.sm(k, n),
+        None => bar.line(line),
+    }
+}
+
+impl Io<'_, '_, '_> {
+    /// Runs `step` at `place`, recording it; the outer error is the bundle's, the inner the
+    /// process's.
+    fn run_at(
+        &mut self,
+        step: &Step,
+        place: &Place,
+        on_line: &mut dyn FnMut(Stream, &str) -> Control,
+    ) -> Result<Exit> {
+        let mut found = Vec::new();
+        let (rec, result) = run_logged(
+            self.state.bundle.root(),
+            step.role,
+            &step.inv,
+            place,
+            layout::logs(self.dir, &step.stem),
+            Some(self.dir),
+            &mut found,
+            &self.state.climb.interrupt,
+            on_line,
+        )?;
+        self.state.bundle.note_redactions(found);
+        self.record.commands.push(rec);
+        let o = result?;
+        if place.in_container() && o.exit == Exit::Code(125) {
+            self.record.notes.push(format!(
+                "{}: the container runtime could not run the command (exit 125, its own error): see the log \
+                 for the runtime's message",
+                step.role
+            ));
+        }
+        if o.exit == Exit::TimedOut {
+            self.record.notes.push(format!(
+                "{} timed out after {} s and was killed with its process group",
+                step.role,
+                step.inv.timeout.map(|t| t.as_secs()).unwrap_or(0)
+            ));
+        }
+        Ok(o.exit)
+    }
+}
+
+impl RungIo for Io<'_, '_, '_> {
+    fn recipe(&self) -> &Resolved {
+        self.state.climb.recipe
+    }
+
+    fn dir(&self) -> &Path {
+        self.dir
+    }
+
+    fn shown_dir(&self) -> String {
+        self.record.dir.clone()
+    }
+
+    fn gpus(&self) -> usize {
+        self.state.climb.gpus
+    }
+
+    fn interrupted(&self) -> bool {
+        self.state.climb.interrupt.is_set()
+    }
+
+    fn exec(&mut self, step: &Step) -> Result<Exit> {
+        let place = self.state.place(step);
+        let bar = self.bar;
+        let shows = shows_lines(step.role);
+        self.run_at(step, &place, &mut |_, line| {
+            if shows {
+                to_bar(bar, line);
+            }
+            Control::Continue
+        })
+    }
+
+    fn exec_watching(
+        &mut self,
+        step: &Step,
+        watch: &mut dyn FnMut(&str, &mut dyn Beside) -> Control,
+    ) -> Result<Exit> {
+        let place = self.state.place(step);
+        let mut beside = Side {
+            root: self.state.bundle.root().to_path_buf(),
+            dir: self.dir.to_path_buf(),
+            place: place.beside(),
+            interrupt: self.state.climb.interrupt.clone(),
+            bar: self.bar,
+            records: Vec::new(),
+            found: Vec::new(),
+        };
+        let bar = self.bar;
+        let result = self.run_at(step, &place, &mut |_, line| {
+            to_bar(bar, line);
+            watch(line, &mut beside)
+        });
+        self.record.commands.extend(beside.records);
+        self.state.bundle.note_redactions(beside.found);
+        result
+    }
+
+    fn note(&mut self, text: String) {
+        self.record.notes.push(text);
+    }
+
+    fn say(&self, text: &str) {
+        self.bar.note(text);
+    }
+}
+
+/// Runs steps beside the target from inside its line callback: records kept apart, merged
+/// into the rung's when the target's run returns.
+struct Side<'b> {
+    root: PathBuf,
+    dir: PathBuf,
+    place: Place,
+    interrupt: Interrupt,
+    bar: &'b dyn RungBar,
+    records: Vec<CommandRecord>,
+    found: Vec<Redaction>,
+}
+
+impl Beside for Side<'_> {
+    fn exec(&mut self, step: &Step) -> Result<()> {
+        let (rec, result) = run_logged(
+            &self.root,
+            step.role,
+            &step.inv,
+            &self.place,
+            layout::logs(&self.dir, &step.stem),
+            Some(&self.dir),
+            &mut self.found,
+            &self.interrupt,
+            &mut |_, _| Control::Continue,
+        )?;
+        self.records.push(rec);
+        result.map(|_| ())
+    }
+
+    fn log(&self, step: &Step) -> PathBuf {
+        layout::logs(&self.dir, &step.stem).0
+    }
+
+    fn say(&self, text: &str) {
+        self.bar.note(text);
+    }
+
+    fn interrupted(&self) -> bool {
+        self.interrupt.is_set()
+    }
+}
+
+/// What `process` runs for an invocation, with its two logs (the same path for both streams
+/// puts them in one file).
+fn to_spec(inv: &Invocation, (stdout_log, stderr_log): (PathBuf, PathBuf), interrupt: &Interrupt) -> Spec {
+    Spec {
+        program: inv.argv[0].clone().into(),
+        args: inv.argv[1..].iter().map(Into::into).collect(),
+        cwd: inv.cwd.clone(),
+        env_set: inv.env_set.clone(),
+        env_remove: inv.env_remove.clone(),
+        stdout_log,
+        stderr_log,
+        timeout: inv.timeout,
+        redact: true,
+        interrupt: interrupt.clone(),
+    }
+}
+
+/// Runs one process for the bundle with everything recorded redacted: its command (in
+/// `command_dir` when given: `command.txt` for the target, `<stem>.command.txt` for a tool),
+/// its logs (redacted as `process` writes them) and its [`CommandRecord`]; the redactions
+/// found are added to `found`. In a container, the command recorded is the runtime's. The
+/// outer error is the bundle's (a file it could not write), the inner one the process's.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_logged(
+    root: &Path,
+    role: Role,
+    inv: &Invocation,
+    place: &Place,
+    logs: (PathBuf, PathBuf),
+    command_dir: Option<&Path>,
+    found: &mut Vec<Redaction>,
+    interrupt: &Interrupt,
+    on_line: &mut dyn FnMut(Stream, &str) -> Control,
+) -> Result<(CommandRecord, Result<process::Outcome>)> {
+    let inv = &place.wrap(inv);
+    let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+    let (out_rel, err_rel) = (rel(&logs.0), rel(&logs.1));
+    let command_file = command_dir.map(|d| layout::command_file(d, &logs.0));
+    let at = match &command_file {
+        Some(f) => rel(f),
+        None => format!("{out_rel} (command)"),
+    };
+    let shown = crate::redact::invocation(inv, &at, found);
+    let mut rec = CommandRecord::new(role, &shown, &out_rel, &err_rel);
+    if let Some(f) = &command_file {
+        std::fs::write(f, shown.shell_line() + "\n")
+            .with_context(|| format!("cannot write `{}`", f.display()))?;
+    }
+    let result = process::run(&to_spec(inv, logs, interrupt), on_line);
+    place.clean_up();
+    if let Ok(o) = &result {
+        rec.exit = Some(o.exit);
+        rec.duration_s = o.duration.as_secs_f64();
+        found.extend(bundle::log_redactions(&o.redacted, &out_rel, &err_rel));
+    }
+    Ok((rec, result))
+}
+
+/// `baseline ran (1.2 s), rebuild skipped (0.0 s), ...` for the end of a run.
+pub fn rung_line(rungs: &[RungRecord]) -> String {
+    rungs
+        .iter()
+        .map(|r| format!("{} {} ({:.1} s)", r.rung, r.status, r.duration_s))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

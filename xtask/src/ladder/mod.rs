@@ -1,0 +1,12 @@
+//! The ladder: the pure [`policy`] that decides what runs next, the [`driver`] that climbs,
+//! one file per rung under [`rung`], the `collect` commands beside the baseline, and the
+//! `--dry-run` plan derived from the very steps the run executes.
+//!
+//! Must not: parse tool output (`findings`), print other than through `ui`, spawn other than
+//! through `launch`/`process`, or choose exit numbers.
+
+pub mod collect;
+pub mod driver;
+pub mod plan;
+pub mod policy;
+pub mod rung;

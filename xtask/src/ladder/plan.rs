@@ -1,0 +1,96 @@
+//! `--dry-run`: the plan, every step's exact command and environment, derived from the very
+//! steps the run executes ([`Climb::steps`], the `collect` jobs) and wrapped for the container
+//! the same way ([`place_for`]): what it prints is what would run.
+//!
+//! Must not: run or write anything.
+
+use std::path::Path;
+
+use super::collect;
+use super::driver::Climb;
+use super::rung::{self, At, Step, When};
+use crate::bundle::layout;
+use crate::launch::container::{Access, Containers};
+use crate::launch::Place;
+use crate::model::Role;
+
+/// Where a step runs, with the run's containers: a new container named after its logs (or
+/// its role), numbered by `started`; beside the target, inside the target's.
+pub fn place_for(containers: Option<&Containers>, started: &mut usize, step: &Step, target: &Place) -> Place {
+    let Some(c) = containers else { return Place::Host };
+    match step.at {
+        At::BesideTarget => target.beside(),
+        At::New(access) => {
+            *started += 1;
+            let what = if step.stem.is_empty() { step.role.name() } else { step.stem.as_str() };
+            Place::New(c.clone(), c.name(*started, what), access)
+        }
+    }
+}
+
+/// The plan's text. `bundle` is the folder the run would create (its name unknown until then).
+pub fn render(climb: &Climb, bundle: &Path) -> String {
+    let r = climb.recipe;
+    let mut s = format!(
+        "recipe: {}\nplan: {}\n",
+        r.name,
+        climb.plan.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ")
+    );
+    let containers = climb.containers.as_ref();
+    if let Some(c) = containers {
+        s.push_str(&format!(
+            "container: {} image {} ({}); each command in its own container, removed after it\n   \
+             mounted at the same path: {}\n",
+            c.runtime.name(),
+            c.image,
+            if c.gpus { "GPUs passed in" } else { "no GPUs" },
+            c.mounts.iter().map(|m| m.display().to_string()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    s.push_str("\ncollect (once, in the background beside the baseline; a failure is noted, not fatal):\n");
+    for job in collect::jobs(r, containers) {
+        let inv = job.place.wrap(&job.inv);
+        s.push_str(&format!("   {}: {}\n", layout::env_file(&job.name), inv.shell_line()));
+        if let Some(t) = inv.timeout {
+            s.push_str(&format!("      timeout: {} s\n", t.as_secs()));
+        }
+    }
+    let mut started = 0;
+    for (i, id) in climb.plan.iter().enumerate() {
+        let i = i + 1;
+        let rung = rung::get(*id);
+        s.push_str(&format!("\n{i}. {id}: {}\n", rung.describe()));
+        let mut target = Place::Host;
+        for mut step in climb.steps(*id, bundle.join(layout::rung_dir(i, *id))) {
+            // Named as the first dump's (or the only attach's) would be.
+            step.stem = step.stem.replace("{n}", "1");
+            let missing = r.build.as_ref().is_some_and(|b| b.binaries.iter().any(|p| !p.exists()));
+            if step.when == When::BinariesMissing && !missing {
+                continue;
+            }
+            let place = place_for(containers, &mut started, &step, &target);
+            if step.at == At::New(Access::Ptrace) || (step.stem.is_empty() && step.when == When::Always) {
+                target = place.clone();
+            }
+            let inv = place.wrap(&step.inv);
+            let label = label(&step);
+            s.push_str(&format!("   {label}: {}\n", inv.shell_line()));
+            if let Some(t) = inv.timeout {
+                s.push_str(&format!("      timeout: {} s\n", t.as_secs()));
+            }
+        }
+    }
+    s
+}
+
+/// How the plan names a step.
+fn label(step: &Step) -> String {
+    match (step.role, step.when) {
+        (Role::Build, When::BinariesMissing) => "build (plain, the binaries do not exist yet)".to_string(),
+        (Role::Cuobjdump, _) => "line-info check".to_string(),
+        (_, When::Always) => step.role.name().to_string(),
+        (_, When::PerDump) => "per dump".to_string(),
+        (_, When::OnWaitMessage) => "on the wait message".to_string(),
+        (role, w) => format!("{role} ({})", w.label()),
+    }
+}

@@ -1,0 +1,108 @@
+//! Rung 5, attach: with `CUDA_DEVICE_WAITS_ON_EXCEPTION=1` the faulting process prints
+//! `... You can now attach a debugger to the application (PID N) ...` and spins; the ladder
+//! attaches `cuda-gdb -batch -p N` (inside the target's container, with one), collects,
+//! then ends the whole target. The waiting process never exits by itself.
+//!
+//! Must not: parse the wait message itself (`findings::waits` does).
+
+use anyhow::Result;
+
+use super::{step, target, with_options, At, Debug, Ran, Rung, RungIo, Step, StepCx, When, PID};
+use crate::bundle::inputs::scan_file;
+use crate::findings::waits::wait_notice;
+use crate::launch::container::Access;
+use crate::model::{Invocation, Role, RungId};
+use crate::process::Control;
+use crate::recipe::Resolved;
+
+pub struct Attach;
+
+pub fn invocation(r: &Resolved) -> Invocation {
+    let mut inv = target(r);
+    inv.set("CUDA_DEVICE_WAITS_ON_EXCEPTION", "1");
+    with_options(inv, r, RungId::Attach)
+}
+
+/// `cuda-gdb -batch -p PID` with the commands that show the live state.
+pub fn gdb(pid: &str, full: bool, locals: bool) -> Invocation {
+    super::cuda_gdb(&["-p".to_string(), pid.to_string()], None, full, locals)
+}
+
+impl Rung for Attach {
+    fn id(&self) -> RungId {
+        RungId::Attach
+    }
+
+    fn describe(&self) -> &'static str {
+        "rerun with `CUDA_DEVICE_WAITS_ON_EXCEPTION=1`, attach `cuda-gdb` to the waiting \
+         process, then kill it (one run)"
+    }
+
+    fn needs_fault(&self) -> bool {
+        true
+    }
+
+    fn steps(&self, cx: &StepCx) -> Vec<Step> {
+        let locals = cx.debug == Debug::Full;
+        vec![
+            Step::target(invocation(cx.recipe)).at(At::New(Access::Ptrace)),
+            Step::new(Role::CudaGdb, gdb(PID, true, locals), "cudagdb-attach")
+                .at(At::BesideTarget)
+                .when(When::OnWaitMessage),
+            Step::new(Role::CudaGdb, gdb(PID, false, false), "cudagdb-attach-retry")
+                .at(At::BesideTarget)
+                .when(When::OnWaitMessageAfterCrash),
+        ]
+    }
+
+    fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
+        let target = step(steps, When::Always)?;
+        let first = step(steps, When::OnWaitMessage)?;
+        let retry = step(steps, When::OnWaitMessageAfterCrash)?;
+        let mut attached: Option<u32> = None;
+        let mut gdb_error: Option<anyhow::Error> = None;
+        let mut notes: Vec<String> = Vec::new();
+        io.exec_watching(target, &mut |line, beside| {
+            if attached.is_some() {
+                return Control::Continue;
+            }
+            let Some(notice) = wait_notice(line) else { return Control::Continue };
+            attached = Some(notice.pid);
+            beside.say(&format!("process {} waits for a debugger: attaching cuda-gdb", notice.pid));
+            // A crash of the full session is retried with fewer commands while the target
+            // still waits.
+            let pid = notice.pid.to_string();
+            for (gdb, full) in [(first, true), (retry, false)] {
+                let gdb = gdb.filled(PID, &pid, 1);
+                if let Err(e) = beside.exec(&gdb) {
+                    gdb_error = Some(e);
+                }
+                let crashed = scan_file(&beside.log(&gdb)).map(|e| e.debugger_crashed).unwrap_or(false);
+                if !crashed || !full || gdb_error.is_some() || beside.interrupted() {
+                    break;
+                }
+                beside.say("cuda-gdb crashed: retrying with fewer commands");
+                notes.push(
+                    "cuda-gdb crashed while attached (kept what it printed); a `-G` rebuild \
+                     (`--device-debug`) often avoids that"
+                        .to_string(),
+                );
+            }
+            notes.push(format!(
+                "attached to PID {} on {}; the target was killed afterwards",
+                notice.pid, notice.host
+            ));
+            Control::Stop
+        })?;
+        for n in notes {
+            io.note(n);
+        }
+        if let Some(e) = gdb_error {
+            return Err(e.context("cuda-gdb could not attach"));
+        }
+        if attached.is_none() {
+            io.note("no process announced that it waits for a debugger: nothing faulted in this run".into());
+        }
+        Ok(Ran { faulted: attached.is_some(), yielded: attached.is_some() })
+    }
+}

@@ -1,0 +1,162 @@
+//! Rung 2, rebuild: the recipe's build with `NVCC_PREPEND_FLAGS=-lineinfo` (or `-G`) and
+//! compilation caches unable to serve stale objects; then `cuobjdump -elf` on each binary
+//! to check that line info is really there.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use super::{from_step, with_options, Ran, Rung, RungIo, Step, StepCx, When};
+use crate::model::{Invocation, Role, RungId};
+use crate::recipe::{Resolved, Step as RecipeStep};
+
+pub struct Rebuild;
+
+impl Rung for Rebuild {
+    fn id(&self) -> RungId {
+        RungId::Rebuild
+    }
+
+    fn describe(&self) -> &'static str {
+        "rebuild with `NVCC_PREPEND_FLAGS=-lineinfo`, compilation caches off, and check the \
+         binaries carry line info with `cuobjdump` (one full build)"
+    }
+
+    fn applies(&self, r: &Resolved) -> bool {
+        r.build.is_some()
+    }
+
+    fn steps(&self, cx: &StepCx) -> Vec<Step> {
+        let Some(b) = &cx.recipe.build else { return Vec::new() };
+        let mut steps =
+            vec![Step::target(invocation(cx.recipe, b, cx.debug, cx.inherited_prepend.as_deref()))];
+        steps[0].role = Role::Build;
+        for (i, bin) in b.binaries.iter().enumerate() {
+            steps.push(Step::new(Role::Cuobjdump, lineinfo_check(bin), format!("cuobjdump-{}", i + 1)));
+        }
+        steps
+    }
+
+    fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
+        let b = io.recipe().build.clone().context("the recipe has no `build` step to rebuild with")?;
+        create_binary_dirs(&b)?;
+        let mut steps = steps.iter().filter(|s| s.when == When::Always);
+        let build = steps.next().context("the rebuild has no build step")?;
+        let ran = io.exec(build)?;
+        if !ran.success() {
+            bail!(
+                "the rebuild failed ({}): see `{}/{}`",
+                ran.text(),
+                io.shown_dir(),
+                crate::bundle::layout::STDERR
+            );
+        }
+        let mut table = String::new();
+        let mut all_ok = true;
+        for (bin, check) in b.binaries.iter().zip(steps) {
+            let ran = io.exec(check)?;
+            let n = std::fs::File::open(io.dir().join(format!("{}.log", check.stem)))
+                .map(|f| count_line_sections_in(std::io::BufReader::new(f)))
+                .unwrap_or(0);
+            table.push_str(&format!("{}\t{n} line-info sections\t{}\n", bin.display(), ran.text()));
+            if n == 0 {
+                all_ok = false;
+                io.note(format!(
+                    "`{}` has no line info after the rebuild: the build may not use nvcc, may ignore \
+                     NVCC_PREPEND_FLAGS, or may not have rebuilt it",
+                    bin.display()
+                ));
+            }
+        }
+        let table_path = io.dir().join(crate::bundle::layout::LINEINFO_TABLE);
+        std::fs::write(&table_path, table)
+            .with_context(|| format!("cannot write `{}`", table_path.display()))?;
+        Ok(Ran { faulted: false, yielded: all_ok })
+    }
+}
+
+/// `nvcc -o DIR/FILE` does not create `DIR`: the build's output folders are made first.
+pub fn create_binary_dirs(b: &RecipeStep) -> Result<()> {
+    for d in b.binary_dirs() {
+        std::fs::create_dir_all(&d)
+            .with_context(|| format!("cannot create `{}` for the build's output", d.display()))?;
+    }
+    Ok(())
+}
+
+/// The debug information asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Debug {
+    /// `-lineinfo`: source lines, optimised code (the default).
+    LineInfo,
+    /// `-G`: full device debug info, locals and arguments, unoptimised code.
+    Full,
+}
+
+impl Debug {
+    pub fn flag(self) -> &'static str {
+        match self {
+            Debug::LineInfo => "-lineinfo",
+            Debug::Full => "-G",
+        }
+    }
+}
+
+/// The build, as the recipe has it, with line info added and caches bypassed.
+pub fn invocation(
+    r: &Resolved,
+    build: &RecipeStep,
+    debug: Debug,
+    inherited_prepend: Option<&str>,
+) -> Invocation {
+    let mut inv = from_step(build);
+    let flags = match inherited_prepend.filter(|s| !s.trim().is_empty()) {
+        Some(prev) => format!("{} {prev}", debug.flag()),
+        None => debug.flag().to_string(),
+    };
+    inv.set("NVCC_PREPEND_FLAGS", flags);
+    // ccache would hand back the objects built without line info.
+    inv.set("CCACHE_DISABLE", "1");
+    // sccache cannot be disabled by a variable, but it can be told to recompile and re-cache.
+    inv.set("SCCACHE_RECACHE", "1");
+    with_options(inv, r, RungId::Rebuild)
+}
+
+/// The plain build that makes the target exist before the baseline, when it does not yet.
+pub fn plain_build(build: &RecipeStep) -> Invocation {
+    from_step(build)
+}
+
+/// `cuobjdump -elf BINARY`.
+pub fn lineinfo_check(binary: &Path) -> Invocation {
+    Invocation {
+        timeout: Some(std::time::Duration::from_secs(120)),
+        ..Invocation::new(vec!["cuobjdump".into(), "-elf".into(), binary.display().to_string()])
+    }
+}
+
+/// Line-info sections in `cuobjdump -elf` output (`.nv_debug_line_sass`, `.debug_line`).
+pub fn count_line_sections(cuobjdump_elf: &str) -> usize {
+    count_line_sections_in(cuobjdump_elf.as_bytes())
+}
+
+/// The same, read line by line: `cuobjdump -elf` of a large library (vLLM's `_C.abi3.so`)
+/// prints far more than should be held in memory.
+pub fn count_line_sections_in(reader: impl std::io::BufRead) -> usize {
+    reader.split(b'\n').map_while(Result::ok).filter(|l| l.windows(10).any(|w| w == b"debug_line")).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_line_sections_in_real_cuobjdump_output() {
+        // Recorded with cuobjdump 13.5 from PyPI (tests/fixtures/toolchain/README.md).
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/toolchain");
+        let plain = std::fs::read_to_string(format!("{dir}/cuobjdump-elf-plain.txt")).unwrap();
+        let li = std::fs::read_to_string(format!("{dir}/cuobjdump-elf-lineinfo.txt")).unwrap();
+        assert_eq!(count_line_sections(&plain), 0);
+        assert_eq!(count_line_sections(&li), 10);
+    }
+}

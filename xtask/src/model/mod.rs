@@ -1,0 +1,16 @@
+//! Typed identities and values every layer shares: rung ids, process invocations and exits,
+//! container runtimes. The bottom of the house: it imports nothing of the crate.
+//!
+//! Must not: run processes, read files, print or decide anything.
+
+pub mod exit;
+pub mod invocation;
+pub mod need;
+pub mod rung;
+pub mod runtime;
+
+pub use exit::{Exit, Role, Stream};
+pub use invocation::{quote, Invocation};
+pub use need::Need;
+pub use rung::RungId;
+pub use runtime::Runtime;

@@ -1,0 +1,728 @@
+//! The only code that starts processes. [`run`] supervises the ladder's runs: the target
+//! under each rung and the tools that read what it left. Each run is its own process group
+//! (the target with its workers and ranks), started through duct ([`spawn`]); stdout and
+//! stderr are copied to log files as the bytes come and handed, line by line, to a callback
+//! (progress, the attach message). A timeout, Ctrl-C/SIGTERM ([`Interrupt`]) and the
+//! callback's [`Control::Stop`] end the run: the group gets SIGTERM, [`TERM_GRACE`] to go
+//! (torchrun forwards it to its workers, NCCL tears its communicators down), then SIGKILL;
+//! when the direct child exits by itself, whatever is left of its group is killed at once.
+//! [`short`] runs short commands whose output is wanted as text.
+//!
+//! Must not: parse tool output or decide policy (what runs, what a line means and when to
+//! stop belong to the rungs, the ladder and the callback), print, hold a whole output in
+//! memory, or leave a process of the target alive. Every group started is in a registry
+//! that [`kill_all`] kills, for errors, panics and a second Ctrl-C.
+//!
+//! The limit of process groups: a descendant that leaves the group (`setsid`, its own
+//! `setpgid`) escapes the kill. If it keeps the pipes open, its output stops being logged
+//! [`READERS_GRACE`] after the run ends, and [`Outcome::output_abandoned`] says so.
+
+mod interrupt;
+pub mod short;
+mod spawn;
+
+pub use interrupt::Interrupt;
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+pub use crate::model::{Exit, Stream};
+
+/// Lines handed to the callback are cut at this many bytes; the logs keep them whole.
+pub const MAX_LINE: usize = 64 * 1024;
+/// How long the readers may take to finish once the group is dead before they are
+/// abandoned (a process that left the group may hold the pipes open).
+pub const READERS_GRACE: Duration = Duration::from_secs(2);
+/// How long a killed child may take to die (a CUDA process can take seconds to release
+/// the device) before `run` gives up with an error.
+pub const KILL_WAIT: Duration = Duration::from_secs(60);
+/// After a timeout, a Stop or Ctrl-C the group gets SIGTERM and this long to exit before
+/// SIGKILL: torchrun forwards SIGTERM to its workers and waits for them, NCCL and PyTorch
+/// tear down on it. A target that exits at once costs nothing.
+pub const TERM_GRACE: Duration = Duration::from_secs(5);
+
+/// With [`Spec::redact`], the most bytes of one line held back until its newline.
+pub const REDACT_HOLD: usize = 1 << 20;
+
+/// Size of one read from a pipe.
+const CHUNK: usize = 64 * 1024;
+/// How long the calling thread waits for a line before it checks the child, the clock and
+/// the interrupt flag.
+const TICK: Duration = Duration::from_millis(50);
+/// While lines flow, the child, the clock and the flag are checked at most this often.
+const CHECK_EVERY: Duration = Duration::from_millis(20);
+/// Lines waiting for the callback, at most; beyond this (or [`QUEUE_BYTES`]) lines are
+/// dropped from the callback, never from the logs.
+const QUEUE_LINES: usize = 4096;
+/// Bytes of lines waiting for the callback, at most.
+const QUEUE_BYTES: usize = 8 << 20;
+
+/// One process to run.
+#[derive(Debug, Clone, Default)]
+pub struct Spec {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    /// Working directory; the caller's when `None`.
+    pub cwd: Option<PathBuf>,
+    /// Variables added or overridden (applied after `env_remove`).
+    pub env_set: Vec<(String, String)>,
+    /// Variables removed from the inherited environment (e.g. `TRITON_DISABLE_LINE_INFO`).
+    pub env_remove: Vec<String>,
+    /// Where stdout goes, streamed as it comes; created (with its directory) or truncated.
+    pub stdout_log: PathBuf,
+    /// Where stderr goes; may be the same path as `stdout_log` to interleave both.
+    pub stderr_log: PathBuf,
+    /// The group is killed this long after the start; `None` waits for ever.
+    pub timeout: Option<Duration>,
+    /// Redact secrets from the logs before they are written ([`crate::redact::redact_line`]):
+    /// the logs are then written a whole line at a time (a line longer than [`REDACT_HOLD`]
+    /// is written in pieces, each redacted), and [`Outcome::redacted`] counts what was taken
+    /// out.
+    pub redact: bool,
+    /// Asked every few milliseconds: once set the group is ended and the run returns
+    /// [`Exit::Interrupted`]; a run asked to start after it starts nothing.
+    pub interrupt: Interrupt,
+}
+
+/// What a run yielded besides its logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub exit: Exit,
+    /// From the start to the exit (or to the decision to kill).
+    pub duration: Duration,
+    /// The child's pid, which is also its group's id; 0 when nothing was started because
+    /// of an earlier interrupt.
+    pub pid: u32,
+    /// Lines the callback did not see because it fell behind; the logs hold them.
+    pub lines_dropped: u64,
+    /// A process outside the group kept the pipes open after the run: what it wrote later
+    /// is not in the logs.
+    pub output_abandoned: bool,
+    /// With [`Spec::redact`]: the kinds of secret taken out of each stream's log, with the
+    /// number of lines that held one; sorted.
+    pub redacted: Vec<(Stream, &'static str, u64)>,
+}
+
+/// What the callback wants after a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    Continue,
+    /// Kill the whole group now; the run ends with [`Exit::Stopped`].
+    Stop,
+}
+
+impl Spec {
+    /// A spec with no extra environment, the caller's working directory and no timeout.
+    pub fn new(
+        program: impl Into<OsString>,
+        args: impl IntoIterator<Item = impl Into<OsString>>,
+        stdout_log: impl Into<PathBuf>,
+        stderr_log: impl Into<PathBuf>,
+    ) -> Spec {
+        Spec {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            stdout_log: stdout_log.into(),
+            stderr_log: stderr_log.into(),
+            ..Spec::default()
+        }
+    }
+}
+
+/// Runs `spec` to its end and returns how it ended. `on_line` gets every complete line of
+/// stdout and stderr (in order within each stream, cut at [`MAX_LINE`], lossy UTF-8,
+/// without the newline) on the calling thread; it may block as long as it likes (the
+/// attach rung runs cuda-gdb from it) while the pipes keep being drained into the logs.
+/// Lines are dropped from the callback, never from the logs, when it falls behind.
+///
+/// Whatever happens, the group is dead when this returns, except that a process stuck
+/// for [`KILL_WAIT`] after SIGKILL makes it an error (the group stays registered for
+/// [`kill_all`]). If [`Spec::interrupt`] is already set, nothing is started.
+pub fn run(spec: &Spec, on_line: &mut dyn FnMut(Stream, &str) -> Control) -> anyhow::Result<Outcome> {
+    let (out_log, err_log) = open_logs(spec)?;
+    if spec.interrupt.is_set() {
+        return Ok(Outcome {
+            exit: Exit::Interrupted,
+            duration: Duration::ZERO,
+            pid: 0,
+            lines_dropped: 0,
+            output_abandoned: false,
+            redacted: Vec::new(),
+        });
+    }
+    check_cwd(spec)?;
+    let (stdout, out_w) = std::io::pipe().context("cannot make a pipe for the output")?;
+    let (stderr, err_w) = std::io::pipe().context("cannot make a pipe for the output")?;
+    let start = Instant::now();
+    let launch = spawn::Start {
+        program: &spec.program,
+        args: &spec.args,
+        cwd: spec.cwd.as_ref(),
+        env_remove: &spec.env_remove,
+        env_set: &spec.env_set,
+    };
+    let mut group = Group::spawn(&launch, OwnedFd::from(out_w), OwnedFd::from(err_w))
+        .map_err(|e| spawn_error(&spec.program, e))?;
+    let pid = group.pgid.as_raw() as u32;
+
+    let shared = Arc::new(Shared::default());
+    let (tx, rx) = mpsc::sync_channel(QUEUE_LINES);
+    let readers = [
+        spawn_reader(
+            stdout,
+            LogWriter::new(out_log, spec.redact),
+            &spec.stdout_log,
+            Stream::Stdout,
+            tx.clone(),
+            &shared,
+        )?,
+        spawn_reader(
+            stderr,
+            LogWriter::new(err_log, spec.redact),
+            &spec.stderr_log,
+            Stream::Stderr,
+            tx,
+            &shared,
+        )?,
+    ];
+
+    let deadline = spec.timeout.map(|t| start + t);
+    let reason = supervise(&mut group, &rx, &shared, deadline, &spec.interrupt, on_line)?;
+    let duration = start.elapsed();
+
+    let status = group.finish(reason.is_some())?;
+    let killed_at = Instant::now();
+    let exit = reason.unwrap_or_else(|| exit_of(status));
+
+    // Hand over what is still queued (only after a normal exit: a kill means the caller
+    // is done), and give the readers a bounded time to see the end of the pipes.
+    let mut deliver = reason.is_none();
+    let mut output_abandoned = false;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(10)) {
+            Ok(line) => {
+                shared.queued_bytes.fetch_sub(line.text.len(), Ordering::Relaxed);
+                if deliver && on_line(line.stream, &line.text) == Control::Stop {
+                    deliver = false;
+                }
+                continue;
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        if killed_at.elapsed() >= READERS_GRACE && !readers.iter().all(|r| r.is_finished()) {
+            shared.abandon.store(true, Ordering::Relaxed);
+            output_abandoned = true;
+            break;
+        }
+    }
+    if !output_abandoned {
+        for reader in readers {
+            reader.join().map_err(|_| anyhow!("the reader of a log panicked"))??;
+        }
+    }
+    // Abandoned readers are left blocked in `read`; they stop without writing when it
+    // returns.
+
+    let redacted: Vec<_> = shared
+        .redacted
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .map(|(&(s, k), &n)| (s, k, n))
+        .collect();
+    Ok(Outcome {
+        exit,
+        duration,
+        pid,
+        lines_dropped: shared.dropped.load(Ordering::Relaxed),
+        output_abandoned,
+        redacted,
+    })
+}
+
+/// Waits for the child to exit, delivering lines; returns why the group must be killed,
+/// or `None` when the child exited by itself.
+fn supervise(
+    group: &mut Group,
+    rx: &Receiver<Line>,
+    shared: &Shared,
+    deadline: Option<Instant>,
+    interrupt: &Interrupt,
+    on_line: &mut dyn FnMut(Stream, &str) -> Control,
+) -> anyhow::Result<Option<Exit>> {
+    let mut last_check: Option<Instant> = None;
+    loop {
+        let idle = match rx.recv_timeout(TICK) {
+            Ok(line) => {
+                shared.queued_bytes.fetch_sub(line.text.len(), Ordering::Relaxed);
+                if on_line(line.stream, &line.text) == Control::Stop {
+                    return Ok(Some(Exit::Stopped));
+                }
+                false
+            }
+            Err(RecvTimeoutError::Timeout) => true,
+            Err(RecvTimeoutError::Disconnected) => {
+                // Both pipes are closed but the child runs on: just poll.
+                thread::sleep(TICK);
+                true
+            }
+        };
+        if !idle && last_check.is_some_and(|t| t.elapsed() < CHECK_EVERY) {
+            continue;
+        }
+        last_check = Some(Instant::now());
+        if interrupt.is_set() {
+            return Ok(Some(Exit::Interrupted));
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(Some(Exit::TimedOut));
+        }
+        if group.has_exited().context("cannot wait for the child")? {
+            return Ok(None);
+        }
+    }
+}
+
+/// The exit of a reaped child.
+fn exit_of(status: ExitStatus) -> Exit {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Exit::Code(code),
+        (None, Some(signal)) => Exit::Signal(signal),
+        // Neither: not a termination status, which `wait` does not return.
+        (None, None) => Exit::Code(-1),
+    }
+}
+
+fn open_logs(spec: &Spec) -> anyhow::Result<(File, File)> {
+    let out = create_log(&spec.stdout_log)?;
+    let err = if spec.stderr_log == spec.stdout_log {
+        // One file description for both: writes append, they do not overwrite each other.
+        out.try_clone().with_context(|| format!("cannot open `{}`", spec.stderr_log.display()))?
+    } else {
+        create_log(&spec.stderr_log)?
+    };
+    Ok((out, err))
+}
+
+fn create_log(path: &Path) -> anyhow::Result<File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
+    }
+    File::create(path).with_context(|| format!("cannot create the log `{}`", path.display()))
+}
+
+fn check_cwd(spec: &Spec) -> anyhow::Result<()> {
+    if let Some(dir) = &spec.cwd {
+        if !dir.is_dir() {
+            bail!(
+                "cannot start `{}`: the working directory `{}` does not exist; check the recipe",
+                Path::new(&spec.program).display(),
+                dir.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+fn spawn_error(program: &OsString, e: io::Error) -> anyhow::Error {
+    let shown = Path::new(program).display();
+    let is_path = program.as_bytes().contains(&b'/');
+    match e.kind() {
+        io::ErrorKind::NotFound if is_path && Path::new(program).is_file() => {
+            anyhow!("cannot start `{shown}`: its interpreter (the `#!` line) was not found; check the script")
+        }
+        io::ErrorKind::NotFound if is_path => {
+            anyhow!("cannot start `{shown}`: no such file; check the path in the recipe")
+        }
+        io::ErrorKind::NotFound => {
+            anyhow!("cannot start `{shown}`: not found on PATH; check PATH or the recipe")
+        }
+        io::ErrorKind::PermissionDenied => {
+            anyhow!("cannot start `{shown}`: permission denied; is it executable? check the recipe")
+        }
+        _ => anyhow::Error::new(e).context(format!("cannot start `{shown}`")),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The group: a child in its own process group, registered until it is reaped.
+
+/// Ids of the process groups started and not yet reaped.
+static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+fn groups() -> MutexGuard<'static, Vec<i32>> {
+    GROUPS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// SIGKILLs every live process group started here. Safe to call from anywhere, at any time
+/// (error paths, panic hooks, the signal thread); each runner reaps its own child.
+pub fn kill_all() {
+    for &pgid in groups().iter() {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+    }
+}
+
+/// A process group in the registry until [`Registered::done`] or drop.
+struct Registered {
+    pgid: Pid,
+}
+
+impl Registered {
+    fn new(pgid: u32) -> Registered {
+        let pgid = Pid::from_raw(i32::try_from(pgid).unwrap_or(0));
+        if pgid.as_raw() > 0 {
+            groups().push(pgid.as_raw());
+        }
+        Registered { pgid }
+    }
+
+    fn signal(&self, signal: Signal) {
+        // ESRCH (nobody left) is the common case after a normal exit.
+        if self.pgid.as_raw() > 0 {
+            let _ = killpg(self.pgid, signal);
+        }
+    }
+
+    fn kill(&self) {
+        self.signal(Signal::SIGKILL);
+    }
+
+    fn done(&self) {
+        groups().retain(|&g| g != self.pgid.as_raw());
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.done();
+    }
+}
+
+/// The child, owned: dropped without [`Group::finish`] (an error, a panic in the
+/// callback), it kills the group.
+struct Group {
+    handle: duct::Handle,
+    pgid: Pid,
+    registered: Registered,
+    reaped: bool,
+}
+
+impl Group {
+    fn spawn(launch: &spawn::Start, stdout: OwnedFd, stderr: OwnedFd) -> io::Result<Group> {
+        let handle = spawn::start(launch, stdout, stderr)?;
+        let pid = handle.pids().first().copied().unwrap_or(0);
+        let registered = Registered::new(pid);
+        Ok(Group { handle, pgid: registered.pgid, registered, reaped: false })
+    }
+
+    fn kill(&self) {
+        self.registered.kill();
+    }
+
+    /// Whether the child has exited, without reaping it: while it is a zombie its pid
+    /// cannot be reused, so killing its group afterwards cannot hit a stranger.
+    fn has_exited(&mut self) -> io::Result<bool> {
+        use nix::errno::Errno;
+        use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+        match waitid(Id::Pid(self.pgid), flags) {
+            Ok(WaitStatus::StillAlive) | Err(Errno::EINTR) => Ok(false),
+            Ok(_) => Ok(true),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Ends what is left of the group and reaps the child. `ask_first` (a timeout, a Stop,
+    /// Ctrl-C: the child still runs) sends SIGTERM and waits up to [`TERM_GRACE`] for the
+    /// child before SIGKILL; after a normal exit the leftovers get SIGKILL at once.
+    fn finish(&mut self, ask_first: bool) -> anyhow::Result<ExitStatus> {
+        if ask_first {
+            self.registered.signal(Signal::SIGTERM);
+            let until = Instant::now() + TERM_GRACE;
+            let mut pause = Duration::from_millis(1);
+            while Instant::now() < until && !self.has_exited().unwrap_or(true) {
+                thread::sleep(pause);
+                pause = (pause * 2).min(TICK);
+            }
+        }
+        self.kill();
+        match self.reap(KILL_WAIT).context("cannot wait for the child")? {
+            Some(status) => {
+                self.reaped = true;
+                self.registered.done();
+                Ok(status)
+            }
+            None => bail!(
+                "process {} is still alive {} s after SIGKILL (stuck in the driver?); \
+                 look at it with `ps -o pid,stat,wchan,cmd -g {}`",
+                self.pgid,
+                KILL_WAIT.as_secs(),
+                self.pgid
+            ),
+        }
+    }
+
+    /// Waits up to `limit` for the (killed) child, killing the group again now and then.
+    fn reap(&mut self, limit: Duration) -> io::Result<Option<ExitStatus>> {
+        let start = Instant::now();
+        let mut pause = Duration::from_millis(1);
+        let mut next_kill = start + Duration::from_secs(1);
+        loop {
+            if let Some(out) = self.handle.try_wait()? {
+                return Ok(Some(out.status));
+            }
+            let now = Instant::now();
+            if now >= start + limit {
+                return Ok(None);
+            }
+            if now >= next_kill {
+                self.kill();
+                next_kill = now + Duration::from_secs(1);
+            }
+            thread::sleep(pause);
+            pause = (pause * 2).min(TICK);
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if self.reaped {
+            return;
+        }
+        self.kill();
+        if let Ok(Some(_)) = self.reap(Duration::from_secs(2)) {
+            self.registered.done();
+        } else {
+            // Still registered: a later kill_all gets it.
+            std::mem::forget(std::mem::replace(&mut self.registered, Registered { pgid: Pid::from_raw(0) }));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The readers: pipe -> log file (every byte) and -> channel (lines, lossy).
+
+struct Line {
+    stream: Stream,
+    text: String,
+}
+
+#[derive(Default)]
+struct Shared {
+    /// Set when the run has ended without the reader: stop without writing.
+    abandon: AtomicBool,
+    queued_bytes: AtomicUsize,
+    dropped: AtomicU64,
+    /// Lines redacted, by stream and kind of secret.
+    redacted: Mutex<BTreeMap<(Stream, &'static str), u64>>,
+}
+
+fn spawn_reader(
+    pipe: impl Read + Send + 'static,
+    log: LogWriter,
+    log_path: &Path,
+    stream: Stream,
+    tx: SyncSender<Line>,
+    shared: &Arc<Shared>,
+) -> anyhow::Result<JoinHandle<anyhow::Result<()>>> {
+    let shared = Arc::clone(shared);
+    let log_path = log_path.to_path_buf();
+    let name = match stream {
+        Stream::Stdout => "exec-stdout",
+        Stream::Stderr => "exec-stderr",
+    };
+    thread::Builder::new()
+        .name(name.into())
+        .spawn(move || pump(pipe, log, &log_path, stream, tx, &shared))
+        .context("cannot start a thread to read the output")
+}
+
+fn pump(
+    mut pipe: impl Read,
+    mut log: LogWriter,
+    log_path: &Path,
+    stream: Stream,
+    tx: SyncSender<Line>,
+    shared: &Shared,
+) -> anyhow::Result<()> {
+    let mut buf = vec![0u8; CHUNK];
+    let mut line = Vec::new();
+    let mut tx = Some(tx);
+    let mut log_error = None;
+    loop {
+        let n = match pipe.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).context("cannot read the output of the child"),
+        };
+        if shared.abandon.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let chunk = &buf[..n];
+        // Unbuffered: each chunk (each complete line, when redacting) is in the file before
+        // the next read. After a write error the pipe is still drained, so the child never
+        // blocks.
+        if log_error.is_none() {
+            log_error = log.write(chunk, stream, shared).err();
+        }
+        let mut rest = chunk;
+        while let Some(i) = memchr::memchr(b'\n', rest) {
+            append_cut(&mut line, &rest[..i]);
+            send_line(&mut tx, shared, stream, &line);
+            line.clear();
+            rest = &rest[i + 1..];
+        }
+        append_cut(&mut line, rest);
+    }
+    if !line.is_empty() {
+        send_line(&mut tx, shared, stream, &line);
+    }
+    if log_error.is_none() {
+        log_error = log.finish(stream, shared).err();
+    }
+    match log_error {
+        Some(e) => Err(e).with_context(|| format!("cannot write the log `{}`", log_path.display())),
+        None => Ok(()),
+    }
+}
+
+/// A log file, written as the bytes come, or a whole line at a time with each line redacted.
+struct LogWriter {
+    file: File,
+    redact: bool,
+    /// With `redact`: the start of a line whose newline has not come yet.
+    held: Vec<u8>,
+}
+
+impl LogWriter {
+    fn new(file: File, redact: bool) -> LogWriter {
+        LogWriter { file, redact, held: Vec::new() }
+    }
+
+    fn write(&mut self, chunk: &[u8], stream: Stream, shared: &Shared) -> io::Result<()> {
+        if !self.redact {
+            return self.file.write_all(chunk);
+        }
+        let mut out: Vec<u8> = Vec::with_capacity(chunk.len() + self.held.len());
+        let mut rest = chunk;
+        // The line the last chunk left unfinished, completed.
+        if !self.held.is_empty() {
+            if let Some(i) = memchr::memchr(b'\n', rest) {
+                self.held.extend_from_slice(&rest[..=i]);
+                push_redacted(&mut out, &self.held, stream, shared);
+                self.held.clear();
+                rest = &rest[i + 1..];
+            }
+        }
+        // The complete lines: where a secret could start is searched once over all of them
+        // (SIMD searches), and only the lines holding such a place are redacted line by line.
+        if self.held.is_empty() {
+            if let Some(last) = memchr::memrchr(b'\n', rest) {
+                let lines = &rest[..=last];
+                let mut marks = Vec::new();
+                crate::redact::candidates(lines, &mut marks);
+                let mut next = marks.iter().peekable();
+                let mut start = 0;
+                for end in memchr::memchr_iter(b'\n', lines).map(|i| i + 1) {
+                    let mut hit = false;
+                    while next.next_if(|&&m| m < end).is_some() {
+                        hit = true;
+                    }
+                    if hit {
+                        push_redacted(&mut out, &lines[start..end], stream, shared);
+                    } else {
+                        out.extend_from_slice(&lines[start..end]);
+                    }
+                    start = end;
+                }
+                rest = &rest[last + 1..];
+            }
+        }
+        self.held.extend_from_slice(rest);
+        if self.held.len() >= REDACT_HOLD {
+            push_redacted(&mut out, &self.held, stream, shared);
+            self.held.clear();
+        }
+        self.file.write_all(&out)
+    }
+
+    /// Writes a last line without a newline.
+    fn finish(&mut self, stream: Stream, shared: &Shared) -> io::Result<()> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let mut out = Vec::with_capacity(self.held.len());
+        push_redacted(&mut out, &self.held, stream, shared);
+        self.held.clear();
+        self.file.write_all(&out)
+    }
+}
+
+/// Appends `line` (with its newline, if any) to `out`, redacted. Bytes that are not UTF-8 are
+/// kept as they are unless the line held a secret (then the line is written lossily).
+fn push_redacted(out: &mut Vec<u8>, line: &[u8], stream: Stream, shared: &Shared) {
+    let body = line.strip_suffix(b"\n").unwrap_or(line);
+    let text = String::from_utf8_lossy(body);
+    match crate::redact::redact_line(&text) {
+        (Cow::Borrowed(_), _) => out.extend_from_slice(line),
+        (Cow::Owned(new), labels) => {
+            out.extend_from_slice(new.as_bytes());
+            out.extend_from_slice(&line[body.len()..]);
+            let mut counts = shared.redacted.lock().unwrap_or_else(PoisonError::into_inner);
+            for label in labels {
+                *counts.entry((stream, label)).or_insert(0) += 1;
+            }
+        }
+    }
+}
+
+/// Appends what fits under [`MAX_LINE`]; the rest of a long line is skipped.
+fn append_cut(line: &mut Vec<u8>, bytes: &[u8]) {
+    let room = MAX_LINE - line.len();
+    line.extend_from_slice(&bytes[..bytes.len().min(room)]);
+}
+
+fn send_line(tx: &mut Option<SyncSender<Line>>, shared: &Shared, stream: Stream, line: &[u8]) {
+    let Some(sender) = tx else { return };
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    // Counted as the receiver counts it: lossy conversion can make the text longer.
+    let text = String::from_utf8_lossy(line).into_owned();
+    let len = text.len();
+    if shared.queued_bytes.fetch_add(len, Ordering::Relaxed) + len > QUEUE_BYTES {
+        shared.queued_bytes.fetch_sub(len, Ordering::Relaxed);
+        shared.dropped.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    match sender.try_send(Line { stream, text }) {
+        Ok(()) => {}
+        Err(TrySendError::Full(_)) => {
+            shared.queued_bytes.fetch_sub(len, Ordering::Relaxed);
+            shared.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(TrySendError::Disconnected(_)) => {
+            // The run is over; keep logging.
+            shared.queued_bytes.fetch_sub(len, Ordering::Relaxed);
+            *tx = None;
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! Short commands whose output is wanted as text: doctor's probes (`nvidia-smi`, `nvcc
+//! --version`, `df`, `ldconfig -p`), a container runtime's `version`, `image inspect`, `rm
+//! -f`, the benchmarks' reference commands. Each runs in its own process group, stdin
+//! closed, `LC_ALL=C`, killed with its group after its timeout or on Ctrl-C; the group is
+//! registered for [`super::kill_all`] while it runs.
+//!
+//! Must not: print, parse what it captured (the callers do), or hold more than
+//! [`MAX_OUTPUT`] of a stream.
+
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::interrupt::Interrupt;
+use super::spawn::{start, Start};
+use crate::model::Exit;
+
+/// Bytes kept of each stream; the rest is read and dropped.
+pub const MAX_OUTPUT: usize = 256 * 1024;
+/// How long a pipe may stay open after the child ended (a leftover of its group holds it)
+/// before the group is killed, and again before the reader is abandoned.
+const READER_GRACE: Duration = Duration::from_millis(500);
+
+/// What a short command printed, and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Output {
+    pub exit: Exit,
+    pub stdout: String,
+    /// For [`Exit::NotStarted`]: why it could not start.
+    pub stderr: String,
+}
+
+impl Output {
+    /// An output with exit code `code` (for tests and recordings).
+    pub fn exited(code: i32, stdout: &str, stderr: &str) -> Output {
+        Output { exit: Exit::Code(code), stdout: stdout.to_string(), stderr: stderr.to_string() }
+    }
+
+    /// A command that could not start, and why.
+    pub fn not_started(why: impl Into<String>) -> Output {
+        Output { exit: Exit::NotStarted, stdout: String::new(), stderr: why.into() }
+    }
+
+    pub fn success(&self) -> bool {
+        self.exit == Exit::Code(0)
+    }
+}
+
+/// Runs `program args` to its end or `timeout`, whichever comes first.
+pub fn run(program: &Path, args: &[&str], timeout: Duration) -> Output {
+    run_in(program, args, None, timeout)
+}
+
+/// [`run`] in a working directory.
+pub fn run_in(program: &Path, args: &[&str], cwd: Option<&Path>, timeout: Duration) -> Output {
+    run_watching(program, args, cwd, timeout, &mut |_| {})
+}
+
+/// [`run_in`], calling `tick` with the child's pid every few milliseconds while it runs (the
+/// benchmark samples its peak memory so).
+pub fn run_watching(
+    program: &Path,
+    args: &[&str],
+    cwd: Option<&Path>,
+    timeout: Duration,
+    tick: &mut dyn FnMut(u32),
+) -> Output {
+    let interrupt = Interrupt::default();
+    if interrupt.is_set() {
+        return Output { exit: Exit::Interrupted, stdout: String::new(), stderr: String::new() };
+    }
+    let program = program.as_os_str().to_owned();
+    let args: Vec<_> = args.iter().map(|a| a.into()).collect();
+    let cwd = cwd.map(Path::to_path_buf);
+    let env_set = [("LC_ALL".to_string(), "C".to_string())];
+    let spec =
+        Start { program: &program, args: &args, cwd: cwd.as_ref(), env_remove: &[], env_set: &env_set };
+    let pipes = std::io::pipe().and_then(|out| Ok((out, std::io::pipe()?)));
+    let ((out_r, out_w), (err_r, err_w)) = match pipes {
+        Ok(p) => p,
+        Err(e) => return Output::not_started(format!("cannot make a pipe: {e}")),
+    };
+    let handle = match start(&spec, OwnedFd::from(out_w), OwnedFd::from(err_w)) {
+        Ok(h) => h,
+        Err(e) => return Output::not_started(e.to_string()),
+    };
+    let pgid = handle.pids().first().copied().unwrap_or(0);
+    let group = super::Registered::new(pgid);
+    let stdout = drain(out_r);
+    let stderr = drain(err_r);
+    let deadline = Instant::now() + timeout;
+    let mut nap = Duration::from_millis(2);
+    let exit = loop {
+        match handle.try_wait() {
+            Ok(Some(out)) => break super::exit_of(out.status),
+            Ok(None) if interrupt.is_set() => {
+                group.kill();
+                break Exit::Interrupted;
+            }
+            Ok(None) if Instant::now() < deadline => {
+                tick(pgid);
+                thread::sleep(nap);
+                nap = (nap * 2).min(Duration::from_millis(5));
+            }
+            Ok(None) => {
+                group.kill();
+                break Exit::TimedOut;
+            }
+            Err(e) => {
+                group.kill();
+                return Output::not_started(e.to_string());
+            }
+        }
+    };
+    if exit == Exit::TimedOut || exit == Exit::Interrupted {
+        let _ = handle.wait();
+    }
+    // A pipe still open after the exit is held by a leftover of the group (a background
+    // grandchild): that member keeps the group's id reserved, so killing the group is safe.
+    let collect = |rx: mpsc::Receiver<String>| {
+        rx.recv_timeout(READER_GRACE).ok().or_else(|| {
+            group.kill();
+            rx.recv_timeout(READER_GRACE).ok()
+        })
+    };
+    let stdout = collect(stdout).unwrap_or_default();
+    let stderr = collect(stderr).unwrap_or_default();
+    group.done();
+    Output { exit, stdout, stderr }
+}
+
+/// Reads a pipe to its end on a thread, keeping the first [`MAX_OUTPUT`] bytes.
+fn drain<R: Read + Send + 'static>(mut pipe: R) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut buf = [0u8; 8192];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let room = MAX_OUTPUT.saturating_sub(kept.len());
+                    kept.extend_from_slice(&buf[..n.min(room)]);
+                }
+            }
+        }
+        let _ = tx.send(String::from_utf8_lossy(&kept).into_owned());
+    });
+    rx
+}

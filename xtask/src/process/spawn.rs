@@ -1,0 +1,52 @@
+//! The one place a process is started: through duct, with stdin closed, stdout and stderr
+//! into the pipe ends the caller reads, in a process group of its own (duct's `before_spawn`
+//! hook), so that a timeout, a Stop or Ctrl-C can signal the whole target with its workers.
+//!
+//! Must not: wait, read or kill (the callers in this folder do), or print.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+
+/// What to start.
+pub(super) struct Start<'a> {
+    pub program: &'a OsString,
+    pub args: &'a [OsString],
+    pub cwd: Option<&'a PathBuf>,
+    /// Removed from the inherited environment first.
+    pub env_remove: &'a [String],
+    /// Then set.
+    pub env_set: &'a [(String, String)],
+}
+
+/// Starts the process; `stdout` and `stderr` are the write ends of the caller's pipes (or
+/// one file twice), closed here once the child has them.
+pub(super) fn start(s: &Start, stdout: OwnedFd, stderr: OwnedFd) -> io::Result<duct::Handle> {
+    let mut expr = duct::cmd(s.program, s.args)
+        .stdin_null()
+        .stdout_file(stdout)
+        .stderr_file(stderr)
+        .unchecked()
+        .before_spawn(|cmd| {
+            cmd.process_group(0);
+            Ok(())
+        });
+    if let Some(dir) = s.cwd {
+        expr = expr.dir(dir);
+    }
+    // duct applies the outermost call first, so a name both removed and set is only set:
+    // set wins, as the callers mean it.
+    for name in s.env_remove.iter().filter(|n| !s.env_set.iter().any(|(k, _)| k == *n)) {
+        expr = expr.env_remove(name);
+    }
+    for (name, value) in s.env_set {
+        expr = expr.env(name, value);
+    }
+    let handle = expr.start();
+    // The expression holds the pipes' write ends: dropped here, the readers see the end of
+    // the pipes when the child (and whatever inherited them) closes its own.
+    drop(expr);
+    handle
+}
