@@ -56,11 +56,18 @@ const EXEMPT: &[&str] = &["lib.rs", "main.rs"];
 const RUNG_NAMES: &[&str] = &["baseline", "rebuild", "launch-blocking", "coredump", "attach", "memcheck"];
 
 /// Literals equal to a rung name that are not the rung id: (file, literal, reason).
-const RUNG_NAME_ALLOWED: &[(&str, &str, &str)] = &[(
-    "xtask/src/ladder/rung/memcheck.rs",
-    "memcheck",
-    "compute-sanitizer's `--tool` value, not the rung id",
-)];
+const RUNG_NAME_ALLOWED: &[(&str, &str, &str)] = &[
+    ("xtask/src/ladder/rung/memcheck.rs", "memcheck", "compute-sanitizer's `--tool` value, not the rung id"),
+    ("xtask/src/findings/cudagdb.rs", "attach", "cuda-gdb's `attach PID` command, not the rung id"),
+    ("xtask/src/findings/mod.rs", "coredump", "the name of the tool whose output was read, not the rung id"),
+    ("xtask/src/findings/mod.rs", "memcheck", "the name of the tool whose output was read, not the rung id"),
+    (
+        "xtask/src/recipe/mod.rs",
+        "launch-blocking",
+        "the recipe schema's YAML key for that rung's options (serde rename); a unit test of recipe/ holds \
+         every schema key equal to a RungId name",
+    ),
+];
 
 /// Bundle file names: a literal containing one of them is spelt only in `bundle/layout.rs`.
 const BUNDLE_NAMES: &[&str] = &[
@@ -1106,13 +1113,14 @@ mod self_tests {
             file("ladder/rung/memcheck.rs", "//! x\nconst TOOL: &str = \"memcheck\";\n"),
             file("model/rung.rs", "//! x\nconst NAMES: &[&str] = &[\"baseline\", \"coredump\"];\n"),
         ];
-        assert_eq!(
-            check_rung_names(&files),
-            ["xtask/src/ladder/policy.rs:3: rung name \"launch-blocking\" outside model/"]
-        );
+        // Only the memcheck entry's file is among these: the other entries are stale here.
+        let (stale, found): (Vec<String>, Vec<String>) =
+            check_rung_names(&files).into_iter().partition(|m| m.contains("matches nothing any more"));
+        assert_eq!(found, ["xtask/src/ladder/policy.rs:3: rung name \"launch-blocking\" outside model/"]);
+        assert_eq!(stale.len(), RUNG_NAME_ALLOWED.len() - 1, "{stale:?}");
         let stale = check_rung_names(&files[2..]);
-        assert_eq!(stale.len(), 1);
-        assert!(stale[0].contains("matches nothing any more"), "{}", stale[0]);
+        assert_eq!(stale.len(), RUNG_NAME_ALLOWED.len());
+        assert!(stale.iter().all(|s| s.contains("matches nothing any more")), "{stale:?}");
     }
 
     #[test]

@@ -23,13 +23,13 @@ use anyhow::{anyhow, bail, Context, Result};
 use sha2::{Digest, Sha256};
 use tar::{EntryType, Header};
 
-use crate::ladder::rung::coredump::DUMP_PREFIX;
+use super::layout::{self, DUMP_PREFIX};
 
 /// The checksum file at the bundle root: `<sha256>  <path>` per file, sorted by path, as
 /// `sha256sum -c SHA256SUMS` reads it from inside the bundle.
-pub const SUMS: &str = "SHA256SUMS";
+pub const SUMS: &str = layout::SUMS;
 /// The files `pack` left out, at the bundle root: `path\tbytes\twhy` per file, sorted, no header.
-pub const LEFT_OUT: &str = "LEFT_OUT.tsv";
+pub const LEFT_OUT: &str = layout::LEFT_OUT;
 /// Why a coredump is left out of an archive by default (the `why` column of `LEFT_OUT.tsv`).
 pub const COREDUMP_WHY: &str = "coredump: may hold model or user data; pack with --with-coredumps to include";
 /// The modification time of every archive entry: the tar crate's `HeaderMode::Deterministic`

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use super::layout;
+
 use crate::findings::{
     scan::scan_reader,
     verdict::{decide, Analysis},
@@ -23,9 +25,9 @@ pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
         let meta = std::fs::metadata(p).with_context(|| {
             format!("cannot read `{}`: check the path (a log, an XML report or a directory)", p.display())
         })?;
-        if meta.is_dir() && p.join("manifest.yaml").is_file() && p.join("rungs").is_dir() {
+        if meta.is_dir() && layout::is_bundle(p) {
             // A bundle: the rungs' logs and reports, not the bundle's own files.
-            for entry in walkdir::WalkDir::new(p.join("rungs")).sort_by_file_name() {
+            for entry in walkdir::WalkDir::new(p.join(layout::RUNGS_DIR)).sort_by_file_name() {
                 let entry = entry.with_context(|| format!("cannot walk `{}`", p.display()))?;
                 if entry.file_type().is_file() && is_rung_output(entry.path()) {
                     out.push(entry.into_path());
@@ -70,7 +72,7 @@ pub fn origin_of(path: &Path) -> String {
     let parent = path.parent().and_then(|p| p.file_name()).map(|p| p.to_string_lossy().into_owned());
     let grand = path.parent().and_then(|p| p.parent()).and_then(|p| p.file_name());
     if let (Some(dir), Some(g)) = (parent, grand) {
-        if g == "rungs" {
+        if g == layout::RUNGS_DIR {
             let rung = match dir.split_once('-') {
                 Some((n, rest)) if n.bytes().all(|b| b.is_ascii_digit()) => rest.to_string(),
                 _ => dir.clone(),

@@ -36,6 +36,8 @@ pub const ARCHIVE_SUMS: &str = "ARCHIVE.sha256";
 pub const ENV_DIR: &str = "env";
 /// The folder of the rungs' folders.
 pub const RUNGS_DIR: &str = "rungs";
+/// `git describe` of the target's source, in [`ENV_DIR`].
+pub const GIT_DESCRIBE: &str = "git-describe.txt";
 /// doctor's report, in [`ENV_DIR`].
 pub const DOCTOR: &str = "doctor.txt";
 /// A rung's target's streams and command.
@@ -46,6 +48,8 @@ pub const COMMAND: &str = "command.txt";
 pub const MEMCHECK_XML: &str = "memcheck.xml";
 /// The rebuild's line-info table.
 pub const LINEINFO_TABLE: &str = "lineinfo.tsv";
+/// The prefix of every coredump's file name in a rung folder (`core_%h.%p.%t`).
+pub const DUMP_PREFIX: &str = "core_";
 /// Where `replay.sh` puts what a replay writes (`replay/<rung>/`).
 pub const REPLAY_DIR: &str = "replay";
 

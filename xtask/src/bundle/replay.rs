@@ -9,12 +9,13 @@
 
 use std::fmt::Write as _;
 
+use super::layout;
 use crate::bundle::Manifest;
 use crate::model::{quote, Role, RungId};
 use crate::redact::MARK;
 
 /// The script's name at the bundle root.
-pub const FILE: &str = "replay.sh";
+pub const FILE: &str = layout::REPLAY;
 
 /// Builds `replay.sh` for a manifest.
 pub fn script(m: &Manifest) -> String {
@@ -82,26 +83,26 @@ pub fn script(m: &Manifest) -> String {
 
     let mut s = String::new();
     writeln!(s, "#!/usr/bin/env bash").unwrap();
-    writeln!(s, "# replay.sh: reruns one rung of this bundle with the environment it recorded.").unwrap();
+    writeln!(s, "# {FILE}: reruns one rung of this bundle with the environment it recorded.").unwrap();
     writeln!(s, "# Written by {} {} for recipe `{}` ({}).", m.tool, m.version, m.recipe_name(), m.created)
         .unwrap();
     writeln!(s, "#").unwrap();
     writeln!(
         s,
-        "#   ./replay.sh RUNG      rungs: {}",
+        "#   ./{FILE} RUNG      rungs: {}",
         if names.is_empty() { "(none ran)".into() } else { names.join(" ") }
     )
     .unwrap();
-    writeln!(s, "#   ./replay.sh --list    the rungs and their commands").unwrap();
+    writeln!(s, "#   ./{FILE} --list    the rungs and their commands").unwrap();
     writeln!(s, "#").unwrap();
     writeln!(s, "# Values redacted in the bundle are asked for at the terminal (not echoed), or taken from")
         .unwrap();
     writeln!(s, "# the environment when a variable of the name asked for is set. Dumps and reports go")
         .unwrap();
     writeln!(s, "# to replay/RUNG/ beside this script. The inherited environment is yours, not the").unwrap();
-    writeln!(s, "# recorded one: manifest.yaml `environment` lists what the run had.").unwrap();
+    writeln!(s, "# recorded one: {} `environment` lists what the run had.", layout::MANIFEST).unwrap();
     s.push_str(
-        r#"set -euo pipefail
+        &r#"set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 ask() {
@@ -120,13 +121,14 @@ ask() {
 
 need_dir() {
     if [ ! -d "$1" ]; then
-        echo "replay.sh: the recorded working directory \`$1\` does not exist here: run on the" >&2
-        echo "same checkout, or edit the \`cd\` line of this rung in $HERE/replay.sh" >&2
+        echo "REPLAY_SH: the recorded working directory \`$1\` does not exist here: run on the" >&2
+        echo "same checkout, or edit the \`cd\` line of this rung in $HERE/REPLAY_SH" >&2
         exit 1
     fi
 }
 
-"#,
+"#
+        .replace("REPLAY_SH", FILE),
     );
     s.push_str("case \"${1:-}\" in\n");
     s.push_str("  --list)\n");
@@ -136,7 +138,7 @@ need_dir() {
     s.push_str("  *)\n");
     writeln!(
         s,
-        "    echo \"usage: ./replay.sh RUNG (one of: {}) or --list\" >&2",
+        "    echo \"usage: ./{FILE} RUNG (one of: {}) or --list\" >&2",
         if names.is_empty() { "none ran".to_string() } else { names.join(" ") }
     )
     .unwrap();

@@ -99,8 +99,12 @@ pub fn render(input: &ReportInput) -> String {
     }
     if !repro.is_empty() {
         writeln!(head, "#### Reproduce\n").unwrap();
-        writeln!(head, "Every rung's command as it ran (the bundle's `replay.sh RUNG` reruns one):\n")
-            .unwrap();
+        writeln!(
+            head,
+            "Every rung's command as it ran (the bundle's `{} RUNG` reruns one):\n",
+            super::layout::REPLAY
+        )
+        .unwrap();
         head.push_str(&fenced("sh", &repro));
         head.push('\n');
     }

@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use super::Outcome;
 use crate::bundle::archive::{self, Limits, PackOptions};
 use crate::bundle::report::{self, ReportInput};
-use crate::bundle::{Bundle, Manifest};
+use crate::bundle::{layout, Bundle, Manifest};
 use crate::ui;
 
 #[derive(Debug, clap::Subcommand)]
@@ -93,10 +93,11 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
                 let total: u64 = p.left_out.iter().map(|(_, b)| b).sum();
                 writeln!(
                     s,
-                    "left out {} coredump(s), {} (listed in LEFT_OUT.tsv): they can hold model or user data; \
+                    "left out {} coredump(s), {} (listed in {}): they can hold model or user data; \
                      `--with-coredumps` includes them",
                     p.left_out.len(),
-                    human(total)
+                    human(total),
+                    layout::LEFT_OUT
                 )
                 .unwrap();
             }
@@ -280,12 +281,11 @@ pub fn report_of(path: &Path) -> Result<String> {
     let analysis = crate::bundle::inputs::analyze(&[path.to_path_buf()])?;
     let mut env_lines = Vec::new();
     // `git describe` only when it succeeded (outside a checkout it prints `fatal: ...`).
-    let described = m
-        .collected
-        .iter()
-        .any(|c| c.stdout == "env/git-describe.txt" && c.exit == Some(crate::model::Exit::Code(0)));
+    let described_file = layout::env_file(layout::GIT_DESCRIBE);
+    let described =
+        m.collected.iter().any(|c| c.stdout == described_file && c.exit == Some(crate::model::Exit::Code(0)));
     if described {
-        if let Ok(t) = std::fs::read_to_string(path.join("env/git-describe.txt")) {
+        if let Ok(t) = std::fs::read_to_string(path.join(&described_file)) {
             if let Some(first) = t.lines().next().filter(|l| !l.trim().is_empty()) {
                 env_lines.push(("source (`git describe`)".to_string(), first.trim().to_string()));
             }
@@ -316,8 +316,9 @@ pub fn report_of(path: &Path) -> Result<String> {
     }
     if m.rungs.is_empty() {
         bail!(
-            "`{}` has no rungs yet: the run stopped before the baseline; see its manifest.yaml",
-            path.display()
+            "`{}` has no rungs yet: the run stopped before the baseline; see its {}",
+            path.display(),
+            layout::MANIFEST
         );
     }
     Ok(report::render(&ReportInput { manifest: &m, analysis: &analysis, env_lines, logs }))

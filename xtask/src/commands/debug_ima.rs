@@ -244,7 +244,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         .map(|f| (f.path.clone(), (f.bytes, f.sha256.clone())))
         .collect();
     if let Err(e) = crate::bundle::archive::write_sums_reusing(bundle.root(), &known) {
-        ui::status(&format!("warning: {e:#}; `cargo xtask bundle pack` writes SHA256SUMS later"));
+        ui::status(&format!("warning: {e:#}; `cargo xtask bundle pack` writes {} later", layout::SUMS));
     }
 
     // After an error with nothing found, the analysis has nothing to say: the error does.

@@ -33,7 +33,7 @@ pub fn invocation(r: &Resolved, c: &Collect) -> Invocation {
 
 /// The snapshot's file that is always made on the host, also when the rungs run in a
 /// container: `git describe` of the host's checkout.
-pub const SNAPSHOT_ON_HOST: &str = "git-describe.txt";
+pub const SNAPSHOT_ON_HOST: &str = layout::GIT_DESCRIBE;
 
 /// The environment snapshot taken before the baseline, besides the recipe's own `collect`
 /// commands: `git describe --always --dirty` of the target's source (its working directory),

@@ -2255,6 +2255,20 @@ mod tests {
         assert!(words("   ").is_empty());
     }
 
+    /// The schema's `rungs:` keys are the rung ids' names: a recipe may give options to
+    /// every rung, and to nothing else.
+    #[test]
+    fn every_rung_id_is_a_schema_key() {
+        for id in RungId::ALL {
+            let text = format!(
+                "version: 1\nname: x\ndescription: x\nrun:\n  command: [\"t\"]\nrungs:\n  {}: {{ timeout: 5 }}\n",
+                id.name()
+            );
+            let r = parse(&text, RecipeSource::Builtin("x".into()), PathBuf::from(".")).unwrap();
+            assert_eq!(r.rung(id).and_then(|o| o.timeout), Some(5), "{id}");
+        }
+    }
+
     #[test]
     fn split_words_errors() {
         for (input, want) in [

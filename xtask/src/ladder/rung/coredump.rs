@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 
 use super::{step, target, with_options, Debug, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
 use crate::bundle::inputs::scan_file;
+use crate::bundle::layout::DUMP_PREFIX;
 use crate::model::{Invocation, Role, RungId};
 use crate::recipe::Resolved;
 
@@ -19,9 +20,6 @@ pub struct Coredump;
 /// megabytes, not gigabytes, and hold no model or user data from global memory.
 pub const GENERATION_FLAGS: &str = "skip_nonrelocated_elf_images,skip_global_memory,skip_shared_memory,\
 skip_local_memory,skip_constbank_memory";
-
-/// The prefix of every dump file name in the rung folder.
-pub const DUMP_PREFIX: &str = "core_";
 
 pub fn invocation(r: &Resolved, dump_dir: &Path) -> Invocation {
     let mut inv = target(r);
