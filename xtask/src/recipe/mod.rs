@@ -1721,7 +1721,7 @@ fn resolve_with(r: &Recipe, vars: BTreeMap<String, String>, cwd: &Path) -> Resul
             .enumerate()
             .map(|(i, a)| expand_field(r, &format!("{field}.args[{i}]"), a, &vars))
             .collect::<Result<Vec<_>>>()?;
-        rungs.insert(name.clone(), RungOptions { env, args, ..o.clone() });
+        rungs.insert(*name, RungOptions { env, args, ..o.clone() });
     }
     let container = resolve_container(r, &vars, cwd)?;
     Ok(Resolved {
