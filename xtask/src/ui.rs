@@ -114,7 +114,7 @@ pub trait Progress {
     /// A status line (a note, the bundle's path).
     fn status(&self, text: &str);
     /// A rung starts: its bar until [`RungBar::finish`].
-    fn rung(&self, index: usize, total: usize, rung: &str, what: &str) -> Box<dyn RungBar>;
+    fn rung(&self, index: usize, total: usize, rung: &str, what: &str) -> Box<dyn RungBar + '_>;
 }
 
 /// The progress of one running rung.
@@ -137,7 +137,7 @@ impl Progress for Terminal {
         status(text);
     }
 
-    fn rung(&self, index: usize, total: usize, rung: &str, what: &str) -> Box<dyn RungBar> {
+    fn rung(&self, index: usize, total: usize, rung: &str, what: &str) -> Box<dyn RungBar + '_> {
         Box::new(RungProgress::start(index, total, rung, what))
     }
 }

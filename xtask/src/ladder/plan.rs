@@ -10,9 +10,9 @@ use super::collect;
 use super::driver::Climb;
 use super::rung::{self, At, Step, When};
 use crate::bundle::layout;
-use crate::launch::container::{Access, Containers};
+use crate::launch::container::Containers;
 use crate::launch::Place;
-use crate::model::Role;
+use crate::model::{Invocation, Role, RungId};
 
 /// Where a step runs, with the run's containers: a new container named after its logs (or
 /// its role), numbered by `started`; beside the target, inside the target's.
@@ -55,32 +55,54 @@ pub fn render(climb: &Climb, bundle: &Path) -> String {
             s.push_str(&format!("      timeout: {} s\n", t.as_secs()));
         }
     }
-    let mut started = 0;
-    for (i, id) in climb.plan.iter().enumerate() {
-        let i = i + 1;
-        let rung = rung::get(*id);
-        s.push_str(&format!("\n{i}. {id}: {}\n", rung.describe()));
-        let mut target = Place::Host;
-        for mut step in climb.steps(*id, bundle.join(layout::rung_dir(i, *id))) {
-            // Named as the first dump's (or the only attach's) would be.
-            step.stem = step.stem.replace("{n}", "1");
-            let missing = r.build.as_ref().is_some_and(|b| b.binaries.iter().any(|p| !p.exists()));
-            if step.when == When::BinariesMissing && !missing {
-                continue;
-            }
-            let place = place_for(containers, &mut started, &step, &target);
-            if step.at == At::New(Access::Ptrace) || (step.stem.is_empty() && step.when == When::Always) {
-                target = place.clone();
-            }
-            let inv = place.wrap(&step.inv);
-            let label = label(&step);
-            s.push_str(&format!("   {label}: {}\n", inv.shell_line()));
-            if let Some(t) = inv.timeout {
-                s.push_str(&format!("      timeout: {} s\n", t.as_secs()));
-            }
+    let mut last = None;
+    for planned in steps(climb, bundle) {
+        if last != Some(planned.rung) {
+            let i = climb.plan.iter().position(|r| *r == planned.rung).unwrap_or(0) + 1;
+            s.push_str(&format!("\n{i}. {}: {}\n", planned.rung, rung::get(planned.rung).describe()));
+            last = Some(planned.rung);
+        }
+        s.push_str(&format!("   {}: {}\n", label(&planned.step), planned.inv.shell_line()));
+        if let Some(t) = planned.inv.timeout {
+            s.push_str(&format!("      timeout: {} s\n", t.as_secs()));
         }
     }
     s
+}
+
+/// One step of the plan, as it would run.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub rung: RungId,
+    pub step: Step,
+    /// The command that would run: the step's, wrapped for its container.
+    pub inv: Invocation,
+}
+
+/// Every step of every planned rung, in order, wrapped where it would run. A step that runs
+/// only when a binary is missing is left out when none is.
+pub fn steps(climb: &Climb, bundle: &Path) -> Vec<Planned> {
+    let containers = climb.containers.as_ref();
+    let missing = climb.recipe.build.as_ref().is_some_and(|b| b.binaries.iter().any(|p| !p.exists()));
+    let mut out = Vec::new();
+    let mut started = 0;
+    for (i, id) in climb.plan.iter().enumerate() {
+        let mut target = Place::Host;
+        for mut step in climb.steps(*id, bundle.join(layout::rung_dir(i + 1, *id))) {
+            if step.when == When::BinariesMissing && !missing {
+                continue;
+            }
+            // Named as the first dump's (or the only attach's) would be.
+            step.stem = step.stem.replace("{n}", "1");
+            let place = place_for(containers, &mut started, &step, &target);
+            if step.role == Role::Target {
+                target = place.clone();
+            }
+            let inv = place.wrap(&step.inv);
+            out.push(Planned { rung: *id, step, inv });
+        }
+    }
+    out
 }
 
 /// How the plan names a step.

@@ -1,0 +1,217 @@
+//! The climb in-process: `ladder::driver` with a scripted prompter, a recording progress sink
+//! and the stand-ins on PATH (replaying the H200 recordings of tests/fixtures/h200), without
+//! the binary. And the dry-run's steps against what a run records: the plan shows what runs.
+//!
+//! The stand-ins are found through PATH and `STANDIN_CASE`, set once for this test binary
+//! (every test here replays the same case).
+
+mod support;
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use support::{fixture, path_with, standins, Scratch};
+use xtask::bundle::{layout, Bundle, RungStatus};
+use xtask::ladder::driver::{Climb, Stopped};
+use xtask::ladder::plan;
+use xtask::ladder::policy::{self, Request};
+use xtask::ladder::rung::{Debug, When, DUMP, PID};
+use xtask::model::{Role, RungId};
+use xtask::process::Interrupt;
+use xtask::recipe::{self, Resolved};
+use xtask::ui::{Choice, Progress, Prompter, RungBar};
+
+const CASE: &str = "oob_read";
+
+fn setup() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // Safe: before any test of this binary starts a process (each test calls this first,
+        // and `Once` blocks the others until it returns).
+        unsafe {
+            std::env::set_var("PATH", path_with(&[&standins()]));
+            std::env::set_var("STANDIN_CASE", fixture(CASE));
+        }
+    });
+}
+
+/// Answers the prompts before each rung from a script; `Run` once it runs out.
+struct Scripted {
+    answers: Vec<Choice>,
+    asked: Vec<String>,
+}
+
+impl Prompter for Scripted {
+    fn choose_recipe(&mut self, _: &[&str]) -> anyhow::Result<String> {
+        anyhow::bail!("the test gives the recipe")
+    }
+
+    fn variable(&mut self, name: &str, _: &str, _: Option<&str>) -> anyhow::Result<String> {
+        anyhow::bail!("the test gives `{name}`")
+    }
+
+    fn before_rung(&mut self, rung: &str, _: &str) -> anyhow::Result<Choice> {
+        self.asked.push(rung.to_string());
+        Ok(if self.answers.is_empty() { Choice::Run } else { self.answers.remove(0) })
+    }
+}
+
+/// Keeps what the climb would have shown.
+#[derive(Default)]
+struct Recorder {
+    lines: RefCell<Vec<String>>,
+}
+
+struct Bar<'a>(&'a RefCell<Vec<String>>, String);
+
+impl RungBar for Bar<'_> {
+    fn line(&self, _: &str) {}
+    fn sm(&self, _: u32, _: u32) {}
+    fn note(&self, text: &str) {
+        self.0.borrow_mut().push(format!("{}: note: {text}", self.1));
+    }
+    fn finish(&self, outcome: &str) {
+        self.0.borrow_mut().push(format!("{}: {outcome}", self.1));
+    }
+}
+
+impl Progress for Recorder {
+    fn status(&self, text: &str) {
+        self.lines.borrow_mut().push(text.to_string());
+    }
+
+    fn rung(&self, _: usize, _: usize, rung: &str, _: &str) -> Box<dyn RungBar + '_> {
+        Box::new(Bar(&self.lines, rung.to_string()))
+    }
+}
+
+fn resolved(s: &Scratch) -> Resolved {
+    let target = standins().join("target");
+    let text = format!(
+        "version: 1\nname: climb\ndescription: the stand-in target\nrun:\n  command: [\"{}\"]\n",
+        target.display()
+    );
+    let r = recipe::parse(&text, recipe::RecipeSource::File(s.path("recipe.yaml")), s.path(".")).unwrap();
+    recipe::resolve_in(&r, &Default::default(), &s.path(".")).unwrap()
+}
+
+fn climb<'a>(r: &'a Resolved, req: &'a Request, plan: &'a [RungId]) -> Climb<'a> {
+    Climb {
+        recipe: r,
+        request: req,
+        plan,
+        debug: Debug::LineInfo,
+        inherited_prepend: None,
+        gpus: 1,
+        containers: None,
+        interrupt: Interrupt::manual(),
+    }
+}
+
+fn bundle(s: &Scratch, r: &Resolved) -> Bundle {
+    Bundle::create(&s.bundles(), &r.name, &serde_json::to_value(r).unwrap()).unwrap()
+}
+
+/// Skipping the baseline at the prompt says nothing about the target: the fault rungs still
+/// run and locate the fault.
+#[test]
+fn a_skipped_baseline_still_climbs_to_the_fault() {
+    setup();
+    let s = Scratch::for_run("climb-skip");
+    let r = resolved(&s);
+    let req = Request::default();
+    let plan = policy::plan(&req);
+    let mut prompter = Scripted { answers: vec![Choice::Skip], asked: vec![] };
+    let progress = Recorder::default();
+    let climbed = climb(&r, &req, &plan).run(bundle(&s, &r), &mut prompter, &progress);
+    let stopped = climbed.outcome.unwrap();
+    assert!(matches!(&stopped, Stopped::Done(why) if why.contains("located the fault")), "{stopped:?}");
+    let m = climbed.bundle.manifest();
+    let statuses: Vec<(RungId, RungStatus)> = m.rungs.iter().map(|r| (r.rung, r.status)).collect();
+    assert_eq!(statuses[0], (RungId::Baseline, RungStatus::Skipped));
+    assert!(statuses.contains(&(RungId::Coredump, RungStatus::Ran)), "{statuses:?}");
+    assert_eq!(prompter.asked[0], "baseline");
+    assert!(prompter.asked.contains(&"launch-blocking".to_string()), "{:?}", prompter.asked);
+    let v = climbed.analysis.verdict.expect("a verdict");
+    assert_eq!((v.file.as_deref(), v.line), (Some("oob_read.cu"), Some(8)));
+    assert!(progress.lines.borrow().iter().any(|l| l.starts_with("coredump: ")), "{:?}", progress.lines);
+    s.assert_no_standin_left();
+}
+
+/// Stop at the first prompt: nothing runs, and the climb says so.
+#[test]
+fn stop_at_the_prompt_runs_nothing() {
+    setup();
+    let s = Scratch::for_run("climb-stop");
+    let r = resolved(&s);
+    let req = Request::default();
+    let plan = policy::plan(&req);
+    let mut prompter = Scripted { answers: vec![Choice::Stop], asked: vec![] };
+    let climbed = climb(&r, &req, &plan).run(bundle(&s, &r), &mut prompter, &Recorder::default());
+    assert_eq!(climbed.outcome.unwrap(), Stopped::Done("stopped at the prompt before baseline".into()));
+    assert!(climbed.bundle.manifest().rungs.is_empty());
+}
+
+/// The plan's steps are the commands the run records: with `--full` every rung's target and
+/// every tool it ran appears in the plan (placeholders filled in as the run fills them), and
+/// every step of the plan that always runs was run.
+#[test]
+fn the_dry_run_shows_the_commands_the_run_records() {
+    setup();
+    let s = Scratch::for_run("climb-plan");
+    let r = resolved(&s);
+    let req = Request { full: true, ..Request::default() };
+    let plan = policy::plan(&req);
+    let c = climb(&r, &req, &plan);
+    let b = bundle(&s, &r);
+    let root = b.root().to_path_buf();
+    let planned = plan::steps(&c, &root);
+    let climbed = c.run(b, &mut Scripted { answers: vec![], asked: vec![] }, &Recorder::default());
+    climbed.outcome.unwrap();
+    let m = climbed.bundle.manifest();
+    assert_eq!(m.rungs.iter().map(|r| r.rung).collect::<Vec<_>>(), plan);
+    for rec in &m.rungs {
+        let dir = root.join(&rec.dir);
+        let mine: Vec<&plan::Planned> = planned.iter().filter(|p| p.rung == rec.rung).collect();
+        for cmd in &rec.commands {
+            // The run's dump paths and pids stand for the plan's placeholders.
+            let generic = generalise(&cmd.command, &dir);
+            let found = mine.iter().any(|p| p.inv.shell_line() == generic && p.step.role == cmd.role);
+            assert!(found, "{}: `{generic}` ({}) is not in the plan:\n{:#?}", rec.rung, cmd.role, mine);
+        }
+        for p in mine.iter().filter(|p| p.step.when == When::Always) {
+            let ran = rec.commands.iter().any(|c| generalise(&c.command, &dir) == p.inv.shell_line());
+            assert!(ran, "{}: planned `{}` did not run", rec.rung, p.inv.shell_line());
+        }
+    }
+    // The tools the fault rungs exist for did run.
+    let roles = |id: RungId| {
+        m.rungs.iter().find(|r| r.rung == id).unwrap().commands.iter().map(|c| c.role).collect::<Vec<_>>()
+    };
+    assert!(roles(RungId::Coredump).contains(&Role::CudaGdb));
+    assert!(roles(RungId::Attach).contains(&Role::CudaGdb));
+    s.assert_no_standin_left();
+}
+
+/// A recorded command with this run's dump file and attached pid put back as the plan's
+/// placeholders.
+fn generalise(command: &str, dir: &Path) -> String {
+    let mut out = command.to_string();
+    let dumps: Vec<PathBuf> =
+        std::fs::read_dir(dir).map(|rd| rd.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    for d in dumps
+        .iter()
+        .filter(|d| d.file_name().is_some_and(|n| n.to_string_lossy().starts_with(layout::DUMP_PREFIX)))
+    {
+        out = out.replace(&d.display().to_string(), &dir.join(DUMP).display().to_string());
+    }
+    if let Some(i) = out.find(" -p ") {
+        let rest = &out[i + 4..];
+        let end = rest.find(' ').unwrap_or(rest.len());
+        if rest[..end].bytes().all(|b| b.is_ascii_digit()) {
+            out = format!("{} -p {}{}", &out[..i], xtask::model::quote(PID), &rest[end..]);
+        }
+    }
+    out
+}
