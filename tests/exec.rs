@@ -146,6 +146,33 @@ fn timeout_kills_the_whole_group() {
     assert_dead(&pids);
 }
 
+/// A timeout asks first: the group gets SIGTERM, and a target that tears down on it (torchrun
+/// forwarding it to its workers) gets to finish; one that ignores it is killed after
+/// `TERM_GRACE`.
+#[test]
+fn a_timeout_sends_sigterm_before_sigkill() {
+    let dir = scratch("term");
+    let mut spec = sh(&dir, "trap 'echo torn down; exit 3' TERM; echo $$; while :; do sleep 0.05; done");
+    spec.timeout = Some(Duration::from_millis(300));
+    let start = Instant::now();
+    let (outcome, _) = run_collect(&spec);
+    assert_eq!(outcome.exit, Exit::TimedOut);
+    // The callback is done once the run is ended; the log keeps what came after.
+    assert!(read(dir.join("out.log")).contains("torn down"), "{}", read(dir.join("out.log")));
+    assert!(start.elapsed() < exec::TERM_GRACE, "the child ended on SIGTERM: {:?}", start.elapsed());
+
+    let dir = scratch("term-ignored");
+    let mut spec = sh(&dir, "trap '' TERM; echo $$; while :; do sleep 0.05; done");
+    spec.timeout = Some(Duration::from_millis(300));
+    let start = Instant::now();
+    let (outcome, lines) = run_collect(&spec);
+    assert_eq!(outcome.exit, Exit::TimedOut);
+    let took = start.elapsed();
+    assert!(took >= exec::TERM_GRACE, "SIGKILL came only after the grace: {took:?}");
+    assert!(took < exec::TERM_GRACE + Duration::from_secs(10), "{took:?}");
+    assert_dead(&pids_of(&lines, 1));
+}
+
 #[test]
 fn stop_from_the_callback_kills_a_spinning_target() {
     // The attach rung: the target announces its pid and spins; the callback works for a
