@@ -1,8 +1,8 @@
-//! `xtask::exec` on real processes (`/bin/sh`, `sleep`, `yes`): output streamed to the logs
+//! `xtask::process` (the supervised runner) on real processes (`/bin/sh`, `sleep`, `yes`): output streamed to the logs
 //! and to the callback, exit codes and signals, and that no process of a run's group
 //! outlives it, whether it ends by itself, by timeout, by `Control::Stop`, by a panic in
 //! the callback or by Ctrl-C (the last in a re-executed copy of this test binary, since
-//! the interrupt flag is global).
+//! the signal handler is process-wide).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

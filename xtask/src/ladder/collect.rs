@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::driver::run_logged;
+use super::run::run_logged;
 use super::rung::from_step;
 use crate::bundle::{layout, CommandRecord};
 use crate::launch::container::{Access, Containers};

@@ -10,10 +10,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::collect::{self, Collected};
 use super::policy::{self, Next, Request, RungOutcome};
+use super::run::{place_for, run_logged};
 use super::rung::{self, Beside, Debug, RungIo, Step, StepCx};
 use crate::bundle::inputs::{is_rung_output, scan_file};
 use crate::bundle::{self, layout, Bundle, CommandRecord, RungRecord, RungStatus};
@@ -22,8 +23,8 @@ use crate::findings::verdict::{decide, Analysis};
 use crate::findings::Evidence;
 use crate::launch::container::Containers;
 use crate::launch::{self, Place};
-use crate::model::{Exit, Invocation, Role, RungId};
-use crate::process::{self, Control, Interrupt, Spec, Stream};
+use crate::model::{Exit, Role, RungId};
+use crate::process::{Control, Interrupt, Stream};
 use crate::recipe::Resolved;
 use crate::redact::Redaction;
 use crate::ui::{Choice, Progress, Prompter, RungBar};
@@ -267,7 +268,7 @@ impl State<'_, '_> {
     /// Where the next process of `step` runs: on the host, or in a new container named
     /// after its logs (or role), as the plan names it.
     fn place(&mut self, step: &Step) -> Place {
-        super::plan::place_for(self.climb.containers.as_ref(), &mut self.started, step, &Place::Host)
+        place_for(self.climb.containers.as_ref(), &mut self.started, step, &Place::Host)
     }
 
     /// Files a root container wrote go back to their folder's owner: a rung's folder to the
@@ -476,64 +477,6 @@ impl Beside for Side<'_> {
     fn interrupted(&self) -> bool {
         self.interrupt.is_set()
     }
-}
-
-/// What `process` runs for an invocation, with its two logs (the same path for both streams
-/// puts them in one file).
-fn to_spec(inv: &Invocation, (stdout_log, stderr_log): (PathBuf, PathBuf), interrupt: &Interrupt) -> Spec {
-    Spec {
-        program: inv.argv[0].clone().into(),
-        args: inv.argv[1..].iter().map(Into::into).collect(),
-        cwd: inv.cwd.clone(),
-        env_set: inv.env_set.clone(),
-        env_remove: inv.env_remove.clone(),
-        stdout_log,
-        stderr_log,
-        timeout: inv.timeout,
-        redact: true,
-        interrupt: interrupt.clone(),
-    }
-}
-
-/// Runs one process for the bundle with everything recorded redacted: its command (in
-/// `command_dir` when given: `command.txt` for the target, `<stem>.command.txt` for a tool),
-/// its logs (redacted as `process` writes them) and its [`CommandRecord`]; the redactions
-/// found are added to `found`. In a container, the command recorded is the runtime's. The
-/// outer error is the bundle's (a file it could not write), the inner one the process's.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn run_logged(
-    root: &Path,
-    role: Role,
-    inv: &Invocation,
-    place: &Place,
-    logs: (PathBuf, PathBuf),
-    command_dir: Option<&Path>,
-    found: &mut Vec<Redaction>,
-    interrupt: &Interrupt,
-    on_line: &mut dyn FnMut(Stream, &str) -> Control,
-) -> Result<(CommandRecord, Result<process::Outcome>)> {
-    let inv = &place.wrap(inv);
-    let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
-    let (out_rel, err_rel) = (rel(&logs.0), rel(&logs.1));
-    let command_file = command_dir.map(|d| layout::command_file(d, &logs.0));
-    let at = match &command_file {
-        Some(f) => rel(f),
-        None => format!("{out_rel} (command)"),
-    };
-    let shown = crate::redact::invocation(inv, &at, found);
-    let mut rec = CommandRecord::new(role, &shown, &out_rel, &err_rel);
-    if let Some(f) = &command_file {
-        std::fs::write(f, shown.shell_line() + "\n")
-            .with_context(|| format!("cannot write `{}`", f.display()))?;
-    }
-    let result = process::run(&to_spec(inv, logs, interrupt), on_line);
-    place.clean_up();
-    if let Ok(o) = &result {
-        rec.exit = Some(o.exit);
-        rec.duration_s = o.duration.as_secs_f64();
-        found.extend(bundle::log_redactions(&o.redacted, &out_rel, &err_rel));
-    }
-    Ok((rec, result))
 }
 
 /// `baseline ran (1.2 s), rebuild skipped (0.0 s), ...` for the end of a run.

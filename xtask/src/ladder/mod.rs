@@ -9,4 +9,5 @@ pub mod collect;
 pub mod driver;
 pub mod plan;
 pub mod policy;
+pub mod run;
 pub mod rung;

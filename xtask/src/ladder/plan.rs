@@ -1,6 +1,6 @@
 //! `--dry-run`: the plan, every step's exact command and environment, derived from the very
 //! steps the run executes ([`Climb::steps`], the `collect` jobs) and wrapped for the container
-//! the same way ([`place_for`]): what it prints is what would run.
+//! the same way ([`super::run::place_for`]): what it prints is what would run.
 //!
 //! Must not: run or write anything.
 
@@ -8,25 +8,11 @@ use std::path::Path;
 
 use super::collect;
 use super::driver::Climb;
-use super::rung::{self, At, Step, When};
+use super::run::place_for;
+use super::rung::{self, Step, When};
 use crate::bundle::layout;
-use crate::launch::container::Containers;
 use crate::launch::Place;
 use crate::model::{Invocation, Role, RungId};
-
-/// Where a step runs, with the run's containers: a new container named after its logs (or
-/// its role), numbered by `started`; beside the target, inside the target's.
-pub fn place_for(containers: Option<&Containers>, started: &mut usize, step: &Step, target: &Place) -> Place {
-    let Some(c) = containers else { return Place::Host };
-    match step.at {
-        At::BesideTarget => target.beside(),
-        At::New(access) => {
-            *started += 1;
-            let what = if step.stem.is_empty() { step.role.name() } else { step.stem.as_str() };
-            Place::New(c.clone(), c.name(*started, what), access)
-        }
-    }
-}
 
 /// The plan's text. `bundle` is the folder the run would create (its name unknown until then).
 pub fn render(climb: &Climb, bundle: &Path) -> String {

@@ -7,7 +7,8 @@
 
 use anyhow::Result;
 
-use super::{step, target, with_options, At, Debug, Ran, Rung, RungIo, Step, StepCx, When, PID};
+use super::api::{step, At, Debug, Ran, Rung, RungIo, Step, StepCx, When, PID};
+use super::build::{target, with_options};
 use crate::bundle::inputs::scan_file;
 use crate::findings::waits::wait_notice;
 use crate::launch::container::Access;
@@ -25,7 +26,7 @@ pub fn invocation(r: &Resolved) -> Invocation {
 
 /// `cuda-gdb -batch -p PID` with the commands that show the live state.
 pub fn gdb(pid: &str, full: bool, locals: bool) -> Invocation {
-    super::cuda_gdb(&["-p".to_string(), pid.to_string()], None, full, locals)
+    super::build::cuda_gdb(&["-p".to_string(), pid.to_string()], None, full, locals)
 }
 
 impl Rung for Attach {

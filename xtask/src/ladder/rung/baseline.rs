@@ -1,11 +1,12 @@
 //! Rung 1, baseline: the target as it is, to capture the symptom. When a binary the build
 //! makes does not exist yet, the recipe's plain build runs first.
 //!
-//! Must not: change the target's environment beyond what every rung does ([`super::target`]).
+//! Must not: change the target's environment beyond what every rung does (`build::target`).
 
 use anyhow::{bail, Result};
 
-use super::{step, target, with_options, Ran, Rung, RungIo, Step, StepCx, When};
+use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When};
+use super::build::{target, with_options};
 use crate::model::{Invocation, Role, RungId};
 use crate::recipe::Resolved;
 

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::{step, target, with_options, Debug, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
+use super::api::{step, Debug, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
+use super::build::{target, with_options};
 use crate::bundle::inputs::scan_file;
 use crate::bundle::layout::DUMP_PREFIX;
 use crate::model::{Invocation, Role, RungId};
@@ -35,7 +36,7 @@ pub fn invocation(r: &Resolved, dump_dir: &Path) -> Invocation {
 /// cuda-gdb 13.0 has been seen to crash on); the retry after a crash uses `full = false`.
 /// `locals` asks for arguments and locals, which only a `-G` build has.
 pub fn gdb(core: &Path, full: bool, locals: bool) -> Invocation {
-    super::cuda_gdb(&[], Some(format!("target cudacore {}", core.display())), full, locals)
+    super::build::cuda_gdb(&[], Some(format!("target cudacore {}", core.display())), full, locals)
 }
 
 /// The dumps in a rung folder, sorted.

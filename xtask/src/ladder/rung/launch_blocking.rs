@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::{step, target, with_options, Ran, Rung, RungIo, Step, StepCx, When};
+use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When};
+use super::build::{target, with_options};
 use crate::model::{Invocation, RungId};
 use crate::recipe::Resolved;
 

@@ -7,7 +7,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::{step, target, Ran, Rung, RungIo, Step, StepCx, When};
+use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When};
+use super::build::target;
 use crate::bundle::layout::MEMCHECK_XML;
 use crate::model::{Invocation, RungId};
 use crate::recipe::Resolved;
@@ -67,5 +68,5 @@ pub fn invocation(r: &Resolved, xml: &Path) -> Invocation {
         inv.remove("PYTORCH_CUDA_ALLOC_CONF");
         inv.remove("PYTORCH_ALLOC_CONF");
     }
-    super::with_options(inv, r, RungId::Memcheck)
+    super::build::with_options(inv, r, RungId::Memcheck)
 }

@@ -6,7 +6,8 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::{from_step, with_options, Ran, Rung, RungIo, Step, StepCx, When};
+use super::api::{Debug, Ran, Rung, RungIo, Step, StepCx, When};
+use super::build::{from_step, with_options};
 use crate::model::{Invocation, Role, RungId};
 use crate::recipe::{Resolved, Step as RecipeStep};
 
@@ -82,24 +83,6 @@ pub fn create_binary_dirs(b: &RecipeStep) -> Result<()> {
             .with_context(|| format!("cannot create `{}` for the build's output", d.display()))?;
     }
     Ok(())
-}
-
-/// The debug information asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum Debug {
-    /// `-lineinfo`: source lines, optimised code (the default).
-    LineInfo,
-    /// `-G`: full device debug info, locals and arguments, unoptimised code.
-    Full,
-}
-
-impl Debug {
-    pub fn flag(self) -> &'static str {
-        match self {
-            Debug::LineInfo => "-lineinfo",
-            Debug::Full => "-G",
-        }
-    }
 }
 
 /// The build, as the recipe has it, with line info added and caches bypassed.

@@ -1,0 +1,204 @@
+//! What a rung is and what it is given: the [`Rung`] trait, the [`Step`]s it runs, and the
+//! [`RungIo`] through which the driver runs them. The rungs' files and the driver import
+//! this; it imports none of them.
+//!
+//! Must not: run anything or know any particular rung.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use crate::launch::container::Access;
+use crate::model::{Exit, Invocation, Role, RungId};
+use crate::process::Control;
+use crate::recipe::Resolved;
+
+/// One rung: its identity, what it is for, the steps it runs and how.
+pub trait Rung: Sync {
+    fn id(&self) -> RungId;
+    /// What the rung does and what it costs, for the prompt before it runs.
+    fn describe(&self) -> &'static str;
+    /// Whether the rung is of use only when the target faults (then a clean baseline skips it).
+    fn needs_fault(&self) -> bool {
+        false
+    }
+    /// Whether the rung can run for this recipe (the rebuild needs a `build` step).
+    fn applies(&self, r: &Resolved) -> bool {
+        let _ = r;
+        true
+    }
+    /// Every step the rung may run, in order, each with when it runs: the run executes these
+    /// (placeholders filled in), `--dry-run` prints them.
+    fn steps(&self, cx: &StepCx) -> Vec<Step>;
+    /// Runs the steps through `io`.
+    fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran>;
+}
+
+/// The debug information asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Debug {
+    /// `-lineinfo`: source lines, optimised code (the default).
+    LineInfo,
+    /// `-G`: full device debug info, locals and arguments, unoptimised code.
+    Full,
+}
+
+impl Debug {
+    pub fn flag(self) -> &'static str {
+        match self {
+            Debug::LineInfo => "-lineinfo",
+            Debug::Full => "-G",
+        }
+    }
+}
+
+/// What a rung ran to, for the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ran {
+    /// The target exited non-zero, died of a signal, or left a dump.
+    pub faulted: bool,
+    /// The rung's tool produced the artifact it exists for.
+    pub yielded: bool,
+}
+
+/// What the steps are built from.
+#[derive(Debug, Clone)]
+pub struct StepCx<'a> {
+    pub recipe: &'a Resolved,
+    pub debug: Debug,
+    /// The rung's folder in the bundle (absolute): dumps and reports go there.
+    pub dir: PathBuf,
+    /// `NVCC_PREPEND_FLAGS` of the ladder's own environment, which the rebuild keeps.
+    pub inherited_prepend: Option<String>,
+}
+
+/// When a step runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    Always,
+    /// Before the target, when a binary the build makes does not exist yet.
+    BinariesMissing,
+    /// Once per dump the target left ([`DUMP`] in its argv stands for the dump's path).
+    PerDump,
+    /// Again on that dump, with fewer commands, when cuda-gdb crashed on it.
+    PerDumpAfterCrash,
+    /// When a process announces it waits for a debugger ([`PID`] stands for its pid).
+    OnWaitMessage,
+    /// Again while it still waits, with fewer commands, when cuda-gdb crashed attached.
+    OnWaitMessageAfterCrash,
+}
+
+impl When {
+    /// How `--dry-run` says it.
+    pub fn label(self) -> &'static str {
+        match self {
+            When::Always => "",
+            When::BinariesMissing => "if a binary does not exist yet",
+            When::PerDump => "per dump",
+            When::PerDumpAfterCrash => "per dump, if cuda-gdb crashed",
+            When::OnWaitMessage => "on the wait message",
+            When::OnWaitMessageAfterCrash => "on the wait message, if cuda-gdb crashed",
+        }
+    }
+}
+
+/// Where a step's process runs, with a container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At {
+    /// In a new container of its own.
+    New(Access),
+    /// Inside the container of the target that is running (cuda-gdb attaching to it).
+    BesideTarget,
+}
+
+/// Stands for the path of a dump in a [`When::PerDump`] step.
+pub const DUMP: &str = "core_<host>.<pid>.<time>";
+/// Stands for the pid in a [`When::OnWaitMessage`] step.
+pub const PID: &str = "<PID from the message>";
+
+/// One process a rung runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    pub role: Role,
+    pub inv: Invocation,
+    /// The logs' name in the rung folder: empty for the target's `stdout.log` and
+    /// `stderr.log`, else `<stem>.log` with both streams.
+    pub stem: String,
+    pub at: At,
+    pub when: When,
+}
+
+impl Step {
+    pub fn new(role: Role, inv: Invocation, stem: impl Into<String>) -> Step {
+        Step { role, inv, stem: stem.into(), at: At::New(Access::Plain), when: When::Always }
+    }
+
+    /// The target's run: its streams in `stdout.log` and `stderr.log`.
+    pub fn target(inv: Invocation) -> Step {
+        Step::new(Role::Target, inv, "")
+    }
+
+    pub fn when(mut self, when: When) -> Step {
+        self.when = when;
+        self
+    }
+
+    pub fn at(mut self, at: At) -> Step {
+        self.at = at;
+        self
+    }
+
+    /// The step with `placeholder` replaced by `value` in its argv and `{n}` in its stem by
+    /// `n`: a per-dump or on-message step made concrete.
+    pub fn filled(&self, placeholder: &str, value: &str, n: usize) -> Step {
+        let mut s = self.clone();
+        for a in &mut s.inv.argv {
+            if a.contains(placeholder) {
+                *a = a.replace(placeholder, value);
+            }
+        }
+        s.stem = s.stem.replace("{n}", &n.to_string());
+        s
+    }
+}
+
+/// The first step of `steps` that runs `when`.
+pub fn step(steps: &[Step], when: When) -> Result<&Step> {
+    steps.iter().find(|s| s.when == when).ok_or_else(|| anyhow::anyhow!("the rung has no {when:?} step"))
+}
+
+/// What the driver gives a rung's run.
+pub trait RungIo {
+    fn recipe(&self) -> &Resolved;
+    /// The rung's folder (absolute).
+    fn dir(&self) -> &Path;
+    /// The rung's folder as the bundle names it (`rungs/02-rebuild`), for messages.
+    fn shown_dir(&self) -> String;
+    /// GPUs doctor saw.
+    fn gpus(&self) -> usize;
+    fn interrupted(&self) -> bool;
+    /// Runs one step into the bundle and records it; the target's and the build's lines go
+    /// to the progress.
+    fn exec(&mut self, step: &Step) -> Result<Exit>;
+    /// Runs `step` (the target), giving `watch` every line and a runner for steps
+    /// [`At::BesideTarget`]; `watch` returning [`Control::Stop`] ends the target.
+    fn exec_watching(
+        &mut self,
+        step: &Step,
+        watch: &mut dyn FnMut(&str, &mut dyn Beside) -> Control,
+    ) -> Result<Exit>;
+    /// A note kept in the rung's record (and shown when the rung ends).
+    fn note(&mut self, text: String);
+    /// A remark shown now, while the rung runs.
+    fn say(&self, text: &str);
+}
+
+/// Runs steps beside a running target, from inside its line callback.
+pub trait Beside {
+    /// Runs the step into the bundle; the error is the process's (the bundle's are kept).
+    fn exec(&mut self, step: &Step) -> Result<()>;
+    /// The log the step wrote (`<stem>.log`).
+    fn log(&self, step: &Step) -> PathBuf;
+    fn say(&self, text: &str);
+    fn interrupted(&self) -> bool;
+}

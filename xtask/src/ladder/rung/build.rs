@@ -1,0 +1,71 @@
+//! The command builders the rungs share: the target's run as every rung starts it, a
+//! rung's recipe options, a recipe step as an invocation, cuda-gdb in batch mode.
+//!
+//! Pure: builds [`Invocation`] values from the recipe; must not run or read anything.
+
+use std::time::Duration;
+
+use crate::model::{Invocation, RungId};
+use crate::recipe::{Resolved, Step as RecipeStep};
+
+/// Default time limit of one run of the target when the recipe sets none.
+pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(600);
+/// Time limit for one cuda-gdb session.
+pub const GDB_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// `cuda-gdb -batch -nx` with `first` (the target: `-p PID`, or nothing) and the
+/// commands: pagination off, then `target` (the coredump, if any); with `full`, the kernels
+/// table and the backtrace; with `locals` too, locals and arguments (a `-G` build has them).
+pub fn cuda_gdb(first: &[String], target: Option<String>, full: bool, locals: bool) -> Invocation {
+    let mut argv: Vec<String> = vec!["cuda-gdb".into(), "-batch".into(), "-nx".into()];
+    argv.extend(first.iter().cloned());
+    let mut commands = vec!["set pagination off".to_string()];
+    commands.extend(target);
+    if full {
+        commands.extend(["info cuda kernels".to_string(), "bt".to_string()]);
+        if locals {
+            commands.extend(["info locals".to_string(), "info args".to_string()]);
+        }
+    }
+    for c in commands {
+        argv.push("-ex".into());
+        argv.push(c);
+    }
+    Invocation { timeout: Some(GDB_TIMEOUT), ..Invocation::new(argv) }
+}
+
+/// An invocation of a recipe step (build or run) with its own environment.
+pub fn from_step(step: &RecipeStep) -> Invocation {
+    Invocation {
+        argv: step.argv.clone(),
+        cwd: step.cwd.clone(),
+        env_set: step.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        env_remove: step.env_remove.clone(),
+        timeout: step.timeout.or(Some(DEFAULT_RUN_TIMEOUT)),
+    }
+}
+
+/// The target's run, as every rung starts it: the recipe's command and environment, plus
+/// what keeps the evidence intact — unbuffered Python output, Triton line info on.
+pub fn target(r: &Resolved) -> Invocation {
+    let mut inv = from_step(&r.run);
+    // Triton drops line info when this is set: the coredump and memcheck rungs need it.
+    inv.remove("TRITON_DISABLE_LINE_INFO");
+    if r.python {
+        inv.set("PYTHONUNBUFFERED", "1");
+    }
+    inv
+}
+
+/// Applies a rung's recipe options: its timeout and extra environment.
+pub fn with_options(mut inv: Invocation, r: &Resolved, rung: RungId) -> Invocation {
+    if let Some(o) = r.rungs.get(&rung) {
+        if let Some(t) = o.timeout {
+            inv.timeout = Some(Duration::from_secs(t));
+        }
+        for (k, v) in &o.env {
+            inv.set(k, v.clone());
+        }
+    }
+    inv
+}
