@@ -273,7 +273,7 @@ fn vllm_builds_from_source_for_the_local_gpu() {
     assert_eq!(res.collect[0].argv, strings(&["vllm", "collect-env"]));
 
     // The rebuild: line info, caches bypassed, the precompiled switches gone.
-    let inv = rungs::rebuild::invocation(&res, b, rungs::rebuild::Debug::LineInfo, None);
+    let inv = rungs::rebuild::invocation(&res, b, rungs::Debug::LineInfo, None);
     for (k, v) in [
         ("NVCC_PREPEND_FLAGS", "-lineinfo"),
         ("CCACHE_DISABLE", "1"),

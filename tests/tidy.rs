@@ -15,7 +15,9 @@
 //! 5. bundle paths and file names are spelt only in `bundle/layout.rs`;
 //! 6. exit numbers live only in `cli.rs` (and `std::process::exit` only in `main.rs`);
 //! 7. every source file starts with a `//!` doc comment;
-//! 8. every `[dependencies]` entry of xtask/Cargo.toml has a `#` reason and is used.
+//! 8. every `[dependencies]` entry of xtask/Cargo.toml has a `#` reason and is used;
+//! 9. no import cycles between files: a file never uses, directly or through others, a file
+//!    that uses it (a parent `mod.rs` may use its children, or they it, not both).
 //!
 //! The rules look at non-test code only: comments, doc comments and `#[cfg(test)]` items
 //! (normally the `mod tests` at the end of a file) are left out, and string literals are
@@ -26,7 +28,7 @@
 //! Std only, so it builds in seconds and can be checked on its own:
 //! `rustc --edition 2021 --test tests/tidy.rs -o /tmp/tidy && /tmp/tidy` from the workspace root.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -180,6 +182,16 @@ fn dependencies_are_explained_and_used() {
     );
 }
 
+#[test]
+fn no_import_cycles_between_files() {
+    assert_tidy(
+        "import-cycle",
+        "move what both need into a third file that both import (a parent mod.rs should only \
+         declare, register and re-export; the shared types go in a sibling file)",
+        check_import_cycles(&sources()),
+    );
+}
+
 /// Fails with every violation of one rule and the hint on how to fix them.
 fn assert_tidy(rule: &str, hint: &str, violations: Vec<String>) {
     if violations.is_empty() {
@@ -263,6 +275,14 @@ impl SourceFile {
 
     fn at(&self, line: usize, msg: impl std::fmt::Display) -> String {
         format!("{}:{line}: {msg}", self.path)
+    }
+
+    /// The file's module path from the crate root: `[ladder, rung, attach]` for
+    /// `ladder/rung/attach.rs`, `[ladder, rung]` for `ladder/rung/mod.rs`.
+    fn module_path(&self) -> Vec<String> {
+        let stem = self.rel.strip_suffix(".rs").unwrap_or(&self.rel);
+        let stem = stem.strip_suffix("/mod").unwrap_or(stem);
+        stem.split('/').map(String::from).collect()
     }
 }
 
@@ -556,6 +576,165 @@ fn brackets(value: &str) -> i32 {
     n
 }
 
+/// Rule 9: no import cycles between files. The files under src (lib.rs and main.rs aside)
+/// form a graph, [`import_graph`]; each strongly connected component of more than one file
+/// is one violation, shown as a shortest cycle through its first file (by path), with the
+/// line of the first reference of each step and the component's other files, if any.
+fn check_import_cycles(files: &[SourceFile]) -> Vec<String> {
+    let (nodes, edges) = import_graph(files);
+    let succ: Vec<Vec<usize>> = edges.iter().map(|e| e.iter().map(|(to, _)| *to).collect()).collect();
+    let mut out = Vec::new();
+    for mut scc in strongly_connected(&succ).into_iter().filter(|c| c.len() > 1) {
+        scc.sort_unstable();
+        let cycle = shortest_cycle(&succ, &scc);
+        let names: Vec<&str> = cycle.iter().map(|&i| nodes[i].path.as_str()).collect();
+        let at: Vec<String> = cycle
+            .windows(2)
+            .map(|w| {
+                let line = edges[w[0]].iter().find(|(to, _)| *to == w[1]).map_or(0, |(_, line)| *line);
+                format!("{}:{line}", nodes[w[0]].path)
+            })
+            .collect();
+        let mut msg = format!("cycle: {} (at {})", names.join(" -> "), at.join(", "));
+        let rest: Vec<&str> =
+            scc.iter().filter(|i| !cycle.contains(i)).map(|&i| nodes[i].path.as_str()).collect();
+        if !rest.is_empty() {
+            msg.push_str(&format!("; also in this tangle: {}", rest.join(", ")));
+        }
+        out.push(msg);
+    }
+    out.sort();
+    out
+}
+
+/// The import graph: the files that are modules (lib.rs and main.rs aside), sorted by path,
+/// and for each the files it refers to, each with the line of its first reference, sorted.
+/// File A refers to file B when A's non-test code names a path ([`item_paths`]) whose longest
+/// prefix naming a module file (`x/y/z.rs`, `x/y/z/mod.rs`, then `x/y.rs`, ...) is B. A
+/// `mod b;` declaration is no reference, a path to no file names nothing, and A → A is left
+/// out.
+fn import_graph(files: &[SourceFile]) -> (Vec<&SourceFile>, Edges) {
+    let mut nodes: Vec<&SourceFile> = files.iter().filter(|f| f.top.is_some()).collect();
+    nodes.sort_by(|a, b| a.rel.cmp(&b.rel));
+    let index: HashMap<&str, usize> = nodes.iter().enumerate().map(|(i, f)| (f.rel.as_str(), i)).collect();
+    let resolve = |path: &[String]| {
+        (1..=path.len()).rev().find_map(|k| {
+            let p = path[..k].join("/");
+            index
+                .get(format!("{p}.rs").as_str())
+                .or_else(|| index.get(format!("{p}/mod.rs").as_str()))
+                .copied()
+        })
+    };
+    let edges = nodes
+        .iter()
+        .enumerate()
+        .map(|(from, f)| {
+            let mut to: Vec<(usize, usize)> = Vec::new();
+            for (line, path) in item_paths(&f.code, &f.module_path()) {
+                if let Some(b) = resolve(&path).filter(|&b| b != from && !to.iter().any(|(t, _)| *t == b)) {
+                    to.push((b, line));
+                }
+            }
+            to.sort_unstable();
+            to
+        })
+        .collect();
+    (nodes, edges)
+}
+
+/// For each file of the import graph, the files it refers to: (index, line of the first
+/// reference).
+type Edges = Vec<Vec<(usize, usize)>>;
+
+/// Tarjan's strongly connected components of the graph with successor lists `succ`.
+fn strongly_connected(succ: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    struct Tarjan<'a> {
+        succ: &'a [Vec<usize>],
+        index: Vec<Option<usize>>,
+        low: Vec<usize>,
+        on_stack: Vec<bool>,
+        stack: Vec<usize>,
+        next: usize,
+        out: Vec<Vec<usize>>,
+    }
+    impl Tarjan<'_> {
+        fn visit(&mut self, v: usize) {
+            self.index[v] = Some(self.next);
+            self.low[v] = self.next;
+            self.next += 1;
+            self.stack.push(v);
+            self.on_stack[v] = true;
+            let succ = self.succ;
+            for &w in &succ[v] {
+                match self.index[w] {
+                    None => {
+                        self.visit(w);
+                        self.low[v] = self.low[v].min(self.low[w]);
+                    }
+                    Some(i) if self.on_stack[w] => self.low[v] = self.low[v].min(i),
+                    Some(_) => {}
+                }
+            }
+            if self.index[v] == Some(self.low[v]) {
+                let mut scc = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack[w] = false;
+                    scc.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                self.out.push(scc);
+            }
+        }
+    }
+    let n = succ.len();
+    let mut t = Tarjan {
+        succ,
+        index: vec![None; n],
+        low: vec![0; n],
+        on_stack: vec![false; n],
+        stack: Vec::new(),
+        next: 0,
+        out: Vec::new(),
+    };
+    for v in 0..n {
+        if t.index[v].is_none() {
+            t.visit(v);
+        }
+    }
+    t.out
+}
+
+/// A shortest cycle through the first node of the strongly connected component `scc` (sorted),
+/// staying inside it, found breadth first: `[a, b, .., a]`.
+fn shortest_cycle(succ: &[Vec<usize>], scc: &[usize]) -> Vec<usize> {
+    let start = scc[0];
+    let mut prev: HashMap<usize, usize> = HashMap::new();
+    let mut queue = std::collections::VecDeque::from([start]);
+    while let Some(v) = queue.pop_front() {
+        for &w in succ[v].iter().filter(|w| scc.contains(w)) {
+            if w == start {
+                // Back from `v` to `start` (which has no `prev`), then round.
+                let mut cycle = vec![start, v];
+                let mut at = v;
+                while let Some(&p) = prev.get(&at) {
+                    cycle.push(p);
+                    at = p;
+                }
+                cycle.reverse();
+                return cycle;
+            }
+            if let std::collections::hash_map::Entry::Vacant(e) = prev.entry(w) {
+                e.insert(v);
+                queue.push_back(w);
+            }
+        }
+    }
+    vec![start]
+}
+
 // ---------------------------------------------------------------------------------------------
 // Finding things in lexed code.
 // ---------------------------------------------------------------------------------------------
@@ -665,6 +844,120 @@ fn group_items(code: &str, start: usize, out: &mut Vec<(usize, String)>) {
             }
             _ => {}
         }
+    }
+}
+
+/// The item paths that code names, from the crate root, each with the line of its last
+/// segment: `crate::a::b(..)` is `[a, b]`; in `ladder/driver.rs`, `use super::{x, y::{self,
+/// z}}` is `[ladder, x]`, `[ladder, y]` and `[ladder, y, z]`; `self::c` and, for a module
+/// that the file declares (`mod c;`), `c::d` and `use c::D` start from the file's `module`.
+/// Each path is read once, as a whole (a `use` tree with its groups, `as` renames and globs);
+/// a path that climbs above the crate root, `$crate::..` and `pub(in crate::x)` name nothing.
+fn item_paths(code: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
+    let mut heads: Vec<String> = ["crate", "super", "self"].map(String::from).to_vec();
+    heads.extend(declared_mods(code));
+    let mut starts: Vec<usize> = heads
+        .iter()
+        .flat_map(|h| find_word(code, h).into_iter().map(move |p| (p, h.len())))
+        .filter(|&(p, len)| {
+            let before = code[..p].trim_end();
+            let visibility = before.strip_suffix("in").is_some_and(|b| b.trim_end().ends_with('('));
+            code[p + len..].trim_start().starts_with("::")
+                && !before.ends_with("::")
+                && !before.ends_with('$')
+                && !visibility
+        })
+        .map(|(p, _)| p)
+        .collect();
+    starts.sort_unstable();
+    let mut out = Vec::new();
+    let mut end = 0;
+    for p in starts {
+        if p < end {
+            continue; // inside the previous path, as in `use super::{a, c::D}`.
+        }
+        end = p;
+        let mut found = Vec::new();
+        use_tree(code.as_bytes(), &mut end, module.to_vec(), &mut found);
+        out.extend(found.into_iter().map(|(at, path)| (line_of(code, at), path)));
+    }
+    out
+}
+
+/// The modules that code declares with `mod x;` (not inline `mod x { .. }`).
+fn declared_mods(code: &str) -> Vec<String> {
+    find_word(code, "mod")
+        .into_iter()
+        .filter_map(|p| {
+            let rest = code[p + "mod".len()..].trim_start();
+            let name: String = rest.chars().take_while(|c| is_ident(*c)).collect();
+            (!name.is_empty() && rest[name.len()..].trim_start().starts_with(';')).then_some(name)
+        })
+        .collect()
+}
+
+/// Reads the path or `use` tree at byte `*i` (moved past it) on top of `prefix` (the
+/// module it is read in): `crate` starts from the root, `super` climbs one module, `self`
+/// stays, a name goes one deeper; `{a, b::c}` reads each item on top of the same prefix.
+/// Pushes each complete path with the offset of its last segment.
+fn use_tree(b: &[u8], i: &mut usize, mut prefix: Vec<String>, out: &mut Vec<(usize, Vec<String>)>) {
+    let skip_ws = |i: &mut usize| {
+        while b.get(*i).is_some_and(u8::is_ascii_whitespace) {
+            *i += 1;
+        }
+    };
+    loop {
+        skip_ws(i);
+        let at = *i;
+        match b.get(*i) {
+            Some(b'{') => {
+                *i += 1;
+                loop {
+                    use_tree(b, i, prefix.clone(), out);
+                    // An `as name` rename, then the `,` to the next item or the closing `}`.
+                    while b.get(*i).is_some_and(|c| !matches!(c, b',' | b'}' | b'{' | b';')) {
+                        *i += 1;
+                    }
+                    match b.get(*i) {
+                        Some(b',') => *i += 1,
+                        Some(b'}') => {
+                            *i += 1;
+                            return;
+                        }
+                        _ => return,
+                    }
+                }
+            }
+            Some(b'*') => {
+                *i += 1;
+                out.push((at, prefix));
+                return;
+            }
+            _ => {}
+        }
+        while b.get(*i).is_some_and(|&c| c == b'_' || c.is_ascii_alphanumeric() || c >= 0x80) {
+            *i += 1;
+        }
+        let Ok(name) = std::str::from_utf8(&b[at..*i]) else { return };
+        match name {
+            "" => return, // `{a, }`, or not a path.
+            "crate" => prefix.clear(),
+            "super" => {
+                if prefix.pop().is_none() {
+                    return; // above the crate root.
+                }
+            }
+            "self" => {}
+            _ => prefix.push(name.to_string()),
+        }
+        skip_ws(i);
+        let mut next = *i + 2;
+        skip_ws(&mut next);
+        if !b[*i..].starts_with(b"::") || b.get(next) == Some(&b'<') {
+            out.push((at, prefix)); // the end of the path, or a turbofish `f::<T>`.
+            return;
+        }
+        *i += 2;
     }
 }
 
@@ -1230,6 +1523,139 @@ mod self_tests {
                  xtask/src (no `quick_xml::`, no `use quick_xml`)",
                 "xtask/Cargo.toml:15: dependency `walkdir` is not used by non-test code under \
                  xtask/src (no `walkdir::`, no `use walkdir`)",
+            ]
+        );
+    }
+
+    /// The edges of the import graph as `from -> to` (paths under src).
+    fn edges(files: &[SourceFile]) -> Vec<String> {
+        let (nodes, edges) = import_graph(files);
+        let mut out = Vec::new();
+        for (from, to) in edges.iter().enumerate() {
+            out.extend(to.iter().map(|(to, _)| format!("{} -> {}", nodes[from].rel, nodes[*to].rel)));
+        }
+        out
+    }
+
+    #[test]
+    fn import_cycle_of_two_files_through_super_is_reported() {
+        let files = [
+            file("ladder/mod.rs", "//! x\npub mod driver;\npub mod plan;\n"),
+            file("ladder/driver.rs", "//! x\nuse super::plan;\n"),
+            file("ladder/plan.rs", &src(&["//! x", "use super::{", "    driver::Climb,", "};"])),
+        ];
+        assert_eq!(
+            check_import_cycles(&files),
+            ["cycle: xtask/src/ladder/driver.rs -> xtask/src/ladder/plan.rs -> xtask/src/ladder/driver.rs \
+              (at xtask/src/ladder/driver.rs:2, xtask/src/ladder/plan.rs:3)"]
+        );
+    }
+
+    #[test]
+    fn a_parent_and_its_child_are_a_cycle_only_when_both_import() {
+        let child = || file("bundle/writer.rs", "//! x\nuse super::Manifest;\npub struct Bundle;\n");
+        // Declaring the child is no import; nor are comments, strings and test code.
+        let declares = file("bundle/mod.rs", "//! x\nmod writer;\npub struct Manifest;\n");
+        assert_eq!(edges(&[declares, child()]), ["bundle/writer.rs -> bundle/mod.rs"]);
+        let quiet = file(
+            "bundle/mod.rs",
+            &src(&[
+                "//! x",
+                "mod writer;",
+                "// pub use writer::Bundle;",
+                "const S: &str = \"writer::Bundle\";",
+                "pub struct Manifest;",
+                "#[cfg(test)]",
+                "mod tests {",
+                "    use super::writer::Bundle;",
+                "}",
+            ]),
+        );
+        assert_eq!(check_import_cycles(&[quiet, child()]), Vec::<String>::new());
+        for parent in [
+            "//! x\nmod writer;\npub use writer::Bundle;\npub struct Manifest;\n",
+            "//! x\npub(crate) mod writer;\nfn f() { writer::Bundle::new(); }\n",
+            "//! x\nmod writer;\nuse self::writer::Bundle;\n",
+        ] {
+            assert_eq!(
+                check_import_cycles(&[file("bundle/mod.rs", parent), child()]),
+                ["cycle: xtask/src/bundle/mod.rs -> xtask/src/bundle/writer.rs -> xtask/src/bundle/mod.rs \
+                  (at xtask/src/bundle/mod.rs:3, xtask/src/bundle/writer.rs:2)"],
+                "{parent}"
+            );
+        }
+    }
+
+    #[test]
+    fn import_paths_resolve_to_the_longest_prefix_that_is_a_file() {
+        let files = [
+            file("cli.rs", "//! x\nuse crate::{ui, ladder::{self, rung::{attach::Attach, Step}}};\n"),
+            file("ladder/mod.rs", "//! x\npub mod rung;\n"),
+            file("ladder/rung/mod.rs", "//! x\nmod attach;\n"),
+            file("ladder/rung/attach.rs", "//! x\nfn f() { crate::model::exit::Exit::code(); }\n"),
+            file("model/mod.rs", "//! x\npub mod exit;\n"),
+            file("model/exit.rs", "//! x\nfn f() { crate::ladder::rung::attach::run::<u8>(); }\n"),
+            file("ui.rs", "//! x\n"),
+            file("lib.rs", "//! x\npub mod cli;\npub use crate::cli::main;\n"),
+        ];
+        assert_eq!(
+            edges(&files),
+            [
+                "cli.rs -> ladder/mod.rs",
+                "cli.rs -> ladder/rung/attach.rs",
+                "cli.rs -> ladder/rung/mod.rs",
+                "cli.rs -> ui.rs",
+                "ladder/rung/attach.rs -> model/exit.rs",
+                "model/exit.rs -> ladder/rung/attach.rs",
+            ]
+        );
+        assert_eq!(
+            check_import_cycles(&files),
+            ["cycle: xtask/src/ladder/rung/attach.rs -> xtask/src/model/exit.rs -> \
+              xtask/src/ladder/rung/attach.rs (at xtask/src/ladder/rung/attach.rs:2, \
+              xtask/src/model/exit.rs:2)"]
+        );
+    }
+
+    #[test]
+    fn import_paths_to_no_file_are_ignored() {
+        // With no ladder/mod.rs, `super::gone` names no file (with one, it would name that).
+        let files = [
+            file(
+                "ladder/driver.rs",
+                &src(&[
+                    "//! x",
+                    "use crate::nothing::here;",
+                    "use super::gone::{Gone, self};",
+                    "use super::super::super::above_the_root;",
+                    "use anyhow::Result;",
+                    "pub(in crate::ladder) fn f() { $crate::ladder::g(); std::process::id(); }",
+                    "pub(crate) fn g(self) -> Self { Self::new(self::h()) }",
+                    "fn h() {}",
+                ]),
+            ),
+            file("ladder/plan.rs", "//! x\n"),
+        ];
+        assert_eq!(edges(&files), Vec::<String>::new());
+    }
+
+    #[test]
+    fn import_cycles_of_more_files_are_reported_once_each() {
+        let files = [
+            file("a.rs", "//! x\nuse crate::b;\n"),
+            file("b.rs", "//! x\nuse crate::c;\nuse crate::d;\n"),
+            file("c.rs", "//! x\nuse crate::a;\n"),
+            file("d.rs", "//! x\nuse crate::b;\n"),
+            file("e.rs", "//! x\nuse crate::f;\n"),
+            file("f.rs", "//! x\nuse crate::{e, a};\n"),
+        ];
+        assert_eq!(
+            check_import_cycles(&files),
+            [
+                "cycle: xtask/src/a.rs -> xtask/src/b.rs -> xtask/src/c.rs -> xtask/src/a.rs (at \
+                 xtask/src/a.rs:2, xtask/src/b.rs:2, xtask/src/c.rs:2); also in this tangle: xtask/src/d.rs",
+                "cycle: xtask/src/e.rs -> xtask/src/f.rs -> xtask/src/e.rs (at xtask/src/e.rs:2, \
+                 xtask/src/f.rs:2)",
             ]
         );
     }

@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 
 use super::layout;
-use crate::bundle::Manifest;
+use super::manifest::Manifest;
 use crate::model::{quote, Role, RungId};
 use crate::redact::MARK;
 

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 
 use super::layout;
 use super::manifest::{CommandRecord, ContainerRecord, FileRecord, Manifest, RungRecord};
-use super::recorded_environment;
+use super::recorded::recorded_environment;
 use crate::findings::render::{render_json, render_text};
 use crate::findings::verdict::Analysis;
 use crate::model::RungId;

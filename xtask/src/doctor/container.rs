@@ -5,7 +5,22 @@
 //! Must not: print, or pull an image; the probe's container is started with `--rm` and
 //! removed by name if it outlives its timeout.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::launch::container::RuntimeArgv;
+use crate::model::{Exit, Need, Runtime};
+
+use super::checks::*;
+use super::facts::*;
+use super::report::*;
+use crate::process::short::Output;
+
 /// The script the doctor runs inside the image (`sh -c`): one `key=value` line per finding,
 /// between `probe=debug-ima-doctor 1` and `end=ok`, for [`parse_image_probe`]:
 ///
@@ -114,43 +129,6 @@ pub fn image_probe_argv(target: &ContainerTarget, name: &str, script: &str) -> V
 /// pulled when first run, so nothing local to check.
 pub(super) fn is_image_uri(image: &str) -> bool {
     image.split_once("://").is_some_and(|(scheme, _)| !scheme.is_empty() && !scheme.contains('/'))
-}
-
-/// What the container checks saw, raw: the input of [`check_runtime`], [`check_image`],
-/// [`check_gpu_plumbing`] and the checks made from the probe inside the image.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ContainerFacts {
-    pub target: ContainerTarget,
-    /// The runtime's client (`docker`, `podman`, `apptainer`), on PATH or in `/usr/bin`.
-    pub client: Option<PathBuf>,
-    /// Its version command ([`Runtime::version`]); `None` when the client was not found.
-    pub version: Option<Output>,
-    /// Docker/Podman: `image inspect`; `None` when not run (the runtime does not answer).
-    pub inspect: Option<Output>,
-    /// Apptainer: the image is a file, or a directory (a sandbox).
-    pub image_is_file: bool,
-    pub image_is_dir: bool,
-    /// Only when the GPUs are passed in.
-    pub plumbing: Option<PlumbingFacts>,
-    /// The checks the probe in the image answers for, in check order (`nvcc`, ...,
-    /// `cuda-debugger-backend`, `tmpdir`): those the chosen rungs need.
-    pub in_image_checks: Vec<String>,
-    /// [`IMAGE_PROBE_SCRIPT`] run in the image; `None` when it was not run (the runtime or
-    /// the image is missing, an Apptainer URI, or nothing asked for needs it).
-    pub in_image: Option<Output>,
-}
-
-/// What makes `--gpus all`, `--device nvidia.com/gpu=all` or `--nv` work.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct PlumbingFacts {
-    /// `nvidia-ctk` and `nvidia-container-cli`, where found on PATH.
-    pub toolkit: Vec<PathBuf>,
-    /// Docker only: `docker info --format '{{json .Runtimes}}'`.
-    pub docker_runtimes: Option<Output>,
-    /// The CDI specs of [`CDI_SPECS`] that exist.
-    pub cdi_specs: Vec<PathBuf>,
-    /// Apptainer only: the `nvliblist.conf` files of [`NVLIBLIST`] and their text.
-    pub nvliblist: Vec<(PathBuf, String)>,
 }
 
 /// A program on PATH, else in `/usr/bin` (no CUDA directories: for runtimes and the

@@ -76,7 +76,7 @@ fn progress_body(line: &str) -> Option<&str> {
 /// `(k, N)` for a `SM k/N has finished state collection` line, with or without the
 /// `[time] coredump: ` and `[rankN]:` prefixes. For a progress bar.
 pub fn sm_progress(line: &str) -> Option<(u32, u32)> {
-    let (line, _) = super::scan::strip_rank(line);
+    let (line, _) = super::strip_rank(line);
     let body = progress_body(line).unwrap_or(line).trim();
     parse_sm(body)
 }
@@ -580,7 +580,7 @@ mod tests {
         fn parse(text: &str) -> Evidence {
             let mut p = CoredumpParser::default();
             for (n, line) in text.lines().enumerate() {
-                let (line, rank) = super::super::scan::strip_rank(line);
+                let (line, rank) = super::super::strip_rank(line);
                 p.line(line, LineCtx { lineno: n as u64 + 1, rank });
             }
             let mut ev = Evidence::default();

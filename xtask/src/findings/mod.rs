@@ -452,6 +452,18 @@ pub fn parse_source_loc(s: &str) -> Option<SourceLoc> {
     Some(SourceLoc { file: file.to_string(), line })
 }
 
+/// Strips a `[rankN]:` prefix (torchrun and PyTorch distributed print it), returning the rank.
+pub fn strip_rank(line: &str) -> (&str, Option<u32>) {
+    if let Some(rest) = line.strip_prefix("[rank") {
+        if let Some((num, tail)) = rest.split_once("]:") {
+            if let Ok(r) = num.parse::<u32>() {
+                return (tail.strip_prefix(' ').unwrap_or(tail), Some(r));
+            }
+        }
+    }
+    (line, None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

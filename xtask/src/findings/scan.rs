@@ -61,17 +61,7 @@ fn parsers() -> Vec<Box<dyn LineParser>> {
     ]
 }
 
-/// Strips a `[rankN]:` prefix (torchrun and PyTorch distributed print it), returning the rank.
-pub fn strip_rank(line: &str) -> (&str, Option<u32>) {
-    if let Some(rest) = line.strip_prefix("[rank") {
-        if let Some((num, tail)) = rest.split_once("]:") {
-            if let Ok(r) = num.parse::<u32>() {
-                return (tail.strip_prefix(' ').unwrap_or(tail), Some(r));
-            }
-        }
-    }
-    (line, None)
-}
+pub use super::strip_rank;
 
 /// Scans text already in memory (tests, small inputs).
 pub fn scan_str(text: &str, path: &str) -> Evidence {

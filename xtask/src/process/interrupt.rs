@@ -37,7 +37,7 @@ impl Interrupt {
     /// Installs the handler for Ctrl-C, SIGTERM and SIGHUP (once; later calls return the
     /// first result) and returns the handle it sets. A run in progress then kills its group
     /// within about 50 ms and ends as interrupted; later runs start nothing. A second signal
-    /// kills every group at once ([`super::kill_all`]), for when the caller is busy inside a
+    /// kills every group at once ([`super::groups::kill_all`]), for when the caller is busy inside a
     /// line callback (cuda-gdb attached to a spinning target).
     pub fn install() -> anyhow::Result<Interrupt> {
         let installed = HANDLER.get_or_init(|| {
@@ -46,7 +46,7 @@ impl Interrupt {
                 let before = SIGNALS.fetch_add(1, Ordering::SeqCst);
                 flag.store(true, Ordering::SeqCst);
                 if before > 0 {
-                    super::kill_all();
+                    super::groups::kill_all();
                 }
             })
             .map_err(|e| e.to_string())

@@ -17,10 +17,13 @@
 //! `setpgid`) escapes the kill. If it keeps the pipes open, its output stops being logged
 //! [`READERS_GRACE`] after the run ends, and [`Outcome::output_abandoned`] says so.
 
+mod groups;
 mod interrupt;
 pub mod short;
 mod spawn;
 
+pub use groups::kill_all;
+use groups::Registered;
 pub use interrupt::Interrupt;
 
 use std::borrow::Cow;
@@ -35,12 +38,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use nix::sys::signal::{killpg, Signal};
+use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 
 pub use crate::model::{Exit, Stream};
@@ -364,57 +367,6 @@ fn spawn_error(program: &OsString, e: io::Error) -> anyhow::Error {
 
 // ---------------------------------------------------------------------------------------
 // The group: a child in its own process group, registered until it is reaped.
-
-/// Ids of the process groups started and not yet reaped.
-static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
-
-fn groups() -> MutexGuard<'static, Vec<i32>> {
-    GROUPS.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// SIGKILLs every live process group started here. Safe to call from anywhere, at any time
-/// (error paths, panic hooks, the signal thread); each runner reaps its own child.
-pub fn kill_all() {
-    for &pgid in groups().iter() {
-        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
-    }
-}
-
-/// A process group in the registry until [`Registered::done`] or drop.
-struct Registered {
-    pgid: Pid,
-}
-
-impl Registered {
-    fn new(pgid: u32) -> Registered {
-        let pgid = Pid::from_raw(i32::try_from(pgid).unwrap_or(0));
-        if pgid.as_raw() > 0 {
-            groups().push(pgid.as_raw());
-        }
-        Registered { pgid }
-    }
-
-    fn signal(&self, signal: Signal) {
-        // ESRCH (nobody left) is the common case after a normal exit.
-        if self.pgid.as_raw() > 0 {
-            let _ = killpg(self.pgid, signal);
-        }
-    }
-
-    fn kill(&self) {
-        self.signal(Signal::SIGKILL);
-    }
-
-    fn done(&self) {
-        groups().retain(|&g| g != self.pgid.as_raw());
-    }
-}
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        self.done();
-    }
-}
 
 /// The child, owned: dropped without [`Group::finish`] (an error, a panic in the
 /// callback), it kills the group.

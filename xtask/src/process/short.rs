@@ -2,7 +2,7 @@
 //! --version`, `df`, `ldconfig -p`), a container runtime's `version`, `image inspect`, `rm
 //! -f`, the benchmarks' reference commands. Each runs in its own process group, stdin
 //! closed, `LC_ALL=C`, killed with its group after its timeout or on Ctrl-C; the group is
-//! registered for [`super::kill_all`] while it runs.
+//! registered for [`super::groups::kill_all`] while it runs.
 //!
 //! Must not: print, parse what it captured (the callers do), or hold more than
 //! [`MAX_OUTPUT`] of a stream.
@@ -90,7 +90,7 @@ pub fn run_watching(
         Err(e) => return Output::not_started(e.to_string()),
     };
     let pgid = handle.pids().first().copied().unwrap_or(0);
-    let group = super::Registered::new(pgid);
+    let group = super::groups::Registered::new(pgid);
     let stdout = drain(out_r);
     let stderr = drain(err_r);
     let deadline = Instant::now() + timeout;

@@ -41,6 +41,7 @@ pub fn get(id: RungId) -> &'static dyn Rung {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Invocation, Role};
 
     #[test]
     fn the_rungs_are_listed_in_id_order() {

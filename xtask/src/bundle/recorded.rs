@@ -1,0 +1,143 @@
+//! What the bundle writer and the runner share: the allow-listed environment recorded in the
+//! manifest, the redactions of a run's logs as the manifest lists them, and tool reports
+//! redacted in place.
+//!
+//! Must not: write anything but the report it redacts, or copy a secret into a record.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::model::Stream;
+use crate::redact::{redact_env, redact_line, Redaction};
+
+/// Inherited variables recorded in [`Manifest::environment`]: these names, and names
+/// starting with one of [`ENV_ALLOW_PREFIXES`].
+pub const ENV_ALLOW: &[&str] = &[
+    "PATH",
+    "LD_LIBRARY_PATH",
+    "LD_PRELOAD",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "CONDA_DEFAULT_ENV",
+    "CC",
+    "CXX",
+    "CUDACXX",
+    "MAX_JOBS",
+    "OMP_NUM_THREADS",
+    "TMPDIR",
+];
+
+/// Prefixes of the inherited variables recorded in [`Manifest::environment`].
+pub const ENV_ALLOW_PREFIXES: &[&str] = &[
+    "CUDA_",
+    "CUDNN_",
+    "CUBLAS_",
+    "NCCL_",
+    "NVIDIA_",
+    "NVCC_",
+    "PYTORCH_",
+    "TORCH_",
+    "TORCHINDUCTOR_",
+    "TRITON_",
+    "VLLM_",
+    "HF_",
+    "TRANSFORMERS_",
+    "XLA_",
+    "COMPUTE_SANITIZER_",
+];
+
+/// The allow-listed part of an environment ([`ENV_ALLOW`], [`ENV_ALLOW_PREFIXES`]),
+/// redacted, each redaction reported at `environment`.
+pub fn recorded_environment(
+    vars: impl IntoIterator<Item = (String, String)>,
+    out: &mut Vec<Redaction>,
+) -> BTreeMap<String, String> {
+    let mut kept: Vec<(String, String)> = vars
+        .into_iter()
+        .filter(|(k, _)| {
+            ENV_ALLOW.contains(&k.as_str()) || ENV_ALLOW_PREFIXES.iter().any(|p| k.starts_with(p))
+        })
+        .collect();
+    kept.sort();
+    redact_env(&kept, "environment", out).into_iter().collect()
+}
+
+/// The redactions of a run's logs as the manifest lists them: one per log and kind of secret,
+/// with the number of lines (both streams counted when they share a log).
+pub fn log_redactions(redacted: &[(Stream, &str, u64)], stdout: &str, stderr: &str) -> Vec<Redaction> {
+    let mut counts: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+    for &(stream, kind, n) in redacted {
+        let log = match stream {
+            Stream::Stdout => stdout,
+            Stream::Stderr => stderr,
+        };
+        *counts.entry((log, kind)).or_insert(0) += n;
+    }
+    counts
+        .into_iter()
+        .map(|((log, kind), n)| Redaction {
+            place: log.to_string(),
+            what: format!("{kind} ({n} line{})", if n == 1 { "" } else { "s" }),
+        })
+        .collect()
+}
+
+/// Redacts a tool's text report (compute-sanitizer's XML) in place, line by line; the file is
+/// rewritten only when something was found. Findings are reported at `place:LINE`.
+pub fn redact_file(path: &Path, place: &str, out: &mut Vec<Redaction>) -> Result<()> {
+    use std::io::{BufRead, BufReader, BufWriter, Write};
+    let open = || std::fs::File::open(path).with_context(|| format!("cannot read `{}`", path.display()));
+    // First pass: is there anything to redact? (Usually not: no copy then.)
+    let mut first = None;
+    let mut line = Vec::new();
+    let mut reader = BufReader::new(open()?);
+    let mut n = 0u64;
+    while {
+        line.clear();
+        reader.read_until(b'\n', &mut line).with_context(|| format!("cannot read `{}`", path.display()))? > 0
+    } {
+        n += 1;
+        if matches!(redact_line(&String::from_utf8_lossy(&line)).0, std::borrow::Cow::Owned(_)) {
+            first = Some(n);
+            break;
+        }
+    }
+    if first.is_none() {
+        return Ok(());
+    }
+    let tmp = path.with_extension("redacting");
+    let write_err =
+        |e: std::io::Error| anyhow::Error::new(e).context(format!("cannot write `{}`", tmp.display()));
+    let mut w = BufWriter::new(std::fs::File::create(&tmp).map_err(write_err)?);
+    let mut reader = BufReader::new(open()?);
+    let mut n = 0u64;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).with_context(|| format!("cannot read `{}`", path.display()))?
+            == 0
+        {
+            break;
+        }
+        n += 1;
+        let body = line.strip_suffix(b"\n").unwrap_or(&line);
+        let text = String::from_utf8_lossy(body);
+        match redact_line(&text) {
+            (std::borrow::Cow::Borrowed(_), _) => w.write_all(&line).map_err(write_err)?,
+            (std::borrow::Cow::Owned(new), labels) => {
+                w.write_all(new.as_bytes()).map_err(write_err)?;
+                w.write_all(&line[body.len()..]).map_err(write_err)?;
+                out.extend(
+                    labels
+                        .into_iter()
+                        .map(|what| Redaction { place: format!("{place}:{n}"), what: what.to_string() }),
+                );
+            }
+        }
+    }
+    w.flush().map_err(write_err)?;
+    drop(w);
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot replace `{}`", path.display()))
+}
