@@ -64,7 +64,7 @@ const RUNG_NAME_ALLOWED: &[(&str, &str, &str)] = &[
     ("xtask/src/findings/mod.rs", "coredump", "the name of the tool whose output was read, not the rung id"),
     ("xtask/src/findings/mod.rs", "memcheck", "the name of the tool whose output was read, not the rung id"),
     (
-        "xtask/src/recipe/mod.rs",
+        "xtask/src/recipe/parse.rs",
         "launch-blocking",
         "the recipe schema's YAML key for that rung's options (serde rename); a unit test of recipe/ holds \
          every schema key equal to a RungId name",

@@ -1,0 +1,1001 @@
+//! Loading and parsing recipes: strict YAML with `file:line:column` errors, size and
+//! alias/depth limits checked before parsing, and the raw shapes as written (every field
+//! checked as it is read). All YAML reading of the project is here.
+//!
+//! Must not: spawn, print or write files; it reads files only in [`load`] and [`load_file`].
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::io::Read as _;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+
+use crate::model::{RungId, Runtime};
+
+use super::template::*;
+use super::types::*;
+use super::words::*;
+
+// ---------------------------------------------------------------------------------------
+// Loading and parsing
+// ---------------------------------------------------------------------------------------
+
+/// Loads a built-in recipe by name, or a recipe file by path.
+pub fn load(name_or_path: &str) -> Result<Recipe> {
+    if let Some(text) = builtin_text(name_or_path) {
+        return parse(text, RecipeSource::Builtin(name_or_path.to_string()), builtin_dir());
+    }
+    let path = Path::new(name_or_path);
+    let looks_like_path = name_or_path.contains('/')
+        || name_or_path.ends_with(".yaml")
+        || name_or_path.ends_with(".yml")
+        || path.exists();
+    if !looks_like_path {
+        bail!(
+            "unknown recipe `{name_or_path}`: built-in recipes are {}; or pass a path to a .yaml file",
+            builtin_names().join(", ")
+        );
+    }
+    load_file(path)
+}
+
+/// Reads and parses a recipe file (at most [`MAX_RECIPE_BYTES`]).
+pub fn load_file(path: &Path) -> Result<Recipe> {
+    let label = path.display();
+    let file = std::fs::File::open(path).with_context(|| {
+        format!(
+            "cannot read recipe `{label}`: check the path, or use a built-in recipe ({})",
+            builtin_names().join(", ")
+        )
+    })?;
+    let mut bytes = Vec::new();
+    file.take(MAX_RECIPE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read recipe `{label}`"))?;
+    if bytes.len() > MAX_RECIPE_BYTES {
+        bail!(
+            "{label}: larger than {} KiB; a recipe is a short YAML file (see docs/recipes.md)",
+            MAX_RECIPE_BYTES / 1024
+        );
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow!(
+            "{label}: not UTF-8 text (invalid byte at offset {}); a recipe is a YAML file",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    let abs = std::path::absolute(path).with_context(|| format!("cannot make `{label}` absolute"))?;
+    let dir = abs.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
+    parse(&text, RecipeSource::File(path.to_path_buf()), normalize(&dir))
+}
+
+/// `{recipe_dir}` of the built-in recipes: the repository's `recipes/`, found by looking for
+/// `recipes/demo.yaml` from the current directory upwards, else beside this crate.
+pub fn builtin_dir() -> PathBuf {
+    if let Ok(cwd) = std::env::current_dir() {
+        for dir in cwd.ancestors() {
+            let candidate = dir.join("recipes");
+            if candidate.join("demo.yaml").is_file() {
+                return candidate;
+            }
+        }
+    }
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).join("recipes")
+}
+
+/// Parses and validates a recipe. Pure: `dir` becomes `{recipe_dir}`; `source` names the
+/// file in errors (`recipes/x.yaml:LINE:COLUMN: message`).
+pub fn parse(text: &str, source: RecipeSource, dir: PathBuf) -> Result<Recipe> {
+    let label = source.label();
+    if text.len() > MAX_RECIPE_BYTES {
+        bail!(
+            "{label}: larger than {} KiB; a recipe is a short YAML file (see docs/recipes.md)",
+            MAX_RECIPE_BYTES / 1024
+        );
+    }
+    if is_blank_yaml(text) {
+        bail!("{label}: the file is empty: a recipe needs `version`, `name`, `description` and `run` (see docs/recipes.md)");
+    }
+    // libyaml slows down quadratically with flow nesting (`{a: {a: ...`): refuse deep nesting
+    // before it is parsed. A recipe needs a handful of levels.
+    if let Some((line, col)) = too_deep(text) {
+        bail!(
+            "{label}:{line}:{col}: brackets nested deeper than {MAX_FLOW_DEPTH} levels; a recipe needs a few"
+        );
+    }
+    // First pass: only the declared variables' names, so that the strict pass can point at
+    // an unknown `{reference}` where it stands. A failure here is reported by the strict pass.
+    let declared = serde_yaml::from_str::<Prepass>(text)
+        .ok()
+        .map(|p| p.variables.map(|v| v.into_keys().collect::<BTreeSet<_>>()).unwrap_or_default());
+    let raw: RawRecipe = {
+        let _guard = DeclaredGuard::set(declared);
+        serde_yaml::from_str(text).map_err(|e| yaml_error(&label, text, e))?
+    };
+    let recipe = raw.into_recipe(source, dir, text);
+    check_references(&recipe, text)?;
+    check_env_remove(&recipe)?;
+    Ok(recipe)
+}
+
+/// The deepest `[`/`{` nesting accepted.
+const MAX_FLOW_DEPTH: usize = 64;
+
+/// Where unquoted `[`/`{` first nest deeper than [`MAX_FLOW_DEPTH`] (line, column; 1-based).
+/// A quick scan that knows quotes and comments well enough: it only has to be right for
+/// inputs nested this deep, and never wrong by much for real recipes.
+fn too_deep(text: &str) -> Option<(usize, usize)> {
+    let (mut depth, mut line, mut col) = (0usize, 1usize, 0usize);
+    let mut quote: Option<char> = None;
+    let mut comment = false;
+    let mut prev = '\n';
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        col += 1;
+        if c == '\n' {
+            line += 1;
+            col = 0;
+            comment = false;
+        } else if comment {
+            // skipped to the end of the line
+        } else if let Some(q) = quote {
+            if c == '\\' && q == '"' {
+                col += 1;
+                if chars.next() == Some('\n') {
+                    line += 1;
+                    col = 0;
+                }
+            } else if c == q {
+                if q == '\'' && chars.peek() == Some(&'\'') {
+                    chars.next();
+                    col += 1;
+                } else {
+                    quote = None;
+                }
+            }
+        } else {
+            let at_start = prev.is_whitespace() || matches!(prev, '[' | '{' | ',' | ':');
+            match c {
+                '#' if prev.is_whitespace() => comment = true,
+                '\'' | '"' if at_start => quote = Some(c),
+                '[' | '{' => {
+                    depth += 1;
+                    if depth > MAX_FLOW_DEPTH {
+                        return Some((line, col));
+                    }
+                }
+                ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        prev = c;
+    }
+    None
+}
+
+/// Cuts a message that quotes a huge value.
+fn shorten(msg: String) -> String {
+    const MAX: usize = 400;
+    if msg.len() <= MAX {
+        return msg;
+    }
+    let mut end = MAX;
+    while !msg.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes cut)", &msg[..end], msg.len() - end)
+}
+
+fn is_blank_yaml(text: &str) -> bool {
+    text.lines().all(|l| {
+        let t = l.trim();
+        t.is_empty() || t.starts_with('#') || t == "---" || t == "..."
+    })
+}
+
+fn yaml_error(label: &str, text: &str, e: serde_yaml::Error) -> anyhow::Error {
+    let mut msg = shorten(e.to_string());
+    match e.location() {
+        Some(loc) => {
+            let suffix = format!(" at line {} column {}", loc.line(), loc.column());
+            if let Some(i) = msg.rfind(&suffix) {
+                msg.replace_range(i..i + suffix.len(), "");
+            }
+            msg = friendly_struct_names(&msg);
+            if msg.starts_with("EOF while parsing") && is_blank_yaml(text) {
+                msg = "the file is empty".to_string();
+            }
+            anyhow!("{label}:{}:{}: {msg}", loc.line(), loc.column())
+        }
+        None => anyhow!("{label}: {}", friendly_struct_names(&msg)),
+    }
+}
+
+/// serde names the Rust type in `expected struct RawRun`; say what the YAML needs instead.
+fn friendly_struct_names(msg: &str) -> String {
+    let mut out = msg.to_string();
+    while let Some(i) = out.find("struct Raw") {
+        let end = out[i + 10..].find(|c: char| !c.is_ascii_alphanumeric()).map_or(out.len(), |j| i + 10 + j);
+        let what = match &out[i + 10..end] {
+            "Recipe" => "a mapping with `version`, `name`, `description` and `run`",
+            "Build" | "Run" => "a mapping with `command`",
+            "Collect" => "a mapping with `name` and `command`",
+            "ContainerFields" => CONTAINER_EXPECTING,
+            _ => "a mapping",
+        };
+        out.replace_range(i..end, what);
+    }
+    out
+}
+
+// The raw shapes, as written in YAML. `deny_unknown_fields` everywhere; strings that may hold
+// `{variable}`s are checked as they are read, so errors carry their line and column.
+
+#[derive(Deserialize)]
+struct Prepass {
+    #[serde(default)]
+    variables: Option<BTreeMap<String, IgnoredAny>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRecipe {
+    #[allow(dead_code)]
+    version: Version,
+    name: RecipeName,
+    description: String,
+    #[serde(default)]
+    python: bool,
+    #[serde(default)]
+    variables: Option<UniqueMap<VarName, RawVariable>>,
+    #[serde(default)]
+    collect: Option<CollectList>,
+    #[serde(default)]
+    build: Option<RawBuild>,
+    run: RawRun,
+    #[serde(default)]
+    rungs: Option<RawRungs>,
+    #[serde(default)]
+    container: Option<RawContainer>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVariable {
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    default: Option<DefaultValue>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBuild {
+    command: Command,
+    #[serde(default)]
+    cwd: Option<Tpl>,
+    #[serde(default)]
+    env: Option<UniqueMap<EnvName, Tpl>>,
+    #[serde(default)]
+    env_remove: Option<EnvNameList>,
+    #[serde(default)]
+    timeout: Option<Timeout>,
+    #[serde(default)]
+    binaries: Option<Paths>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRun {
+    command: Command,
+    #[serde(default)]
+    cwd: Option<Tpl>,
+    #[serde(default)]
+    env: Option<UniqueMap<EnvName, Tpl>>,
+    #[serde(default)]
+    env_remove: Option<EnvNameList>,
+    #[serde(default)]
+    timeout: Option<Timeout>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCollect {
+    name: CollectName,
+    command: Command,
+    #[serde(default)]
+    timeout: Option<Timeout>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRungs {
+    baseline: Option<RawRung>,
+    rebuild: Option<RawRebuildRung>,
+    #[serde(rename = "launch-blocking")]
+    launch_blocking: Option<RawRung>,
+    coredump: Option<RawRung>,
+    attach: Option<RawRung>,
+    memcheck: Option<RawMemcheckRung>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRung {
+    enabled: Option<bool>,
+    timeout: Option<Timeout>,
+    #[serde(default)]
+    env: Option<UniqueMap<EnvName, Tpl>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRebuildRung {
+    enabled: Option<bool>,
+    timeout: Option<Timeout>,
+    #[serde(default)]
+    env: Option<UniqueMap<EnvName, Tpl>>,
+    debug: Option<DebugInfo>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMemcheckRung {
+    enabled: Option<bool>,
+    timeout: Option<Timeout>,
+    #[serde(default)]
+    env: Option<UniqueMap<EnvName, Tpl>>,
+    #[serde(default)]
+    args: Option<Vec<Tpl>>,
+}
+
+const CONTAINER_EXPECTING: &str = "a mapping with `runtime`, `image`, `mounts` or `gpus`";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawContainerFields {
+    #[serde(default)]
+    runtime: Option<RuntimeName>,
+    #[serde(default)]
+    image: Option<Image>,
+    #[serde(default)]
+    mounts: Option<Mounts>,
+    #[serde(default)]
+    gpus: Option<bool>,
+}
+
+/// `container:`, checked as a whole inside its mapping, so that an error about a key that is
+/// missing carries the mapping's position (as `missing field` does).
+struct RawContainer(RawContainerFields);
+
+impl<'de> Deserialize<'de> for RawContainer {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawContainer;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(CONTAINER_EXPECTING)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<RawContainer, A::Error> {
+                let c = RawContainerFields::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                match &c.runtime {
+                    Some(RuntimeName(rt)) if *rt != Runtime::None && c.image.is_none() => {
+                        Err(de::Error::custom(format!(
+                            "`runtime: {0}` needs an image: add `image:` (a pinned reference such as \
+                             `debug-ima/cuda:13.0.1@sha256:...`, or an Apptainer `.sif` file), or leave \
+                             `runtime` out and pass `--container {0} --image IMAGE`",
+                            rt.name()
+                        )))
+                    }
+                    _ => Ok(RawContainer(c)),
+                }
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+fn env_map(env: Option<UniqueMap<EnvName, Tpl>>) -> BTreeMap<String, String> {
+    env.map(|m| m.0.into_iter().map(|(k, v)| (k.0, v.0)).collect()).unwrap_or_default()
+}
+
+impl RawRecipe {
+    fn into_recipe(self, source: RecipeSource, dir: PathBuf, text: &str) -> Recipe {
+        let variables = self
+            .variables
+            .map(|m| {
+                m.0.into_iter()
+                    .map(|(k, v)| {
+                        (k.0, Variable { description: v.description, default: v.default.map(|d| d.0) })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let collect = self
+            .collect
+            .map(|c| {
+                c.0.into_iter()
+                    .map(|c| CollectTemplate {
+                        name: c.name.0,
+                        command: c.command.0,
+                        timeout: c.timeout.map(|t| t.0),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let build = self.build.map(|b| StepTemplate {
+            command: b.command.0,
+            cwd: b.cwd.map(|c| c.0),
+            env: env_map(b.env),
+            env_remove: b.env_remove.map(|l| l.0).unwrap_or_default(),
+            timeout: b.timeout.map(|t| t.0),
+            binaries: b.binaries.map(|p| p.0).unwrap_or(Words::List(Vec::new())),
+        });
+        let run = StepTemplate {
+            command: self.run.command.0,
+            cwd: self.run.cwd.map(|c| c.0),
+            env: env_map(self.run.env),
+            env_remove: self.run.env_remove.map(|l| l.0).unwrap_or_default(),
+            timeout: self.run.timeout.map(|t| t.0),
+            binaries: Words::List(Vec::new()),
+        };
+        let mut rungs = BTreeMap::new();
+        if let Some(r) = self.rungs {
+            let plain = |r: RawRung| RungOptions {
+                enabled: r.enabled,
+                timeout: r.timeout.map(|t| t.0),
+                env: env_map(r.env),
+                ..RungOptions::default()
+            };
+            let mut put = |id: RungId, o: Option<RungOptions>| {
+                if let Some(o) = o {
+                    rungs.insert(id, o);
+                }
+            };
+            put(RungId::Baseline, r.baseline.map(plain));
+            put(
+                RungId::Rebuild,
+                r.rebuild.map(|r| RungOptions {
+                    enabled: r.enabled,
+                    timeout: r.timeout.map(|t| t.0),
+                    env: env_map(r.env),
+                    debug: r.debug,
+                    ..RungOptions::default()
+                }),
+            );
+            put(RungId::LaunchBlocking, r.launch_blocking.map(plain));
+            put(RungId::Coredump, r.coredump.map(plain));
+            put(RungId::Attach, r.attach.map(plain));
+            put(
+                RungId::Memcheck,
+                r.memcheck.map(|r| RungOptions {
+                    enabled: r.enabled,
+                    timeout: r.timeout.map(|t| t.0),
+                    env: env_map(r.env),
+                    args: r.args.unwrap_or_default().into_iter().map(|a| a.0).collect(),
+                    ..RungOptions::default()
+                }),
+            );
+        }
+        let container = self.container.map(|RawContainer(c)| ContainerTemplate {
+            runtime: c.runtime.map(|r| r.0),
+            image: c.image.map(|i| i.0),
+            mounts: c.mounts.map(|m| m.0).unwrap_or(Words::List(Vec::new())),
+            gpus: c.gpus.unwrap_or(true),
+        });
+        Recipe {
+            name: self.name.0,
+            description: self.description,
+            python: self.python,
+            variables,
+            collect,
+            build,
+            run,
+            rungs,
+            container,
+            source,
+            dir,
+            text: text.to_string(),
+        }
+    }
+}
+
+// The variables declared by the recipe being parsed, for the strict pass's checks. Set only
+// around one `serde_yaml::from_str` call on this thread; `None` when the first pass failed.
+thread_local! {
+    static DECLARED: RefCell<Option<BTreeSet<String>>> = const { RefCell::new(None) };
+}
+
+struct DeclaredGuard;
+
+impl DeclaredGuard {
+    fn set(names: Option<BTreeSet<String>>) -> DeclaredGuard {
+        DECLARED.with(|d| *d.borrow_mut() = names);
+        DeclaredGuard
+    }
+}
+
+impl Drop for DeclaredGuard {
+    fn drop(&mut self) {
+        DECLARED.with(|d| *d.borrow_mut() = None);
+    }
+}
+
+/// Checks a template's syntax and, when the declared variables are known, its references.
+fn check_template(t: &str, builtins_only: bool) -> std::result::Result<(), String> {
+    for name in references(t)? {
+        if BUILTIN_VARIABLES.contains(&name) {
+            continue;
+        }
+        if builtins_only {
+            return Err(format!(
+                "`{{{name}}}`: a default can only use the built-in variables ({}); write `{{{{` for a literal brace",
+                builtin_list()
+            ));
+        }
+        let unknown =
+            DECLARED.with(|d| d.borrow().as_ref().map(|set| (!set.contains(name)).then(|| set.clone())));
+        if let Some(Some(declared)) = unknown {
+            return Err(unknown_variable_message(name, &declared));
+        }
+    }
+    Ok(())
+}
+
+/// A string that may hold `{variable}`s.
+struct Tpl(String);
+
+impl<'de> Deserialize<'de> for Tpl {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_str(CheckedStr { expecting: "a string", check: |s| check_template(s, false) }).map(Tpl)
+    }
+}
+
+/// A variable's default: may use the built-in variables only.
+struct DefaultValue(String);
+
+impl<'de> Deserialize<'de> for DefaultValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_str(CheckedStr { expecting: "a string", check: |s| check_template(s, true) })
+            .map(DefaultValue)
+    }
+}
+
+/// `container.runtime`: one of [`Runtime::ALL`] by name.
+struct RuntimeName(Runtime);
+
+impl<'de> Deserialize<'de> for RuntimeName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RuntimeName;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "a container runtime: {}", runtime_names())
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<RuntimeName, E> {
+                Runtime::parse(v).map(RuntimeName).ok_or_else(|| {
+                    E::custom(format!(
+                        "unknown container runtime `{}`: use {}",
+                        v.escape_debug(),
+                        runtime_names()
+                    ))
+                })
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// "`docker`, `podman`, `apptainer` or `none`".
+fn runtime_names() -> String {
+    let names: Vec<String> = Runtime::ALL.iter().map(|r| format!("`{}`", r.name())).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.concat(),
+    }
+}
+
+/// `container.image`: a non-blank string that may hold `{variable}`s.
+struct Image(String);
+
+impl<'de> Deserialize<'de> for Image {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_str(CheckedStr {
+            expecting: "an image reference, or an Apptainer `.sif` file",
+            check: |s| {
+                if s.trim().is_empty() {
+                    return Err(
+                        "the image is empty: give an image reference (`debug-ima/cuda:13.0.1@sha256:...`) \
+                         or an Apptainer `.sif` file, or leave `image` out"
+                            .to_string(),
+                    );
+                }
+                check_template(s, false)
+            },
+        })
+        .map(Image)
+    }
+}
+
+/// One entry of `container.mounts` given in a list: a non-empty path.
+struct MountPath(String);
+
+impl<'de> Deserialize<'de> for MountPath {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_str(CheckedStr {
+            expecting: "a path",
+            check: |s| {
+                if s.is_empty() {
+                    return Err(EMPTY_MOUNT.to_string());
+                }
+                check_template(s, false)
+            },
+        })
+        .map(MountPath)
+    }
+}
+
+const EMPTY_MOUNT: &str =
+    "an empty path: each entry of `mounts` is a host folder mounted at the same path in the container";
+
+/// `container.mounts`: paths, as a list or a string split into words; no empty one.
+struct Mounts(Words);
+
+impl<'de> Deserialize<'de> for Mounts {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(WordsVisitor { command: false, mounts: true }).map(Mounts)
+    }
+}
+
+struct RecipeName(String);
+
+impl<'de> Deserialize<'de> for RecipeName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_str(CheckedStr { expecting: "a recipe name", check: check_recipe_name }).map(RecipeName)
+    }
+}
+
+fn check_recipe_name(s: &str) -> std::result::Result<(), String> {
+    let ok = !s.is_empty()
+        && s.len() <= 64
+        && s.as_bytes()[0].is_ascii_alphanumeric()
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid recipe name `{}`: use 1 to 64 letters, digits, `-`, `_` or `.`, starting with a letter or digit (it names the bundle directory)",
+            s.escape_debug()
+        ))
+    }
+}
+
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct VarName(String);
+
+impl fmt::Display for VarName {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for VarName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_str(CheckedStr {
+            expecting: "a variable name",
+            check: |s| {
+                if BUILTIN_VARIABLES.contains(&s) {
+                    return Err(format!("`{s}` is a built-in variable; choose another name"));
+                }
+                if is_identifier(s) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "invalid variable name `{}`: use letters, digits and `_`, not starting with a digit",
+                        s.escape_debug()
+                    ))
+                }
+            },
+        })
+        .map(VarName)
+    }
+}
+
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct EnvName(String);
+
+impl fmt::Display for EnvName {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for EnvName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_str(CheckedStr {
+            expecting: "an environment variable name",
+            check: |s| {
+                if is_identifier(s) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "invalid environment variable name `{}`: use letters, digits and `_`, not starting with a digit",
+                        s.escape_debug()
+                    ))
+                }
+            },
+        })
+        .map(EnvName)
+    }
+}
+
+/// `env_remove`: environment variable names, each once.
+struct EnvNameList(Vec<String>);
+
+impl<'de> Deserialize<'de> for EnvNameList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = EnvNameList;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of environment variable names")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<EnvNameList, A::Error> {
+                let mut out: Vec<String> = Vec::new();
+                while let Some(EnvName(name)) = seq.next_element()? {
+                    if out.contains(&name) {
+                        return Err(de::Error::custom(format!("`{name}` is listed twice")));
+                    }
+                    out.push(name);
+                }
+                Ok(EnvNameList(out))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// The file a `collect` command's output goes to, under the bundle's `env/`.
+struct CollectName(String);
+
+impl<'de> Deserialize<'de> for CollectName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_str(CheckedStr { expecting: "a file name", check: check_collect_name }).map(CollectName)
+    }
+}
+
+fn check_collect_name(s: &str) -> std::result::Result<(), String> {
+    let ok = !s.is_empty()
+        && s.len() <= 64
+        && s.as_bytes()[0].is_ascii_alphanumeric()
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if !ok {
+        return Err(format!(
+            "invalid collect name `{}`: a file name of 1 to 64 letters, digits, `-`, `_` or `.`, starting with a letter or digit (the output goes to `env/NAME` in the bundle)",
+            s.escape_debug()
+        ));
+    }
+    if s == "doctor.txt" {
+        return Err("`doctor.txt` is doctor's report in the bundle's `env/`: choose another name".to_string());
+    }
+    Ok(())
+}
+
+/// `collect:` entries, their names unique.
+struct CollectList(Vec<RawCollect>);
+
+impl<'de> Deserialize<'de> for CollectList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = CollectList;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of mappings with `name` and `command`")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<CollectList, A::Error> {
+                let mut out: Vec<RawCollect> = Vec::new();
+                while let Some(c) = seq.next_element::<RawCollect>()? {
+                    if out.iter().any(|o| o.name.0 == c.name.0) {
+                        return Err(de::Error::custom(format!(
+                            "two `collect` entries are named `{}`: each writes `env/NAME`, so names must differ",
+                            c.name.0
+                        )));
+                    }
+                    out.push(c);
+                }
+                Ok(CollectList(out))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// A string checked inside the visitor, so that an error carries the scalar's position.
+struct CheckedStr {
+    expecting: &'static str,
+    check: fn(&str) -> std::result::Result<(), String>,
+}
+
+impl<'de> Visitor<'de> for CheckedStr {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.expecting)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<String, E> {
+        if v.contains('\0') {
+            return Err(E::custom("a NUL character cannot be part of a command, a path or the environment"));
+        }
+        (self.check)(v).map_err(E::custom)?;
+        Ok(v.to_string())
+    }
+}
+
+/// YAML integers may arrive as `i64`: a negative one is refused as `expected` describes.
+fn non_negative<E: de::Error>(v: i64, expected: &dyn de::Expected) -> std::result::Result<u64, E> {
+    u64::try_from(v).map_err(|_| E::invalid_value(de::Unexpected::Signed(v), expected))
+}
+
+struct Version;
+
+impl<'de> Deserialize<'de> for Version {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Version;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "the format version, {VERSION}")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Version, E> {
+                if v == VERSION {
+                    Ok(Version)
+                } else {
+                    Err(E::custom(format!(
+                        "unsupported recipe version {v}: this xtask reads `version: {VERSION}` (see docs/recipes.md)"
+                    )))
+                }
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Version, E> {
+                let v = non_negative(v, &self)?;
+                self.visit_u64(v)
+            }
+        }
+        d.deserialize_u64(V)
+    }
+}
+
+/// Seconds, 1 to [`MAX_TIMEOUT_SECS`].
+struct Timeout(u64);
+
+impl<'de> Deserialize<'de> for Timeout {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Timeout;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "a whole number of seconds, 1 to {MAX_TIMEOUT_SECS}")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Timeout, E> {
+                if (1..=MAX_TIMEOUT_SECS).contains(&v) {
+                    Ok(Timeout(v))
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Unsigned(v), &self))
+                }
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Timeout, E> {
+                let v = non_negative(v, &self)?;
+                self.visit_u64(v)
+            }
+        }
+        d.deserialize_u64(V)
+    }
+}
+
+/// A command: a non-empty list of words, or a non-blank string.
+struct Command(Words);
+
+impl<'de> Deserialize<'de> for Command {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(WordsVisitor { command: true, mounts: false }).map(Command)
+    }
+}
+
+/// Paths: a list, or a string split into words; may be empty.
+struct Paths(Words);
+
+impl<'de> Deserialize<'de> for Paths {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(WordsVisitor { command: false, mounts: false }).map(Paths)
+    }
+}
+
+struct WordsVisitor {
+    command: bool,
+    /// `container.mounts`: no empty word.
+    mounts: bool,
+}
+
+impl<'de> Visitor<'de> for WordsVisitor {
+    type Value = Words;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        if self.command {
+            f.write_str("a command: a list of words, or a string split into words")
+        } else {
+            f.write_str("a list of paths, or a string of paths separated by spaces")
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Words, E> {
+        let line = CheckedStr { expecting: "", check: |s| check_template(s, false) }.visit_str::<E>(v)?;
+        let words = split_words(&line).map_err(|e| E::custom(format!("{e:#}")))?;
+        if self.mounts && words.iter().any(String::is_empty) {
+            return Err(E::custom(format!("`{line}`: {EMPTY_MOUNT}")));
+        }
+        if self.command && line.trim().is_empty() {
+            return Err(E::custom("the command is empty: give the program and its arguments"));
+        }
+        Ok(Words::Line(line))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Words, A::Error> {
+        let mut items = Vec::new();
+        loop {
+            let item = if self.mounts {
+                seq.next_element::<MountPath>()?.map(|m| m.0)
+            } else {
+                seq.next_element::<Tpl>()?.map(|t| t.0)
+            };
+            let Some(item) = item else { break };
+            items.push(item);
+        }
+        if self.command && items.is_empty() {
+            return Err(de::Error::custom(
+                "the command is an empty list: give the program and its arguments, e.g. [\"./app\", \"--size\", \"1024\"]",
+            ));
+        }
+        Ok(Words::List(items))
+    }
+}
+
+/// A mapping whose keys must be unique (a plain map would keep the last silently).
+struct UniqueMap<K, V>(BTreeMap<K, V>);
+
+impl<'de, K, V> Deserialize<'de> for UniqueMap<K, V>
+where
+    K: Deserialize<'de> + Ord + fmt::Display,
+    V: Deserialize<'de>,
+{
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct M<K, V>(PhantomData<(K, V)>);
+        impl<'de, K, V> Visitor<'de> for M<K, V>
+        where
+            K: Deserialize<'de> + Ord + fmt::Display,
+            V: Deserialize<'de>,
+        {
+            type Value = UniqueMap<K, V>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a mapping")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
+                let mut out = BTreeMap::new();
+                while let Some(key) = map.next_key::<K>()? {
+                    if out.contains_key(&key) {
+                        return Err(de::Error::custom(format!("duplicate key `{key}`")));
+                    }
+                    let value = map.next_value::<V>()?;
+                    out.insert(key, value);
+                }
+                Ok(UniqueMap(out))
+            }
+        }
+        d.deserialize_map(M(PhantomData))
+    }
+}
