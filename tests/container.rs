@@ -148,9 +148,13 @@ fn every_rung_runs_inside_the_container_and_its_artifacts_come_back() {
          NVCC_PREPEND_FLAGS=$NVCC_PREPEND_FLAGS; mkdir -p bin && cp /standins/target bin/app\"]\n  \
          binaries: [bin/app]\n",
     );
+    // The plan first, while the binary does not exist yet (as the run will find it).
+    let plan = Run::new(&s, &r, "oob_write").arg("--full").arg("--dry-run").run();
+    assert_eq!(plan.code(), Some(0), "{}", plan.both());
     let out = Run::new(&s, &r, "oob_write").arg("--full").run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
     let b = s.only_bundle();
+    assert_the_plan_shows_what_ran(&plan.stdout, &b.root, &b.manifest());
 
     let rungs =
         ["01-baseline", "02-rebuild", "03-launch-blocking", "04-coredump", "05-attach", "06-memcheck"];
@@ -230,6 +234,86 @@ fn every_rung_runs_inside_the_container_and_its_artifacts_come_back() {
     );
 
     assert_eq!(containers_named(&prefix_of(&b.root)), Vec::<String>::new(), "containers left behind");
+}
+
+/// Every command the run recorded (the rungs' and the `collect` commands') is in the plan
+/// `--dry-run` printed for the same rung, in the same container: container names without
+/// their run-specific prefix and number, the bundle's path, the dump and the attached pid
+/// put back as the plan's placeholders. And every rung of the plan ran.
+fn assert_the_plan_shows_what_ran(plan: &str, bundle: &Path, m: &serde_yaml::Value) {
+    let planned_bundle =
+        bundle.with_file_name(format!("<UTC time>_{}", m["recipe"]["name"].as_str().unwrap()));
+    let generic = |cmd: &str, dir: Option<&Path>| -> String {
+        let mut out = cmd.replace(&bundle.display().to_string(), &planned_bundle.display().to_string());
+        if let Some(dir) = dir {
+            for f in std::fs::read_dir(dir).map(|rd| rd.flatten().collect::<Vec<_>>()).unwrap_or_default() {
+                let name = f.file_name().to_string_lossy().into_owned();
+                if name.starts_with("core_") {
+                    out = out.replace(&name, "core_<host>.<pid>.<time>");
+                }
+            }
+        }
+        let words: Vec<String> = out
+            .split(' ')
+            .map(|w| match w.find("debug-ima-") {
+                // `debug-ima-<prefix>-NN-<what>` -> `debug-ima-*-<what>`
+                Some(0) => match (0..w.len().saturating_sub(3)).rev().find(|&i| {
+                    let b = w.as_bytes();
+                    b[i] == b'-'
+                        && b[i + 1].is_ascii_digit()
+                        && b[i + 2].is_ascii_digit()
+                        && b.get(i + 3) == Some(&b'-')
+                }) {
+                    Some(i) => format!("debug-ima-*{}", &w[i + 3..]),
+                    None => w.to_string(),
+                },
+                _ => w.to_string(),
+            })
+            .collect();
+        // The plan's placeholders make the shell quote words the run's paths did not need.
+        let mut out = words.join(" ").replace('\'', "");
+        if let Some(i) = out.find(" -p ") {
+            let rest = &out[i + 4..];
+            let end = rest.find(' ').unwrap_or(rest.len());
+            if !rest[..end].is_empty() && rest[..end].bytes().all(|b| b.is_ascii_digit()) {
+                out = format!("{} -p <PID from the message>{}", &out[..i], &rest[end..]);
+            }
+        }
+        out
+    };
+    // The plan's commands by section: `collect` and each rung.
+    let mut sections: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut current = String::new();
+    for line in plan.lines() {
+        if line.starts_with("collect (") {
+            current = "collect".into();
+        } else if let Some((n, rest)) = line.split_once(". ") {
+            if n.bytes().all(|b| b.is_ascii_digit()) && !n.is_empty() {
+                current = rest.split(':').next().unwrap().to_string();
+            }
+        } else if let Some(cmd) = line.strip_prefix("   ").and_then(|l| l.split_once(": ")).map(|(_, c)| c) {
+            if !line.starts_with("      ") && !current.is_empty() {
+                sections.entry(current.clone()).or_default().push(generic(cmd, None));
+            }
+        }
+    }
+    let find = |section: &str, cmd: &str| sections.get(section).is_some_and(|v| v.iter().any(|c| c == cmd));
+    for c in m["collected"].as_sequence().unwrap() {
+        let cmd = generic(c["command"].as_str().unwrap(), None);
+        assert!(find("collect", &cmd), "collect: `{cmd}` is not in the plan:\n{plan}");
+    }
+    let mut ran = Vec::new();
+    for r in m["rungs"].as_sequence().unwrap() {
+        let rung = r["rung"].as_str().unwrap().to_string();
+        let dir = bundle.join(r["dir"].as_str().unwrap());
+        for c in r["commands"].as_sequence().unwrap() {
+            let cmd = generic(c["command"].as_str().unwrap(), Some(&dir));
+            assert!(find(&rung, &cmd), "{rung}: `{cmd}` is not in the plan:\n{:#?}", sections.get(&rung));
+        }
+        ran.push(rung);
+    }
+    let planned: Vec<&String> = sections.keys().filter(|k| *k != "collect").collect();
+    assert_eq!(planned.len(), ran.len(), "planned {planned:?}, ran {ran:?}");
 }
 
 /// Files a root container writes are given back: the coredump in the bundle to the owner of
