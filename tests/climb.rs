@@ -139,6 +139,47 @@ fn a_skipped_baseline_still_climbs_to_the_fault() {
     s.assert_no_standin_left();
 }
 
+/// A target that fails without any CUDA error (a real Python `FileNotFoundError`) stops the
+/// climb after the baseline, quoting the error; `--rungs` climbs anyway.
+#[test]
+fn a_failure_without_cuda_stops_after_the_baseline() {
+    setup();
+    let s = Scratch::for_run("climb-no-cuda");
+    let script = support::root().join("tests/gpu/programs/no_cuda_failure.py");
+    let text = format!(
+        "version: 1\nname: nocuda\ndescription: fails without CUDA\nrun:\n  command: [\"python3\", \"{}\"]\n",
+        script.display()
+    );
+    let rec = recipe::parse(&text, recipe::RecipeSource::File(s.path("recipe.yaml")), s.path(".")).unwrap();
+    let r = recipe::resolve_in(&rec, &Default::default(), &s.path(".")).unwrap();
+    let req = Request::default();
+    let plan = policy::plan(&req);
+    let climbed = climb(&r, &req, &plan).run(
+        bundle(&s, &r),
+        &mut Scripted { answers: vec![], asked: vec![] },
+        &Recorder::default(),
+    );
+    let stopped = climbed.outcome.unwrap();
+    assert!(matches!(&stopped, Stopped::Done(why) if why.contains("without a CUDA error")), "{stopped:?}");
+    let m = climbed.bundle.manifest();
+    assert_eq!(m.rungs.iter().map(|r| r.rung).collect::<Vec<_>>(), [RungId::Baseline]);
+    let notes = m.rungs[0].notes.join("\n");
+    assert!(notes.contains("FileNotFoundError") && notes.contains("exit 1"), "{notes}");
+    assert!(climbed.analysis.verdict.is_none());
+
+    // Named rungs run whatever the baseline said.
+    let s = Scratch::for_run("climb-no-cuda-forced");
+    let req = Request { rungs: Some(vec![RungId::Baseline, RungId::LaunchBlocking]), ..Request::default() };
+    let plan = policy::plan(&req);
+    let climbed = climb(&r, &req, &plan).run(
+        bundle(&s, &r),
+        &mut Scripted { answers: vec![], asked: vec![] },
+        &Recorder::default(),
+    );
+    climbed.outcome.unwrap();
+    assert_eq!(climbed.bundle.manifest().rungs.len(), 2);
+}
+
 /// Stop at the first prompt: nothing runs, and the climb says so.
 #[test]
 fn stop_at_the_prompt_runs_nothing() {

@@ -87,6 +87,20 @@ pub fn origin_of(path: &Path) -> String {
     stem
 }
 
+/// The last non-blank line of a log (read from its last 64 KiB; cut at 300 characters), for
+/// quoting a program's own error; `None` when there is none or it cannot be read.
+pub fn last_line(path: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(64 * 1024))).ok()?;
+    let mut tail = Vec::new();
+    f.take(64 * 1024).read_to_end(&mut tail).ok()?;
+    let text = String::from_utf8_lossy(&tail);
+    let line = text.lines().map(str::trim).rfind(|l| !l.is_empty())?;
+    Some(line.chars().take(300).collect())
+}
+
 /// Reads and scans one file.
 pub fn scan_file(path: &Path) -> Result<Evidence> {
     let f = File::open(path).with_context(|| format!("cannot open `{}`", path.display()))?;

@@ -16,7 +16,7 @@ use super::collect::{self, Collected};
 use super::policy::{self, Next, Request, RungOutcome};
 use super::run::{place_for, run_logged};
 use super::rung::{self, Beside, Debug, RungIo, Step, StepCx};
-use crate::bundle::inputs::{is_rung_output, scan_file};
+use crate::bundle::inputs::{is_rung_output, last_line, scan_file};
 use crate::bundle::{self, layout, Bundle, CommandRecord, RungRecord, RungStatus};
 use crate::findings::coredump::sm_progress;
 use crate::findings::verdict::{decide, Analysis};
@@ -209,7 +209,24 @@ impl State<'_, '_> {
                 !e.faults.is_empty()
                     || e.symptoms.iter().any(|s| s.error.as_ref().is_some_and(|x| x.is_device_fault()))
             });
+            let cuda_error =
+                self.evidence[before..].iter().any(|e| e.symptoms.iter().any(|s| s.error.is_some()));
+            let target_exit = record.commands.iter().find(|c| c.role == Role::Target).and_then(|c| c.exit);
+            let ordinary = id == RungId::Baseline
+                && matches!(target_exit, Some(Exit::Code(c)) if c != 0)
+                && !device_error
+                && !cuda_error;
             let outcome = match ran {
+                Some(_) if ordinary => {
+                    let quote = last_line(&dir.join(layout::STDERR))
+                        .or_else(|| last_line(&dir.join(layout::STDOUT)))
+                        .unwrap_or_else(|| "(it printed nothing)".to_string());
+                    record.notes.push(format!(
+                        "the target failed without a CUDA error ({}): `{quote}`",
+                        target_exit.map(Exit::text).unwrap_or_default()
+                    ));
+                    RungOutcome::FailedWithoutCuda
+                }
                 Some(r) => RungOutcome::Ran { faulted: r.faulted || device_error, yielded: r.yielded },
                 None => RungOutcome::Failed,
             };

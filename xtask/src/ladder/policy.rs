@@ -47,6 +47,9 @@ pub enum RungOutcome {
     Skipped,
     /// It could not run to its end (its error is in the bundle): it says nothing either.
     Failed,
+    /// The target failed, but not with a CUDA error, a device assert or a fatal signal (a
+    /// Python exception without CUDA, a missing file): no rung can locate that.
+    FailedWithoutCuda,
     Ran {
         /// The target exited non-zero, died of a signal, or a tool saw a device error.
         faulted: bool,
@@ -99,6 +102,18 @@ pub fn next(req: &Request, plan: &[RungId], done: &[(RungId, RungOutcome)], anal
                     rest.join(", ")
                 ));
             }
+        }
+        // An ordinary failure is not a GPU fault: climbing would rerun it under every tool.
+        // `--rungs` climbs anyway.
+        let ordinary =
+            done.iter().any(|(r, s)| *r == RungId::Baseline && *s == RungOutcome::FailedWithoutCuda);
+        if ordinary && req.rungs.is_none() {
+            return Next::Stop(
+                "the target failed without a CUDA error (the baseline's note quotes it): that is not a GPU \
+                 fault, so no rung can locate it. Fix it first, or pass `--rungs` (e.g. \
+                 `--rungs baseline,memcheck`) to climb anyway"
+                    .to_string(),
+            );
         }
         // The symptom did not reproduce: rungs that wait for a fault are pointless, but not
         // every bad access faults, so memcheck is still worth its cost.
@@ -188,6 +203,22 @@ mod tests {
             let done = vec![(RungId::Baseline, outcome)];
             assert_eq!(next(&req, &p, &done, &empty()), Next::Run(RungId::LaunchBlocking), "{outcome:?}");
         }
+    }
+
+    #[test]
+    fn a_failure_without_cuda_stops_after_the_baseline_unless_rungs_are_named() {
+        let req = Request { has_build: true, ..Request::default() };
+        let p = plan(&req);
+        let done = vec![(RungId::Baseline, RungOutcome::FailedWithoutCuda)];
+        match next(&req, &p, &done, &empty()) {
+            Next::Stop(why) => {
+                assert!(why.contains("without a CUDA error") && why.contains("--rungs"), "{why}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let req = Request { rungs: Some(vec![RungId::Baseline, RungId::Memcheck]), ..req };
+        let p = plan(&req);
+        assert_eq!(next(&req, &p, &done, &empty()), Next::Run(RungId::Memcheck));
     }
 
     #[test]
