@@ -142,24 +142,6 @@ impl Progress for Terminal {
     }
 }
 
-impl RungBar for RungProgress {
-    fn line(&self, line: &str) {
-        RungProgress::line(self, line);
-    }
-
-    fn sm(&self, k: u32, n: u32) {
-        RungProgress::sm(self, k, n);
-    }
-
-    fn note(&self, text: &str) {
-        RungProgress::note(self, text);
-    }
-
-    fn finish(&self, outcome: &str) {
-        RungProgress::finish(self, outcome);
-    }
-}
-
 /// The progress of one rung: a spinner with elapsed time and the latest output line on a
 /// terminal (a bar for the coredump's `SM k/N`), plain start and end lines otherwise.
 pub struct RungProgress {
@@ -186,9 +168,11 @@ impl RungProgress {
         };
         RungProgress { bar, label, started: Instant::now() }
     }
+}
 
+impl RungBar for RungProgress {
     /// The latest line the rung printed.
-    pub fn line(&self, line: &str) {
+    fn line(&self, line: &str) {
         if let Some(pb) = &self.bar {
             let short: String = line.chars().take(120).collect();
             pb.set_message(short);
@@ -196,7 +180,7 @@ impl RungProgress {
     }
 
     /// Coredump collection: `SM k/N has finished state collection` becomes a bar.
-    pub fn sm(&self, k: u32, n: u32) {
+    fn sm(&self, k: u32, n: u32) {
         if let Some(pb) = &self.bar {
             if pb.length() != Some(n as u64) {
                 pb.set_length(n as u64);
@@ -212,14 +196,14 @@ impl RungProgress {
     }
 
     /// A remark while the rung runs (a crash, a retry).
-    pub fn note(&self, text: &str) {
+    fn note(&self, text: &str) {
         match &self.bar {
             Some(pb) => pb.suspend(|| status(&format!("    {text}"))),
             None => status(&format!("    {text}")),
         }
     }
 
-    pub fn finish(&self, outcome: &str) {
+    fn finish(&self, outcome: &str) {
         let secs = self.started.elapsed().as_secs_f64();
         if let Some(pb) = &self.bar {
             pb.finish_and_clear();

@@ -7,7 +7,7 @@
 //! through `ui`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
@@ -86,6 +86,23 @@ fn container_choice(args: &Args, config: &ContainerConfig) -> Result<Option<(Run
     Ok(Some((runtime, image, config.gpus)))
 }
 
+/// The run's containers, when it runs in one: the recipe's folders and `bundles` mounted,
+/// names starting with `name` and `pid`.
+fn containers_for(
+    choice: Option<&(Runtime, String, bool)>,
+    resolved: &Resolved,
+    bundles: &Path,
+    name: &str,
+    pid: u32,
+    workdir: &Path,
+) -> Option<Containers> {
+    choice.map(|(runtime, image, gpus)| {
+        let mut mounts = recipe::container_mounts(resolved);
+        mounts.push(bundles.to_path_buf());
+        Containers::new(*runtime, image, &mounts, *gpus, name, pid, workdir)
+    })
+}
+
 /// Runs `debug-ima`.
 pub fn run(args: Args) -> Result<Outcome> {
     let interactive = !args.yes && ui::is_tty();
@@ -131,19 +148,8 @@ pub fn run(args: Args) -> Result<Outcome> {
         // Absolute, as the run makes it: commands get paths into the bundle.
         let root = std::path::absolute(&bundle_root).unwrap_or_else(|_| bundle_root.clone());
         let bundle = root.join(format!("<UTC time>_{}", resolved.name));
-        let containers = choice.as_ref().map(|(runtime, image, gpus)| {
-            let mut mounts = recipe::container_mounts(&resolved);
-            mounts.push(root.clone());
-            Containers::new(
-                *runtime,
-                image,
-                &mounts,
-                *gpus,
-                &format!("UTC-time_{}", resolved.name),
-                0,
-                &workdir,
-            )
-        });
+        let name = format!("UTC-time_{}", resolved.name);
+        let containers = containers_for(choice.as_ref(), &resolved, &root, &name, 0, &workdir);
         let climb = Climb {
             recipe: &resolved,
             request: &req,
@@ -204,12 +210,9 @@ pub fn run(args: Args) -> Result<Outcome> {
     bundle.start(doctor::versions(&report), plan.clone())?;
     bundle.write_file(&layout::env_file(layout::DOCTOR), &doctor::render(&report))?;
     ui::status(&format!("bundle: {}", bundle.root().display()));
-    let containers = choice.map(|(runtime, image, gpus)| {
-        let mut mounts = recipe::container_mounts(&resolved);
-        mounts.push(bundle.root().to_path_buf());
-        let name = bundle.root().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        Containers::new(runtime, &image, &mounts, gpus, &name, std::process::id(), &workdir)
-    });
+    let name = bundle.root().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let containers =
+        containers_for(choice.as_ref(), &resolved, bundle.root(), &name, std::process::id(), &workdir);
     if let Some(c) = &containers {
         let record = container_record(c);
         ui::status(&format!(

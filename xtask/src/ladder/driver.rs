@@ -232,13 +232,7 @@ impl State<'_, '_> {
             };
             let shown = format!(
                 "{}{}",
-                record
-                    .commands
-                    .iter()
-                    .find(|c| c.role == Role::Target)
-                    .and_then(|c| c.exit)
-                    .map(Exit::text)
-                    .unwrap_or_else(|| record.status.to_string()),
+                target_exit.map(Exit::text).unwrap_or_else(|| record.status.to_string()),
                 if outcome.faulted() || (ran.is_none() && device_error) { ", device error seen" } else { "" }
             );
             bar.finish(&shown);

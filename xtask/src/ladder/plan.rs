@@ -69,7 +69,7 @@ pub struct Planned {
 /// only when a binary is missing is left out when none is.
 pub fn steps(climb: &Climb, bundle: &Path) -> Vec<Planned> {
     let containers = climb.containers.as_ref();
-    let missing = climb.recipe.build.as_ref().is_some_and(|b| b.binaries.iter().any(|p| !p.exists()));
+    let missing = climb.recipe.build.as_ref().is_some_and(|b| b.binaries_missing());
     let mut out = Vec::new();
     let mut started = 0;
     for (i, id) in climb.plan.iter().enumerate() {

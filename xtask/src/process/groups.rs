@@ -3,6 +3,7 @@
 //!
 //! Must not: start or reap processes (the runners do).
 
+use std::cell::Cell;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use nix::sys::signal::{killpg, Signal};
@@ -23,9 +24,11 @@ pub fn kill_all() {
     }
 }
 
-/// A process group in the registry until [`Registered::done`] or drop.
+/// A process group in the registry until [`Registered::done`] or drop, unless
+/// [`Registered::keep`] leaves it there for [`kill_all`].
 pub(super) struct Registered {
     pub(super) pgid: Pid,
+    kept: Cell<bool>,
 }
 
 impl Registered {
@@ -34,7 +37,7 @@ impl Registered {
         if pgid.as_raw() > 0 {
             groups().push(pgid.as_raw());
         }
-        Registered { pgid }
+        Registered { pgid, kept: Cell::new(false) }
     }
 
     pub(super) fn signal(&self, signal: Signal) {
@@ -51,10 +54,18 @@ impl Registered {
     pub(super) fn done(&self) {
         groups().retain(|&g| g != self.pgid.as_raw());
     }
+
+    /// Leaves the group registered when this is dropped: its child could not be reaped, so
+    /// a later [`kill_all`] must still reach it.
+    pub(super) fn keep(&self) {
+        self.kept.set(true);
+    }
 }
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        self.done();
+        if !self.kept.get() {
+            self.done();
+        }
     }
 }

@@ -44,7 +44,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use nix::sys::signal::Signal;
-use nix::unistd::Pid;
 
 pub use crate::model::{Exit, Stream};
 
@@ -183,7 +182,7 @@ pub fn run(spec: &Spec, on_line: &mut dyn FnMut(Stream, &str) -> Control) -> any
     };
     let mut group = Group::spawn(&launch, OwnedFd::from(out_w), OwnedFd::from(err_w))
         .map_err(|e| spawn_error(&spec.program, e))?;
-    let pid = group.pgid.as_raw() as u32;
+    let pid = group.registered.pgid.as_raw() as u32;
 
     let shared = Arc::new(Shared::default());
     let (tx, rx) = mpsc::sync_channel(QUEUE_LINES);
@@ -372,7 +371,6 @@ fn spawn_error(program: &OsString, e: io::Error) -> anyhow::Error {
 /// callback), it kills the group.
 struct Group {
     handle: duct::Handle,
-    pgid: Pid,
     registered: Registered,
     reaped: bool,
 }
@@ -382,7 +380,7 @@ impl Group {
         let handle = spawn::start(launch, stdout, stderr)?;
         let pid = handle.pids().first().copied().unwrap_or(0);
         let registered = Registered::new(pid);
-        Ok(Group { handle, pgid: registered.pgid, registered, reaped: false })
+        Ok(Group { handle, registered, reaped: false })
     }
 
     fn kill(&self) {
@@ -395,7 +393,7 @@ impl Group {
         use nix::errno::Errno;
         use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
         let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
-        match waitid(Id::Pid(self.pgid), flags) {
+        match waitid(Id::Pid(self.registered.pgid), flags) {
             Ok(WaitStatus::StillAlive) | Err(Errno::EINTR) => Ok(false),
             Ok(_) => Ok(true),
             Err(e) => Err(e.into()),
@@ -425,9 +423,9 @@ impl Group {
             None => bail!(
                 "process {} is still alive {} s after SIGKILL (stuck in the driver?); \
                  look at it with `ps -o pid,stat,wchan,cmd -g {}`",
-                self.pgid,
+                self.registered.pgid,
                 KILL_WAIT.as_secs(),
-                self.pgid
+                self.registered.pgid
             ),
         }
     }
@@ -461,11 +459,9 @@ impl Drop for Group {
             return;
         }
         self.kill();
-        if let Ok(Some(_)) = self.reap(Duration::from_secs(2)) {
-            self.registered.done();
-        } else {
+        if !matches!(self.reap(Duration::from_secs(2)), Ok(Some(_))) {
             // Still registered: a later kill_all gets it.
-            std::mem::forget(std::mem::replace(&mut self.registered, Registered { pgid: Pid::from_raw(0) }));
+            self.registered.keep();
         }
     }
 }

@@ -47,7 +47,7 @@ impl Output {
     }
 
     pub fn success(&self) -> bool {
-        self.exit == Exit::Code(0)
+        self.exit.success()
     }
 }
 
@@ -56,18 +56,35 @@ pub fn run(program: &Path, args: &[&str], timeout: Duration) -> Output {
     run_in(program, args, None, timeout)
 }
 
+/// How often a short command is looked at at most, once it has run a while.
+const POLL: Duration = Duration::from_millis(50);
+/// How often [`run_watching`] calls its `tick`.
+const TICK: Duration = Duration::from_millis(5);
+
 /// [`run`] in a working directory.
 pub fn run_in(program: &Path, args: &[&str], cwd: Option<&Path>, timeout: Duration) -> Output {
-    run_watching(program, args, cwd, timeout, &mut |_| {})
+    poll(program, args, cwd, timeout, POLL, &mut |_| {})
 }
 
-/// [`run_in`], calling `tick` with the child's pid every few milliseconds while it runs (the
+/// [`run_in`], calling `tick` with the child's pid every [`TICK`] while it runs (the
 /// benchmark samples its peak memory so).
 pub fn run_watching(
     program: &Path,
     args: &[&str],
     cwd: Option<&Path>,
     timeout: Duration,
+    tick: &mut dyn FnMut(u32),
+) -> Output {
+    poll(program, args, cwd, timeout, TICK, tick)
+}
+
+/// Runs the command, looking at it (and calling `tick`) at most every `every`.
+fn poll(
+    program: &Path,
+    args: &[&str],
+    cwd: Option<&Path>,
+    timeout: Duration,
+    every: Duration,
     tick: &mut dyn FnMut(u32),
 ) -> Output {
     let interrupt = Interrupt::default();
@@ -105,7 +122,7 @@ pub fn run_watching(
             Ok(None) if Instant::now() < deadline => {
                 tick(pgid);
                 thread::sleep(nap);
-                nap = (nap * 2).min(Duration::from_millis(5));
+                nap = (nap * 2).min(every);
             }
             Ok(None) => {
                 group.kill();

@@ -303,6 +303,11 @@ impl Step {
         join_words(&self.argv)
     }
 
+    /// Whether a binary the build makes does not exist yet (then the baseline builds first).
+    pub fn binaries_missing(&self) -> bool {
+        self.binaries.iter().any(|p| !p.exists())
+    }
+
     /// The directories the binaries go to. The build may need them to exist
     /// (`nvcc -o DIR/FILE` does not create `DIR`); whoever runs the build creates them.
     pub fn binary_dirs(&self) -> Vec<PathBuf> {

@@ -23,8 +23,7 @@ pub trait Rung: Sync {
         false
     }
     /// Whether the rung can run for this recipe (the rebuild needs a `build` step).
-    fn applies(&self, r: &Resolved) -> bool {
-        let _ = r;
+    fn applies(&self, _recipe: &Resolved) -> bool {
         true
     }
     /// Every step the rung may run, in order, each with when it runs: the run executes these

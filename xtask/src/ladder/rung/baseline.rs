@@ -37,7 +37,7 @@ impl Rung for Baseline {
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
         if let Some(b) = &io.recipe().build {
-            if b.binaries.iter().any(|p| !p.exists()) {
+            if b.binaries_missing() {
                 io.say("building the target first (plain, as the recipe builds it)");
                 super::rebuild::create_binary_dirs(b)?;
                 let build = step(steps, When::BinariesMissing)?;

@@ -29,9 +29,9 @@ impl Rung for Rebuild {
 
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
         let Some(b) = &cx.recipe.build else { return Vec::new() };
-        let mut steps =
-            vec![Step::target(invocation(cx.recipe, b, cx.debug, cx.inherited_prepend.as_deref()))];
-        steps[0].role = Role::Build;
+        // The build's streams in `stdout.log` and `stderr.log`, like the target's.
+        let build = invocation(cx.recipe, b, cx.debug, cx.inherited_prepend.as_deref());
+        let mut steps = vec![Step::new(Role::Build, build, "")];
         for (i, bin) in b.binaries.iter().enumerate() {
             steps.push(Step::new(Role::Cuobjdump, lineinfo_check(bin), format!("cuobjdump-{}", i + 1)));
         }
