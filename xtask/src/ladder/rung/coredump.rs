@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use super::api::{step, Debug, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
 use super::build::{target, with_options};
 use crate::bundle::inputs::scan_file;
-use crate::bundle::layout::DUMP_PREFIX;
+use crate::bundle::layout::{self, DUMP_PREFIX};
 use crate::model::{Invocation, Role, RungId};
 use crate::recipe::Resolved;
 
@@ -95,7 +95,7 @@ impl Rung for Coredump {
             let core = core.display().to_string();
             let first = step(steps, When::PerDump)?.filled(&placeholder, &core, i + 1);
             io.exec(&first)?;
-            let crashed = scan_file(&io.dir().join(format!("{}.log", first.stem)))?.debugger_crashed;
+            let crashed = scan_file(&layout::logs(io.dir(), &first.stem).0)?.debugger_crashed;
             if crashed {
                 // What it printed is kept; fewer commands sometimes get further.
                 io.say("cuda-gdb crashed: retrying with fewer commands");

@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 
 use super::api::{Debug, Ran, Rung, RungIo, Step, StepCx, When};
 use super::build::{from_step, with_options};
+use crate::bundle::layout;
 use crate::model::{Invocation, Role, RungId};
 use crate::recipe::{Resolved, Step as RecipeStep};
 
@@ -45,18 +46,13 @@ impl Rung for Rebuild {
         let build = steps.next().context("the rebuild has no build step")?;
         let ran = io.exec(build)?;
         if !ran.success() {
-            bail!(
-                "the rebuild failed ({}): see `{}/{}`",
-                ran.text(),
-                io.shown_dir(),
-                crate::bundle::layout::STDERR
-            );
+            bail!("the rebuild failed ({}): see `{}/{}`", ran.text(), io.shown_dir(), layout::STDERR);
         }
         let mut table = String::new();
         let mut all_ok = true;
         for (bin, check) in b.binaries.iter().zip(steps) {
             let ran = io.exec(check)?;
-            let n = std::fs::File::open(io.dir().join(format!("{}.log", check.stem)))
+            let n = std::fs::File::open(layout::logs(io.dir(), &check.stem).0)
                 .map(|f| count_line_sections_in(std::io::BufReader::new(f)))
                 .unwrap_or(0);
             table.push_str(&format!("{}\t{n} line-info sections\t{}\n", bin.display(), ran.text()));
@@ -69,7 +65,7 @@ impl Rung for Rebuild {
                 ));
             }
         }
-        let table_path = io.dir().join(crate::bundle::layout::LINEINFO_TABLE);
+        let table_path = io.dir().join(layout::LINEINFO_TABLE);
         std::fs::write(&table_path, table)
             .with_context(|| format!("cannot write `{}`", table_path.display()))?;
         Ok(Ran { faulted: false, yielded: all_ok })
