@@ -20,6 +20,8 @@ struct Expected {
     file: String,
     line: u32,
     error: String,
+    /// The host line that launched the kernel (`file:line`), `-` for none.
+    launch: String,
 }
 
 fn expected() -> Vec<Expected> {
@@ -34,6 +36,7 @@ fn expected() -> Vec<Expected> {
                 file: c[2].into(),
                 line: c[3].parse().unwrap_or(0),
                 error: c[4].into(),
+                launch: c[5].into(),
             }
         })
         .collect()
@@ -73,10 +76,47 @@ fn every_recorded_case_gets_the_expected_verdict() {
                 if v.block.is_none() || v.thread.is_none() {
                     failures.push(format!("{}: verdict without block/thread", e.case));
                 }
+                // A launch site with a line (recordings of `-g` builds, tracebacks) must be
+                // the true one; the older recordings' binaries name only `main`.
+                if let Some(h) = &v.launch_site {
+                    if let (Some(f), Some(l)) = (&h.frame.file, h.frame.line) {
+                        let got = format!("{}:{l}", names::base_name(f));
+                        if got != e.launch {
+                            failures.push(format!("{}: launched at {got}, expected {}", e.case, e.launch));
+                        }
+                    }
+                }
             }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The patterns of a complete verdict, on the recordings of their own programs
+/// (tests/gpu/record_verdict.sh on an H200): the user's line behind an inlined CUDA-header
+/// function with the class and space cuda-gdb gave; the true launch line of an unchecked
+/// launch and of an ATen assert whose plain traceback names a later line.
+#[test]
+fn complete_verdicts_on_the_pattern_recordings() {
+    let a = |case: &str| analyze(&[root().join("tests/fixtures/h200").join(case)]).unwrap().verdict.unwrap();
+    let v = a("shared_atomic");
+    assert_eq!((v.file.as_deref(), v.line), (Some("shared_atomic.cu"), Some(16)));
+    assert_eq!(v.inlined.first().map(|l| l.file.as_str()), Some("device_atomic_functions.hpp"));
+    assert_eq!(v.error.as_str(), "out-of-range-address");
+    assert!(
+        v.access.as_ref().and_then(|x| x.space.as_deref()).is_some_and(|s| s.contains("shared")),
+        "{v:?}"
+    );
+    assert!(v.unknown.is_empty(), "{v:?}");
+    let v = a("aten_async");
+    assert!(v.library_line, "{v:?}");
+    let launched = v.launch_site.as_ref().unwrap();
+    assert_eq!(launched.frame.line, Some(11), "{v:?}");
+    assert_eq!(launched.how, "the launch-blocking traceback");
+    assert_eq!(v.surfaced_at.as_ref().unwrap().frame.line, Some(12), "{v:?}");
+    let v = a("unchecked_launch");
+    assert_eq!(v.launch_site.as_ref().unwrap().frame.line, Some(34), "{v:?}");
+    assert!(a("stencil_neighbour").access.unwrap().nearest.is_some());
 }
 
 #[test]
@@ -204,7 +244,18 @@ fn bundles_written_by_debug_ima_on_the_gpu_are_read_whole() {
     let v = a.verdict.expect("the faulting rank is located");
     assert_eq!((v.file.as_deref(), v.line), (Some("vllm_shaped.py"), Some(22)));
     assert_eq!((v.rank, v.device), (Some(1), Some(1)));
-    for name in ["oob_read-full", "triton_worker", "inlined-full", "dist_fault-full"] {
+    // An unchecked launch, default policy (issue 11): the coredump rung ran under launch-blocking
+    // (its command.txt says so) and the CPU core's launching thread names the launch line, the
+    // baseline's own check the line where it surfaced.
+    let a = analyze(&[b.join("unchecked_launch")]).unwrap();
+    let v = a.verdict.expect("located");
+    assert_eq!((v.file.as_deref(), v.line), (Some("unchecked_launch.cu"), Some(20)));
+    let launched = v.launch_site.as_ref().unwrap();
+    assert_eq!((launched.frame.function.as_deref(), launched.frame.line), (Some("main"), Some(34)));
+    assert_eq!(launched.from, "coredump/cpucore-gdb");
+    assert!(launched.how.contains("launch-blocking"), "{launched:?}");
+    assert!(v.unknown.is_empty(), "{v:?}");
+    for name in ["oob_read-full", "triton_worker", "inlined-full", "dist_fault-full", "unchecked_launch"] {
         let a = analyze(&[b.join(name)]).unwrap();
         insta::with_settings!({snapshot_path => root().join("tests/snapshots"), prepend_module_to_snapshot => false}, {
             insta::assert_snapshot!(format!("bundle_{name}"), render_text(&a));

@@ -268,8 +268,8 @@ fn replay_reruns_a_rung_with_its_environment_and_asks_for_redacted_values() {
 #[test]
 fn a_bundle_from_an_interrupted_run_verifies_packs_and_reports() {
     let s = Scratch::for_run("interrupted");
-    let recipe =
-        s.write_recipe(&target_recipe("rungs:\n  launch-blocking:\n    env: { STANDIN_HANG: \"1\" }\n"));
+    // The coredump rung, the second of a native target's default climb, hangs.
+    let recipe = s.write_recipe(&target_recipe("rungs:\n  coredump:\n    env: { STANDIN_HANG: \"1\" }\n"));
     let run = Run::new(&s, &recipe, "oob_write");
     let start = Instant::now();
     let child = run.spawn();
@@ -279,9 +279,9 @@ fn a_bundle_from_an_interrupted_run_verifies_packs_and_reports() {
         || std::fs::read_dir(s.bundles())
             .unwrap()
             .flatten()
-            .all(|b| !b.path().join("rungs/02-launch-blocking/stderr.log").exists())
+            .all(|b| !b.path().join("rungs/02-coredump/stderr.log").exists())
     {
-        assert!(Instant::now() < deadline, "the launch-blocking rung never started");
+        assert!(Instant::now() < deadline, "the coredump rung never started");
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(300));
@@ -296,7 +296,7 @@ fn a_bundle_from_an_interrupted_run_verifies_packs_and_reports() {
     let r = xtask(&s.dir, &["bundle", "report", dir]);
     assert!(r.status.success(), "{}", text(&r));
     let report = String::from_utf8_lossy(&r.stdout);
-    assert!(report.contains("| launch-blocking | interrupted |"), "{report}");
+    assert!(report.contains("| coredump | interrupted |"), "{report}");
     assert!(report.contains("Stopped: interrupted"), "{report}");
     let p = xtask(&s.dir, &["bundle", "pack", dir]);
     assert!(p.status.success(), "{}", text(&p));

@@ -13,6 +13,7 @@ use std::sync::Once;
 
 use support::{fixture, path_with, standins, Scratch};
 use xtask::bundle::{layout, Bundle, RungStatus};
+use xtask::findings::verdict::Part;
 use xtask::ladder::driver::{Climb, Stopped};
 use xtask::ladder::plan;
 use xtask::ladder::policy::{self, Request};
@@ -114,9 +115,12 @@ fn bundle(s: &Scratch, r: &Resolved) -> Bundle {
 }
 
 /// Skipping the baseline at the prompt says nothing about the target: the fault rungs still
-/// run and locate the fault.
+/// run, cheapest first for a native target: the coredump rung locates the fault, and memcheck
+/// (launch-blocking gives a native target no launch site) names the launching function, `main`,
+/// but no line (the recording's binary has no `-g`): no rung is left that could, so the climb
+/// stops there and says so.
 #[test]
-fn a_skipped_baseline_still_climbs_to_the_fault() {
+fn a_skipped_baseline_still_climbs_until_no_rung_can_add() {
     setup();
     let s = Scratch::for_run("climb-skip");
     let r = resolved(&s);
@@ -126,15 +130,39 @@ fn a_skipped_baseline_still_climbs_to_the_fault() {
     let progress = Recorder::default();
     let climbed = climb(&r, &req, &plan).run(bundle(&s, &r), &mut prompter, &progress);
     let stopped = climbed.outcome.unwrap();
-    assert!(matches!(&stopped, Stopped::Done(why) if why.contains("located the fault")), "{stopped:?}");
+    match &stopped {
+        Stopped::Done(why) => {
+            assert!(
+                why.starts_with("no remaining rung can establish the launch site of `gather_rows"),
+                "{why}"
+            );
+            assert!(why.contains("skipping launch-blocking, attach, initcheck"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
     let m = climbed.bundle.manifest();
     let statuses: Vec<(RungId, RungStatus)> = m.rungs.iter().map(|r| (r.rung, r.status)).collect();
-    assert_eq!(statuses[0], (RungId::Baseline, RungStatus::Skipped));
-    assert!(statuses.contains(&(RungId::Coredump, RungStatus::Ran)), "{statuses:?}");
-    assert_eq!(prompter.asked[0], "baseline");
-    assert!(prompter.asked.contains(&"launch-blocking".to_string()), "{:?}", prompter.asked);
+    assert_eq!(
+        statuses,
+        [
+            (RungId::Baseline, RungStatus::Skipped),
+            (RungId::Coredump, RungStatus::Ran),
+            (RungId::Memcheck, RungStatus::Ran)
+        ]
+    );
+    assert_eq!(prompter.asked, ["baseline", "coredump", "memcheck"]);
     let v = climbed.analysis.verdict.expect("a verdict");
     assert_eq!((v.file.as_deref(), v.line), (Some("oob_read.cu"), Some(8)));
+    assert_eq!(v.unknown, [Part::LaunchSite], "the function, not the line: {v:?}");
+    let launch = v.launch_site.as_ref().expect("a launch site");
+    assert_eq!(launch.frame.function.as_deref(), Some("main"));
+    assert_eq!(launch.frame.line, None);
+    assert!(launch.from.starts_with("memcheck"), "{launch:?}");
+    // The baseline did not run: the program's own `CUDA error at oob_read.cu:26` under
+    // memcheck says where the error surfaced.
+    let surfaced = v.surfaced_at.as_ref().expect("where it surfaced");
+    assert_eq!((surfaced.frame.file.as_deref(), surfaced.frame.line), (Some("oob_read.cu"), Some(26)));
+    assert_eq!(surfaced.from, "memcheck");
     assert!(progress.lines.borrow().iter().any(|l| l.starts_with("coredump: ")), "{:?}", progress.lines);
     s.assert_no_standin_left();
 }

@@ -156,14 +156,22 @@ fn every_rung_runs_inside_the_container_and_its_artifacts_come_back() {
     let b = s.only_bundle();
     assert_the_plan_shows_what_ran(&plan.stdout, &b.root, &b.manifest());
 
-    let rungs =
-        ["01-baseline", "02-rebuild", "03-launch-blocking", "04-coredump", "05-attach", "06-memcheck"];
+    let rungs = [
+        "01-baseline",
+        "02-rebuild",
+        "03-launch-blocking",
+        "04-coredump",
+        "05-attach",
+        "06-memcheck",
+        "07-initcheck",
+    ];
     assert_eq!(b.rung_dirs(), rungs, "{}", out.both());
-    // The build, plain before the baseline and with line info in the rebuild rung, and
-    // cuobjdump's check of the binary: all inside.
-    assert!(b.read("rungs/01-baseline/build.log").contains("BUILD-INSIDE NVCC_PREPEND_FLAGS=\n"));
+    // The build, with line info both before the baseline (the binary did not exist yet) and
+    // in the rebuild rung (`--full` runs it anyway), and cuobjdump's check of the binary: all
+    // inside.
+    assert!(b.read("rungs/01-baseline/build.log").contains("BUILD-INSIDE NVCC_PREPEND_FLAGS=-lineinfo -g\n"));
     assert!(b.read("rungs/01-baseline/build.command.txt").contains(" docker run --rm --name debug-ima-"));
-    assert!(b.read("rungs/02-rebuild/stdout.log").contains("BUILD-INSIDE NVCC_PREPEND_FLAGS=-lineinfo\n"));
+    assert!(b.read("rungs/02-rebuild/stdout.log").contains("BUILD-INSIDE NVCC_PREPEND_FLAGS=-lineinfo -g\n"));
     let check = b.read("rungs/02-rebuild/cuobjdump-1.command.txt");
     assert!(check.contains(&format!(" {image} cuobjdump -elf {}/bin/app", s.dir.display())), "{check}");
     let lineinfo = b.read("rungs/02-rebuild/lineinfo.tsv");
@@ -181,10 +189,10 @@ fn every_rung_runs_inside_the_container_and_its_artifacts_come_back() {
             "{rung}: {command}"
         );
         assert!(command.contains(&format!(" -w {} ", s.dir.display())), "{rung}: {command}");
-        if rung == "06-memcheck" {
+        if let Some(tool) = rung.strip_prefix("06-").or(rung.strip_prefix("07-")) {
             // The stand-in compute-sanitizer replays its recording instead of starting the
-            // target; its command and its XML (below) show it ran inside.
-            assert!(command.contains(" compute-sanitizer --tool memcheck "), "{command}");
+            // target; its command and memcheck's XML (below) show it ran inside.
+            assert!(command.contains(&format!(" compute-sanitizer --tool {tool} ")), "{command}");
             continue;
         }
         let stdout = b.read(&format!("rungs/{rung}/stdout.log"));
@@ -205,6 +213,8 @@ fn every_rung_runs_inside_the_container_and_its_artifacts_come_back() {
     assert!(b.read("rungs/04-coredump/cudagdb-1.command.txt").contains("docker run"));
     assert!(b.read("rungs/04-coredump/cudagdb-1.log").contains("(oob_write.cu:7)"));
     assert!(b.exists("rungs/06-memcheck/memcheck.xml"), "{:?}", b.files_in("rungs/06-memcheck"));
+    // oob_write has no initcheck recording: the stand-in said so, inside the container.
+    assert!(b.read("rungs/07-initcheck/stderr.log").contains("no recording of initcheck"));
     // The attach rung: cuda-gdb ran inside the waiting target's container.
     let attach = b.read("rungs/05-attach/cudagdb-attach.command.txt");
     assert!(attach.contains(" docker exec -e TMPDIR debug-ima-"), "{attach}");
@@ -451,8 +461,9 @@ fn ctrl_c_kills_and_removes_the_running_container() {
 }
 
 /// `--dry-run` with `--container podman` shows every command as it will run: in Podman with
-/// the CDI GPU device, ptrace for the attach rung, cuda-gdb through `podman exec` in the
-/// target's container. Needs no engine.
+/// the CDI GPU device, the native coredump rung's CPU-core cuda-gdb in a container of its own,
+/// ptrace for the attach rung, cuda-gdb through `podman exec` in the target's container (the
+/// seventh command: the coredump rung has three). Needs no engine.
 #[test]
 fn the_dry_run_shows_every_command_in_its_container() {
     let s = Scratch::for_run("dry-run-podman");
@@ -474,7 +485,12 @@ fn the_dry_run_shows_every_command_in_its_container() {
         "podman run --rm --name debug-ima-utc-time_planned-0-01-target --init --ipc=host --device \
          nvidia.com/gpu=all --security-opt label=disable -v ",
         "--cap-add SYS_PTRACE --security-opt seccomp=unconfined",
-        "podman exec -e TMPDIR debug-ima-utc-time_planned-0-06-target cuda-gdb -batch -nx -p '<PID from the message>'",
+        "--name debug-ima-utc-time_planned-0-06-cpucore-gdb ",
+        "debug-ima/cuda:13.0 cuda-gdb -batch -nx target ",
+        "/rungs/03-coredump/cpu-core' -ex 'set pagination off' -ex 'thread apply all bt'",
+        "podman run --rm --name debug-ima-utc-time_planned-0-07-target ",
+        "podman exec -e TMPDIR debug-ima-utc-time_planned-0-07-target cuda-gdb -batch -nx -p '<PID from the message>'",
+        "debug-ima/cuda:13.0 env -u TRITON_DISABLE_LINE_INFO compute-sanitizer --tool initcheck ",
         "-e HF_TOKEN -e TMPDIR debug-ima/cuda:13.0 env -u TRITON_DISABLE_LINE_INFO target",
     ] {
         assert!(o.contains(want), "`{want}` missing from the plan:\n{o}");
@@ -514,7 +530,9 @@ fn the_vllm_image_recipe_plans_every_rung_in_its_image() {
     assert_eq!(out.code(), Some(0), "{}", out.both());
     let o = &out.stdout;
     assert!(
-        o.starts_with("recipe: vllm-image\nplan: baseline, launch-blocking, coredump, attach, memcheck\n"),
+        o.starts_with(
+            "recipe: vllm-image\nplan: baseline, launch-blocking, coredump, attach, memcheck, initcheck\n"
+        ),
         "{o}"
     );
     assert!(o.contains("container: docker image debug-ima/vllm:v0.11.0 (GPUs passed in)"), "{o}");
@@ -527,6 +545,19 @@ fn the_vllm_image_recipe_plans_every_rung_in_its_image() {
             "debug-ima/vllm:v0.11.0 env -u TRITON_DISABLE_LINE_INFO -u PYTORCH_CUDA_ALLOC_CONF -u \
              PYTORCH_ALLOC_CONF compute-sanitizer --tool memcheck"
         ),
+        "{o}"
+    );
+    assert!(
+        o.contains(
+            "debug-ima/vllm:v0.11.0 env -u TRITON_DISABLE_LINE_INFO -u PYTORCH_CUDA_ALLOC_CONF -u \
+             PYTORCH_ALLOC_CONF compute-sanitizer --tool initcheck"
+        ),
+        "{o}"
+    );
+    // A Python target: no CPU-core step, and cuda-gdb attaches without the host libraries.
+    assert!(!o.contains("cpucore-gdb") && !o.contains("core-limit"), "{o}");
+    assert!(
+        o.contains("cuda-gdb -batch -nx -iex 'set auto-solib-add off' -p '<PID from the message>'"),
         "{o}"
     );
 

@@ -34,11 +34,16 @@ fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     cond()
 }
 
-/// (a) The default ladder on the out-of-bounds write: baseline, launch-blocking, then the
-/// coredump rung, whose cuda-gdb (which crashed with SIGABRT after printing the line, as
-/// cuda-gdb 13.0 did on the H200) locates the fault; the ladder stops there.
+/// (a) The default ladder on the out-of-bounds write, a native target, climbs until the
+/// verdict is complete: the baseline, then the coredump rung (under launch-blocking, the core
+/// limit raised for the target), whose cuda-gdb (which crashed with SIGABRT after printing the
+/// line, as cuda-gdb 13.0 did on the H200) gives the kernel, the line and the class. The
+/// stand-in target leaves no CPU core, so the launch site is still unknown; launch-blocking
+/// gives a native target none, so the cheapest rung that can is memcheck (its host backtrace
+/// at launch), which names only `main`: the recording's binary has no host debug info. No
+/// rung left can name the launch line, so the ladder stops and says it stays unknown.
 #[test]
-fn oob_write_stops_after_the_coredump_rung_with_the_verdict() {
+fn oob_write_climbs_past_the_coredump_to_memcheck_and_says_the_launch_line_stays_unknown() {
     let s = Scratch::for_run("oob-write");
     let recipe = s.write_recipe(&target_recipe(""));
     let out = Run::new(&s, &recipe, "oob_write").run();
@@ -48,48 +53,93 @@ fn oob_write_stops_after_the_coredump_rung_with_the_verdict() {
     for f in ["manifest.yaml", "summary.md", "findings.json"] {
         assert!(b.exists(f), "{f} missing");
     }
-    assert_eq!(b.rung_dirs(), ["01-baseline", "02-launch-blocking", "03-coredump"], "{}", out.both());
+    assert_eq!(b.rung_dirs(), ["01-baseline", "02-coredump", "03-memcheck"], "{}", out.both());
     for rung in b.rung_dirs() {
         for f in ["stdout.log", "stderr.log", "command.txt"] {
             assert!(b.exists(&format!("rungs/{rung}/{f}")), "rungs/{rung}/{f} missing");
         }
     }
 
-    // The verdict, in findings.json and on stdout.
+    // The verdict, in findings.json and on stdout: the line from the coredump rung, the launch
+    // site from memcheck, where the error surfaced from the (asynchronous) baseline.
     let f = b.findings();
     let v = &f["verdict"];
     assert_eq!(v["line"], 7, "{}", b.read("findings.json"));
     assert!(v["kernel"].as_str().unwrap().contains("scale_write"), "{v}");
     assert!(v["file"].as_str().unwrap().ends_with("oob_write.cu"), "{v}");
+    assert_eq!(v["error"], "illegal-address", "{v}");
+    assert_eq!(v["unknown"], serde_json::json!(["launch-site"]), "{v}");
+    let launch = &v["launch_site"];
+    assert_eq!(launch["function"], "main", "{v}");
+    assert_eq!(launch["how"], "memcheck's host backtrace at launch", "{v}");
+    assert!(launch["from"].as_str().unwrap().starts_with("memcheck"), "{v}");
+    let surfaced = &v["surfaced_at"];
+    assert_eq!(surfaced["file"], "oob_write.cu", "{v}");
+    assert_eq!(surfaced["line"], 18, "{v}");
+    assert_eq!(surfaced["from"], "baseline", "{v}");
+    assert!(surfaced["how"].as_str().unwrap().starts_with("asynchronous"), "{v}");
+    let found_by: Vec<&str> = v["rungs"].as_sequence_or_array();
+    assert_eq!(found_by, ["coredump", "memcheck"], "{v}");
     assert!(out.stdout.contains("scale_write"), "{}", out.both());
     assert!(out.stdout.contains("oob_write.cu:7"), "{}", out.both());
+    assert!(out.stdout.contains("  launched: main "), "{}", out.both());
+    assert!(out.stdout.contains("  surfaced: cudaDeviceSynchronize() at oob_write.cu:18 "), "{}", out.both());
     let m = b.manifest();
     let stopped = m["stopped"].as_str().unwrap();
-    assert!(stopped.contains("oob_write.cu:7"), "{stopped}");
-    assert!(stopped.contains("attach") && stopped.contains("memcheck"), "names the rungs skipped: {stopped}");
+    assert!(
+        stopped.starts_with("no remaining rung can establish the launch site of `scale_write"),
+        "{stopped}"
+    );
+    assert!(stopped.contains("`-g`"), "says what would give it: {stopped}");
+    assert!(
+        stopped.contains("skipping launch-blocking, attach, initcheck (`--full` runs them too)"),
+        "names the rungs skipped: {stopped}"
+    );
     assert!(b.read("summary.md").contains("scale_write"));
 
-    // The coredump rung: the dump the stand-in wrote, and what cuda-gdb printed before it
-    // crashed, kept.
-    let files = b.files_in("rungs/03-coredump");
+    // The coredump rung of a native target: under launch-blocking, through the shell that
+    // raises the core limit for the target only.
+    let cmd = b.read("rungs/02-coredump/command.txt");
+    for want in [
+        "CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1",
+        "CUDA_LAUNCH_BLOCKING=1",
+        "sh -c 'ulimit -c ",
+        "core-limit target",
+    ] {
+        assert!(cmd.contains(want), "`{want}` missing: {cmd}");
+    }
+    // The dump the stand-in wrote, and what cuda-gdb printed before it crashed, kept.
+    let files = b.files_in("rungs/02-coredump");
     assert!(files.iter().any(|f| f.starts_with("core_")), "no dump: {files:?}");
-    let gdb = b.read("rungs/03-coredump/cudagdb-1.log");
+    let gdb = b.read("rungs/02-coredump/cudagdb-1.log");
     assert!(gdb.contains("(oob_write.cu:7)"), "{gdb}");
     assert!(gdb.contains("A fatal error internal to GDB has been detected"), "{gdb}");
-    assert!(b.exists("rungs/03-coredump/cudagdb-1.command.txt"));
-    assert!(b.notes("coredump").contains("cuda-gdb crashed"), "{}", b.notes("coredump"));
+    assert!(b.read("rungs/02-coredump/cudagdb-1.command.txt").contains("-ex bt -ex 'x/i $errorpc'"));
+    let notes = b.notes("coredump");
+    assert!(notes.contains("cuda-gdb crashed"), "{notes}");
+    // No CPU core (whatever this machine's core_pattern: the stand-in's abort writes none),
+    // which is why the climb went on.
+    assert!(notes.contains("the host launch line stays unknown here"), "{notes}");
+    assert!(!files.iter().any(|f| f == "cpu-core" || f.starts_with("cpucore-gdb")), "{files:?}");
     // cuda-gdb crashed: it was run again with fewer commands, and both logs are kept.
     assert!(files.iter().any(|f| f == "cudagdb-1-retry.log"), "{files:?}");
-    assert!(b.read("rungs/03-coredump/cudagdb-1-retry.command.txt").contains("target cudacore"));
-    assert!(!b.read("rungs/03-coredump/cudagdb-1-retry.command.txt").contains(" bt"));
+    assert!(b.read("rungs/02-coredump/cudagdb-1-retry.command.txt").contains("target cudacore"));
+    assert!(!b.read("rungs/02-coredump/cudagdb-1-retry.command.txt").contains(" bt"));
+    // memcheck, with padding, both reports from one run.
+    let mc = b.read("rungs/03-memcheck/command.txt");
+    assert!(mc.contains("compute-sanitizer --tool memcheck --padding 64 --print-limit 1000"), "{mc}");
+    assert!(b.read("rungs/03-memcheck/memcheck.xml").contains("<?xml"));
+    assert!(b.read("rungs/03-memcheck/stdout.log").contains("Invalid __global__ write of size 4 bytes"));
     // The target died of SIGABRT after the dump, as the real program did (134 in meta.tsv).
     assert_eq!(b.exit_of("coredump", "target"), "signal 6", "{}", b.read("manifest.yaml"));
     assert_eq!(b.exit_of("baseline", "target"), "code 1");
+    assert_eq!(b.exit_of("memcheck", "target"), "code 1");
     s.assert_no_standin_left();
 }
 
-/// (b) `--full` runs every rung: the attach rung's target waits for ever, cuda-gdb attaches
-/// to the PID it announced, and the ladder kills it; memcheck runs too.
+/// (b) `--full` runs every rung in ladder order, after the verdict too: launch-blocking, the
+/// attach rung, whose target waits for ever while cuda-gdb attaches to the PID it announced
+/// and which the ladder then kills, memcheck and initcheck.
 #[test]
 fn full_runs_every_rung_and_kills_the_waiting_target() {
     let s = Scratch::for_run("full");
@@ -99,7 +149,7 @@ fn full_runs_every_rung_and_kills_the_waiting_target() {
     let b = s.only_bundle();
     assert_eq!(
         b.rung_dirs(),
-        ["01-baseline", "02-launch-blocking", "03-coredump", "04-attach", "05-memcheck"],
+        ["01-baseline", "02-launch-blocking", "03-coredump", "04-attach", "05-memcheck", "06-initcheck"],
         "{}",
         out.both()
     );
@@ -130,13 +180,27 @@ fn full_runs_every_rung_and_kills_the_waiting_target() {
     assert!(b.read("rungs/05-memcheck/memcheck.xml").contains("<?xml"));
     assert!(b.read("rungs/05-memcheck/command.txt").contains("--xml --save"));
 
+    // initcheck ran with its own report. The oob_write recordings hold no initcheck run, and
+    // the stand-in says so rather than replay memcheck's report under initcheck's name: the
+    // rung ran, wrote no XML report, and adds nothing to the verdict.
+    let ic = b.read("rungs/06-initcheck/command.txt");
+    assert!(ic.contains("compute-sanitizer --tool initcheck --print-limit 1000"), "{ic}");
+    assert!(ic.contains("--xml --save") && ic.contains("rungs/06-initcheck/initcheck.xml"), "{ic}");
+    assert!(b.read("rungs/06-initcheck/stderr.log").contains("no recording of initcheck"));
+    assert!(!b.exists("rungs/06-initcheck/initcheck.xml"));
+    assert!(b.notes("initcheck").contains("wrote no XML report"), "{}", b.notes("initcheck"));
+
     let v = &b.findings()["verdict"];
     assert_eq!(v["line"], 7);
     let found_by: Vec<&str> = v["rungs"].as_sequence_or_array();
-    for r in ["attach", "memcheck"] {
-        assert!(found_by.iter().any(|x| x.contains(r)), "{r} not among {found_by:?}");
-    }
-    assert!(b.manifest()["stopped"].as_str().unwrap().contains("every planned rung has run"));
+    assert_eq!(found_by, ["coredump", "attach", "memcheck"], "{v}");
+    // launch-blocking ran, but its traceback-less native run names no launch site.
+    assert_eq!(v["launch_site"]["how"], "memcheck's host backtrace at launch", "{v}");
+    assert_eq!(
+        b.manifest()["stopped"].as_str(),
+        Some("every planned rung has run; the launch site stays unknown"),
+        "memcheck names only `main`: the recording's binary has no host debug info"
+    );
     s.assert_no_standin_left();
 }
 
@@ -152,7 +216,10 @@ impl StrArray for serde_json::Value {
 }
 
 /// (c) A rung that yields no artifact: the driver wrote no coredump (as when an NCCL
-/// watchdog aborts the rank first). The ladder says so and goes on to attach, which finds it.
+/// watchdog aborts the rank first). The ladder says so and goes on to the next cheapest rung
+/// that answers the line: attach, which finds it; the launch site still missing, memcheck
+/// names its function (`main`, no line without `-g`), and no rung is left that could name the
+/// line.
 #[test]
 fn a_rung_without_its_artifact_is_noted_and_the_ladder_goes_on() {
     let s = Scratch::for_run("no-dump");
@@ -160,21 +227,23 @@ fn a_rung_without_its_artifact_is_noted_and_the_ladder_goes_on() {
     let out = Run::new(&s, &recipe, "oob_write").env("STANDIN_NO_DUMP", "1").run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
     let b = s.only_bundle();
-    assert_eq!(
-        b.rung_dirs(),
-        ["01-baseline", "02-launch-blocking", "03-coredump", "04-attach"],
-        "{}",
-        out.both()
-    );
+    assert_eq!(b.rung_dirs(), ["01-baseline", "02-coredump", "03-attach", "04-memcheck"], "{}", out.both());
     assert!(!b
-        .files_in("rungs/03-coredump")
+        .files_in("rungs/02-coredump")
         .iter()
-        .any(|f| f.starts_with("core_") || f.starts_with("cudagdb")));
-    assert!(b.notes("coredump").contains("no coredump was written"), "{}", b.read("manifest.yaml"));
+        .any(|f| f.starts_with("core_") || f.starts_with("cudagdb") || f.starts_with("cpucore")));
+    let notes = b.notes("coredump");
+    assert!(notes.contains("no coredump was written"), "{}", b.read("manifest.yaml"));
+    // Without a dump there was no GPU fault to read a CPU core for.
+    assert!(!notes.contains("CPU core"), "{notes}");
     assert!(out.stderr.contains("no coredump was written"), "{}", out.both());
     let v = &b.findings()["verdict"];
     assert_eq!(v["line"], 7);
-    assert!(v["rungs"].as_sequence_or_array().iter().any(|r| r.contains("attach")), "{v}");
+    assert_eq!(v["rungs"].as_sequence_or_array(), ["attach", "memcheck"], "{v}");
+    assert_eq!(v["launch_site"]["how"], "memcheck's host backtrace at launch", "{v}");
+    let stopped = b.manifest()["stopped"].as_str().unwrap().to_string();
+    assert!(stopped.starts_with("no remaining rung can establish the launch site"), "{stopped}");
+    assert!(stopped.contains("skipping launch-blocking, initcheck"), "{stopped}");
     s.assert_no_standin_left();
 }
 
@@ -221,9 +290,10 @@ fn a_hang_past_the_timeout_is_killed_with_its_children_and_the_ladder_goes_on() 
 #[test]
 fn ctrl_c_in_the_middle_keeps_the_bundle_and_kills_the_target() {
     let s = Scratch::for_run("ctrl-c");
-    // The launch-blocking rung hangs (a long timeout): Ctrl-C comes while it runs.
+    // The coredump rung, the second of a native target's default climb, hangs (a long
+    // timeout): Ctrl-C comes while it runs.
     let recipe = s.write_recipe(&target_recipe(
-        "rungs:\n  launch-blocking:\n    env: { STANDIN_HANG: \"1\", STANDIN_CHILD: \"1\" }\n",
+        "rungs:\n  coredump:\n    env: { STANDIN_HANG: \"1\", STANDIN_CHILD: \"1\" }\n",
     ));
     let run = Run::new(&s, &recipe, "oob_write");
     let start = Instant::now();
@@ -237,7 +307,7 @@ fn ctrl_c_in_the_middle_keeps_the_bundle_and_kills_the_target() {
     if !running {
         let _ = kill(xtask, Signal::SIGKILL);
     }
-    assert!(running, "the launch-blocking rung did not start: {:?}", s.standin_pids());
+    assert!(running, "the coredump rung did not start: {:?}", s.standin_pids());
     // The rung's folder exists (its target runs): Ctrl-C, to the xtask process only (its
     // targets run in process groups of their own, so the ladder must kill them).
     std::thread::sleep(Duration::from_millis(200));
@@ -249,16 +319,14 @@ fn ctrl_c_in_the_middle_keeps_the_bundle_and_kills_the_target() {
     assert!(b.exists("manifest.yaml") && b.exists("summary.md") && b.exists("findings.json"));
     for f in ["stdout.log", "stderr.log", "command.txt"] {
         assert!(b.exists(&format!("rungs/01-baseline/{f}")), "01-baseline/{f}");
-        assert!(b.exists(&format!("rungs/02-launch-blocking/{f}")), "02-launch-blocking/{f}");
+        assert!(b.exists(&format!("rungs/02-coredump/{f}")), "02-coredump/{f}");
     }
-    assert_eq!(b.rung_dirs(), ["01-baseline", "02-launch-blocking"], "nothing ran after Ctrl-C");
-    assert_eq!(
-        b.rung("launch-blocking")["status"].as_str(),
-        Some("interrupted"),
-        "{}",
-        b.read("manifest.yaml")
-    );
-    assert_eq!(b.exit_of("launch-blocking", "target"), "interrupted");
+    assert_eq!(b.rung_dirs(), ["01-baseline", "02-coredump"], "nothing ran after Ctrl-C");
+    assert_eq!(b.rung("coredump")["status"].as_str(), Some("interrupted"), "{}", b.read("manifest.yaml"));
+    assert_eq!(b.exit_of("coredump", "target"), "interrupted");
+    // Interrupted, the rung read no dump and looked for no CPU core.
+    assert!(!b.files_in("rungs/02-coredump").iter().any(|f| f.starts_with("cudagdb")));
+    assert!(!b.notes("coredump").contains("CPU core"), "{}", b.notes("coredump"));
     assert!(b.manifest()["stopped"].as_str().unwrap().contains("interrupted"), "{}", b.read("manifest.yaml"));
     assert!(b.read("rungs/01-baseline/stderr.log").contains("an illegal memory access"));
     let pids = s.standin_pids();
@@ -287,24 +355,59 @@ fn a_bad_recipe_fails_before_anything_runs() {
     assert!(out.took < Duration::from_secs(10), "took {:?}", out.took);
 }
 
-/// (g) A clean program: no verdict, the symptom did not reproduce, and memcheck still ran
-/// (a bad access does not always fault); the rungs that wait for a fault are skipped.
+/// The `clean` recordings with an initcheck run added, in a case folder of the test's own:
+/// record.sh recorded no initcheck for it. clean.cu writes every byte it reads (both buffers
+/// are set with `cudaMemset`), so initcheck has nothing to report, and compute-sanitizer's
+/// report of a run without errors names no tool (compare the real initcheck run in
+/// tests/fixtures/h200/unchecked_launch/initcheck.log and its empty initcheck.xml): memcheck's
+/// recorded report of the same program is what initcheck printed, and it is replayed as that.
+fn clean_with_initcheck(s: &Scratch) -> PathBuf {
+    let from = support::fixture("clean");
+    let to = s.path("case-clean");
+    std::fs::create_dir_all(&to).unwrap();
+    for e in std::fs::read_dir(&from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+    std::fs::copy(from.join("memcheck.log"), to.join("initcheck.log")).unwrap();
+    std::fs::copy(from.join("memcheck.xml"), to.join("initcheck.xml")).unwrap();
+    let mut meta = std::fs::read_to_string(from.join("meta.tsv")).unwrap();
+    meta.push_str("initcheck\t0\t0.500\tcompute-sanitizer --tool initcheck ./bin/clean\n");
+    std::fs::write(to.join("meta.tsv"), meta).unwrap();
+    to
+}
+
+/// (g) A clean program: no verdict, the symptom did not reproduce, and the sweep still ran,
+/// since a bad access does not always fault: memcheck (with padding), then initcheck; the
+/// rungs that wait for a fault are skipped.
 #[test]
-fn a_clean_run_gives_no_verdict_and_still_runs_memcheck() {
+fn a_clean_run_gives_no_verdict_after_the_memcheck_and_initcheck_sweep() {
     let s = Scratch::for_run("clean");
     let recipe = s.write_recipe(&target_recipe(""));
-    let out = Run::new(&s, &recipe, "clean").run();
+    let case = clean_with_initcheck(&s);
+    let out = Run::new(&s, &recipe, "clean").env("STANDIN_CASE", case.to_str().unwrap()).run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
     let b = s.only_bundle();
-    assert_eq!(b.rung_dirs(), ["01-baseline", "02-memcheck"], "{}", out.both());
+    assert_eq!(b.rung_dirs(), ["01-baseline", "02-memcheck", "03-initcheck"], "{}", out.both());
     assert!(b.findings()["verdict"].is_null(), "{}", b.read("findings.json"));
-    assert!(out.stdout.contains("did not reproduce"), "{}", out.both());
     let stopped = b.manifest()["stopped"].as_str().unwrap().to_string();
-    assert!(stopped.contains("did not reproduce"), "{stopped}");
-    assert!(!stopped.contains("--rungs memcheck"), "memcheck has just run: {stopped}");
+    assert_eq!(
+        stopped,
+        "no fault was reproduced: the target ran without a CUDA error, and the sweep (memcheck, initcheck) \
+         found nothing"
+    );
+    assert!(out.stdout.contains(&format!("stopped: {stopped}")), "{}", out.both());
+    assert_eq!(b.exit_of("baseline", "target"), "code 0");
     assert_eq!(b.exit_of("memcheck", "target"), "code 0");
+    assert!(b.read("rungs/02-memcheck/command.txt").contains("--tool memcheck --padding 64"));
     assert!(b.read("rungs/02-memcheck/stdout.log").contains("ERROR SUMMARY: 0 errors"));
     assert!(b.exists("rungs/02-memcheck/memcheck.xml"));
+    assert_eq!(b.exit_of("initcheck", "target"), "code 0");
+    let ic = b.read("rungs/03-initcheck/command.txt");
+    assert!(ic.contains("compute-sanitizer --tool initcheck --print-limit 1000"), "{ic}");
+    assert!(b.read("rungs/03-initcheck/stdout.log").contains("ERROR SUMMARY: 0 errors"));
+    assert!(b.exists("rungs/03-initcheck/initcheck.xml"));
+    assert!(b.notes("initcheck").is_empty(), "{}", b.notes("initcheck"));
     s.assert_no_standin_left();
 }
 
@@ -327,7 +430,7 @@ fn nvcc_dir() -> Option<PathBuf> {
 }
 
 /// (h) The rebuild rung with the real nvcc (from the PyPI wheels, no GPU needed) on a real
-/// program: `NVCC_PREPEND_FLAGS=-lineinfo` reaches nvcc, and `cuobjdump -elf` finds the
+/// program: `NVCC_PREPEND_FLAGS="-lineinfo -g"` reaches nvcc, and `cuobjdump -elf` finds the
 /// line-info sections.
 #[test]
 fn rebuild_with_the_real_nvcc_finds_line_info() {
@@ -361,7 +464,9 @@ fn rebuild_with_the_real_nvcc_finds_line_info() {
     assert_eq!(b.rung_dirs(), ["01-rebuild"], "{}", out.both());
     assert!(exe.is_file(), "nvcc built nothing:\n{}", b.read("rungs/01-rebuild/stderr.log"));
     assert_eq!(b.exit_of("rebuild", "build"), "code 0", "{}", b.read("rungs/01-rebuild/stderr.log"));
-    assert!(b.read("rungs/01-rebuild/command.txt").contains("NVCC_PREPEND_FLAGS=-lineinfo"));
+    // Line info for the device code and host debug info (`-g`, for a CPU core's launch line).
+    let cmd = b.read("rungs/01-rebuild/command.txt");
+    assert!(cmd.contains("'NVCC_PREPEND_FLAGS=-lineinfo -g'"), "{cmd}");
     let tsv = b.read("rungs/01-rebuild/lineinfo.tsv");
     let n: usize = tsv
         .split('\t')
@@ -401,6 +506,85 @@ fn the_build_gets_the_folders_of_its_binaries() {
     s.assert_no_standin_left();
 }
 
+/// The rebuild rung runs only when the binaries lack line info, with the real nvcc and
+/// cuobjdump on a real program: a binary that does not exist yet is built by the baseline
+/// itself with `-lineinfo -g`, and no rebuild follows; one that exists is checked with
+/// `cuobjdump -elf` after the baseline's run: built with `-lineinfo` it passes, built plainly
+/// it is rebuilt before the coredump rung.
+#[test]
+fn the_rebuild_runs_only_when_the_binaries_lack_line_info() {
+    let Some(bin) = nvcc_dir() else {
+        if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0") {
+            panic!("CI is set but nvcc and cuobjdump are neither on PATH nor in .venv-cuda (.ci/run installs them)");
+        }
+        eprintln!("skipped: no nvcc on PATH nor in .venv-cuda (CI would fail here)");
+        return;
+    };
+    let src = root().join("tests/gpu/programs/oob_write.cu");
+    let nvcc = bin.join("nvcc");
+    // The binary as the ladder finds it (not built, built with line info, built plainly) and
+    // the rungs that run.
+    let cases: [(&str, &[&str]); 3] = [
+        ("missing", &["01-baseline", "02-coredump", "03-memcheck"]),
+        ("lineinfo", &["01-baseline", "02-coredump", "03-memcheck"]),
+        ("plain", &["01-baseline", "02-rebuild", "03-coredump", "04-memcheck"]),
+    ];
+    for (prebuilt, rungs) in cases {
+        let s = Scratch::for_run("lineinfo");
+        let exe = s.path("oob_write");
+        if prebuilt != "missing" {
+            let flags: &[&str] = if prebuilt == "lineinfo" { &["-lineinfo"] } else { &[] };
+            let st = std::process::Command::new(&nvcc)
+                .args(["-arch=sm_90"])
+                .args(flags)
+                .arg("-o")
+                .arg(&exe)
+                .arg(&src)
+                .env_remove("NVCC_PREPEND_FLAGS")
+                .status()
+                .unwrap();
+            assert!(st.success(), "nvcc {flags:?}");
+        }
+        let recipe = s.write_recipe(&format!(
+            "version: 1\nname: lineinfo\ndescription: \"oob_write.cu built by the real nvcc\"\n\
+             build:\n  command: [\"nvcc\", \"-arch=sm_90\", \"-o\", \"{exe}\", \"{src}\"]\n  binaries: [\"{exe}\"]\n  timeout: 300\n\
+             run:\n  command: [\"target\"]\n",
+            exe = exe.display(),
+            src = src.display()
+        ));
+        let out = Run::new(&s, &recipe, "oob_write").path(path_with(&[&standins(), &bin])).run();
+        assert_eq!(out.code(), Some(0), "{prebuilt}: {}", out.both());
+        let b = s.only_bundle();
+        assert_eq!(b.rung_dirs(), rungs, "{prebuilt}: {}", out.both());
+        let baseline = b.files_in("rungs/01-baseline");
+        if prebuilt == "missing" {
+            // Built with line info and host debug info, so nothing to check afterwards.
+            let cmd = b.read("rungs/01-baseline/build.command.txt");
+            assert!(cmd.contains("'NVCC_PREPEND_FLAGS=-lineinfo -g'"), "{cmd}");
+            assert_eq!(b.exit_of("baseline", "build"), "code 0", "{}", b.read("rungs/01-baseline/build.log"));
+            assert!(!baseline.iter().any(|f| f.starts_with("cuobjdump")), "{baseline:?}");
+            continue;
+        }
+        // The existing binary was not rebuilt by the baseline, but checked after its run.
+        assert!(!baseline.iter().any(|f| f.starts_with("build")), "{baseline:?}");
+        assert!(b.read("rungs/01-baseline/cuobjdump-1.command.txt").contains("cuobjdump -elf"));
+        let tsv = b.read("rungs/01-baseline/lineinfo.tsv");
+        let notes = b.notes("baseline");
+        if prebuilt == "plain" {
+            assert!(tsv.contains("\t0 line-info sections"), "{tsv}");
+            assert!(notes.contains("has no line info in the existing binaries"), "{notes}");
+            let cmd = b.read("rungs/02-rebuild/command.txt");
+            assert!(cmd.contains("'NVCC_PREPEND_FLAGS=-lineinfo -g'"), "{cmd}");
+            assert_eq!(b.rung("rebuild")["status"].as_str(), Some("ran"), "{}", b.read("manifest.yaml"));
+            assert!(!b.read("rungs/02-rebuild/lineinfo.tsv").contains("\t0 line-info"));
+        } else {
+            assert!(!tsv.contains("\t0 line-info") && tsv.contains(" line-info sections"), "{tsv}");
+            assert!(notes.is_empty(), "{notes}");
+        }
+        s.assert_no_standin_left();
+    }
+}
+
 /// A baseline that cannot run (its build fails) is not a clean run: the ladder must not
 /// conclude that the symptom did not reproduce, nor skip the fault rungs on that ground.
 #[test]
@@ -424,7 +608,9 @@ fn a_failed_baseline_build_is_not_a_clean_run() {
     assert_eq!(out.code(), Some(1), "a failed build is a failure:\n{}", out.both());
 }
 
-/// (i) `--dry-run` prints every rung's command and environment, and runs nothing.
+/// (i) `--dry-run` prints every rung's command and environment (initcheck's, the native
+/// coredump rung's core-limit shell and CPU-core step, the baseline's build with line info
+/// among them), and runs nothing.
 #[test]
 fn dry_run_prints_every_command_and_creates_nothing() {
     let s = Scratch::for_run("dry-run");
@@ -452,8 +638,15 @@ fn dry_run_prints_every_command_and_creates_nothing() {
         "CUDA_DEVICE_WAITS_ON_EXCEPTION=1",
         "cuda-gdb -batch",
         "-p '<PID from the message>'",
-        "compute-sanitizer --tool memcheck",
+        "compute-sanitizer --tool memcheck --padding 64",
         "--xml --save",
+        "initcheck",
+        "compute-sanitizer --tool initcheck",
+        "initcheck.xml",
+        "-ex bt -ex 'x/i $errorpc'",
+        "core-limit target --size 1024",
+        "-ex 'thread apply all bt'",
+        "build (with line info, the binaries do not exist yet)",
         "MY_SETTING=x",
         "target --size 1024",
     ] {
@@ -506,8 +699,9 @@ fn python_standin(s: &Scratch) -> PathBuf {
 }
 
 /// The built-in `pytorch` recipe on the Triton kernel with a missing mask, run in a spawned
-/// worker (vllm_shaped.py, recorded on the H200): every rung, the verdict at the kernel's
-/// Python line, the collect step in the bundle, the Python environment of each rung.
+/// worker (vllm_shaped.py, recorded on the H200), with `--full`: every rung, the verdict at
+/// the kernel's Python line, the collect step in the bundle, the Python environment of each
+/// rung (the sanitizers' among them).
 #[test]
 fn the_pytorch_recipe_finds_the_triton_kernel_line_in_the_worker() {
     let s = Scratch::for_run("pytorch");
@@ -525,7 +719,7 @@ fn the_pytorch_recipe_finds_the_triton_kernel_line_in_the_worker() {
     let b = s.only_bundle();
     assert_eq!(
         b.rung_dirs(),
-        ["01-baseline", "02-launch-blocking", "03-coredump", "04-attach", "05-memcheck"],
+        ["01-baseline", "02-launch-blocking", "03-coredump", "04-attach", "05-memcheck", "06-initcheck"],
         "{}",
         out.both()
     );
@@ -536,7 +730,7 @@ fn the_pytorch_recipe_finds_the_triton_kernel_line_in_the_worker() {
     assert_eq!(v["line"], 22, "{v}");
     assert!(out.stdout.contains("`gather_kv_kernel` at vllm_shaped.py:22"), "{}", out.both());
 
-    // The collect step ran once, beside the baseline, into env/; it is shown as it starts.
+    // The collect step ran once, beside the climb, into env/; it is shown as it starts.
     assert_eq!(b.read("env/torch-collect-env.txt"), "torch.utils.collect_env (stand-in)\n");
     let m = b.manifest();
     let collected = m["collected"]
@@ -551,17 +745,83 @@ fn the_pytorch_recipe_finds_the_triton_kernel_line_in_the_worker() {
     assert!(m["notes"].is_null(), "nothing to note: {}", b.read("manifest.yaml"));
     let collect_at =
         out.stderr.find("collect env/torch-collect-env.txt").expect("the collect step is not shown");
-    assert!(collect_at < out.stderr.find("[1/5] baseline").unwrap(), "{}", out.both());
+    assert!(collect_at < out.stderr.find("[1/6] baseline").unwrap(), "{}", out.both());
 
     // The Python environment: unbuffered everywhere; under memcheck no caching allocator.
     assert!(b.read("rungs/01-baseline/command.txt").contains("PYTHONUNBUFFERED=1"));
-    let memcheck = b.read("rungs/05-memcheck/command.txt");
-    for want in ["PYTORCH_NO_CUDA_MEMORY_CACHING=1", "-u PYTORCH_CUDA_ALLOC_CONF", "--target-processes all"] {
-        assert!(memcheck.contains(want), "`{want}` missing: {memcheck}");
+    for (rung, tool) in [("05-memcheck", "memcheck"), ("06-initcheck", "initcheck")] {
+        let cmd = b.read(&format!("rungs/{rung}/command.txt"));
+        for want in [
+            "PYTORCH_NO_CUDA_MEMORY_CACHING=1",
+            "-u PYTORCH_CUDA_ALLOC_CONF",
+            &format!("--tool {tool} "),
+            "--target-processes all",
+        ] {
+            assert!(cmd.contains(want), "`{want}` missing: {cmd}");
+        }
+        assert!(cmd.contains("python3 vllm_shaped.py worker"), "{cmd}");
     }
-    assert!(memcheck.contains("python3 vllm_shaped.py worker"), "{memcheck}");
+    // A Python target's coredump rung: no launch-blocking (its abort would leave no
+    // traceback), no CPU core, no core-limit shell.
+    let coredump = b.read("rungs/03-coredump/command.txt");
+    assert!(coredump.contains("CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION=0"), "{coredump}");
+    assert!(!coredump.contains("CUDA_LAUNCH_BLOCKING") && !coredump.contains("core-limit"), "{coredump}");
+    // Its attach skips the host libraries' symbols.
+    let attach = b.read("rungs/04-attach/cudagdb-attach.command.txt");
+    assert!(attach.contains("-iex 'set auto-solib-add off' -p "), "{attach}");
     // One GPU: no word about NCCL.
     assert!(b.notes("launch-blocking").is_empty(), "{}", b.notes("launch-blocking"));
+    s.assert_no_standin_left();
+}
+
+/// The same program under the default climb of a Python target: the coredump rung gives the
+/// kernel, its line and the class; the launch site is missing, and for Python the cheapest
+/// rung that gives it is launch-blocking (its traceback names the launching line). Then the
+/// verdict is complete: attach and the sanitizers are skipped.
+#[test]
+fn the_pytorch_recipe_climbs_coredump_then_launch_blocking_for_the_launch_site() {
+    let s = Scratch::for_run("pytorch-default");
+    let python = python_standin(&s);
+    let out = Run::new(&s, Path::new("pytorch"), "triton_worker")
+        .arg("--set")
+        .arg(&format!("python={}", python.display()))
+        .arg("--set")
+        .arg("script=vllm_shaped.py")
+        .arg("--set")
+        .arg("args=worker")
+        .run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+    assert_eq!(b.rung_dirs(), ["01-baseline", "02-coredump", "03-launch-blocking"], "{}", out.both());
+
+    let v = &b.findings()["verdict"];
+    assert!(v["kernel"].as_str().unwrap().contains("gather_kv_kernel"), "{v}");
+    assert_eq!(v["line"], 22, "{v}");
+    assert_eq!(v["rungs"].as_sequence_or_array(), ["coredump"], "{v}");
+    assert!(v["unknown"].is_null(), "every part is known: {v}");
+    // Launched at line 27 (the launch-blocking traceback); surfaced later, at line 50.
+    let launch = &v["launch_site"];
+    assert_eq!(launch["function"], "gather", "{v}");
+    assert!(launch["file"].as_str().unwrap().ends_with("vllm_shaped.py"), "{v}");
+    assert_eq!(launch["line"], 27, "{v}");
+    assert_eq!(launch["how"], "the launch-blocking traceback", "{v}");
+    assert_eq!(launch["from"], "launch-blocking", "{v}");
+    assert_eq!(v["surfaced_at"]["line"], 50, "{v}");
+    assert_eq!(v["surfaced_at"]["from"], "baseline", "{v}");
+    assert!(out.stdout.contains("  launched: gather at "), "{}", out.both());
+
+    let stopped = b.manifest()["stopped"].as_str().unwrap().to_string();
+    assert!(
+        stopped.starts_with("the verdict is complete: `gather_kv_kernel` at vllm_shaped.py:22"),
+        "{stopped}"
+    );
+    assert!(
+        stopped.contains("launched from gather at ") && stopped.contains("vllm_shaped.py:27"),
+        "{stopped}"
+    );
+    assert!(stopped.contains("skipping attach, memcheck, initcheck (`--full` runs them too)"), "{stopped}");
+    // The Python coredump rung has no CPU-core step.
+    assert!(!b.notes("coredump").contains("CPU core"), "{}", b.notes("coredump"));
     s.assert_no_standin_left();
 }
 

@@ -260,56 +260,57 @@ fn a_missing_variable_is_asked_for_and_the_typed_value_is_used() {
 }
 
 /// Before each rung: run it, skip it or stop here. The baseline runs (its progress drawn
-/// on the terminal), the next question still appears whole after it; launch-blocking is
-/// skipped (down, Enter) and the ladder stops before the coredump (down, down, Enter):
-/// exit 0, the bundle keeps what ran and says where it stopped.
+/// on the terminal), the next question still appears whole after it: the coredump rung, the
+/// next of a native target's default climb, is skipped (down, Enter); without its answer the
+/// climb turns to attach, and stops before it (down, down, Enter): exit 0, the bundle keeps
+/// what ran and says where it stopped.
 #[test]
 fn run_skip_and_stop_at_the_rung_prompts() {
     let s = Scratch::new("run-skip-stop");
     let recipe = s.recipe();
     let start = Instant::now();
     let mut t = s.tty(&["--recipe", &recipe, "--set", "label=x"], &standin_path());
-    t.expect("next: baseline: run the target as it is, to capture the symptom (one normal run)");
+    t.expect("next: baseline: run the target as it is, to capture the symptom (one normal run");
     t.expect("> run it");
     t.expect("skip it");
     t.expect("stop here");
     t.keys(ENTER);
     t.expect("baseline: run it");
     // The progress of the first rung, then its end line.
-    t.expect("[1/5] baseline");
-    t.expect("[1/5] baseline: exit 1, device error seen");
+    t.expect("[1/6] baseline");
+    t.expect("[1/6] baseline: exit 1, device error seen");
 
     // After the progress display, the second question appears whole, with all its answers.
-    let before = t.expect("next: launch-blocking: rerun with `CUDA_LAUNCH_BLOCKING=1`");
+    let before = t.expect("next: coredump: rerun with GPU coredumps on");
     assert!(!before.contains("next:"), "an extra question before the second one: {before:?}");
-    t.expect("(one run, somewhat slower)");
+    t.expect("(one run; dumps are 1 MB to hundreds of MB per process)");
     t.expect("> run it");
     t.expect("skip it");
     t.expect("stop here");
     t.keys(DOWN);
     t.expect("> skip it");
     t.keys(ENTER);
-    t.expect("launch-blocking: skip it");
+    t.expect("coredump: skip it");
 
-    t.expect("next: coredump: ");
+    t.expect("next: attach: ");
     t.expect("stop here");
     t.keys(DOWN);
     t.expect("> skip it");
     t.keys(DOWN);
     t.expect("> stop here");
     t.keys(ENTER);
-    t.expect("coredump: stop here");
+    t.expect("attach: stop here");
     let (code, rest) = t.finish();
     assert_eq!(code, 0, "{rest}");
-    assert!(rest.contains("stopped: stopped at the prompt before coredump"), "{rest}");
+    assert!(rest.contains("stopped: stopped at the prompt before attach"), "{rest}");
     assert!(rest.contains("rungs: baseline ran"), "{rest}");
-    assert!(rest.contains("launch-blocking skipped"), "{rest}");
-    assert!(!rest.contains("[3/5]"), "a rung ran after `stop here`:\n{rest}");
+    assert!(rest.contains("coredump skipped"), "{rest}");
+    assert!(!rest.contains("[3/6]"), "a rung ran after `stop here`:\n{rest}");
 
     let bundle = s.bundle();
     assert!(rest.contains(&format!("bundle: {}", bundle.display())), "{rest}");
     let manifest = std::fs::read_to_string(bundle.join("manifest.yaml")).unwrap();
-    assert!(manifest.contains("stopped at the prompt before coredump"), "{manifest}");
+    assert!(manifest.contains("stopped at the prompt before attach"), "{manifest}");
     assert!(manifest.contains("skipped at the prompt"), "{manifest}");
     assert!(bundle.join("rungs/01-baseline/stderr.log").is_file());
     assert!(bundle.join("findings.json").is_file());

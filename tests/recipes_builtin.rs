@@ -272,10 +272,12 @@ fn vllm_builds_from_source_for_the_local_gpu() {
     );
     assert_eq!(res.collect[0].argv, strings(&["vllm", "collect-env"]));
 
-    // The rebuild: line info, caches bypassed, the precompiled switches gone.
-    let inv = rungs::rebuild::invocation(&res, b, rungs::Debug::LineInfo, None);
+    // The rebuild: line info (and host debug info), caches bypassed, the precompiled switches
+    // gone.
+    let inv =
+        rungs::rebuild::invocation(&res, b, rungs::Debug::LineInfo, None, xtask::model::RungId::Rebuild);
     for (k, v) in [
-        ("NVCC_PREPEND_FLAGS", "-lineinfo"),
+        ("NVCC_PREPEND_FLAGS", "-lineinfo -g"),
         ("CCACHE_DISABLE", "1"),
         ("SCCACHE_RECACHE", "1"),
         ("TORCH_CUDA_ARCH_LIST", "9.0"),
@@ -347,26 +349,36 @@ fn vllm_dry_run_prints_the_full_plan() {
         "eager=--enforce-eager",
     ];
     let plan = dry_run(&d, &args);
-    assert!(plan
-        .starts_with("recipe: vllm\nplan: baseline, rebuild, launch-blocking, coredump, attach, memcheck\n"));
+    assert!(plan.starts_with(
+        "recipe: vllm\nplan: baseline, rebuild, launch-blocking, coredump, attach, memcheck, initcheck\n"
+    ));
 
     // collect, once, before the baseline.
-    let collect = section(&plan, "collect (once, in the background beside the baseline");
+    let collect = section(&plan, "collect (once, in the background beside the climb");
     assert!(
         collect.contains("env/vllm-collect-env.txt: vllm collect-env\n      timeout: 180 s"),
         "{collect}"
     );
 
-    // Without `vllm/_C.abi3.so` the baseline builds first, plainly, with the same environment.
+    // Without `vllm/_C.abi3.so` the baseline builds first, with the same environment and with
+    // line info, caches bypassed (as the rebuild would), so that no rebuild is needed.
     let pip = "python3 -m pip install -v --no-build-isolation -e .";
     let precompiled_off = "env -u VLLM_USE_PRECOMPILED -u VLLM_PRECOMPILED_WHEEL_LOCATION MAX_JOBS=";
     let arch = "'TORCH_CUDA_ARCH_LIST=<compute capability of GPU 0>'";
     let baseline = section(&plan, "1. baseline:");
-    let cd =
-        format!("build (plain, the binaries do not exist yet): cd {} && {precompiled_off}", src.display());
+    let cd = format!(
+        "build (with line info, the binaries do not exist yet): cd {} && {precompiled_off}",
+        src.display()
+    );
     assert!(baseline.contains(&cd), "{baseline}");
-    assert!(baseline.contains(&format!("{arch} {pip}\n      timeout: 14400 s")), "{baseline}");
-    assert!(!baseline.contains("NVCC_PREPEND_FLAGS"), "{baseline}");
+    assert!(
+        baseline.contains(&format!(
+            "{arch} 'NVCC_PREPEND_FLAGS=-lineinfo -g' CCACHE_DISABLE=1 SCCACHE_RECACHE=1 {pip}\n      timeout: 14400 s"
+        )),
+        "{baseline}"
+    );
+    // Nothing to check yet: the build it runs gives line info.
+    assert!(!baseline.contains("cuobjdump"), "{baseline}");
     assert!(baseline.contains(
         "target: env -u TRITON_DISABLE_LINE_INFO PYTHONUNBUFFERED=1 vllm serve facebook/opt-125m --port 8000 \
          --enforce-eager\n      timeout: 1800 s"
@@ -383,7 +395,7 @@ fn vllm_dry_run_prints_the_full_plan() {
     // The rebuild: line info, caches bypassed, then the line-info check.
     let rebuild = section(&plan, "2. rebuild:");
     assert!(rebuild.contains(&format!(
-        "build: cd {} && {precompiled_off}{jobs} {arch} NVCC_PREPEND_FLAGS=-lineinfo CCACHE_DISABLE=1 \
+        "build: cd {} && {precompiled_off}{jobs} {arch} 'NVCC_PREPEND_FLAGS=-lineinfo -g' CCACHE_DISABLE=1 \
          SCCACHE_RECACHE=1 {pip}\n      timeout: 14400 s",
         src.display()
     )));
@@ -404,19 +416,42 @@ fn vllm_dry_run_prints_the_full_plan() {
     assert!(memcheck.contains(
         "target: env -u TRITON_DISABLE_LINE_INFO -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_ALLOC_CONF \
          PYTHONUNBUFFERED=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 compute-sanitizer \
-         --tool memcheck --print-limit 1000 --target-processes all --xml --save"
+         --tool memcheck --padding 64 --print-limit 1000 --target-processes all --xml --save"
     ));
     assert!(memcheck.contains(&format!("{repro}\n      timeout: 7200 s")), "{memcheck}");
-    assert_eq!(plan.matches("VLLM_ENABLE_V1_MULTIPROCESSING").count(), 1, "only under memcheck:\n{plan}");
+    let initcheck = section(&plan, "7. initcheck:");
+    assert!(
+        initcheck.contains(
+            "target: env -u TRITON_DISABLE_LINE_INFO -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_ALLOC_CONF \
+             PYTHONUNBUFFERED=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1 "
+        ),
+        "{initcheck}"
+    );
+    assert!(
+        initcheck.contains(
+            "compute-sanitizer --tool initcheck --print-limit 1000 --target-processes all --xml --save"
+        ),
+        "{initcheck}"
+    );
+    assert!(initcheck.contains(repro), "{initcheck}");
+    // The rungs that run the target itself keep vLLM's engine processes.
+    for rung in [baseline, lb, coredump, attach] {
+        assert!(!rung.contains("VLLM_ENABLE_V1_MULTIPROCESSING"), "{rung}");
+    }
     assert!(!d.join("bundles").exists(), "--dry-run created the bundle root");
 
-    // With the extension built, the baseline does not build; `--device-debug` asks for -G.
+    // With the extension built, the baseline does not build but checks its line info after
+    // the target; `--device-debug` asks for -G.
     std::fs::create_dir_all(src.join("vllm")).unwrap();
     std::fs::write(src.join("vllm/_C.abi3.so"), b"").unwrap();
     let mut more = args.to_vec();
     more.push("--device-debug");
     let plan = dry_run(&d, &more);
-    assert!(!section(&plan, "1. baseline:").contains("pip install"), "{plan}");
+    let baseline = section(&plan, "1. baseline:");
+    assert!(!baseline.contains("pip install"), "{plan}");
+    let target_at = baseline.find("target: ").unwrap();
+    let check = format!("line-info check: cuobjdump -elf {}/vllm/_C.abi3.so", src.display());
+    assert!(baseline.find(&check).is_some_and(|at| at > target_at), "{baseline}");
     assert!(section(&plan, "2. rebuild:").contains("NVCC_PREPEND_FLAGS=-G "), "{plan}");
     let _ = std::fs::remove_dir_all(&d);
 }

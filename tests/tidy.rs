@@ -55,11 +55,17 @@ const LAYERS: &[(&str, u32, &str)] = &[
 const EXEMPT: &[&str] = &["lib.rs", "main.rs"];
 
 /// The rung ids: spelt as literals only in `model/`.
-const RUNG_NAMES: &[&str] = &["baseline", "rebuild", "launch-blocking", "coredump", "attach", "memcheck"];
+const RUNG_NAMES: &[&str] =
+    &["baseline", "rebuild", "launch-blocking", "coredump", "attach", "memcheck", "initcheck"];
 
 /// Literals equal to a rung name that are not the rung id: (file, literal, reason).
 const RUNG_NAME_ALLOWED: &[(&str, &str, &str)] = &[
     ("xtask/src/ladder/rung/memcheck.rs", "memcheck", "compute-sanitizer's `--tool` value, not the rung id"),
+    (
+        "xtask/src/ladder/rung/initcheck.rs",
+        "initcheck",
+        "compute-sanitizer's `--tool` value, not the rung id",
+    ),
     ("xtask/src/findings/cudagdb.rs", "attach", "cuda-gdb's `attach PID` command, not the rung id"),
     ("xtask/src/findings/mod.rs", "coredump", "the name of the tool whose output was read, not the rung id"),
     ("xtask/src/findings/mod.rs", "memcheck", "the name of the tool whose output was read, not the rung id"),

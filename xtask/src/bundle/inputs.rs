@@ -104,7 +104,28 @@ pub fn last_line(path: &Path) -> Option<String> {
 /// Reads and scans one file.
 pub fn scan_file(path: &Path) -> Result<Evidence> {
     let f = File::open(path).with_context(|| format!("cannot open `{}`", path.display()))?;
-    Ok(scan_reader(f, &path.display().to_string(), &origin_of(path)))
+    let mut ev = scan_reader(f, &path.display().to_string(), &origin_of(path));
+    ev.launch_blocking = launch_blocking(path);
+    Ok(ev)
+}
+
+/// Whether the run that wrote `path` had `CUDA_LAUNCH_BLOCKING=1`: its rung folder's
+/// `command.txt` (the target's command) sets it; a loose recording counts when it is named
+/// after the rung (`launch-blocking.log`, as tests/gpu/record.sh names it).
+pub fn launch_blocking(path: &Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if name.starts_with(crate::model::RungId::LaunchBlocking.name()) {
+        return true;
+    }
+    let Some(dir) = path.parent() else { return false };
+    let Ok(mut f) = File::open(dir.join(layout::COMMAND)) else { return false };
+    // The command is one line; its head holds the environment.
+    let mut head = Vec::new();
+    use std::io::Read;
+    if f.by_ref().take(64 * 1024).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    String::from_utf8_lossy(&head).split_whitespace().any(|w| w == "CUDA_LAUNCH_BLOCKING=1")
 }
 
 /// Scans every input and merges the findings.

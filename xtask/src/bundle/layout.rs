@@ -46,6 +46,8 @@ pub const STDERR: &str = "stderr.log";
 pub const COMMAND: &str = "command.txt";
 /// compute-sanitizer's `--save` report in the memcheck rung's folder.
 pub const MEMCHECK_XML: &str = "memcheck.xml";
+/// initcheck's XML report in its rung folder.
+pub const INITCHECK_XML: &str = "initcheck.xml";
 /// The rebuild's line-info table.
 pub const LINEINFO_TABLE: &str = "lineinfo.tsv";
 /// The prefix of every coredump's file name in a rung folder (`core_%h.%p.%t`).

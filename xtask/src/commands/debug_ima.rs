@@ -119,6 +119,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         full: args.full,
         has_build: rung::get(RungId::Rebuild).applies(&resolved),
         disabled: RungId::ALL.into_iter().filter(|id| !resolved.enabled(*id)).collect(),
+        python: resolved.python,
     };
     let plan = policy::plan(&req);
     let choice = container_choice(&args, &resolved.container)?;

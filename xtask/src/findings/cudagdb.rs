@@ -105,6 +105,8 @@ struct Session {
     stop: Option<GdbFrame>,
     kernel_row: Option<KernelRow>,
     locals: Vec<(String, String)>,
+    /// The instruction at the error PC (`x/i $errorpc`): `ATOMS.POPC.INC.32 RZ[R5+URZ]`.
+    instruction: Option<String>,
     /// Something cuda-gdb printed that belongs to this session was seen.
     output: bool,
 }
@@ -182,6 +184,9 @@ impl Session {
             self.frames.iter().map(GdbFrame::to_frame).collect()
         };
         f.locals = self.locals.clone();
+        if let Some(access) = self.instruction.as_deref().and_then(sass_access) {
+            f.access = Some(access);
+        }
         f
     }
 
@@ -406,6 +411,15 @@ impl CudaGdbParser {
     /// Lines that only mean something inside a session.
     fn inside(&mut self, line: &str, ctx: LineCtx) {
         let first = line.as_bytes()[0];
+        if matches!(first, b'*' | b'=') {
+            // `x/i $errorpc`: `*> 0x7fd8... <_Z9histogramPKiPji+592>:\tATOMS.POPC.INC.32 RZ[R5+URZ]`.
+            if let Some(ins) = errorpc_instruction(line) {
+                if let Some(s) = self.cur.as_mut() {
+                    s.instruction.get_or_insert(ins);
+                }
+                return;
+            }
+        }
         if first == b'#' {
             if let Some((n, frame)) = parse_frame_line(line) {
                 self.in_table = false;
@@ -518,6 +532,58 @@ impl LineParser for CudaGdbParser {
         ev.faults.append(&mut self.faults);
         ev.notes.append(&mut self.notes);
     }
+}
+
+/// The instruction of an `x/i` line marked as the current (`=>`) or error (`*>`) PC.
+fn errorpc_instruction(line: &str) -> Option<String> {
+    let rest = line.strip_prefix("*> ").or_else(|| line.strip_prefix("=> "))?;
+    if !rest.starts_with("0x") {
+        return None;
+    }
+    let (_, ins) = rest.split_once(">:")?;
+    let ins = ins.trim();
+    (!ins.is_empty()).then(|| ins.chars().take(200).collect())
+}
+
+/// The memory space and kind of access of a SASS instruction, from its mnemonic: `LDS`,
+/// `STS`, `ATOMS` are shared memory; `LDL`, `STL` local; `LDG`, `STG`, `ATOMG`, `RED` global;
+/// `LD`, `ST`, `ATOM` generic (the address decides, so the space stays unknown).
+pub fn sass_access(instruction: &str) -> Option<super::Access> {
+    // A predicate (`@P0 `, `@!P1 `) may come first.
+    let mut words = instruction.split_whitespace();
+    let mut op = words.next()?;
+    if op.starts_with('@') {
+        op = words.next()?;
+    }
+    let base = op.split('.').next().unwrap_or(op);
+    let (kind, space) = match base {
+        "LDS" | "LDSM" => ("read", Some("shared")),
+        "STS" => ("write", Some("shared")),
+        "ATOMS" => ("atomic", Some("shared")),
+        "LDL" => ("read", Some("local")),
+        "STL" => ("write", Some("local")),
+        "LDG" | "LDGSTS" => ("read", Some("global")),
+        "STG" => ("write", Some("global")),
+        "ATOMG" | "RED" => ("atomic", Some("global")),
+        "LD" => ("read", None),
+        "ST" => ("write", None),
+        "ATOM" => ("atomic", None),
+        _ => return None,
+    };
+    // The access size, where the mnemonic has one (`.32`, `.64`, `.128`, `.U8`, `.E.64`).
+    let size = op.split('.').skip(1).find_map(|m| {
+        let digits = m.trim_start_matches(['U', 'S']);
+        match digits.parse::<u64>() {
+            Ok(bits @ (8 | 16 | 32 | 64 | 128)) => Some(bits / 8),
+            _ => None,
+        }
+    });
+    Some(super::Access {
+        kind: Some(kind.to_string()),
+        space: space.map(str::to_string),
+        size,
+        ..super::Access::default()
+    })
 }
 
 /// Classifies a cuda-gdb exception name (`Warp Illegal Address`, `Warp Out-of-range Address`).
@@ -827,6 +893,33 @@ mod tests {
     use super::super::scan::scan_str;
     use super::super::{ErrorClass, Evidence, SourceLoc, Tool};
     use super::*;
+
+    #[test]
+    fn an_inlined_header_atomic_on_shared_memory_keeps_the_chain_the_class_and_the_space() {
+        // cuda-gdb 13.0 on an H200, tests/gpu/programs/shared_atomic.cu (record_verdict.sh).
+        let ev = super::super::scan::scan_str(recording!("h200/shared_atomic/cudagdb-merged-1.log"), "x.log");
+        let f = &ev.faults[0];
+        assert_eq!(f.error, Some(ErrorClass::OutOfRangeAddress));
+        assert_eq!(f.location, Some(SourceLoc { file: "shared_atomic.cu".into(), line: 16 }));
+        assert_eq!(f.inlined[0], SourceLoc { file: "device_atomic_functions.hpp".into(), line: 112 });
+        let a = f.access.as_ref().expect("x/i $errorpc gives the access");
+        assert_eq!(
+            (a.kind.as_deref(), a.space.as_deref(), a.size),
+            (Some("atomic"), Some("shared"), Some(4))
+        );
+    }
+
+    #[test]
+    fn sass_mnemonics_name_the_space() {
+        let space = |i: &str| sass_access(i).and_then(|a| a.space);
+        assert_eq!(space("ATOMS.POPC.INC.32 RZ[R5+URZ]").as_deref(), Some("shared"));
+        assert_eq!(space("@P0 STG.E.64 desc[UR4][R2.64], R4").as_deref(), Some("global"));
+        assert_eq!(space("LDL.64 R2, [R1]").as_deref(), Some("local"));
+        assert_eq!(space("ST.E [R2.64], R5"), None);
+        assert!(sass_access("IMAD R1, R2, R3").is_none());
+        assert!(sass_access("").is_none());
+        assert_eq!(sass_access("STG.E.128 [R2], R4").and_then(|a| a.size), Some(16));
+    }
     use proptest::prelude::*;
 
     /// `target cudacore` on PyTorch's device-side assert: no source line (PID 2899).

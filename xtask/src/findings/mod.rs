@@ -27,6 +27,7 @@ macro_rules! transcript {
 pub mod coredump;
 pub mod cudagdb;
 pub mod host;
+pub mod hoststack;
 pub mod memcheck;
 pub mod memcheck_xml;
 pub mod names;
@@ -76,6 +77,9 @@ impl Tool {
 pub enum ErrorClass {
     /// `an illegal memory access was encountered`, `Warp Illegal Address`, `CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS`.
     IllegalAddress,
+    /// `Warp Out-of-range Address`, `CUDBG_EXCEPTION_WARP_OUT_OF_RANGE_ADDRESS`: an address
+    /// outside its memory space's window (shared or local memory past its size, most often).
+    OutOfRangeAddress,
     /// `misaligned address`, `Warp Misaligned Address`.
     MisalignedAddress,
     /// `device-side assert triggered`, `Assertion failed.`, `CUDBG_EXCEPTION_WARP_ASSERT`.
@@ -89,6 +93,8 @@ pub enum ErrorClass {
     InvalidAccess,
     /// compute-sanitizer's misaligned-access record.
     MisalignedAccess,
+    /// initcheck's `Uninitialized __global__ memory read`: a read of memory never written.
+    UninitializedRead,
     /// Anything else, as printed (normalised to lower case).
     Other(String),
 }
@@ -97,12 +103,14 @@ impl ErrorClass {
     pub fn as_str(&self) -> &str {
         match self {
             ErrorClass::IllegalAddress => "illegal-address",
+            ErrorClass::OutOfRangeAddress => "out-of-range-address",
             ErrorClass::MisalignedAddress => "misaligned-address",
             ErrorClass::DeviceAssert => "device-assert",
             ErrorClass::LaunchFailure => "launch-failure",
             ErrorClass::IllegalInstruction => "illegal-instruction",
             ErrorClass::InvalidAccess => "invalid-access",
             ErrorClass::MisalignedAccess => "misaligned-access",
+            ErrorClass::UninitializedRead => "uninitialized-read",
             ErrorClass::Other(s) => s,
         }
     }
@@ -111,13 +119,18 @@ impl ErrorClass {
     /// encountered`, `Warp Illegal Address`, `CUDBG_EXCEPTION_WARP_MISALIGNED_ADDRESS`, ...).
     pub fn from_message(msg: &str) -> ErrorClass {
         let m = msg.to_ascii_lowercase();
-        if m.contains("illegal memory access")
-            || m.contains("illegal address")
-            || m.contains("illegal_address")
+        if m.contains("out-of-range address")
             || m.contains("out of range address")
             || m.contains("out_of_range_address")
         {
+            ErrorClass::OutOfRangeAddress
+        } else if m.contains("illegal memory access")
+            || m.contains("illegal address")
+            || m.contains("illegal_address")
+        {
             ErrorClass::IllegalAddress
+        } else if m.contains("uninitialized") && m.contains("read") {
+            ErrorClass::UninitializedRead
         } else if m.contains("misaligned") {
             ErrorClass::MisalignedAddress
         } else if m.contains("assert") {
@@ -311,6 +324,29 @@ impl Symptom {
     }
 }
 
+/// One host thread's stack as a debugger printed it (`thread apply all bt` on a CPU core or
+/// in an attached process), innermost frame first. Only threads inside a CUDA API call are
+/// kept: the one in a launch names the host line that launched the kernel.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct HostStack {
+    /// gdb's thread number (`Thread 2 (...)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<u32>,
+    /// The thread's LWP (its Linux thread id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lwp: Option<u32>,
+    /// The innermost CUDA launch API on the stack (`cuLaunchKernel`, `cudaGraphLaunch`, ...),
+    /// when the thread was inside a launch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch_api: Option<String>,
+    /// The innermost CUDA API of any kind (`cudaMemcpy`, `cuStreamSynchronize`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    pub frames: Vec<Frame>,
+    /// 1-based line of the log where the thread's stack starts.
+    pub log_line: u64,
+}
+
 /// `... You can now attach a debugger to the application (PID N) for inspection.`
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WaitNotice {
@@ -357,6 +393,14 @@ pub struct Evidence {
     pub coredumps: Vec<CoredumpFile>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub api_errors: Vec<ApiError>,
+    /// Host threads inside a CUDA call, from a debugger's `thread apply all bt`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub host_stacks: Vec<HostStack>,
+    /// The run that wrote this input had `CUDA_LAUNCH_BLOCKING=1`: every launch was
+    /// synchronous, so a host stack or traceback in it points at the launch itself. Set by
+    /// the reader of a bundle (from the rung's command), not by the parsers.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub launch_blocking: bool,
     /// compute-sanitizer's `ERROR SUMMARY: N errors`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_summary: Option<u64>,
@@ -491,6 +535,12 @@ mod tests {
             ErrorClass::IllegalAddress
         );
         assert_eq!(ErrorClass::from_message("Warp Misaligned Address"), ErrorClass::MisalignedAddress);
+        // cuda-gdb 13.0 and the coredump progress stream (tests/fixtures/h200/shared_atomic).
+        assert_eq!(ErrorClass::from_message("Warp Out-of-range Address"), ErrorClass::OutOfRangeAddress);
+        assert_eq!(
+            ErrorClass::from_message("CUDBG_EXCEPTION_WARP_OUT_OF_RANGE_ADDRESS (5)"),
+            ErrorClass::OutOfRangeAddress
+        );
         assert_eq!(ErrorClass::from_message("device-side assert triggered"), ErrorClass::DeviceAssert);
         assert_eq!(ErrorClass::from_message("unspecified launch failure"), ErrorClass::LaunchFailure);
         assert!(!ErrorClass::from_message("invalid argument").is_device_fault());

@@ -95,6 +95,61 @@ pub fn is_library_path(path: &str) -> bool {
     MARKERS.iter().any(|m| path.contains(m)) || path.starts_with('<')
 }
 
+/// Whether a device source position is the toolkit's or a library's rather than the user's:
+/// CUDA's headers (by path, or by the bare name cuda-gdb prints for an inlined header function:
+/// `device_atomic_functions.hpp`), CUTLASS, CUB, Thrust, cuda::std, and PyTorch's ATen and c10.
+/// The caller decides first whether the file lies in the user's own tree, where none of these
+/// count as a library.
+pub fn is_toolkit_source(path: &str) -> bool {
+    const DIRS: &[&str] = &[
+        "/cuda/include/",
+        "/targets/x86_64-linux/include/",
+        "/targets/sbsa-linux/include/",
+        "/cutlass/",
+        "/cute/",
+        "/cub/",
+        "/thrust/",
+        "/cuda/std/",
+        "/libcudacxx/",
+        "/ATen/",
+        "/aten/src/",
+        "/c10/",
+        "/torch/include/",
+        "/site-packages/",
+        "/dist-packages/",
+    ];
+    if DIRS.iter().any(|d| path.contains(d))
+        || path.starts_with("/usr/include/")
+        || path.contains("/cuda-1")
+        || path.starts_with("ATen/")
+        || path.starts_with("c10/")
+        || path.starts_with("crt/")
+        || path.starts_with("cutlass/")
+        || path.starts_with("cub/")
+        || path.starts_with("thrust/")
+    {
+        return true;
+    }
+    // A bare header name: the CUDA headers' own files.
+    let name = base_name(path);
+    let header = name.ends_with(".h") || name.ends_with(".hpp") || name.ends_with(".cuh");
+    header
+        && !path.contains('/')
+        && (name.starts_with("device_")
+            || name.starts_with("sm_")
+            || name.starts_with("cuda_")
+            || name.starts_with("math_functions")
+            || name.starts_with("cooperative_groups")
+            || name.starts_with("texture_")
+            || name.starts_with("surface_")
+            || name.starts_with("vector_")
+            || name.starts_with("common_functions")
+            || name.starts_with("host_defines")
+            || name.starts_with("nvfunctional")
+            || name.starts_with("mma")
+            || name == "cuda_runtime.h")
+}
+
 /// The file name part of a path (`/src/probe/ima_far.cu` -> `ima_far.cu`).
 pub fn base_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
@@ -139,5 +194,17 @@ mod tests {
         assert!(is_library_path("/opt/torch/.venv/lib/python3.12/site-packages/torch/cuda/graphs.py"));
         assert!(!is_library_path("/src/probe/graph_ima.py"));
         assert_eq!(base_name("/src/probe/ima_far.cu"), "ima_far.cu");
+        // As cuda-gdb 13.0 printed the inlined atomicAdd (tests/fixtures/h200/shared_atomic).
+        assert!(is_toolkit_source("device_atomic_functions.hpp"));
+        assert!(is_toolkit_source("sm_60_atomic_functions.hpp"));
+        assert!(is_toolkit_source(
+            "/usr/local/cuda/bin/../targets/x86_64-linux/include/crt/device_functions.h"
+        ));
+        assert!(is_toolkit_source("/usr/local/cuda-13.0/include/cuda_fp16.hpp"));
+        assert!(is_toolkit_source("/root/pytorch/aten/src/ATen/native/cuda/Loss.cu"));
+        assert!(is_toolkit_source("/src/third_party/cutlass/include/cute/tensor.hpp"));
+        assert!(!is_toolkit_source("store_helpers.cuh"));
+        assert!(!is_toolkit_source("shared_atomic.cu"));
+        assert!(!is_toolkit_source("/src/kernels/device_helpers.cuh"));
     }
 }

@@ -150,8 +150,18 @@ pub fn render_text(a: &Analysis) -> String {
                 let chain: Vec<String> = v.inlined.iter().map(|l| l.to_string()).collect();
                 writeln!(s, "  inlined:  {}", chain.join(" <- ")).unwrap();
             }
-            if let Some(h) = &v.host_frame {
-                writeln!(s, "  host:     {}", frame_text(h)).unwrap();
+            match &v.launch_site {
+                Some(h) => {
+                    writeln!(s, "  launched: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap()
+                }
+                None => writeln!(s, "  launched: unknown (no synchronous source named the launch)").unwrap(),
+            }
+            if let Some(h) = &v.surfaced_at {
+                writeln!(s, "  surfaced: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap();
+            }
+            if !v.unknown.is_empty() {
+                let parts: Vec<&str> = v.unknown.iter().map(|p| p.as_str()).collect();
+                writeln!(s, "  unknown:  {}", parts.join(", ")).unwrap();
             }
             writeln!(s, "  found by: {}", v.rungs.join(", ")).unwrap();
             for d in &v.disagreements {

@@ -8,8 +8,8 @@
 use std::io::{BufRead, BufReader, Read};
 
 use super::{
-    coredump::CoredumpParser, cudagdb::CudaGdbParser, host::HostParser, memcheck::MemcheckParser,
-    memcheck_xml, waits::WaitsParser, Evidence, LineCtx, LineParser,
+    coredump::CoredumpParser, cudagdb::CudaGdbParser, host::HostParser, hoststack::HostStackParser,
+    memcheck::MemcheckParser, memcheck_xml, waits::WaitsParser, Evidence, LineCtx, LineParser,
 };
 
 /// Lines longer than this are cut (the rest of the line is skipped, not buffered).
@@ -56,6 +56,7 @@ fn parsers() -> Vec<Box<dyn LineParser>> {
         Box::new(HostParser::default()),
         Box::new(CoredumpParser::default()),
         Box::new(CudaGdbParser::default()),
+        Box::new(HostStackParser::default()),
         Box::new(WaitsParser::default()),
         Box::new(MemcheckParser::default()),
     ]

@@ -7,7 +7,41 @@
 
 use serde::Serialize;
 
-use super::{names, Access, Dim3, ErrorClass, Evidence, Fault, Frame, SourceLoc, Symptom, Tool};
+use super::{names, Access, Dim3, ErrorClass, Evidence, Fault, Frame, HostStack, SourceLoc, Symptom, Tool};
+
+/// A part of a complete verdict (issue: the kernel, the user's line, the class, the launch
+/// site). A verdict always names the kernel; the others may be unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Part {
+    /// The `file:line` of the faulting access.
+    SourceLine,
+    /// The error class (illegal address, out of range, misaligned, assert, ...).
+    Class,
+    /// The host line that launched the kernel, from a synchronous source.
+    LaunchSite,
+}
+
+impl Part {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Part::SourceLine => "source line",
+            Part::Class => "error class",
+            Part::LaunchSite => "launch site",
+        }
+    }
+}
+
+/// A host position and what it rests on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostSite {
+    #[serde(flatten)]
+    pub frame: Frame,
+    /// The input it came from (`coredump/cpucore-gdb`, `launch-blocking`).
+    pub from: String,
+    /// Why it can be trusted, in words (`the launch-blocking traceback`).
+    pub how: String,
+}
 
 /// The merged answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -34,9 +68,21 @@ pub struct Verdict {
     /// kernel's own line (`store_helpers.cuh:5`, `inlined.cu:8`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub inlined: Vec<SourceLoc>,
-    /// The innermost user frame on the host that launched the kernel or saw the error.
+    /// The device line is library or toolkit code (ATen, CUTLASS, CUDA's headers) outside the
+    /// user's tree: the user's own line is then the launch site.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub library_line: bool,
+    /// The host line that launched the kernel. Only from a synchronous source: a traceback or
+    /// a thread's stack under `CUDA_LAUNCH_BLOCKING=1`, or memcheck's host backtrace at launch.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub host_frame: Option<Frame>,
+    pub launch_site: Option<HostSite>,
+    /// Where the error surfaced on the host: the later synchronising call that reported it
+    /// (an asynchronous traceback, `CUDA error at x.cu:39`). Not where the kernel was launched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub surfaced_at: Option<HostSite>,
+    /// The parts no input established: said as unknown, never guessed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<Part>,
     /// The inputs (rungs) whose findings support this verdict, in input order.
     pub rungs: Vec<String>,
     /// Inputs that point elsewhere, one sentence each.
@@ -162,20 +208,22 @@ fn chain(f: &Fault) -> Vec<SourceLoc> {
     out
 }
 
-/// The user's line in a chain: the innermost position outside library and toolkit
-/// headers (CUDA's, CUTLASS's, PyTorch's), else the innermost position.
-fn user_loc(chain: &[SourceLoc]) -> Option<&SourceLoc> {
-    chain.iter().find(|l| !is_toolkit_path(&l.file)).or(chain.first())
+/// Whether a position is in the user's own sources: inside one of the user's trees (`roots`,
+/// absolute folders), or outside the toolkit's and the libraries' sources.
+fn is_users(l: &SourceLoc, roots: &[String]) -> bool {
+    let under = |r: &String| {
+        let r = r.trim_end_matches('/');
+        !r.is_empty() && l.file.starts_with(r) && l.file.as_bytes().get(r.len()) == Some(&b'/')
+    };
+    // A virtual environment inside the project is still the libraries'.
+    let installed = l.file.contains("/site-packages/") || l.file.contains("/dist-packages/");
+    (roots.iter().any(under) && !installed) || !names::is_toolkit_source(&l.file)
 }
 
-fn is_toolkit_path(p: &str) -> bool {
-    p.contains("/cuda/include/")
-        || p.contains("/cuda-")
-        || p.contains("/targets/x86_64-linux/include/")
-        || p.contains("/cutlass/")
-        || p.contains("/cub/")
-        || p.contains("/thrust/")
-        || p.starts_with("/usr/include/")
+/// The user's line in a chain: the innermost position in the user's sources, else (library
+/// code all the way, `true`) the innermost position.
+fn user_loc<'a>(chain: &'a [SourceLoc], roots: &[String]) -> Option<(&'a SourceLoc, bool)> {
+    chain.iter().find(|l| is_users(l, roots)).map(|l| (l, false)).or(chain.first().map(|l| (l, true)))
 }
 
 /// `cudaGraphLaunch`, `cuLaunchKernel`, `cudaMemcpy`: the runtime and driver APIs.
@@ -212,8 +260,14 @@ fn is_runtime_frame(f: &Frame) -> bool {
         || func == "__libc_start_main"
 }
 
-/// Merges the evidence of every input into an analysis.
+/// Merges the evidence of every input into an analysis, with no tree of the user's known.
 pub fn decide(inputs: &[Evidence]) -> Analysis {
+    decide_in(inputs, &[])
+}
+
+/// Merges the evidence of every input into an analysis. `roots` are the user's own source
+/// trees (absolute): there, CUTLASS, CUB or ATen files are the user's lines too.
+pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
     let mut findings: Vec<Located<Fault>> = Vec::new();
     let mut symptoms: Vec<Located<Symptom>> = Vec::new();
     for ev in inputs {
@@ -288,7 +342,10 @@ pub fn decide(inputs: &[Evidence]) -> Analysis {
             loc_chain = chain(m);
         }
     }
-    let user = user_loc(&loc_chain).cloned();
+    let (user, library_line) = match user_loc(&loc_chain, roots) {
+        Some((l, lib)) => (Some(l.clone()), lib),
+        None => (None, false),
+    };
     let inlined = if loc_chain.len() > 1 { loc_chain.clone() } else { Vec::new() };
 
     let error = pick_error(members.iter().map(|&i| &findings[i].item), &symptoms);
@@ -329,7 +386,9 @@ pub fn decide(inputs: &[Evidence]) -> Analysis {
         .filter_map(|&i| findings[i].item.access.clone())
         .max_by_key(|a| (a.nearest.is_some(), a.address.is_some()));
 
-    let host_frame = pick_host_frame(members.iter().map(|&i| &findings[i].item), &symptoms, &kernel);
+    let launch_site =
+        pick_launch_site(members.iter().map(|&i| &findings[i].item), &symptoms, inputs, &kernel);
+    let surfaced_at = pick_surfaced(&symptoms, inputs);
 
     // Inputs in a bundle are named `rung/file`; the verdict names the rungs.
     let mut rungs: Vec<String> = Vec::new();
@@ -345,7 +404,7 @@ pub fn decide(inputs: &[Evidence]) -> Analysis {
         for &i in members {
             let f = &findings[i].item;
             let c = chain(f);
-            if let Some(fl) = user_loc(&c) {
+            if let Some((fl, _)) = user_loc(&c, roots) {
                 if !c.iter().any(|l| same_loc(l, u)) {
                     let s = format!(
                         "{} ({}) places the fault at {fl}",
@@ -408,6 +467,13 @@ pub fn decide(inputs: &[Evidence]) -> Analysis {
                 .to_string(),
         );
     }
+    if library_line {
+        remarks.push(
+            "the device line is in library or toolkit code, not in your sources: the launch site is \
+             where your code called it"
+                .to_string(),
+        );
+    }
     if user.is_none() {
         remarks.push(
             "no tool printed a source line: rebuild with `-lineinfo` (or `-G`) and rerun the coredump \
@@ -424,6 +490,18 @@ pub fn decide(inputs: &[Evidence]) -> Analysis {
         }
     }
 
+    let mut unknown = Vec::new();
+    if user.is_none() {
+        unknown.push(Part::SourceLine);
+    }
+    if matches!(error, ErrorClass::Other(_)) {
+        unknown.push(Part::Class);
+    }
+    // A launch site without a line (a binary without host debug info: `main in app`) names
+    // the function, not the line: the line stays unknown.
+    if launch_site.as_ref().is_none_or(|h| h.frame.line.is_none()) {
+        unknown.push(Part::LaunchSite);
+    }
     let conclusion = match &user {
         Some(l) => format!("{} in `{kernel}` at {l}", error.as_str()),
         None => format!("{} in `{kernel}` (source line unknown)", error.as_str()),
@@ -440,7 +518,10 @@ pub fn decide(inputs: &[Evidence]) -> Analysis {
         rank,
         access,
         inlined,
-        host_frame,
+        library_line,
+        launch_site,
+        surfaced_at,
+        unknown,
         rungs,
         disagreements,
         remarks,
@@ -448,16 +529,43 @@ pub fn decide(inputs: &[Evidence]) -> Analysis {
     Analysis { verdict: Some(verdict), conclusion, findings, symptoms, inputs: summaries }
 }
 
-/// The first user frame on the host. Sanitizer Python frames carry only a file's base
-/// name, so one counts as the user's only when a traceback shows that file outside the
-/// libraries; next comes the traceback of the rung where launches were synchronous
-/// (launch-blocking), which points at the launch; then any traceback's user frame; then
-/// a C++ frame of the user's binary.
-fn pick_host_frame<'a>(
+/// Whether a host frame is the launch machinery rather than the caller of the launch: the
+/// runtime and driver, the toolkit's headers, nvcc's stub (`__device_stub__...`), and the host
+/// function that carries the kernel's own name.
+fn is_launch_machinery(f: &Frame, kernel: &str) -> bool {
+    is_runtime_frame(f)
+        || f.function.as_deref().is_some_and(|n| n.starts_with("__cudaLaunch") || same_kernel(n, kernel))
+        || f.file.as_deref().is_some_and(|p| names::is_toolkit_source(p) || p.ends_with(".stub.c"))
+}
+
+/// The launch site in a host thread's stack: the first frame outside the launch machinery,
+/// going outwards from the launch call, preferring one with a source line.
+fn site_in_stack(st: &HostStack, kernel: &str) -> Option<Frame> {
+    let api = st.launch_api.as_deref()?;
+    let at = st.frames.iter().position(|f| f.function.as_deref() == Some(api))?;
+    let outer = &st.frames[at + 1..];
+    let callers = || outer.iter().filter(|f| !is_launch_machinery(f, kernel));
+    callers().find(|f| f.file.is_some() && f.line.is_some()).or_else(|| callers().next()).cloned()
+}
+
+/// The host line that launched the kernel, from synchronous sources only: memcheck's host
+/// backtrace (taken at the launch) where it names a Python file the tracebacks show as the
+/// user's; the launching thread in a stack taken under launch-blocking (a CPU core); the
+/// launch-blocking traceback; then memcheck's C++ frames.
+fn pick_launch_site<'a>(
     members: impl Iterator<Item = &'a Fault> + Clone,
     symptoms: &[Located<Symptom>],
+    inputs: &[Evidence],
     kernel: &str,
-) -> Option<Frame> {
+) -> Option<HostSite> {
+    const MEMCHECK: &str = "memcheck's host backtrace at launch";
+    let memcheck_origin = |want: &Frame| {
+        inputs
+            .iter()
+            .find(|e| e.faults.iter().any(|f| f.host_frames.iter().any(|h| h == want)))
+            .map(|e| e.origin.clone())
+            .unwrap_or_default()
+    };
     let user_files: Vec<&str> = symptoms
         .iter()
         .flat_map(|s| s.item.python_frames.iter())
@@ -469,22 +577,62 @@ fn pick_host_frame<'a>(
         .flat_map(|f| f.host_frames.iter())
         .find(|f| f.python && f.file.as_deref().is_some_and(|p| user_files.contains(&names::base_name(p))));
     if let Some(f) = sanitizer_python {
-        return Some(f.clone());
+        return Some(HostSite { frame: f.clone(), from: memcheck_origin(f), how: MEMCHECK.into() });
     }
-    let mut ordered: Vec<&Located<Symptom>> = symptoms.iter().collect();
-    ordered.sort_by_key(|s| !s.origin.contains("blocking"));
-    if let Some(f) = ordered.iter().find_map(|s| s.item.user_frame().filter(|f| !is_runtime_frame(f))) {
-        return Some(f.clone());
+    let blocking = |origin: &str| inputs.iter().any(|e| e.launch_blocking && e.origin == origin);
+    for ev in inputs.iter().filter(|e| e.launch_blocking) {
+        if let Some(f) = ev.host_stacks.iter().find_map(|st| site_in_stack(st, kernel)) {
+            return Some(HostSite {
+                frame: f,
+                from: ev.origin.clone(),
+                how: "the launching thread, under launch-blocking".into(),
+            });
+        }
     }
-    // The launch stub on the host carries the kernel's own name: skip it for its caller.
+    if let Some((s, f)) = symptoms
+        .iter()
+        .filter(|s| blocking(&s.origin))
+        .find_map(|s| s.item.user_frame().filter(|f| !is_runtime_frame(f)).map(|f| (s, f)))
+    {
+        return Some(HostSite {
+            frame: f.clone(),
+            from: s.origin.clone(),
+            how: "the launch-blocking traceback".into(),
+        });
+    }
     members
         .flat_map(|f| f.host_frames.iter())
-        .find(|f| {
-            !f.python
-                && !is_runtime_frame(f)
-                && !f.function.as_deref().is_some_and(|n| same_kernel(n, kernel))
+        .find(|f| !f.python && !is_launch_machinery(f, kernel))
+        .map(|f| HostSite { frame: f.clone(), from: memcheck_origin(f), how: MEMCHECK.into() })
+}
+
+/// Where the error surfaced on the host, from the runs whose launches were asynchronous: the
+/// traceback's user frame, the program's own `CUDA error at FILE:LINE`, or the thread that
+/// was inside a CUDA call.
+fn pick_surfaced(symptoms: &[Located<Symptom>], inputs: &[Evidence]) -> Option<HostSite> {
+    let how = "asynchronous: a later call reported it, not the launch";
+    let asynchronous = |origin: &str| !inputs.iter().any(|e| e.launch_blocking && e.origin == origin);
+    for s in symptoms.iter().filter(|s| asynchronous(&s.origin)) {
+        let frame = s.item.user_frame().filter(|f| !is_runtime_frame(f)).cloned().or_else(|| {
+            // PyTorch names its own check (`c10/cuda/CUDAEvent.h:111`): not the user's line.
+            let at = s.item.reported_at.as_ref().filter(|l| !names::is_toolkit_source(&l.file));
+            at.map(|l| Frame {
+                function: s.item.call.clone(),
+                file: Some(l.file.clone()),
+                line: Some(l.line),
+                ..Frame::default()
+            })
+        });
+        if let Some(frame) = frame {
+            return Some(HostSite { frame, from: s.origin.clone(), how: how.into() });
+        }
+    }
+    inputs.iter().filter(|e| !e.launch_blocking).find_map(|e| {
+        e.host_stacks.iter().filter(|st| st.launch_api.is_none() && st.api.is_some()).find_map(|st| {
+            let frame = st.frames.iter().find(|f| !is_runtime_frame(f) && f.file.is_some())?.clone();
+            Some(HostSite { frame, from: e.origin.clone(), how: how.into() })
         })
-        .cloned()
+    })
 }
 
 /// The error class: the hardware's word (cuda-gdb, coredump) first, then the program's,
@@ -505,6 +653,16 @@ fn pick_error<'a>(
                 .iter()
                 .filter_map(|s| s.item.error.clone())
                 .find(|e| e.is_device_fault() && *e != ErrorClass::LaunchFailure)
+        })
+        // Among the sanitizers' records, an out-of-bounds access is the cause of an
+        // uninitialised read it also caused (a read past the end into an unwritten neighbour).
+        .or_else(|| {
+            let sanitizer = |f: &&Fault| matches!(f.tool, Some(Tool::Memcheck | Tool::MemcheckXml));
+            members
+                .clone()
+                .filter(sanitizer)
+                .filter_map(|f| f.error.clone())
+                .find(|e| *e != ErrorClass::LaunchFailure && *e != ErrorClass::UninitializedRead)
         })
         .or_else(|| by_tool(&[Tool::Memcheck, Tool::MemcheckXml]))
         .or_else(|| members.clone().find_map(|f| f.error.clone()))
@@ -554,11 +712,24 @@ fn no_verdict_reason(symptoms: &[Located<Symptom>], inputs: &[Evidence]) -> Stri
             s.origin, s.item.message
         );
     }
-    if inputs.iter().any(|e| e.error_summary == Some(0)) {
-        return "no verdict: nothing faulted and memcheck found no errors".to_string();
+    let swept: Vec<&str> = {
+        let mut o: Vec<&str> = Vec::new();
+        for e in inputs.iter().filter(|e| e.error_summary == Some(0)) {
+            let rung = e.origin.split('/').next().unwrap_or_default();
+            if !o.contains(&rung) {
+                o.push(rung);
+            }
+        }
+        o
+    };
+    if !swept.is_empty() {
+        return format!(
+            "no verdict: nothing faulted, and compute-sanitizer found no errors ({})",
+            swept.join(", ")
+        );
     }
-    "no verdict: nothing faulted. Not every bad access faults: run the memcheck rung \
-     (`cargo xtask debug-ima --rungs memcheck`) to look for silent out-of-bounds accesses"
+    "no verdict: no CUDA error and no device fault was seen. Not every bad access faults: the \
+     sweep (`cargo xtask debug-ima --rungs memcheck,initcheck`) looks for silent ones"
         .to_string()
 }
 
@@ -596,7 +767,7 @@ mod tests {
     fn no_findings_no_verdict() {
         let a = decide(&[Evidence::new("x.log", "baseline")]);
         assert!(a.verdict.is_none());
-        assert!(a.conclusion.contains("nothing faulted"));
+        assert!(a.conclusion.contains("no CUDA error"), "{}", a.conclusion);
     }
 
     fn symptom_in(functions: &[&str]) -> Located<Symptom> {
@@ -633,6 +804,17 @@ mod tests {
             SourceLoc { file: "/usr/local/cuda/include/cuda/std/span".into(), line: 3 },
             SourceLoc { file: "k.cu".into(), line: 9 },
         ];
-        assert_eq!(user_loc(&c).unwrap().line, 9);
+        assert_eq!(user_loc(&c, &[]).unwrap(), (&c[1], false));
+        // cuda-gdb's bare header name for an inlined atomicAdd (tests/fixtures/h200/shared_atomic).
+        let c = vec![
+            SourceLoc { file: "device_atomic_functions.hpp".into(), line: 112 },
+            SourceLoc { file: "shared_atomic.cu".into(), line: 16 },
+        ];
+        assert_eq!(user_loc(&c, &[]).unwrap().0.line, 16);
+        // ATen is a library, unless it is the user's own tree.
+        let c = vec![SourceLoc { file: "/root/pytorch/aten/src/ATen/native/cuda/Loss.cu".into(), line: 245 }];
+        assert!(user_loc(&c, &[]).unwrap().1);
+        assert!(!user_loc(&c, &["/root/pytorch".to_string()]).unwrap().1);
+        assert!(user_loc(&c, &["/root/py".to_string()]).unwrap().1);
     }
 }

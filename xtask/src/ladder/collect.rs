@@ -1,6 +1,6 @@
 //! The `collect` commands: the recipe's own (`vllm collect-env`) and the environment snapshot
 //! (`git describe` of the target's source, `pip freeze`, PyTorch's `collect_env`), run one
-//! after the other in the background beside the baseline into `env/NAME`. None of it is
+//! after the other in the background beside the climb into `env/NAME`. None of it is
 //! needed to find the fault: a failure is a note.
 //!
 //! Must not: stop the ladder (a failure is noted), or run beside a later rung (the driver

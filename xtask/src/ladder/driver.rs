@@ -13,13 +13,13 @@ use std::time::Instant;
 use anyhow::Result;
 
 use super::collect::{self, Collected};
-use super::policy::{self, Next, Request, RungOutcome};
+use super::policy::{self, Facts, Next, Request, RungOutcome};
 use super::run::{place_for, run_logged};
 use super::rung::{self, Beside, Debug, RungIo, Step, StepCx};
 use crate::bundle::inputs::{is_rung_output, last_line, scan_file};
 use crate::bundle::{self, layout, Bundle, CommandRecord, RungRecord, RungStatus};
 use crate::findings::coredump::sm_progress;
-use crate::findings::verdict::{decide, Analysis};
+use crate::findings::verdict::{decide, decide_in, Analysis};
 use crate::findings::Evidence;
 use crate::launch::container::Containers;
 use crate::launch::{self, Place};
@@ -82,7 +82,7 @@ impl Climb<'_> {
         rung::get(id).steps(&cx)
     }
 
-    /// Climbs into `bundle`: starts the `collect` commands beside the baseline, runs the rungs
+    /// Climbs into `bundle`: starts the `collect` commands beside the climb, runs the rungs
     /// the policy asks for, and writes the analysis after each. Whatever happens the bundle
     /// keeps what was collected.
     pub fn run(self, bundle: Bundle, prompter: &mut dyn Prompter, progress: &dyn Progress) -> Climbed {
@@ -90,7 +90,7 @@ impl Climb<'_> {
         for job in jobs.iter().filter(|j| !j.quiet) {
             let shown = crate::redact::invocation(&job.place.wrap(&job.inv), "terminal", &mut Vec::new());
             progress.status(&format!(
-                "==> collect {} (beside the baseline): {}",
+                "==> collect {} (beside the climb): {}",
                 layout::env_file(&job.name),
                 shown.shell_line()
             ));
@@ -102,6 +102,7 @@ impl Climb<'_> {
             evidence: Vec::new(),
             done: Vec::new(),
             analysis: decide(&[]),
+            facts: Facts::default(),
             started: 0,
             collecting: collecting.ok(),
         };
@@ -129,6 +130,8 @@ struct State<'c, 'a> {
     done: Vec<(RungId, RungOutcome)>,
     /// The verdict over `evidence`, recomputed once after each rung.
     analysis: Analysis,
+    /// What the rungs learnt about the target (line info in its binaries).
+    facts: Facts,
     /// Containers started so far (their names count up).
     started: usize,
     /// The `collect` commands and the snapshot running in the background, until joined.
@@ -143,7 +146,13 @@ impl State<'_, '_> {
             if self.climb.interrupt.is_set() {
                 return Ok(Stopped::Interrupted);
             }
-            let id = match policy::next(self.climb.request, self.climb.plan, &self.done, &self.analysis) {
+            let id = match policy::next(
+                self.climb.request,
+                self.climb.plan,
+                &self.done,
+                &self.analysis,
+                self.facts,
+            ) {
                 Next::Stop(why) => return Ok(Stopped::Done(why)),
                 Next::Run(r) => r,
             };
@@ -230,6 +239,9 @@ impl State<'_, '_> {
                 Some(r) => RungOutcome::Ran { faulted: r.faulted || device_error, yielded: r.yielded },
                 None => RungOutcome::Failed,
             };
+            if let Some(li) = ran.and_then(|r| r.lineinfo) {
+                self.facts.lineinfo = Some(li);
+            }
             let shown = format!(
                 "{}{}",
                 target_exit.map(Exit::text).unwrap_or_else(|| record.status.to_string()),
@@ -241,10 +253,7 @@ impl State<'_, '_> {
             }
             self.bundle.push_rung(record)?;
             self.done.push((id, outcome));
-            // After the baseline: the later rungs run the target under a debugger or a
-            // sanitizer, alone.
-            self.join_collect(progress)?;
-            self.analysis = decide(&self.evidence);
+            self.analysis = decide_in(&self.evidence, &self.climb.recipe.source_roots());
             self.bundle.write_analysis(&self.analysis)?;
             if let Err(e) = result {
                 if self.climb.interrupt.is_set() {

@@ -1,5 +1,5 @@
 //! The ladder: the pure [`policy`] that decides what runs next, the [`driver`] that climbs,
-//! one file per rung under [`rung`], the `collect` commands beside the baseline, and the
+//! one file per rung under [`rung`], the `collect` commands beside the climb, and the
 //! `--dry-run` plan derived from the very steps the run executes.
 //!
 //! Must not: parse tool output (`findings`), print other than through `ui`, spawn other than

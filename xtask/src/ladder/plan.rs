@@ -33,7 +33,7 @@ pub fn render(climb: &Climb, bundle: &Path) -> String {
             c.mounts.iter().map(|m| m.display().to_string()).collect::<Vec<_>>().join(", ")
         ));
     }
-    s.push_str("\ncollect (once, in the background beside the baseline; a failure is noted, not fatal):\n");
+    s.push_str("\ncollect (once, in the background beside the climb; a failure is noted, not fatal):\n");
     for job in collect::jobs(r, containers) {
         let inv = job.place.wrap(&job.inv);
         s.push_str(&format!("   {}: {}\n", layout::env_file(&job.name), inv.shell_line()));
@@ -75,7 +75,10 @@ pub fn steps(climb: &Climb, bundle: &Path) -> Vec<Planned> {
     for (i, id) in climb.plan.iter().enumerate() {
         let mut target = Place::Host;
         for mut step in climb.steps(*id, bundle.join(layout::rung_dir(i + 1, *id))) {
-            if step.when == When::BinariesMissing && !missing {
+            // The baseline builds or checks, as the binaries are there or not now.
+            if (step.when == When::BinariesMissing && !missing)
+                || (step.when == When::BinariesPresent && missing)
+            {
                 continue;
             }
             // Named as the first dump's (or the only attach's) would be.
@@ -94,7 +97,9 @@ pub fn steps(climb: &Climb, bundle: &Path) -> Vec<Planned> {
 /// How the plan names a step.
 fn label(step: &Step) -> String {
     match (step.role, step.when) {
-        (Role::Build, When::BinariesMissing) => "build (plain, the binaries do not exist yet)".to_string(),
+        (Role::Build, When::BinariesMissing) => {
+            "build (with line info, the binaries do not exist yet)".to_string()
+        }
         (Role::Cuobjdump, _) => "line-info check".to_string(),
         (_, When::Always) => step.role.name().to_string(),
         (_, When::PerDump) => "per dump".to_string(),

@@ -4,7 +4,7 @@
 //! Must not: spawn processes, touch files or print. The driver asks, runs, and asks again.
 
 use super::rung;
-use crate::findings::verdict::Analysis;
+use crate::findings::verdict::{Analysis, Part};
 use crate::model::RungId;
 
 /// What the user asked for.
@@ -18,6 +18,8 @@ pub struct Request {
     pub has_build: bool,
     /// Rungs the recipe disabled.
     pub disabled: Vec<RungId>,
+    /// The target is a Python program (the recipe says so): its costs and sources differ.
+    pub python: bool,
 }
 
 /// The plan: the rungs in the order they will run.
@@ -73,6 +75,13 @@ impl RungOutcome {
     }
 }
 
+/// What the climb has learnt about the target, besides the analysis.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Facts {
+    /// The binaries carry line info (built with it, or `cuobjdump` said so); `None`: unknown.
+    pub lineinfo: Option<bool>,
+}
+
 /// The next step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Next {
@@ -81,63 +90,149 @@ pub enum Next {
     Stop(String),
 }
 
-/// Decides the next rung from the plan, the rungs done so far and the merged analysis.
-pub fn next(req: &Request, plan: &[RungId], done: &[(RungId, RungOutcome)], analysis: &Analysis) -> Next {
+/// The rungs that can locate a fault, cheapest first for the kind of target: one run each,
+/// the sanitizers last (10-100x slower). For a native target the coredump rung also gives the
+/// launch line (launch-blocking CPU core); for Python, launch-blocking gives it.
+fn by_cost(python: bool) -> [RungId; 5] {
+    if python {
+        [RungId::Coredump, RungId::LaunchBlocking, RungId::Attach, RungId::Memcheck, RungId::Initcheck]
+    } else {
+        [RungId::Coredump, RungId::Attach, RungId::LaunchBlocking, RungId::Memcheck, RungId::Initcheck]
+    }
+}
+
+fn names(parts: &[Part]) -> String {
+    parts.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+/// Decides the next rung from the plan, the rungs done so far, the merged analysis and what
+/// is known about the target: the cheapest rung that can establish a part of the verdict that
+/// is still unknown, until the verdict is complete or no rung can add to it. `--full` and
+/// `--rungs` run every planned rung in order.
+pub fn next(
+    req: &Request,
+    plan: &[RungId],
+    done: &[(RungId, RungOutcome)],
+    analysis: &Analysis,
+    facts: Facts,
+) -> Next {
     let pending: Vec<RungId> = plan.iter().copied().filter(|r| !done.iter().any(|(d, _)| d == r)).collect();
     let Some(&first) = pending.first() else {
         return Next::Stop(match &analysis.verdict {
+            Some(v) if !v.unknown.is_empty() => {
+                format!("every planned rung has run; the {} stays unknown", names(&v.unknown))
+            }
             Some(_) => "every planned rung has run".to_string(),
             None => "every planned rung has run and none located a fault".to_string(),
         });
     };
-    if !req.full {
-        if let Some(v) = &analysis.verdict {
-            if v.file.is_some() && v.line.is_some() {
-                let by = v.rungs.first().cloned().unwrap_or_default();
-                let rest: Vec<&str> = pending.iter().map(|r| r.name()).collect();
-                return Next::Stop(format!(
-                    "{by} located the fault at {}:{}; skipping {} (`--full` runs them too)",
-                    v.file.as_deref().unwrap_or_default(),
-                    v.line.unwrap_or_default(),
-                    rest.join(", ")
-                ));
-            }
-        }
-        // An ordinary failure is not a GPU fault: climbing would rerun it under every tool.
-        // `--rungs` climbs anyway.
-        let ordinary =
-            done.iter().any(|(r, s)| *r == RungId::Baseline && *s == RungOutcome::FailedWithoutCuda);
-        if ordinary && req.rungs.is_none() {
-            return Next::Stop(
-                "the target failed without a CUDA error (the baseline's note quotes it): that is not a GPU \
-                 fault, so no rung can locate it. Fix it first, or pass `--rungs` (e.g. \
-                 `--rungs baseline,memcheck`) to climb anyway"
-                    .to_string(),
-            );
-        }
-        // The symptom did not reproduce: rungs that wait for a fault are pointless, but not
-        // every bad access faults, so memcheck is still worth its cost.
-        // A skipped or failed baseline says nothing: the fault rungs still run.
-        let baseline_clean = done.iter().any(|(r, s)| *r == RungId::Baseline && s.ran_clean());
-        let any_fault = done.iter().any(|(_, s)| s.faulted());
-        if baseline_clean && !any_fault {
-            if let Some(&r) = pending.iter().find(|r| !rung::get(**r).needs_fault() && **r != RungId::Rebuild)
-            {
-                return Next::Run(r);
-            }
-            let memchecked = done.iter().any(|(r, s)| *r == RungId::Memcheck && s.yielded());
-            return Next::Stop(if memchecked {
-                "the symptom did not reproduce: the target ran without a CUDA error, and memcheck found no \
-                 bad access either"
-                    .to_string()
-            } else {
-                "the symptom did not reproduce: the target ran without a CUDA error. Not every bad access \
-                 faults: run `--rungs memcheck` to look for silent ones"
-                    .to_string()
-            });
-        }
+    if req.full || req.rungs.is_some() || first == RungId::Baseline {
+        return Next::Run(first);
     }
-    Next::Run(first)
+    // An ordinary failure is not a GPU fault: climbing would rerun it under every tool.
+    if done.iter().any(|(r, s)| *r == RungId::Baseline && *s == RungOutcome::FailedWithoutCuda) {
+        return Next::Stop(
+            "the target failed without a CUDA error (the baseline's note quotes it): that is not a GPU \
+             fault, so no rung can locate it. Fix it first, or pass `--rungs` (e.g. \
+             `--rungs baseline,memcheck`) to climb anyway"
+                .to_string(),
+        );
+    }
+    let skipping = |after: &[RungId]| {
+        let rest: Vec<&str> = pending.iter().filter(|r| !after.contains(r)).map(|r| r.name()).collect();
+        if rest.is_empty() {
+            String::new()
+        } else {
+            format!("; skipping {} (`--full` runs them too)", rest.join(", "))
+        }
+    };
+    let missing: Vec<Part> = match &analysis.verdict {
+        Some(v) if v.unknown.is_empty() => {
+            let at = match (&v.file, v.line) {
+                (Some(f), Some(l)) => format!("{f}:{l}"),
+                _ => "?".into(),
+            };
+            return Next::Stop(format!(
+                "the verdict is complete: `{}` at {at}, launched from {}{}",
+                v.kernel,
+                v.launch_site.as_ref().map(|h| site(&h.frame)).unwrap_or_default(),
+                skipping(&[])
+            ));
+        }
+        Some(v) => v.unknown.clone(),
+        None => vec![Part::SourceLine, Part::Class, Part::LaunchSite],
+    };
+    // A skipped or failed baseline says nothing: the fault rungs still run. A clean one means
+    // the symptom did not reproduce; not every bad access faults, so the sweep still runs.
+    let baseline_clean = done.iter().any(|(r, s)| *r == RungId::Baseline && s.ran_clean());
+    let faulted = done.iter().any(|(_, s)| s.faulted());
+    let fault_expected = faulted || !baseline_clean;
+    let sweeping = !fault_expected && analysis.verdict.is_none();
+    if sweeping {
+        // Memcheck (with padding), then initcheck, each while nothing was found.
+        if let Some(&r) = [RungId::Memcheck, RungId::Initcheck].iter().find(|r| pending.contains(r)) {
+            return Next::Run(r);
+        }
+        let swept: Vec<&str> = done
+            .iter()
+            .filter(|(r, s)| matches!(r, RungId::Memcheck | RungId::Initcheck) && s.yielded())
+            .map(|(r, _)| r.name())
+            .collect();
+        return Next::Stop(if swept.is_empty() {
+            "no fault was reproduced: the target ran without a CUDA error, and the sweep did not run \
+             (`--rungs memcheck,initcheck` runs it)"
+                .to_string()
+        } else {
+            format!(
+                "no fault was reproduced: the target ran without a CUDA error, and the sweep ({}) found \
+                 nothing",
+                swept.join(", ")
+            )
+        });
+    }
+    // Source lines need line info: rebuild first when the binaries lack it (or it is unknown).
+    if fault_expected
+        && missing.contains(&Part::SourceLine)
+        && facts.lineinfo != Some(true)
+        && pending.contains(&RungId::Rebuild)
+    {
+        return Next::Run(RungId::Rebuild);
+    }
+    let chosen = by_cost(req.python).into_iter().find(|&r| {
+        let rung = rung::get(r);
+        pending.contains(&r)
+            && (fault_expected || !rung.needs_fault())
+            // Initcheck is the sweep's: it finds reads of unwritten memory, not faults.
+            && (r != RungId::Initcheck || !faulted)
+            && rung.answers(req.python).iter().any(|p| missing.contains(p))
+    });
+    match chosen {
+        Some(r) => Next::Run(r),
+        None => Next::Stop(match &analysis.verdict {
+            Some(v) => format!(
+                "no remaining rung can establish the {} of `{}`: it stays unknown{}{}",
+                names(&missing),
+                v.kernel,
+                if missing.contains(&Part::LaunchSite) && !req.python {
+                    " (a native launch line needs host debug info, `-g`, and the CPU core of a \
+                     launch-blocking run: the coredump rung's note says why there was none)"
+                } else {
+                    ""
+                },
+                skipping(&[])
+            ),
+            None => format!("no remaining rung can locate the fault{}", skipping(&[])),
+        }),
+    }
+}
+
+/// `main at x.cu:34` for a stop reason.
+fn site(f: &crate::findings::Frame) -> String {
+    let func = f.function.clone().unwrap_or_else(|| "?".into());
+    match (&f.file, f.line) {
+        (Some(file), Some(l)) => format!("{func} at {file}:{l}"),
+        _ => func,
+    }
 }
 
 #[cfg(test)]
@@ -147,6 +242,26 @@ mod tests {
 
     fn empty() -> Analysis {
         decide(&[])
+    }
+
+    fn ran(faulted: bool) -> RungOutcome {
+        RungOutcome::Ran { faulted, yielded: true }
+    }
+
+    /// The analysis of recordings of tests/gpu/programs/shared_atomic.cu on an H200: the
+    /// GPU dump read by cuda-gdb and, with `blocking`, the launch-blocking CPU core's stacks.
+    fn shared_atomic(cpu_core: bool) -> Analysis {
+        use crate::findings::scan::scan_str;
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/h200/shared_atomic/");
+        let read = |f: &str| std::fs::read_to_string(format!("{dir}{f}")).unwrap();
+        let mut ev = vec![scan_str(&read("cudagdb-merged-1.log"), "coredump/cudagdb-1")];
+        if cpu_core {
+            let mut cpu = scan_str(&read("cpucore-gdb.log"), "coredump/cpucore-gdb");
+            cpu.origin = "coredump/cpucore-gdb".into();
+            cpu.launch_blocking = true;
+            ev.push(cpu);
+        }
+        decide(&ev)
     }
 
     #[test]
@@ -159,7 +274,8 @@ mod tests {
                 RungId::LaunchBlocking,
                 RungId::Coredump,
                 RungId::Attach,
-                RungId::Memcheck
+                RungId::Memcheck,
+                RungId::Initcheck
             ]
         );
         let req = Request {
@@ -171,26 +287,81 @@ mod tests {
     }
 
     #[test]
-    fn runs_in_order_until_a_verdict() {
+    fn a_fault_rebuilds_only_without_line_info_then_takes_the_cheapest_answer() {
         let req = Request { has_build: true, ..Request::default() };
         let p = plan(&req);
-        assert_eq!(next(&req, &p, &[], &empty()), Next::Run(RungId::Baseline));
-        let done = vec![(RungId::Baseline, RungOutcome::Ran { faulted: true, yielded: true })];
-        assert_eq!(next(&req, &p, &done, &empty()), Next::Run(RungId::Rebuild));
+        assert_eq!(next(&req, &p, &[], &empty(), Facts::default()), Next::Run(RungId::Baseline));
+        let done = vec![(RungId::Baseline, ran(true))];
+        let unknown = Facts { lineinfo: None };
+        let with = Facts { lineinfo: Some(true) };
+        assert_eq!(next(&req, &p, &done, &empty(), unknown), Next::Run(RungId::Rebuild));
+        assert_eq!(
+            next(&req, &p, &done, &empty(), Facts { lineinfo: Some(false) }),
+            Next::Run(RungId::Rebuild)
+        );
+        // Native: the coredump rung (launch-blocking, CPU core) answers the line and the launch.
+        assert_eq!(next(&req, &p, &done, &empty(), with), Next::Run(RungId::Coredump));
+        // Python: the dump for the line, then launch-blocking for the launch site.
+        let py = Request { python: true, ..req.clone() };
+        assert_eq!(next(&py, &p, &done, &empty(), with), Next::Run(RungId::Coredump));
+        let done_py = vec![(RungId::Baseline, ran(true)), (RungId::Coredump, ran(true))];
+        let a = shared_atomic(false);
+        assert_eq!(a.verdict.as_ref().unwrap().unknown, vec![Part::LaunchSite]);
+        assert_eq!(next(&py, &p, &done_py, &a, with), Next::Run(RungId::LaunchBlocking));
+        // Native, with only the launch site missing: launch-blocking cannot give it, memcheck can.
+        assert_eq!(next(&req, &p, &done_py, &a, with), Next::Run(RungId::Memcheck));
     }
 
     #[test]
-    fn no_fault_goes_to_memcheck_only() {
+    fn a_complete_verdict_stops_the_climb() {
         let req = Request { has_build: true, ..Request::default() };
         let p = plan(&req);
-        let done = vec![(RungId::Baseline, RungOutcome::Ran { faulted: false, yielded: true })];
-        assert_eq!(next(&req, &p, &done, &empty()), Next::Run(RungId::Memcheck));
+        let done = vec![(RungId::Baseline, ran(true)), (RungId::Coredump, ran(true))];
+        let a = shared_atomic(true);
+        let v = a.verdict.as_ref().unwrap();
+        assert!(v.unknown.is_empty(), "{v:?}");
+        match next(&req, &p, &done, &a, Facts { lineinfo: Some(true) }) {
+            Next::Stop(why) => {
+                assert!(why.contains("complete") && why.contains("shared_atomic.cu:16"), "{why}");
+                assert!(why.contains("main at") && why.contains("shared_atomic.cu:33"), "{why}");
+                assert!(why.contains("skipping") && why.contains("memcheck"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn no_rung_left_that_can_answer_says_what_stays_unknown() {
+        let req = Request { has_build: false, rungs: None, ..Request::default() };
+        let p: Vec<RungId> = vec![RungId::Baseline, RungId::Coredump, RungId::Attach];
+        let done = vec![(RungId::Baseline, ran(true)), (RungId::Coredump, ran(true))];
+        match next(&req, &p, &done, &shared_atomic(false), Facts::default()) {
+            Next::Stop(why) => assert!(why.contains("launch site") && why.contains("unknown"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn no_fault_runs_the_sweep_then_says_nothing_was_found() {
+        let req = Request { has_build: true, ..Request::default() };
+        let p = plan(&req);
+        let f = Facts::default();
+        let done = vec![(RungId::Baseline, ran(false))];
+        assert_eq!(next(&req, &p, &done, &empty(), f), Next::Run(RungId::Memcheck));
+        let done = vec![(RungId::Baseline, ran(false)), (RungId::Memcheck, ran(false))];
+        assert_eq!(next(&req, &p, &done, &empty(), f), Next::Run(RungId::Initcheck));
         let done = vec![
-            (RungId::Baseline, RungOutcome::Ran { faulted: false, yielded: true }),
-            (RungId::Memcheck, RungOutcome::Ran { faulted: false, yielded: true }),
+            (RungId::Baseline, ran(false)),
+            (RungId::Memcheck, ran(false)),
+            (RungId::Initcheck, ran(false)),
         ];
-        match next(&req, &p, &done, &empty()) {
-            Next::Stop(why) => assert!(why.contains("did not reproduce"), "{why}"),
+        match next(&req, &p, &done, &empty(), f) {
+            Next::Stop(why) => {
+                assert!(
+                    why.contains("no fault was reproduced") && why.contains("memcheck, initcheck"),
+                    "{why}"
+                )
+            }
             other => panic!("{other:?}"),
         }
     }
@@ -201,7 +372,11 @@ mod tests {
         let p = plan(&req);
         for outcome in [RungOutcome::Skipped, RungOutcome::Failed] {
             let done = vec![(RungId::Baseline, outcome)];
-            assert_eq!(next(&req, &p, &done, &empty()), Next::Run(RungId::LaunchBlocking), "{outcome:?}");
+            assert_eq!(
+                next(&req, &p, &done, &empty(), Facts::default()),
+                Next::Run(RungId::Coredump),
+                "{outcome:?}"
+            );
         }
     }
 
@@ -210,7 +385,7 @@ mod tests {
         let req = Request { has_build: true, ..Request::default() };
         let p = plan(&req);
         let done = vec![(RungId::Baseline, RungOutcome::FailedWithoutCuda)];
-        match next(&req, &p, &done, &empty()) {
+        match next(&req, &p, &done, &empty(), Facts::default()) {
             Next::Stop(why) => {
                 assert!(why.contains("without a CUDA error") && why.contains("--rungs"), "{why}")
             }
@@ -218,14 +393,14 @@ mod tests {
         }
         let req = Request { rungs: Some(vec![RungId::Baseline, RungId::Memcheck]), ..req };
         let p = plan(&req);
-        assert_eq!(next(&req, &p, &done, &empty()), Next::Run(RungId::Memcheck));
+        assert_eq!(next(&req, &p, &done, &empty(), Facts::default()), Next::Run(RungId::Memcheck));
     }
 
     #[test]
     fn full_runs_everything() {
         let req = Request { has_build: true, full: true, ..Request::default() };
         let p = plan(&req);
-        let done = vec![(RungId::Baseline, RungOutcome::Ran { faulted: false, yielded: true })];
-        assert_eq!(next(&req, &p, &done, &empty()), Next::Run(RungId::Rebuild));
+        let done = vec![(RungId::Baseline, ran(false))];
+        assert_eq!(next(&req, &p, &done, &empty(), Facts::default()), Next::Run(RungId::Rebuild));
     }
 }

@@ -25,19 +25,22 @@ pub enum RungId {
     Coredump,
     /// `CUDA_DEVICE_WAITS_ON_EXCEPTION=1`, then `cuda-gdb -p PID` on the live process.
     Attach,
-    /// `compute-sanitizer --tool memcheck`, text and XML.
+    /// `compute-sanitizer --tool memcheck --padding`, text and XML.
     Memcheck,
+    /// `compute-sanitizer --tool initcheck`: reads of memory never written.
+    Initcheck,
 }
 
 impl RungId {
     /// Every rung, in ladder order.
-    pub const ALL: [RungId; 6] = [
+    pub const ALL: [RungId; 7] = [
         RungId::Baseline,
         RungId::Rebuild,
         RungId::LaunchBlocking,
         RungId::Coredump,
         RungId::Attach,
         RungId::Memcheck,
+        RungId::Initcheck,
     ];
 
     /// The name on the command line, in recipes and in the bundle (`rungs/03-launch-blocking`).
@@ -49,6 +52,7 @@ impl RungId {
             RungId::Coredump => "coredump",
             RungId::Attach => "attach",
             RungId::Memcheck => "memcheck",
+            RungId::Initcheck => "initcheck",
         }
     }
 
@@ -60,7 +64,7 @@ impl RungId {
             RungId::Rebuild => &[Need::Nvcc, Need::Cuobjdump],
             RungId::Coredump => &[Need::Cuobjdump, Need::CudaGdb, Need::Tmpdir, Need::CoredumpSpace],
             RungId::Attach => &[Need::CudaGdb, Need::DebuggerBackend, Need::Ptrace, Need::Tmpdir],
-            RungId::Memcheck => &[Need::ComputeSanitizer],
+            RungId::Memcheck | RungId::Initcheck => &[Need::ComputeSanitizer],
         }
     }
 

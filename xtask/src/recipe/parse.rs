@@ -323,6 +323,7 @@ struct RawRungs {
     coredump: Option<RawRung>,
     attach: Option<RawRung>,
     memcheck: Option<RawMemcheckRung>,
+    initcheck: Option<RawMemcheckRung>,
 }
 
 #[derive(Deserialize)]
@@ -472,16 +473,15 @@ impl RawRecipe {
             put(RungId::LaunchBlocking, r.launch_blocking.map(plain));
             put(RungId::Coredump, r.coredump.map(plain));
             put(RungId::Attach, r.attach.map(plain));
-            put(
-                RungId::Memcheck,
-                r.memcheck.map(|r| RungOptions {
-                    enabled: r.enabled,
-                    timeout: r.timeout.map(|t| t.0),
-                    env: env_map(r.env),
-                    args: r.args.unwrap_or_default().into_iter().map(|a| a.0).collect(),
-                    ..RungOptions::default()
-                }),
-            );
+            let sanitizer = |r: RawMemcheckRung| RungOptions {
+                enabled: r.enabled,
+                timeout: r.timeout.map(|t| t.0),
+                env: env_map(r.env),
+                args: r.args.unwrap_or_default().into_iter().map(|a| a.0).collect(),
+                ..RungOptions::default()
+            };
+            put(RungId::Memcheck, r.memcheck.map(sanitizer));
+            put(RungId::Initcheck, r.initcheck.map(sanitizer));
         }
         let container = self.container.map(|RawContainer(c)| ContainerTemplate {
             runtime: c.runtime.map(|r| r.0),

@@ -159,7 +159,7 @@ pub struct StepTemplate {
 }
 
 /// One `collect:` entry before expansion: a command whose output (both streams) is saved as
-/// `env/NAME` in the bundle, run once beside the baseline.
+/// `env/NAME` in the bundle, run once beside the climb.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CollectTemplate {
     pub name: String,
@@ -229,7 +229,7 @@ pub struct Recipe {
     pub description: String,
     pub python: bool,
     pub variables: BTreeMap<String, Variable>,
-    /// Commands whose output goes into the bundle's `env/`, run beside the baseline.
+    /// Commands whose output goes into the bundle's `env/`, run beside the climb.
     pub collect: Vec<CollectTemplate>,
     pub build: Option<StepTemplate>,
     pub run: StepTemplate,
@@ -338,7 +338,7 @@ pub struct Resolved {
     /// Every variable's value, the built-ins (`recipe_dir`, `cwd`, `gpu_arch`, `max_jobs`)
     /// included.
     pub vars: BTreeMap<String, String>,
-    /// Run once beside the baseline, each into `env/NAME`.
+    /// Run once beside the climb, each into `env/NAME`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub collect: Vec<Collect>,
     pub build: Option<Step>,
@@ -351,6 +351,22 @@ pub struct Resolved {
 }
 
 impl Resolved {
+    /// The user's own source trees, absolute: the folders the build and the run work in and
+    /// the one the ladder started in. A device line in CUTLASS or ATen under one of them is
+    /// the user's line (a PyTorch developer's ATen is their code).
+    pub fn source_roots(&self) -> Vec<String> {
+        let mut roots: Vec<String> = Vec::new();
+        let dirs = [self.build.as_ref().and_then(|b| b.cwd.clone()), self.run.cwd.clone()];
+        let started = self.vars.get("cwd").map(std::path::PathBuf::from);
+        for d in dirs.into_iter().flatten().chain(started) {
+            let d = d.display().to_string();
+            if d.starts_with('/') && d != "/" && !roots.contains(&d) {
+                roots.push(d);
+            }
+        }
+        roots
+    }
+
     /// The options of a rung; the defaults when the recipe gave none.
     pub fn rung(&self, id: RungId) -> RungOptions {
         self.rungs.get(&id).cloned().unwrap_or_default()

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use crate::findings::verdict::Part;
 use crate::launch::container::Access;
 use crate::model::{Exit, Invocation, Role, RungId};
 use crate::process::Control;
@@ -21,6 +22,11 @@ pub trait Rung: Sync {
     /// Whether the rung is of use only when the target faults (then a clean baseline skips it).
     fn needs_fault(&self) -> bool {
         false
+    }
+    /// The parts of a verdict this rung can establish, for a Python target or a native one:
+    /// the policy picks the cheapest rung that answers what is still unknown.
+    fn answers(&self, _python: bool) -> &'static [Part] {
+        &[]
     }
     /// Whether the rung can run for this recipe (the rebuild needs a `build` step).
     fn applies(&self, _recipe: &Resolved) -> bool {
@@ -49,15 +55,25 @@ impl Debug {
             Debug::Full => "-G",
         }
     }
+
+    /// The `NVCC_PREPEND_FLAGS` of a build with line info: the device flag plus `-g`, host
+    /// debug info, which names the host line of a launch in a CPU core and changes no device
+    /// code.
+    pub fn flags(self) -> String {
+        format!("{} -g", self.flag())
+    }
 }
 
 /// What a rung ran to, for the policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Ran {
     /// The target exited non-zero, died of a signal, or left a dump.
     pub faulted: bool,
     /// The rung's tool produced the artifact it exists for.
     pub yielded: bool,
+    /// Whether the target's binaries carry line info, where this rung learnt it (built them
+    /// with it, or `cuobjdump` looked).
+    pub lineinfo: Option<bool>,
 }
 
 /// What the steps are built from.
@@ -77,6 +93,11 @@ pub enum When {
     Always,
     /// Before the target, when a binary the build makes does not exist yet.
     BinariesMissing,
+    /// After the target, when the binaries existed before the ladder (their line info is
+    /// checked, not assumed).
+    BinariesPresent,
+    /// On the CPU core the target's abort wrote, once moved into the rung's folder.
+    PerCpuCore,
     /// Once per dump the target left ([`DUMP`] in its argv stands for the dump's path).
     PerDump,
     /// Again on that dump, with fewer commands, when cuda-gdb crashed on it.
@@ -93,6 +114,8 @@ impl When {
         match self {
             When::Always => "",
             When::BinariesMissing => "if a binary does not exist yet",
+            When::BinariesPresent => "if the binaries existed already",
+            When::PerCpuCore => "on the CPU core, if one was written (then deleted)",
             When::PerDump => "per dump",
             When::PerDumpAfterCrash => "per dump, if cuda-gdb crashed",
             When::OnWaitMessage => "on the wait message",

@@ -1,7 +1,10 @@
 //! Rung 5, attach: with `CUDA_DEVICE_WAITS_ON_EXCEPTION=1` the faulting process prints
 //! `... You can now attach a debugger to the application (PID N) ...` and spins; the ladder
 //! attaches `cuda-gdb -batch -p N` (inside the target's container, with one), collects,
-//! then ends the whole target. The waiting process never exits by itself.
+//! then ends the whole target. The waiting process never exits by itself. For a Python target
+//! cuda-gdb skips the host libraries' symbols (`set auto-solib-add off`): attaching took 12.3 s
+//! with them and 2.1 s without on an H200, and the host stack comes from the launch-blocking
+//! traceback anyway.
 //!
 //! Must not: parse the wait message itself (`findings::waits` does).
 
@@ -10,6 +13,7 @@ use anyhow::Result;
 use super::api::{step, At, Debug, Ran, Rung, RungIo, Step, StepCx, When, PID};
 use super::build::{target, with_options};
 use crate::bundle::inputs::scan_file;
+use crate::findings::verdict::Part;
 use crate::findings::waits::wait_notice;
 use crate::launch::container::Access;
 use crate::model::{Invocation, Role, RungId};
@@ -24,9 +28,15 @@ pub fn invocation(r: &Resolved) -> Invocation {
     with_options(inv, r, RungId::Attach)
 }
 
-/// `cuda-gdb -batch -p PID` with the commands that show the live state.
-pub fn gdb(pid: &str, full: bool, locals: bool) -> Invocation {
-    super::build::cuda_gdb(&["-p".to_string(), pid.to_string()], None, full, locals)
+/// `cuda-gdb -batch -p PID` with the commands that show the live state; `python` skips the
+/// host libraries' symbols.
+pub fn gdb(pid: &str, full: bool, locals: bool, python: bool) -> Invocation {
+    let mut first = Vec::new();
+    if python {
+        first.extend(["-iex".to_string(), "set auto-solib-add off".to_string()]);
+    }
+    first.extend(["-p".to_string(), pid.to_string()]);
+    super::build::cuda_gdb(&first, None, full, locals)
 }
 
 impl Rung for Attach {
@@ -43,14 +53,19 @@ impl Rung for Attach {
         true
     }
 
+    fn answers(&self, _python: bool) -> &'static [Part] {
+        &[Part::SourceLine, Part::Class]
+    }
+
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
         let locals = cx.debug == Debug::Full;
+        let py = cx.recipe.python;
         vec![
             Step::target(invocation(cx.recipe)).at(At::New(Access::Ptrace)),
-            Step::new(Role::CudaGdb, gdb(PID, true, locals), "cudagdb-attach")
+            Step::new(Role::CudaGdb, gdb(PID, true, locals, py), "cudagdb-attach")
                 .at(At::BesideTarget)
                 .when(When::OnWaitMessage),
-            Step::new(Role::CudaGdb, gdb(PID, false, false), "cudagdb-attach-retry")
+            Step::new(Role::CudaGdb, gdb(PID, false, false, py), "cudagdb-attach-retry")
                 .at(At::BesideTarget)
                 .when(When::OnWaitMessageAfterCrash),
         ]
@@ -104,6 +119,6 @@ impl Rung for Attach {
         if attached.is_none() {
             io.note("no process announced that it waits for a debugger: nothing faulted in this run".into());
         }
-        Ok(Ran { faulted: attached.is_some(), yielded: attached.is_some() })
+        Ok(Ran { faulted: attached.is_some(), yielded: attached.is_some(), lineinfo: None })
     }
 }

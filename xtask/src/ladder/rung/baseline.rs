@@ -1,5 +1,8 @@
 //! Rung 1, baseline: the target as it is, to capture the symptom. When a binary the build
-//! makes does not exist yet, the recipe's plain build runs first.
+//! makes does not exist yet, the recipe's build runs first, with line info and host debug info
+//! (`NVCC_PREPEND_FLAGS="-lineinfo -g"`, which leave the device code as it is), so that no
+//! rebuild is needed later; binaries that existed already are checked with `cuobjdump`
+//! instead, and the policy rebuilds only when they lack line info.
 //!
 //! Must not: change the target's environment beyond what every rung does (`build::target`).
 
@@ -7,6 +10,7 @@ use anyhow::{bail, Result};
 
 use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When};
 use super::build::{target, with_options};
+use super::rebuild;
 use crate::model::{Invocation, Role, RungId};
 use crate::recipe::Resolved;
 
@@ -22,24 +26,36 @@ impl Rung for Baseline {
     }
 
     fn describe(&self) -> &'static str {
-        "run the target as it is, to capture the symptom (one normal run)"
+        "run the target as it is, to capture the symptom (one normal run; a target not built yet \
+         is built first, with line info)"
     }
 
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
         let mut steps = Vec::new();
         if let Some(b) = &cx.recipe.build {
-            let build = super::rebuild::plain_build(b);
+            let build = rebuild::invocation(
+                cx.recipe,
+                b,
+                cx.debug,
+                cx.inherited_prepend.as_deref(),
+                RungId::Baseline,
+            );
             steps.push(Step::new(Role::Build, build, "build").when(When::BinariesMissing));
         }
         steps.push(Step::target(invocation(cx.recipe)));
+        if let Some(b) = &cx.recipe.build {
+            steps.extend(rebuild::lineinfo_checks(b, When::BinariesPresent));
+        }
         steps
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        if let Some(b) = &io.recipe().build {
+        let mut built = false;
+        let build = io.recipe().build.clone();
+        if let Some(b) = &build {
             if b.binaries_missing() {
-                io.say("building the target first (plain, as the recipe builds it)");
-                super::rebuild::create_binary_dirs(b)?;
+                io.say("building the target first, with line info (`-lineinfo -g`)");
+                rebuild::create_binary_dirs(b)?;
                 let build = step(steps, When::BinariesMissing)?;
                 let ran = io.exec(build)?;
                 if !ran.success() {
@@ -50,9 +66,35 @@ impl Rung for Baseline {
                         build.stem
                     );
                 }
+                built = true;
             }
         }
         let ran = io.exec(step(steps, When::Always)?)?;
-        Ok(Ran { faulted: !ran.success(), yielded: true })
+        // `--device-debug` (`-G`) on binaries that existed: cuobjdump cannot tell `-G` from
+        // `-lineinfo`, so they are rebuilt for the locals.
+        let wants_g = steps.iter().any(|s| {
+            s.when == When::BinariesMissing
+                && s.inv
+                    .env_set
+                    .iter()
+                    .any(|(k, v)| k == "NVCC_PREPEND_FLAGS" && v.split_whitespace().any(|f| f == "-G"))
+        });
+        let lineinfo = match &build {
+            Some(_) if built => Some(true),
+            Some(b) if wants_g && !b.binaries.is_empty() => {
+                io.note(
+                    "`--device-debug`: the existing binaries are rebuilt with `-G` for locals and arguments"
+                        .into(),
+                );
+                Some(false)
+            }
+            Some(b) if !b.binaries.is_empty() && !io.interrupted() => {
+                let checks = steps.iter().filter(|s| s.when == When::BinariesPresent);
+                // Without cuobjdump the line info is unknown: the policy then rebuilds.
+                rebuild::check_lineinfo(io, b, checks, "in the existing binaries").ok()
+            }
+            _ => None,
+        };
+        Ok(Ran { faulted: !ran.success(), yielded: true, lineinfo })
     }
 }

@@ -15,14 +15,22 @@ pub const GDB_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// `cuda-gdb -batch -nx` with `first` (the target: `-p PID`, or nothing) and the
 /// commands: pagination off, then `target` (the coredump, if any); with `full`, the kernels
-/// table and the backtrace; with `locals` too, locals and arguments (a `-G` build has them).
+/// table, the backtrace and, on a dump, the instruction at the error PC (its mnemonic names the
+/// memory space: `ATOMS` is shared memory); with `locals` too, locals and arguments (a `-G` build has
+/// them).
 pub fn cuda_gdb(first: &[String], target: Option<String>, full: bool, locals: bool) -> Invocation {
     let mut argv: Vec<String> = vec!["cuda-gdb".into(), "-batch".into(), "-nx".into()];
     argv.extend(first.iter().cloned());
     let mut commands = vec!["set pagination off".to_string()];
+    let on_dump = target.is_some();
     commands.extend(target);
     if full {
         commands.extend(["info cuda kernels".to_string(), "bt".to_string()]);
+        if on_dump {
+            // 0.5 s more per session on the H200 (0.31 s against 0.84 s): worth it once, on the
+            // dump; attach comes only when the dump said too little.
+            commands.push("x/i $errorpc".to_string());
+        }
         if locals {
             commands.extend(["info locals".to_string(), "info args".to_string()]);
         }

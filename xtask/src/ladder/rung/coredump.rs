@@ -2,9 +2,22 @@
 //! folder, one file per faulting process, named `core_%h.%p.%t`), then `cuda-gdb` reads
 //! each dump in batch mode, again with fewer commands when it crashed on it.
 //!
-//! Must not: read the dumps itself (cuda-gdb does; `findings` reads its log).
+//! For a native target the run is merged with launch-blocking (recorded on an H200, transcripts
+//! point 20): under `CUDA_LAUNCH_BLOCKING=1` the host thread is still inside the faulting
+//! launch when the driver aborts the process after the dump, so the CPU core that abort writes
+//! (the core limit raised for the target only, bounded at [`CPU_CORE_LIMIT_KB`]) holds the host
+//! line of the `<<<>>>` launch, even for unchecked launches. cuda-gdb reads that core in a run
+//! of its own (both cores in one session crashed cuda-gdb 13.0), then the core is deleted: it
+//! is large and holds the process's memory. A Python target's dump runs without
+//! launch-blocking: with the abort there is no traceback, and without it (`skip_abort`) the
+//! traceback named the wrong line on the H200; its launch site comes from the launch-blocking
+//! rung.
+//!
+//! Must not: read the dumps itself (cuda-gdb does; `findings` reads its log), or leave a CPU
+//! core behind.
 
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 
@@ -12,6 +25,7 @@ use super::api::{step, Debug, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
 use super::build::{target, with_options};
 use crate::bundle::inputs::scan_file;
 use crate::bundle::layout::{self, DUMP_PREFIX};
+use crate::findings::verdict::Part;
 use crate::model::{Invocation, Role, RungId};
 use crate::recipe::Resolved;
 
@@ -22,13 +36,35 @@ pub struct Coredump;
 pub const GENERATION_FLAGS: &str = "skip_nonrelocated_elf_images,skip_global_memory,skip_shared_memory,\
 skip_local_memory,skip_constbank_memory";
 
+/// The bound on the CPU core of a native target, in KiB (`ulimit -c`): 8 GiB.
+pub const CPU_CORE_LIMIT_KB: u64 = 8 * 1024 * 1024;
+
+/// The CPU core's name in the rung folder while cuda-gdb reads it.
+const CPU_CORE_FILE: &str = "cpu-core";
+
 pub fn invocation(r: &Resolved, dump_dir: &Path) -> Invocation {
     let mut inv = target(r);
     inv.set("CUDA_ENABLE_COREDUMP_ON_EXCEPTION", "1");
-    inv.set("CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION", "0");
     inv.set("CUDA_COREDUMP_SHOW_PROGRESS", "1");
     inv.set("CUDA_COREDUMP_GENERATION_FLAGS", GENERATION_FLAGS);
     inv.set("CUDA_COREDUMP_FILE", format!("{}/{DUMP_PREFIX}%h.%p.%t", dump_dir.display()));
+    if r.python {
+        inv.set("CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION", "0");
+    } else {
+        inv.set("CUDA_LAUNCH_BLOCKING", "1");
+        // The core limit for the target only: a shell raises it (to the hard limit where that
+        // is lower) and execs the target.
+        let mut argv = vec![
+            "sh".to_string(),
+            "-c".to_string(),
+            format!(
+                "ulimit -c {CPU_CORE_LIMIT_KB} 2>/dev/null || ulimit -c \"$(ulimit -H -c)\"; exec \"$@\""
+            ),
+            "core-limit".to_string(),
+        ];
+        argv.append(&mut inv.argv);
+        inv.argv = argv;
+    }
     with_options(inv, r, RungId::Coredump)
 }
 
@@ -37,6 +73,13 @@ pub fn invocation(r: &Resolved, dump_dir: &Path) -> Invocation {
 /// `locals` asks for arguments and locals, which only a `-G` build has.
 pub fn gdb(core: &Path, full: bool, locals: bool) -> Invocation {
     super::build::cuda_gdb(&[], Some(format!("target cudacore {}", core.display())), full, locals)
+}
+
+/// `cuda-gdb -batch BINARY CORE -ex "thread apply all bt"`: every host thread's stack.
+pub fn cpu_gdb(binary: &str, core: &str) -> Invocation {
+    let mut inv = super::build::cuda_gdb(&[binary.to_string(), core.to_string()], None, false, false);
+    inv.argv.extend(["-ex".to_string(), "thread apply all bt".to_string()]);
+    inv
 }
 
 /// The dumps in a rung folder, sorted.
@@ -51,32 +94,128 @@ fn dumps(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(dumps)
 }
 
+/// The executable cuda-gdb loads with the CPU core: the run's first word, against the run's
+/// folder when it is a relative path (a bare name cuda-gdb finds on `PATH`).
+fn executable(r: &Resolved) -> String {
+    let first = r.run.argv.first().cloned().unwrap_or_default();
+    match (&r.run.cwd, first.contains('/') && !first.starts_with('/')) {
+        (Some(cwd), true) => cwd.join(&first).display().to_string(),
+        _ => first,
+    }
+}
+
+/// Where the kernel writes a core, from `/proc/sys/kernel/core_pattern`: the folder and the
+/// name's fixed start (`core` for `core` or `core.%p`). `Err` with the reason when cores go
+/// to a program (`|/usr/lib/systemd/systemd-coredump ...`) or nowhere.
+pub fn core_place(pattern: &str, cwd: &Path) -> std::result::Result<(PathBuf, String), String> {
+    let p = pattern.trim();
+    if p.is_empty() {
+        return Err("core_pattern is empty: the kernel writes no core".into());
+    }
+    if p.starts_with('|') {
+        return Err(format!(
+            "core_pattern sends cores to a program (`{}`), not to a file the ladder can read",
+            p.chars().take(80).collect::<String>()
+        ));
+    }
+    let path = Path::new(p);
+    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) if d.is_absolute() => d.to_path_buf(),
+        Some(d) => cwd.join(d),
+        None => cwd.to_path_buf(),
+    };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let prefix = name.split('%').next().unwrap_or_default().to_string();
+    if prefix.is_empty() || dir.to_string_lossy().contains('%') {
+        return Err(format!("core_pattern `{p}` has no fixed name to find the core by"));
+    }
+    Ok((dir, prefix))
+}
+
+/// Whether a file name is a core of the pattern whose fixed start is `prefix`: the name itself
+/// (`core`), the name with the `.PID` that `core_uses_pid` adds (`core.4461`), or, for a
+/// pattern with `%` specifiers, any name that starts with it.
+fn is_core_name(name: &str, prefix: &str, exact: bool) -> bool {
+    match name.strip_prefix(prefix) {
+        Some("") => true,
+        Some(rest) if exact => {
+            rest.strip_prefix('.').is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        }
+        Some(_) => true,
+        None => false,
+    }
+}
+
+/// The newest regular file in `dir` named as a core of the pattern (`prefix`, `exact` as
+/// [`is_core_name`] takes them) that was modified since `since`: the core the target's abort
+/// wrote.
+fn find_core(dir: &Path, prefix: &str, exact: bool, since: SystemTime) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| is_core_name(&e.file_name().to_string_lossy(), prefix, exact))
+        .filter_map(|e| {
+            let m = e.metadata().ok().filter(|m| m.is_file())?;
+            let t = m.modified().ok().filter(|t| *t >= since)?;
+            Some((t, e.path()))
+        })
+        .max()
+        .map(|(_, p)| p)
+}
+
+/// Moves the core into the rung's folder (copying across filesystems).
+fn take_core(core: &Path, to: &Path) -> std::io::Result<()> {
+    if std::fs::rename(core, to).is_ok() {
+        return Ok(());
+    }
+    std::fs::copy(core, to)?;
+    std::fs::remove_file(core)
+}
+
 impl Rung for Coredump {
     fn id(&self) -> RungId {
         RungId::Coredump
     }
 
     fn describe(&self) -> &'static str {
-        "rerun with GPU coredumps on, then read each dump with `cuda-gdb` (one run; dumps are \
-         1 MB to hundreds of MB per process)"
+        "rerun with GPU coredumps on (native targets: under launch-blocking, with the CPU core \
+         for the launch line), then read each dump with `cuda-gdb` (one run; dumps are 1 MB to \
+         hundreds of MB per process)"
     }
 
     fn needs_fault(&self) -> bool {
         true
     }
 
+    fn answers(&self, python: bool) -> &'static [Part] {
+        if python {
+            &[Part::SourceLine, Part::Class]
+        } else {
+            &[Part::SourceLine, Part::Class, Part::LaunchSite]
+        }
+    }
+
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
         let core = cx.dir.join(DUMP);
         let locals = cx.debug == Debug::Full;
-        vec![
+        let mut steps = vec![
             Step::target(invocation(cx.recipe, &cx.dir)),
             Step::new(Role::CudaGdb, gdb(&core, true, locals), "cudagdb-{n}").when(When::PerDump),
             Step::new(Role::CudaGdb, gdb(&core, false, false), "cudagdb-{n}-retry")
                 .when(When::PerDumpAfterCrash),
-        ]
+        ];
+        if !cx.recipe.python {
+            let cpu = cx.dir.join(CPU_CORE_FILE).display().to_string();
+            steps.push(
+                Step::new(Role::CudaGdb, cpu_gdb(&executable(cx.recipe), &cpu), "cpucore-gdb")
+                    .when(When::PerCpuCore),
+            );
+        }
+        steps
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
+        let started = SystemTime::now();
         let ran = io.exec(step(steps, When::Always)?)?;
         let dumps = dumps(io.dir())?;
         if dumps.is_empty() {
@@ -107,6 +246,92 @@ impl Rung for Coredump {
                 );
             }
         }
-        Ok(Ran { faulted: !ran.success() || !dumps.is_empty(), yielded: !dumps.is_empty() })
+        if let Some(cpu) = steps.iter().find(|s| s.when == When::PerCpuCore) {
+            if !dumps.is_empty() && !io.interrupted() {
+                self.read_cpu_core(io, cpu, started)?;
+            }
+        }
+        Ok(Ran { faulted: !ran.success() || !dumps.is_empty(), yielded: !dumps.is_empty(), lineinfo: None })
+    }
+}
+
+impl Coredump {
+    /// Finds the CPU core the target's abort wrote, reads its threads' stacks with cuda-gdb,
+    /// and deletes it; what went wrong is a note (the launch site then stays unknown).
+    fn read_cpu_core(&self, io: &mut dyn RungIo, step: &Step, started: SystemTime) -> Result<()> {
+        let cwd = match &io.recipe().run.cwd {
+            Some(c) => c.clone(),
+            None => std::env::current_dir().context("cannot read the current folder")?,
+        };
+        let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
+        let (dir, prefix) = match core_place(&pattern, &cwd) {
+            Ok(p) => p,
+            Err(why) => {
+                io.note(format!("no CPU core to read, so the host launch line stays unknown here: {why}"));
+                return Ok(());
+            }
+        };
+        let exact = !pattern.contains('%');
+        let Some(core) = find_core(&dir, &prefix, exact, started) else {
+            io.note(format!(
+                "no CPU core was found in `{}` (`{prefix}*`): the core limit may be 0 for this user or \
+                 the process was not aborted; the host launch line stays unknown here",
+                dir.display()
+            ));
+            return Ok(());
+        };
+        let size = std::fs::metadata(&core).map(|m| m.len()).unwrap_or(0);
+        let to = io.dir().join(CPU_CORE_FILE);
+        if let Err(e) = take_core(&core, &to) {
+            io.note(format!("could not move the CPU core `{}` into the bundle: {e}", core.display()));
+            return Ok(());
+        }
+        io.say("cuda-gdb on the CPU core (the host threads' stacks)");
+        let result = io.exec(step);
+        let removed = std::fs::remove_file(&to);
+        io.note(format!(
+            "read the CPU core (`{}`, {} MB) for the host stacks{}",
+            core.display(),
+            size / 1_000_000,
+            match removed {
+                Ok(()) => ", then deleted it".to_string(),
+                Err(e) => format!("; deleting it failed ({e}): remove `{}` before sharing", to.display()),
+            }
+        ));
+        result.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_pattern_gives_the_folder_and_the_name_or_why_not() {
+        let cwd = Path::new("/work/app");
+        assert_eq!(core_place("core\n", cwd), Ok((cwd.to_path_buf(), "core".into())));
+        assert_eq!(core_place("core.%e.%p", cwd), Ok((cwd.to_path_buf(), "core.".into())));
+        assert_eq!(core_place("/var/crash/core-%p", cwd), Ok((PathBuf::from("/var/crash"), "core-".into())));
+        assert_eq!(core_place("dumps/core", cwd), Ok((PathBuf::from("/work/app/dumps"), "core".into())));
+        assert!(core_place("|/usr/lib/systemd/systemd-coredump %P %u", cwd).unwrap_err().contains("program"));
+        assert!(core_place("", cwd).is_err());
+        assert!(core_place("%e.core", cwd).is_err());
+    }
+
+    #[test]
+    fn the_newest_core_since_the_run_is_taken() {
+        let d = std::env::temp_dir().join(format!("xtask-core-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let before = SystemTime::now() - std::time::Duration::from_secs(5);
+        std::fs::write(d.join("core"), b"x").unwrap();
+        std::fs::write(d.join("cores.txt"), b"x").unwrap();
+        assert_eq!(find_core(&d, "core", true, before), Some(d.join("core")));
+        let later = SystemTime::now() + std::time::Duration::from_secs(60);
+        assert_eq!(find_core(&d, "core", true, later), None);
+        assert!(is_core_name("core.4461", "core", true));
+        assert!(!is_core_name("cores.txt", "core", true));
+        assert!(!is_core_name("core.txt", "core", true));
+        assert!(is_core_name("core.python3.77", "core.", false));
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

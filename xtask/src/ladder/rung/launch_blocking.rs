@@ -9,6 +9,7 @@ use anyhow::Result;
 
 use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When};
 use super::build::{target, with_options};
+use crate::findings::verdict::Part;
 use crate::model::{Invocation, RungId};
 use crate::recipe::Resolved;
 
@@ -34,6 +35,16 @@ impl Rung for LaunchBlocking {
         true
     }
 
+    /// A Python traceback under launch-blocking names the launching line; a native program's
+    /// own error check does not (unchecked launches), its CPU core does (the coredump rung).
+    fn answers(&self, python: bool) -> &'static [Part] {
+        if python {
+            &[Part::LaunchSite]
+        } else {
+            &[]
+        }
+    }
+
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
         vec![Step::target(invocation(cx.recipe))]
     }
@@ -48,7 +59,7 @@ impl Rung for LaunchBlocking {
             io.note(note);
         }
         let ran = io.exec(target)?;
-        Ok(Ran { faulted: !ran.success(), yielded: true })
+        Ok(Ran { faulted: !ran.success(), yielded: true, lineinfo: None })
     }
 }
 

@@ -1,7 +1,11 @@
 //! Rung 6, memcheck: `compute-sanitizer --tool memcheck` with the text report on stdout and
-//! the XML report saved in the rung's folder, from one run. For PyTorch targets the caching
-//! allocator is turned off, or out-of-bounds accesses land inside cached blocks unseen, and
-//! every child process is followed.
+//! the XML report saved in the rung's folder, from one run. Every allocation gets
+//! [`PADDING`] bytes after it, so that an off-by-one into the next allocation (which plain
+//! memcheck takes for a valid address) lands in padding and is reported. For PyTorch targets
+//! the caching allocator is turned off, or out-of-bounds accesses land inside cached blocks
+//! unseen, and every child process is followed.
+//!
+//! Must not: parse the reports (`findings::memcheck`, `findings::memcheck_xml` do).
 
 use std::path::Path;
 
@@ -10,10 +14,15 @@ use anyhow::Result;
 use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When};
 use super::build::target;
 use crate::bundle::layout::MEMCHECK_XML;
+use crate::findings::verdict::Part;
 use crate::model::{Invocation, RungId};
 use crate::recipe::Resolved;
 
 pub struct Memcheck;
+
+/// Bytes of padding after each allocation (`--padding`): an off-by-one of any element size up
+/// to a 64-byte vector lands in it.
+pub const PADDING: &str = "64";
 
 impl Rung for Memcheck {
     fn id(&self) -> RungId {
@@ -21,43 +30,44 @@ impl Rung for Memcheck {
     }
 
     fn describe(&self) -> &'static str {
-        "rerun under `compute-sanitizer --tool memcheck`: finds bad accesses that do not fault, \
-         but is many times slower (often 10-100x)"
+        "rerun under `compute-sanitizer --tool memcheck --padding 64`: finds bad accesses that do \
+         not fault, even into the next allocation, but is many times slower (often 10-100x)"
+    }
+
+    fn answers(&self, _python: bool) -> &'static [Part] {
+        &[Part::SourceLine, Part::Class, Part::LaunchSite]
     }
 
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
-        vec![Step::target(invocation(cx.recipe, &cx.dir.join(MEMCHECK_XML)))]
+        let xml = cx.dir.join(MEMCHECK_XML);
+        vec![Step::target(invocation(cx.recipe, &xml))]
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        let ran = io.exec(step(steps, When::Always)?)?;
-        let yielded = io.dir().join(MEMCHECK_XML).exists();
-        if !yielded {
-            io.note("compute-sanitizer wrote no XML report".into());
-        }
-        Ok(Ran { faulted: !ran.success(), yielded })
+        run_sanitizer(io, steps, MEMCHECK_XML)
     }
+}
+
+/// The target under memcheck with padding, its XML report saved to `xml`.
+pub fn invocation(r: &Resolved, xml: &Path) -> Invocation {
+    sanitizer(r, RungId::Memcheck, "memcheck", &["--padding", PADDING], xml)
 }
 
 /// Records printed before compute-sanitizer stops printing (it still counts the rest).
 pub const DEFAULT_PRINT_LIMIT: &str = "1000";
 
-pub fn invocation(r: &Resolved, xml: &Path) -> Invocation {
+/// The target under `compute-sanitizer --tool TOOL` with `extra` options, the XML report
+/// saved to `xml`, every child process followed, then the rung's recipe arguments.
+pub fn sanitizer(r: &Resolved, rung: RungId, tool: &str, extra: &[&str], xml: &Path) -> Invocation {
     let t = target(r);
-    let mut argv: Vec<String> = vec![
-        "compute-sanitizer".into(),
-        "--tool".into(),
-        "memcheck".into(),
-        "--print-limit".into(),
-        DEFAULT_PRINT_LIMIT.into(),
-        "--target-processes".into(),
-        "all".into(),
-        "--xml".into(),
-        "--save".into(),
-        xml.display().to_string(),
-    ];
-    let opts = r.rungs.get(&RungId::Memcheck);
-    if let Some(o) = opts {
+    let mut argv: Vec<String> = vec!["compute-sanitizer".into(), "--tool".into(), tool.into()];
+    argv.extend(extra.iter().map(|s| s.to_string()));
+    argv.extend(
+        ["--print-limit", DEFAULT_PRINT_LIMIT, "--target-processes", "all", "--xml", "--save"]
+            .map(String::from),
+    );
+    argv.push(xml.display().to_string());
+    if let Some(o) = r.rungs.get(&rung) {
         argv.extend(o.args.iter().cloned());
     }
     argv.extend(t.argv.iter().cloned());
@@ -68,5 +78,15 @@ pub fn invocation(r: &Resolved, xml: &Path) -> Invocation {
         inv.remove("PYTORCH_CUDA_ALLOC_CONF");
         inv.remove("PYTORCH_ALLOC_CONF");
     }
-    super::build::with_options(inv, r, RungId::Memcheck)
+    super::build::with_options(inv, r, rung)
+}
+
+/// Runs a sanitizer's one step; it yielded when its XML report exists.
+pub fn run_sanitizer(io: &mut dyn RungIo, steps: &[Step], xml: &str) -> Result<Ran> {
+    let ran = io.exec(step(steps, When::Always)?)?;
+    let yielded = io.dir().join(xml).exists();
+    if !yielded {
+        io.note("compute-sanitizer wrote no XML report".into());
+    }
+    Ok(Ran { faulted: !ran.success(), yielded, lineinfo: None })
 }

@@ -14,6 +14,7 @@ pub mod attach;
 pub mod baseline;
 mod build;
 pub mod coredump;
+pub mod initcheck;
 pub mod launch_blocking;
 pub mod memcheck;
 pub mod rebuild;
@@ -23,13 +24,14 @@ pub use api::*;
 pub use build::*;
 
 /// The rungs, in ladder order.
-pub const ALL: [&dyn Rung; 6] = [
+pub const ALL: [&dyn Rung; 7] = [
     &baseline::Baseline,
     &rebuild::Rebuild,
     &launch_blocking::LaunchBlocking,
     &coredump::Coredump,
     &attach::Attach,
     &memcheck::Memcheck,
+    &initcheck::Initcheck,
 ];
 
 /// The rung of an id.

@@ -1,6 +1,7 @@
-//! Rung 2, rebuild: the recipe's build with `NVCC_PREPEND_FLAGS=-lineinfo` (or `-G`) and
-//! compilation caches unable to serve stale objects; then `cuobjdump -elf` on each binary
-//! to check that line info is really there.
+//! Rung 2, rebuild: the recipe's build with `NVCC_PREPEND_FLAGS="-lineinfo -g"` (or `-G -g`)
+//! and compilation caches unable to serve stale objects; then `cuobjdump -elf` on each binary
+//! to check that line info is really there. The policy runs it only when the baseline found
+//! binaries without line info: a baseline that builds the target builds it this way at once.
 
 use std::path::Path;
 
@@ -20,7 +21,7 @@ impl Rung for Rebuild {
     }
 
     fn describe(&self) -> &'static str {
-        "rebuild with `NVCC_PREPEND_FLAGS=-lineinfo`, compilation caches off, and check the \
+        "rebuild with `NVCC_PREPEND_FLAGS=\"-lineinfo -g\"`, compilation caches off, and check the \
          binaries carry line info with `cuobjdump` (one full build)"
     }
 
@@ -31,11 +32,9 @@ impl Rung for Rebuild {
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
         let Some(b) = &cx.recipe.build else { return Vec::new() };
         // The build's streams in `stdout.log` and `stderr.log`, like the target's.
-        let build = invocation(cx.recipe, b, cx.debug, cx.inherited_prepend.as_deref());
+        let build = invocation(cx.recipe, b, cx.debug, cx.inherited_prepend.as_deref(), RungId::Rebuild);
         let mut steps = vec![Step::new(Role::Build, build, "")];
-        for (i, bin) in b.binaries.iter().enumerate() {
-            steps.push(Step::new(Role::Cuobjdump, lineinfo_check(bin), format!("cuobjdump-{}", i + 1)));
-        }
+        steps.extend(lineinfo_checks(b, When::Always));
         steps
     }
 
@@ -48,28 +47,50 @@ impl Rung for Rebuild {
         if !ran.success() {
             bail!("the rebuild failed ({}): see `{}/{}`", ran.text(), io.shown_dir(), layout::STDERR);
         }
-        let mut table = String::new();
-        let mut all_ok = true;
-        for (bin, check) in b.binaries.iter().zip(steps) {
-            let ran = io.exec(check)?;
-            let n = std::fs::File::open(layout::logs(io.dir(), &check.stem).0)
-                .map(|f| count_line_sections_in(std::io::BufReader::new(f)))
-                .unwrap_or(0);
-            table.push_str(&format!("{}\t{n} line-info sections\t{}\n", bin.display(), ran.text()));
-            if n == 0 {
-                all_ok = false;
-                io.note(format!(
-                    "`{}` has no line info after the rebuild: the build may not use nvcc, may ignore \
-                     NVCC_PREPEND_FLAGS, or may not have rebuilt it",
-                    bin.display()
-                ));
-            }
-        }
-        let table_path = io.dir().join(layout::LINEINFO_TABLE);
-        std::fs::write(&table_path, table)
-            .with_context(|| format!("cannot write `{}`", table_path.display()))?;
-        Ok(Ran { faulted: false, yielded: all_ok })
+        let all_ok = check_lineinfo(io, &b, steps, "after the rebuild")?;
+        Ok(Ran { faulted: false, yielded: all_ok, lineinfo: Some(all_ok) })
     }
+}
+
+/// The `cuobjdump -elf` step of each binary, run `when`.
+pub fn lineinfo_checks(b: &RecipeStep, when: When) -> Vec<Step> {
+    b.binaries
+        .iter()
+        .enumerate()
+        .map(|(i, bin)| {
+            Step::new(Role::Cuobjdump, lineinfo_check(bin), format!("cuobjdump-{}", i + 1)).when(when)
+        })
+        .collect()
+}
+
+/// Runs the `cuobjdump` steps (one per binary, in order), writes the line-info table into the
+/// rung's folder and says whether every binary has line info; a binary without is noted.
+pub fn check_lineinfo<'s>(
+    io: &mut dyn RungIo,
+    b: &RecipeStep,
+    checks: impl Iterator<Item = &'s Step>,
+    when: &str,
+) -> Result<bool> {
+    let mut table = String::new();
+    let mut all_ok = true;
+    for (bin, check) in b.binaries.iter().zip(checks) {
+        let ran = io.exec(check)?;
+        let n = std::fs::File::open(layout::logs(io.dir(), &check.stem).0)
+            .map(|f| count_line_sections_in(std::io::BufReader::new(f)))
+            .unwrap_or(0);
+        table.push_str(&format!("{}\t{n} line-info sections\t{}\n", bin.display(), ran.text()));
+        if n == 0 {
+            all_ok = false;
+            io.note(format!(
+                "`{}` has no line info {when}: the build may not use nvcc, may ignore \
+                     NVCC_PREPEND_FLAGS, or may not have rebuilt it",
+                bin.display()
+            ));
+        }
+    }
+    let table_path = io.dir().join(layout::LINEINFO_TABLE);
+    std::fs::write(&table_path, table).with_context(|| format!("cannot write `{}`", table_path.display()))?;
+    Ok(all_ok)
 }
 
 /// `nvcc -o DIR/FILE` does not create `DIR`: the build's output folders are made first.
@@ -81,29 +102,26 @@ pub fn create_binary_dirs(b: &RecipeStep) -> Result<()> {
     Ok(())
 }
 
-/// The build, as the recipe has it, with line info added and caches bypassed.
+/// The build, as the recipe has it, with line info (and host debug info) added and caches
+/// bypassed; `rung`'s recipe options apply (the baseline's when it builds the target first).
 pub fn invocation(
     r: &Resolved,
     build: &RecipeStep,
     debug: Debug,
     inherited_prepend: Option<&str>,
+    rung: RungId,
 ) -> Invocation {
     let mut inv = from_step(build);
     let flags = match inherited_prepend.filter(|s| !s.trim().is_empty()) {
-        Some(prev) => format!("{} {prev}", debug.flag()),
-        None => debug.flag().to_string(),
+        Some(prev) => format!("{} {prev}", debug.flags()),
+        None => debug.flags(),
     };
     inv.set("NVCC_PREPEND_FLAGS", flags);
     // ccache would hand back the objects built without line info.
     inv.set("CCACHE_DISABLE", "1");
     // sccache cannot be disabled by a variable, but it can be told to recompile and re-cache.
     inv.set("SCCACHE_RECACHE", "1");
-    with_options(inv, r, RungId::Rebuild)
-}
-
-/// The plain build that makes the target exist before the baseline, when it does not yet.
-pub fn plain_build(build: &RecipeStep) -> Invocation {
-    from_step(build)
+    with_options(inv, r, rung)
 }
 
 /// `cuobjdump -elf BINARY`.
