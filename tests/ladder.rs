@@ -19,7 +19,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 mod support;
-use support::run::{target_recipe, Run};
+use support::run::{target_recipe, Output, Run};
 use support::{alive, path_with, root, standins, Scratch};
 
 /// Waits up to `limit` for the condition, checking every 20 ms.
@@ -698,6 +698,23 @@ fn python_standin(s: &Scratch) -> PathBuf {
     p
 }
 
+/// The built-in `pytorch` recipe on vllm_shaped.py's spawned worker (the `triton_worker`
+/// recordings), with `extra` arguments.
+fn triton_worker_run(s: &Scratch, extra: &[&str]) -> Output {
+    let python = python_standin(s);
+    let mut run = Run::new(s, Path::new("pytorch"), "triton_worker")
+        .arg("--set")
+        .arg(&format!("python={}", python.display()))
+        .arg("--set")
+        .arg("script=vllm_shaped.py")
+        .arg("--set")
+        .arg("args=worker");
+    for a in extra {
+        run = run.arg(a);
+    }
+    run.run()
+}
+
 /// The built-in `pytorch` recipe on the Triton kernel with a missing mask, run in a spawned
 /// worker (vllm_shaped.py, recorded on the H200), with `--full`: every rung, the verdict at
 /// the kernel's Python line, the collect step in the bundle, the Python environment of each
@@ -705,16 +722,7 @@ fn python_standin(s: &Scratch) -> PathBuf {
 #[test]
 fn the_pytorch_recipe_finds_the_triton_kernel_line_in_the_worker() {
     let s = Scratch::for_run("pytorch");
-    let python = python_standin(&s);
-    let out = Run::new(&s, Path::new("pytorch"), "triton_worker")
-        .arg("--set")
-        .arg(&format!("python={}", python.display()))
-        .arg("--set")
-        .arg("script=vllm_shaped.py")
-        .arg("--set")
-        .arg("args=worker")
-        .arg("--full")
-        .run();
+    let out = triton_worker_run(&s, &["--full"]);
     assert_eq!(out.code(), Some(0), "{}", out.both());
     let b = s.only_bundle();
     assert_eq!(
@@ -781,15 +789,7 @@ fn the_pytorch_recipe_finds_the_triton_kernel_line_in_the_worker() {
 #[test]
 fn the_pytorch_recipe_climbs_coredump_then_launch_blocking_for_the_launch_site() {
     let s = Scratch::for_run("pytorch-default");
-    let python = python_standin(&s);
-    let out = Run::new(&s, Path::new("pytorch"), "triton_worker")
-        .arg("--set")
-        .arg(&format!("python={}", python.display()))
-        .arg("--set")
-        .arg("script=vllm_shaped.py")
-        .arg("--set")
-        .arg("args=worker")
-        .run();
+    let out = triton_worker_run(&s, &[]);
     assert_eq!(out.code(), Some(0), "{}", out.both());
     let b = s.only_bundle();
     assert_eq!(b.rung_dirs(), ["01-baseline", "02-coredump", "03-launch-blocking"], "{}", out.both());

@@ -35,18 +35,8 @@ if [ "${PLAIN_LADDER:-0}" != 1 ]; then
   build inlined_G -G
 fi
 
-now() { date +%s.%N; }
-meta() { printf '%s\t%s\t%.3f\t%s\n' "$1" "$2" "$3" "$4" >> "$CASE_DIR/meta.tsv"; }
-
-run_rung() { # rung logfile env... -- cmd...
-  local rung=$1 log=$2; shift 2
-  local envs=()
-  while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
-  local t0; t0=$(now)
-  timeout -s KILL "$T" env "${envs[@]}" "$@" > "$CASE_DIR/$log" 2>&1
-  local rc=$?
-  meta "$rung" "$rc" "$(awk "BEGIN{print $(now) - $t0}")" "${envs[*]} $*"
-}
+# shellcheck source=tests/gpu/lib.sh
+source "$HERE/lib.sh"
 
 gdb_core() { # core-file extra-commands...
   local core=$1 i=$2; shift 2
