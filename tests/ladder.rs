@@ -125,9 +125,12 @@ fn oob_write_climbs_past_the_coredump_to_memcheck_and_says_the_launch_line_stays
     assert!(files.iter().any(|f| f == "cudagdb-1-retry.log"), "{files:?}");
     assert!(b.read("rungs/02-coredump/cudagdb-1-retry.command.txt").contains("target cudacore"));
     assert!(!b.read("rungs/02-coredump/cudagdb-1-retry.command.txt").contains(" bt"));
-    // memcheck, with padding, both reports from one run.
+    // memcheck, with padding, both reports from one run, scoped to the kernel the coredump
+    // rung named (by its identifier: the warp had exited, no mangled name was printed).
     let mc = b.read("rungs/03-memcheck/command.txt");
-    assert!(mc.contains("compute-sanitizer --tool memcheck --padding 64 --print-limit 1000"), "{mc}");
+    assert!(mc.contains("compute-sanitizer --tool memcheck --padding 64 --kernel-name"), "{mc}");
+    assert!(mc.contains("kns=scale_write "), "{mc}");
+    assert!(b.notes("memcheck").contains("scoped to the suspect kernel"), "{}", b.notes("memcheck"));
     assert!(b.read("rungs/03-memcheck/memcheck.xml").contains("<?xml"));
     assert!(b.read("rungs/03-memcheck/stdout.log").contains("Invalid __global__ write of size 4 bytes"));
     // The target died of SIGABRT after the dump, as the real program did (134 in meta.tsv).

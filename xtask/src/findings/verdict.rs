@@ -9,6 +9,26 @@ use serde::Serialize;
 
 use super::{names, Access, Dim3, ErrorClass, Evidence, Fault, Frame, HostStack, SourceLoc, Symptom, Tool};
 
+/// The verdict's kernel as compute-sanitizer's `--kernel-name kns=` takes it: a substring of
+/// the mangled name. The mangled name a tool printed for it; else its unqualified identifier
+/// (`apply_offsets` of `apply_offsets(float*, ...)`, `nll_loss_forward_reduce_cuda_kernel_2d` of
+/// `at::native::...::nll_loss_forward_reduce_cuda_kernel_2d<float, ...>(...)`), which an
+/// Itanium-mangled name holds verbatim and a Triton or `extern "C"` kernel's name is; none for
+/// an identifier too short to single a kernel out.
+pub fn kernel_filter(a: &Analysis) -> Option<String> {
+    let v = a.verdict.as_ref()?;
+    let mangled = a.findings.iter().find_map(|f| {
+        let k = f.item.kernel.as_deref()?;
+        f.item.mangled.clone().filter(|m| m.starts_with("_Z") && same_kernel(k, &v.kernel))
+    });
+    mangled.or_else(|| {
+        let key = names::kernel_key(&v.kernel);
+        let ident = key.rsplit("::").next().unwrap_or(&key);
+        let ok = ident.len() >= 4 && ident.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        ok.then(|| ident.to_string())
+    })
+}
+
 /// A part of a complete verdict (issue: the kernel, the user's line, the class, the launch
 /// site). A verdict always names the kernel; the others may be unknown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -761,6 +781,23 @@ mod tests {
         ));
         assert!(same_kernel("scatter_far(int *, int)", "_Z11scatter_farPii"));
         assert!(!same_kernel("scatter", "scatter_far"));
+    }
+
+    #[test]
+    fn the_sanitizer_filter_is_the_mangled_name_or_the_identifier() {
+        use crate::findings::scan::scan_str;
+        // The coredump progress stream of shared_atomic.cu names `_Z9histogramPKiPji`.
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/h200/");
+        let read = |f: &str| std::fs::read_to_string(format!("{dir}{f}")).unwrap();
+        let a = decide(&[scan_str(&read("shared_atomic/merged.log"), "coredump")]);
+        assert_eq!(kernel_filter(&a).as_deref(), Some("_Z9histogramPKiPji"));
+        // cuda-gdb attached to the inlined case prints the demangled signature only.
+        let a = decide(&[scan_str(&read("inlined/memcheck.log"), "memcheck")]);
+        assert_eq!(kernel_filter(&a).as_deref(), Some("apply_offsets"));
+        // PyTorch's assert line: a qualified template, cut to its identifier.
+        let a = decide(&[scan_str(&read("torch_assert/baseline.log"), "baseline")]);
+        assert_eq!(kernel_filter(&a).as_deref(), Some("nll_loss_forward_reduce_cuda_kernel_2d"));
+        assert_eq!(kernel_filter(&decide(&[])), None);
     }
 
     #[test]

@@ -411,6 +411,16 @@ impl RungIo for Io<'_, '_, '_> {
         self.state.climb.interrupt.is_set()
     }
 
+    /// Only the default climb scopes a sanitizer to the suspect: `--full` and `--rungs` ask for
+    /// the rung as such, every kernel checked.
+    fn suspect(&self) -> Option<String> {
+        let req = self.state.climb.request;
+        if req.full || req.rungs.is_some() {
+            return None;
+        }
+        crate::findings::verdict::kernel_filter(&self.state.analysis)
+    }
+
     fn exec(&mut self, step: &Step) -> Result<Exit> {
         let place = self.state.place(step);
         let bar = self.bar;

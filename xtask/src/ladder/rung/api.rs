@@ -96,6 +96,9 @@ pub enum When {
     /// After the target, when the binaries existed before the ladder (their line info is
     /// checked, not assumed).
     BinariesPresent,
+    /// Instead of the [`When::Always`] step, when the verdict so far names a suspect kernel
+    /// ([`KERNEL`] stands for its mangled name).
+    KernelKnown,
     /// On the CPU core the target's abort wrote, once moved into the rung's folder.
     PerCpuCore,
     /// Once per dump the target left ([`DUMP`] in its argv stands for the dump's path).
@@ -115,6 +118,7 @@ impl When {
             When::Always => "",
             When::BinariesMissing => "if a binary does not exist yet",
             When::BinariesPresent => "if the binaries existed already",
+            When::KernelKnown => "instead, when a suspect kernel is known",
             When::PerCpuCore => "on the CPU core, if one was written (then deleted)",
             When::PerDump => "per dump",
             When::PerDumpAfterCrash => "per dump, if cuda-gdb crashed",
@@ -135,6 +139,8 @@ pub enum At {
 
 /// Stands for the path of a dump in a [`When::PerDump`] step.
 pub const DUMP: &str = "core_<host>.<pid>.<time>";
+/// Stands for the suspect kernel's mangled name in a [`When::KernelKnown`] step.
+pub const KERNEL: &str = "<mangled name of the suspect kernel>";
 /// Stands for the pid in a [`When::OnWaitMessage`] step.
 pub const PID: &str = "<PID from the message>";
 
@@ -198,6 +204,9 @@ pub trait RungIo {
     fn shown_dir(&self) -> String;
     /// GPUs doctor saw.
     fn gpus(&self) -> usize;
+    /// The kernel the verdict so far names, as a sanitizer's `--kernel-name kns=` filter
+    /// takes it (a substring of the mangled name), when there is one.
+    fn suspect(&self) -> Option<String>;
     fn interrupted(&self) -> bool;
     /// Runs one step into the bundle and records it; the target's and the build's lines go
     /// to the progress.

@@ -6,8 +6,8 @@
 
 use anyhow::Result;
 
-use super::api::{Ran, Rung, RungIo, Step, StepCx};
-use super::memcheck::{run_sanitizer, sanitizer};
+use super::api::{Ran, Rung, RungIo, Step, StepCx, When};
+use super::memcheck::{kns, run_sanitizer, sanitizer, KERNEL_NAME};
 use crate::bundle::layout::INITCHECK_XML;
 use crate::findings::verdict::Part;
 use crate::model::RungId;
@@ -30,7 +30,11 @@ impl Rung for Initcheck {
 
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
         let xml = cx.dir.join(INITCHECK_XML);
-        vec![Step::target(sanitizer(cx.recipe, RungId::Initcheck, "initcheck", &[], &xml))]
+        vec![
+            Step::target(sanitizer(cx.recipe, RungId::Initcheck, "initcheck", &[], &xml)),
+            Step::target(sanitizer(cx.recipe, RungId::Initcheck, "initcheck", &[KERNEL_NAME, &kns()], &xml))
+                .when(When::KernelKnown),
+        ]
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When};
+use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When, KERNEL};
 use super::build::target;
 use crate::bundle::layout::MEMCHECK_XML;
 use crate::findings::verdict::Part;
@@ -40,7 +40,14 @@ impl Rung for Memcheck {
 
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
         let xml = cx.dir.join(MEMCHECK_XML);
-        vec![Step::target(invocation(cx.recipe, &xml))]
+        let scoped = sanitizer(
+            cx.recipe,
+            RungId::Memcheck,
+            "memcheck",
+            &["--padding", PADDING, KERNEL_NAME, &kns()],
+            &xml,
+        );
+        vec![Step::target(invocation(cx.recipe, &xml)), Step::target(scoped).when(When::KernelKnown)]
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
@@ -51,6 +58,15 @@ impl Rung for Memcheck {
 /// The target under memcheck with padding, its XML report saved to `xml`.
 pub fn invocation(r: &Resolved, xml: &Path) -> Invocation {
     sanitizer(r, RungId::Memcheck, "memcheck", &["--padding", PADDING], xml)
+}
+
+/// compute-sanitizer's kernel filter: only the suspect kernel is checked, which is many times
+/// faster on a program that launches thousands of others.
+pub const KERNEL_NAME: &str = "--kernel-name";
+
+/// The filter's value for the suspect kernel (a substring of its mangled name).
+pub fn kns() -> String {
+    format!("kns={KERNEL}")
 }
 
 /// Records printed before compute-sanitizer stops printing (it still counts the rest).
@@ -81,9 +97,20 @@ pub fn sanitizer(r: &Resolved, rung: RungId, tool: &str, extra: &[&str], xml: &P
     super::build::with_options(inv, r, rung)
 }
 
-/// Runs a sanitizer's one step; it yielded when its XML report exists.
+/// Runs a sanitizer's step: scoped to the suspect kernel when the verdict so far names one,
+/// else over every kernel; it yielded when its XML report exists.
 pub fn run_sanitizer(io: &mut dyn RungIo, steps: &[Step], xml: &str) -> Result<Ran> {
-    let ran = io.exec(step(steps, When::Always)?)?;
+    let scoped = steps.iter().find(|s| s.when == When::KernelKnown);
+    let ran = match (io.suspect(), scoped) {
+        (Some(kernel), Some(s)) => {
+            io.note(format!(
+                "scoped to the suspect kernel (`--kernel-name kns={kernel}`): other kernels were not checked; \
+                 `--rungs memcheck` alone checks them all"
+            ));
+            io.exec(&s.filled(KERNEL, &kernel, 1))?
+        }
+        _ => io.exec(step(steps, When::Always)?)?,
+    };
     let yielded = io.dir().join(xml).exists();
     if !yielded {
         io.note("compute-sanitizer wrote no XML report".into());
