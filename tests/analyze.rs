@@ -262,3 +262,96 @@ fn bundles_written_by_debug_ima_on_the_gpu_are_read_whole() {
         });
     }
 }
+
+/// A scratch folder under `CARGO_TARGET_TMPDIR`.
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("analyze-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn mkfifo(p: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    // Safe: a valid NUL-terminated path.
+    assert_eq!(unsafe { nix::libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", p.display());
+}
+
+/// `analyze(paths)` on a thread, failing the test if it blocks for 20 s.
+fn analyze_within(paths: Vec<PathBuf>) -> anyhow::Result<xtask::findings::verdict::Analysis> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let shown = format!("{paths:?}");
+    std::thread::spawn(move || {
+        let _ = tx.send(analyze(&paths));
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(20)).unwrap_or_else(|_| panic!("analyze {shown} blocked"))
+}
+
+#[test]
+fn a_fifo_or_device_given_as_input_is_refused_without_blocking() {
+    let dir = scratch("fifo");
+    let fifo = dir.join("memcheck.log");
+    mkfifo(&fifo);
+    let e = format!("{:#}", analyze_within(vec![fifo.clone()]).unwrap_err());
+    assert_eq!(
+        e,
+        format!(
+            "cannot read `{}`: it is a named pipe (FIFO), not a file: pass log files, XML reports or a bundle directory",
+            fifo.display()
+        )
+    );
+    let e = format!("{:#}", analyze_within(vec![PathBuf::from("/dev/zero")]).unwrap_err());
+    assert!(e.contains("it is a character device"), "{e}");
+    // Inside a directory, what is not a regular file is skipped; the recording beside it is read.
+    std::fs::copy(root().join("tests/fixtures/h200/oob_write/memcheck.log"), dir.join("real.log")).unwrap();
+    let a = analyze_within(vec![dir.clone()]).unwrap();
+    assert_eq!(a.inputs.len(), 1);
+    assert_eq!(a.verdict.unwrap().line, Some(7));
+    // The binary says the same and exits 1.
+    let out = xtask().arg("analyze").arg(&fifo).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("named pipe (FIFO)"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Kernel names with 2-, 3- and 4-byte characters, raw in the text log and as character
+/// references in the XML report (where they once panicked in `names::kernel_key`).
+#[test]
+fn kernel_names_of_any_utf8_are_analyzed() {
+    let dir = scratch("utf8");
+    let src = root().join("tests/fixtures/h200/oob_write");
+    let name = "核心_😀_é";
+    let log = std::fs::read_to_string(src.join("memcheck.log")).unwrap().replace("scale_write", name);
+    std::fs::write(dir.join("memcheck.log"), log).unwrap();
+    let xml = std::fs::read_to_string(src.join("memcheck.xml"))
+        .unwrap()
+        .replace("<func>scale_write</func>", "<func>&#x6838;&#24515;_&#x1F600;_&#233;</func>");
+    std::fs::write(dir.join("memcheck.xml"), xml).unwrap();
+    for file in ["memcheck.log", "memcheck.xml"] {
+        let out = xtask().args(["analyze", "--json"]).arg(dir.join(file)).output().unwrap();
+        assert!(out.status.success(), "{file}: {}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let kernel = v["verdict"]["kernel"].as_str().unwrap();
+        assert!(kernel.starts_with(name), "{file}: {kernel}");
+        assert_eq!(names::kernel_key(kernel), name);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Thousands of distinct long kernel names cluster into as many kernels (each name its own),
+/// the first one's records winning the tie: the clustering's result, which the index keeps
+/// (its speed is `bench --names`, in docs/benchmarks.md).
+#[test]
+fn many_distinct_long_kernel_names_cluster_one_each() {
+    let records = std::fs::read_to_string(root().join("tests/fixtures/h200/oob_write/memcheck.log")).unwrap();
+    let t = &xtask::commands::bench::extract_records(&records)[0];
+    let text = xtask::commands::bench::names_log(t, 300, 5_000);
+    let ev = xtask::findings::scan::scan_str(&text, "names.log");
+    let a = xtask::findings::verdict::decide(&[ev]);
+    assert_eq!(a.findings.len(), 300);
+    let v = a.verdict.unwrap();
+    assert!(v.kernel.starts_with("k00000_"), "{}", &v.kernel[..40]);
+    assert_eq!(v.disagreements.len(), 299);
+    assert!(same_kernel(&v.kernel, &xtask::commands::bench::distinct_name(0, 5_000)));
+}

@@ -1,7 +1,8 @@
 //! Packing, unpacking and verifying bundle archives through the library API: determinism,
 //! `sha256sum -c` on what `pack` writes, round trips, tampered bundles and archives, hostile
-//! archives built by hand (each refused, nothing written outside the destination), and
-//! arbitrary or mutated input.
+//! archives built by hand (each refused, nothing written outside the destination), arbitrary
+//! or mutated input; decompression bombs (the ratio limit and its flag), interrupted packs and
+//! unpacks (nothing partial left), FIFOs and devices given as paths, and alias-bomb manifests.
 //!
 //! Must not: write outside `CARGO_TARGET_TMPDIR`, or need a GPU or the network.
 
@@ -15,9 +16,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use proptest::prelude::*;
 use tar::{EntryType, Header};
 use xtask::bundle::archive::{
-    default_archive_path, default_archive_path_for, is_coredump, pack, render_verification, sha256_file,
-    unpack, verify, write_sums, write_sums_reusing, Compression, Limits, PackOptions, Verification, LEFT_OUT,
-    SUMS,
+    default_archive_path, default_archive_path_for, is_coredump, pack, pack_until, render_verification,
+    sha256_file, unpack, unpack_until, verify, write_sums, write_sums_reusing, Compression, Limits,
+    PackOptions, Verification, LEFT_OUT, SUMS,
 };
 
 /// A real bundle written by `debug-ima` on an H200 (with a real GPU coredump).
@@ -201,6 +202,7 @@ fn defaults_are_as_documented() {
     assert_eq!((o.with_coredumps, o.level, o.threads), (false, 3, 0));
     let l = Limits::default();
     assert_eq!((l.max_total_bytes, l.max_file_bytes, l.max_entries), (64 << 30, 32 << 30, 100_000));
+    assert_eq!((l.max_ratio, l.ratio_floor_bytes), (1_000, 256 << 20));
     assert_eq!(default_archive_path(Path::new("bundles/x")), PathBuf::from("bundles/x.tar.zst"));
     assert_eq!(default_archive_path(Path::new("bundles/x/")), PathBuf::from("bundles/x.tar.zst"));
     assert!(is_coredump(REAL_DUMP) && is_coredump(OUR_DUMP) && !is_coredump(LONG));
@@ -684,7 +686,7 @@ fn case(label: &'static str, entries: Vec<Raw>, says: Vec<&'static str>) -> Case
 fn hostile_cases() -> Vec<Case> {
     let dir = || raw("top/", EntryType::Directory, b"");
     let file = |n: &str| raw(n, EntryType::Regular, b"data\n");
-    let small = Limits { max_total_bytes: 6, max_file_bytes: 5, max_entries: 3 };
+    let small = Limits { max_total_bytes: 6, max_file_bytes: 5, max_entries: 3, ..Limits::default() };
     let valid = raw_tar(&[dir(), file("top/a")]);
     let mut cases = vec![
         case("dotdot", vec![file("../evil")], vec!["entry `../evil` has `..` in its path"]),
@@ -921,7 +923,12 @@ fn a_valid_hand_written_archive_unpacks() {
     assert_eq!(fs::read(u.root.join("from-pax")).unwrap(), b"pax\n");
     assert_eq!(fs::read(u.root.join("l".repeat(150))).unwrap(), b"long\n");
     // Exactly at the limits is fine.
-    let limits = Limits { max_total_bytes: 19, max_file_bytes: 5, max_entries: entries.len() as u64 - 2 };
+    let limits = Limits {
+        max_total_bytes: 19,
+        max_file_bytes: 5,
+        max_entries: entries.len() as u64 - 2,
+        ..Limits::default()
+    };
     unpack(&case.join("ok.tar.zst"), &case.join("into2"), &limits).unwrap();
 }
 
@@ -958,7 +965,8 @@ fn never_escapes(archive: &[u8]) -> Result<(), TestCaseError> {
     fs::write(&path, archive).unwrap();
     let into = case.join("into");
     let before = tree(&case);
-    let limits = Limits { max_total_bytes: 1 << 20, max_file_bytes: 1 << 19, max_entries: 1000 };
+    let limits =
+        Limits { max_total_bytes: 1 << 20, max_file_bytes: 1 << 19, max_entries: 1000, ..Limits::default() };
     let res = unpack(&path, &into, &limits);
     let _ = verify(&path);
     let after = tree(&case);
@@ -1098,4 +1106,324 @@ fn write_sums_reuses_known_hashes_of_unchanged_sizes() {
         sums.contains(&format!("{manifest}  manifest.yaml\n")),
         "a changed size must be hashed anew: {sums}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bombs, interrupts and special files
+
+/// A `.tar.zst` of one bundle folder `top` holding `file` of `len` zero bytes, streamed (the
+/// zeros are never in memory at once): a few KB that unpack to `len`.
+fn zero_bomb(path: &Path, len: u64) {
+    let out = fs::File::create(path).unwrap();
+    let mut enc = zstd::stream::write::Encoder::new(out, 3).unwrap();
+    let mut dir = Header::new_gnu();
+    dir.set_entry_type(EntryType::Directory);
+    dir.set_mode(0o755);
+    dir.set_size(0);
+    dir.set_path("top/").unwrap();
+    dir.set_cksum();
+    enc.write_all(dir.as_bytes()).unwrap();
+    let mut h = Header::new_gnu();
+    h.set_entry_type(EntryType::Regular);
+    h.set_mode(0o644);
+    h.set_size(len);
+    h.set_path("top/zeros.log").unwrap();
+    h.set_cksum();
+    enc.write_all(h.as_bytes()).unwrap();
+    let chunk = vec![0u8; 1 << 20];
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        enc.write_all(&chunk[..n]).unwrap();
+        left -= n as u64;
+    }
+    enc.write_all(&vec![0u8; ((512 - len % 512) % 512) as usize + 1024]).unwrap();
+    enc.finish().unwrap();
+}
+
+#[test]
+fn decompression_bombs_are_refused_and_the_limit_can_be_raised() {
+    let dir = scratch("bomb");
+    let bomb = dir.join("bomb.tar.zst");
+    zero_bomb(&bomb, 64 << 20);
+    let size = fs::metadata(&bomb).unwrap().len();
+    assert!(size < 64 << 10, "{size} bytes");
+    // A floor of 1 MiB and a ratio of 100, so that 64 MiB shows what 10 GiB would.
+    let tight = Limits { max_ratio: 100, ratio_floor_bytes: 1 << 20, ..Limits::default() };
+    let into = dir.join("out");
+    let e = format!("{:#}", unpack(&bomb, &into, &tight).unwrap_err());
+    assert!(e.contains("it unpacks to more than 100 times its size"), "{e}");
+    assert!(
+        e.contains("nothing was unpacked; if you trust it, raise the limit: `bundle unpack --max-ratio N`"),
+        "{e}"
+    );
+    assert!(!into.exists(), "{into:?} was left");
+    // Raised, it unpacks.
+    let raised = Limits { max_ratio: 1_000_000, ..tight };
+    let u = unpack(&bomb, &into, &raised).unwrap();
+    assert_eq!(fs::metadata(u.root.join("zeros.log")).unwrap().len(), 64 << 20);
+    // Under the default floor (256 MiB), any ratio passes: small archives are never refused.
+    let u = unpack(&bomb, &dir.join("default"), &Limits::default()).unwrap();
+    assert_eq!(u.bytes, 64 << 20);
+}
+
+/// The command line: `bundle unpack` and `bundle verify` refuse a bomb past the default floor
+/// (300 MiB of zeros in some KB) with what to do; `--max-ratio` lets `unpack` through.
+#[test]
+fn the_command_refuses_a_bomb_and_takes_max_ratio() {
+    let dir = scratch("bomb-cli");
+    let bomb = dir.join("bomb.tar.zst");
+    zero_bomb(&bomb, 300 << 20);
+    let xtask =
+        |args: &[&std::ffi::OsStr]| Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).output().unwrap();
+    let into = dir.join("out");
+    let out = xtask(&["bundle".as_ref(), "unpack".as_ref(), bomb.as_os_str(), into.as_os_str()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("it unpacks to more than 1000 times its size"), "{err}");
+    assert!(err.contains("--max-ratio"), "{err}");
+    assert_eq!(fs::read_dir(&into).map(|d| d.count()).unwrap_or(0), 0, "something was left in {into:?}");
+    let out = xtask(&["bundle".as_ref(), "verify".as_ref(), bomb.as_os_str()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("times its size"), "{err}");
+    let out = xtask(&[
+        "bundle".as_ref(),
+        "unpack".as_ref(),
+        bomb.as_os_str(),
+        into.as_os_str(),
+        "--max-ratio".as_ref(),
+        "100000".as_ref(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(fs::metadata(into.join("top/zeros.log")).unwrap().len(), 300 << 20);
+}
+
+/// A stop check that says stop from its `n`-th call on.
+fn stop_after(n: usize) -> impl Fn() -> bool {
+    let calls = std::cell::Cell::new(0usize);
+    move || {
+        calls.set(calls.get() + 1);
+        calls.get() > n
+    }
+}
+
+#[test]
+fn an_interrupted_unpack_leaves_nothing() {
+    let dir = scratch("unpack-stop");
+    let b = make_bundle(&dir);
+    let archive = dir.join("b.tar.zst");
+    pack(&b, &archive, &PackOptions::default()).unwrap();
+    let into = dir.join("out");
+    fs::create_dir(&into).unwrap();
+    for n in [0, 1, 3, 10, 30] {
+        let e =
+            format!("{:#}", unpack_until(&archive, &into, &Limits::default(), &stop_after(n)).unwrap_err());
+        assert!(e.starts_with("interrupted while reading"), "after {n}: {e}");
+        assert!(e.ends_with("nothing was unpacked"), "{e}");
+        assert_eq!(fs::read_dir(&into).unwrap().count(), 0, "after {n} checks, left: {:?}", tree(&into));
+    }
+    // Not stopped, the same archive unpacks.
+    unpack_until(&archive, &into, &Limits::default(), &|| false).unwrap();
+}
+
+#[test]
+fn an_interrupted_pack_leaves_no_partial_archive() {
+    let dir = scratch("pack-stop");
+    let b = make_bundle(&dir);
+    let before = files_of(&b);
+    let archive = dir.join("b.tar.zst");
+    for n in [0, 1, 5, 20] {
+        let e =
+            format!("{:#}", pack_until(&b, &archive, &PackOptions::default(), &stop_after(n)).unwrap_err());
+        assert!(e.contains("interrupted while packing"), "after {n}: {e}");
+        assert!(e.contains("the partial archive was removed"), "{e}");
+        let left: Vec<_> = fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from(NAME)], "after {n} checks");
+        assert!(files_of(&b) == before, "the bundle changed");
+    }
+    pack_until(&b, &archive, &PackOptions::default(), &|| false).unwrap();
+}
+
+/// Waits until `f` holds (up to 60 s), polling every millisecond.
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !f() {
+        assert!(start.elapsed() < std::time::Duration::from_secs(60), "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Ctrl-C (SIGINT) to the real command while it unpacks 1 GiB, then while it packs it: the
+/// hidden partial folder and the `.partial` archive are removed, and it says it was interrupted.
+#[test]
+fn ctrl_c_during_unpack_and_pack_cleans_up() {
+    let dir = scratch("ctrl-c");
+    let b = dir.join(NAME);
+    copy_dir(Path::new(FIXTURE), &b);
+    // A sparse gigabyte: it reads as zeros and takes no disk.
+    fs::File::create(b.join("rungs/big.log")).unwrap().set_len(1 << 30).unwrap();
+    let archive = dir.join("b.tar.zst");
+    let sigint = |child: &std::process::Child| {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap()
+    };
+    let spawn = |args: &[&std::ffi::OsStr]| {
+        Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let partial = dir.join("b.tar.zst.partial");
+    let child =
+        spawn(&["bundle".as_ref(), "pack".as_ref(), b.as_os_str(), "-o".as_ref(), archive.as_os_str()]);
+    wait_for("the partial archive", || partial.exists());
+    sigint(&child);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("interrupted while packing"), "{err}");
+    assert!(
+        !partial.exists() && !archive.exists(),
+        "left: {:?}",
+        fs::read_dir(&dir).unwrap().collect::<Vec<_>>()
+    );
+
+    pack(&b, &archive, &PackOptions::default()).unwrap();
+    let into = dir.join("out");
+    fs::create_dir(&into).unwrap();
+    let child = spawn(&[
+        "bundle".as_ref(),
+        "unpack".as_ref(),
+        archive.as_os_str(),
+        into.as_os_str(),
+        "--max-ratio".as_ref(),
+        "1000000000".as_ref(),
+    ]);
+    wait_for("the hidden partial folder", || fs::read_dir(&into).unwrap().next().is_some());
+    sigint(&child);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("interrupted while reading"), "{err}");
+    assert_eq!(fs::read_dir(&into).unwrap().count(), 0, "left: {:?}", tree(&into));
+}
+
+/// Runs `f` on a thread and fails if it has not returned within 20 s: a read that blocks on a
+/// FIFO fails the test instead of hanging it.
+fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(20)).unwrap_or_else(|_| panic!("{what} blocked"))
+}
+
+fn mkfifo(p: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    // Safe: a valid NUL-terminated path.
+    assert_eq!(unsafe { nix::libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", p.display());
+}
+
+#[test]
+fn fifos_and_devices_are_refused_without_blocking() {
+    let dir = scratch("fifo");
+    let fifo = dir.join("b.tar.zst");
+    mkfifo(&fifo);
+    for path in [fifo.clone(), PathBuf::from("/dev/zero")] {
+        let (p, into) = (path.clone(), dir.join("out"));
+        let e = within("unpack", move || format!("{:#}", unpack(&p, &into, &Limits::default()).unwrap_err()));
+        assert!(e.contains("not a regular file"), "{e}");
+        let p = path.clone();
+        let e = within("verify", move || format!("{:#}", verify(&p).unwrap_err()));
+        assert!(e.contains("not a regular file"), "{e}");
+    }
+    let e = within("unpack", {
+        let (p, into) = (fifo.clone(), dir.join("out"));
+        move || format!("{:#}", unpack(&p, &into, &Limits::default()).unwrap_err())
+    });
+    assert!(e.contains("it is a named pipe (FIFO)"), "{e}");
+    assert!(!dir.join("out").exists());
+    // A bundle whose manifest is a FIFO (made by hand: an archive cannot hold one).
+    let b = dir.join("bundle");
+    copy_dir(Path::new(FIXTURE), &b);
+    fs::remove_file(b.join("manifest.yaml")).unwrap();
+    mkfifo(&b.join("manifest.yaml"));
+    let e = within("Bundle::load", move || format!("{:#}", xtask::bundle::Bundle::load(&b).unwrap_err()));
+    assert!(e.contains("manifest.yaml") && e.contains("named pipe (FIFO)"), "{e}");
+}
+
+/// The billion laughs as a manifest: nine levels of nine aliases, about 400 MB once expanded,
+/// from under 1 KB.
+fn laughing_manifest() -> String {
+    let mut s =
+        String::from("tool: cargo xtask debug-ima\nl0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for l in 1..9 {
+        let refs = vec![format!("*l{}", l - 1); 9].join(", ");
+        s.push_str(&format!("l{l}: &l{l} [{refs}]\n"));
+    }
+    s
+}
+
+/// A received bundle whose `manifest.yaml` is an alias bomb: every command that reads it
+/// (`show`, `report`, `pack`) refuses it, naming the file and saying what to do; `list` leaves
+/// it out. (How long the refusal takes is in docs/benchmarks.md.)
+#[test]
+fn alias_bomb_manifests_are_refused() {
+    let dir = scratch("manifest-bomb");
+    let b = dir.join(NAME);
+    copy_dir(Path::new(FIXTURE), &b);
+    let bomb = laughing_manifest();
+    assert!(bomb.len() < 1024);
+    fs::write(b.join("manifest.yaml"), &bomb).unwrap();
+    let e = format!("{:#}", xtask::bundle::Bundle::load(&b).unwrap_err());
+    let file = b.join("manifest.yaml").display().to_string();
+    assert!(e.starts_with(&format!("`{file}`:")), "{e}");
+    assert!(e.contains("its aliases expand it by more than 1.0 MiB"), "{e}");
+    assert!(e.contains("get the bundle again from its author"), "{e}");
+    for cmd in ["show", "report", "pack"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_xtask")).args(["bundle", cmd]).arg(&b).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd}: {err}");
+        assert!(err.contains(&file) && err.contains("aliases expand"), "{cmd}: {err}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["bundle", "list", "--bundle-dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(NAME));
+    // Deep nesting and a huge file are refused the same way.
+    fs::write(b.join("manifest.yaml"), format!("tool: {}{}\n", "[".repeat(100), "]".repeat(100))).unwrap();
+    let e = format!("{:#}", xtask::bundle::Bundle::load(&b).unwrap_err());
+    assert!(e.contains("brackets nested deeper than 64 levels"), "{e}");
+    fs::write(b.join("manifest.yaml"), "#".repeat((16 << 20) + 1)).unwrap();
+    let e = format!("{:#}", xtask::bundle::Bundle::load(&b).unwrap_err());
+    assert!(e.contains("larger than 16 MiB"), "{e}");
+}
+
+/// Every manifest the project recorded passes the bounds and loads.
+#[test]
+fn every_fixture_manifest_still_loads() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+    let mut n = 0;
+    for e in walkdir::WalkDir::new(&fixtures).sort_by_file_name() {
+        let e = e.unwrap();
+        if e.file_name() == "manifest.yaml" {
+            let text = fs::read_to_string(e.path()).unwrap();
+            xtask::findings::yaml_bounds::check(&text, &xtask::findings::yaml_bounds::Limits::MANIFEST)
+                .unwrap_or_else(|r| panic!("{}: {r}", e.path().display()));
+            xtask::bundle::Bundle::load(e.path().parent().unwrap())
+                .unwrap_or_else(|err| panic!("{}: {err:#}", e.path().display()));
+            n += 1;
+        }
+    }
+    assert!(n >= 5, "{n} manifests");
 }

@@ -3,6 +3,15 @@
 //! outlives it, whether it ends by itself, by timeout, by `Control::Stop`, by a panic in
 //! the callback or by Ctrl-C (the last in a re-executed copy of this test binary, since
 //! the signal handler is process-wide).
+//!
+//! The whole process tree too: a stand-in target (`tests/standins/escaper`) double-forks a
+//! grandchild that calls `setsid()` and ignores SIGTERM; through the API and through the
+//! real binary (a subreaper), after a normal end, a timeout, a Stop, Ctrl-C and SIGTERM, no
+//! process holding the test's marker (argv or environment, read in /proc) is left, and the
+//! binary names the signal (130 and `interrupted (Ctrl-C)`, 143 and `interrupted
+//! (SIGTERM)`). A signal while doctor waits on a probe that does not answer
+//! (`tests/standins/slow/nvcc`) kills the probe. A target that floods stderr has its log
+//! capped (`DEBUG_IMA_LOG_CAP`), head and tail kept, redacted, and the cut noted.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -238,16 +247,19 @@ fn a_grandchild_holding_the_pipe_is_killed_when_the_child_exits() {
     assert_dead(&pids_of(&lines, 1));
 }
 
+/// The limit of a library caller (this test binary is no subreaper): a descendant that left
+/// the group and cleared its environment (so it carries no run mark) is not found. It keeps
+/// the pipes open, and its output is abandoned after a grace. The binary, a subreaper,
+/// finds it too (`the_binary_kills_every_descendant_*`).
 #[test]
-fn a_process_that_left_the_group_is_abandoned_after_a_grace() {
-    // `setsid` takes it out of the group, beyond `killpg`; it keeps the pipes open.
+fn an_unmarked_process_that_left_the_group_is_abandoned_after_a_grace() {
     if !Path::new("/usr/bin/setsid").exists() && !Path::new("/bin/setsid").exists() {
         return;
     }
     let dir = scratch("escaped");
     let start = Instant::now();
     // The shell exits only once the escape has happened.
-    let script = "setsid sh -c 'echo $$ > ready; exec sleep 30' &
+    let script = "env -i PATH=/usr/bin:/bin setsid sh -c 'echo $$ > ready; exec sleep 30' &
                   while [ ! -s ready ]; do sleep 0.01; done; cat ready";
     let mut spec = sh(&dir, script);
     spec.cwd = Some(dir.clone());
@@ -451,4 +463,415 @@ fn redacting_logs_keep_no_secret_and_count_what_was_taken_out() {
     // Without `redact`, the same run logs every byte as it came.
     let (_, _) = run_collect(&sh(&dir, &script));
     assert!(String::from_utf8_lossy(&std::fs::read(dir.join("out.log")).unwrap()).contains(&hf));
+}
+
+// -- The whole process tree: descendants that call setsid() and ignore SIGTERM. ---------
+
+mod support;
+
+/// A word no other process on the machine has in its argv or environment.
+fn unique_mark(name: &str) -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static SEQ: AtomicUsize = AtomicUsize::new(0);
+    format!("{name}{}x{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The live processes whose argv or environment holds `mark`.
+fn holding(mark: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut found: Vec<i32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != me && alive(pid))
+        .filter(|pid| {
+            ["cmdline", "environ"].iter().any(|f| {
+                std::fs::read(format!("/proc/{pid}/{f}"))
+                    .is_ok_and(|b| b.windows(mark.len()).any(|w| w == mark.as_bytes()))
+            })
+        })
+        .collect();
+    found.sort_unstable();
+    found
+}
+
+/// Waits (generously) until no live process holds `mark`; on failure kills them and panics.
+fn assert_none_left(mark: &str, what: &str) {
+    let start = Instant::now();
+    loop {
+        let left = holding(mark);
+        if left.is_empty() {
+            return;
+        }
+        if start.elapsed() > Duration::from_secs(5) {
+            for &p in &left {
+                let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
+            }
+            panic!("{what}: left running: {left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The escaper stand-in, run through the API (`ESCAPER_THEN`), its pids in DIR/pids.
+fn escaper(dir: &Path, then: &str, mark: &str) -> Spec {
+    let mut spec = Spec::new(
+        support::standins().join("escaper"),
+        Vec::<String>::new(),
+        dir.join("out.log"),
+        dir.join("err.log"),
+    );
+    spec.env_set = vec![
+        ("ESCAPER_THEN".into(), then.into()),
+        ("ESCAPER_MARK".into(), mark.into()),
+        ("ESCAPER_PIDS".into(), dir.join("pids").display().to_string()),
+    ];
+    spec
+}
+
+fn escapee_of(dir: &Path) -> i32 {
+    let text = std::fs::read_to_string(dir.join("pids")).unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("escapee ")?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no escapee in {text:?}"))
+}
+
+#[test]
+fn a_setsid_grandchild_is_killed_when_the_target_ends() {
+    let dir = scratch("tree-end");
+    let mark = unique_mark("treeend");
+    let start = Instant::now();
+    let (outcome, _) = run_collect(&escaper(&dir, "exit", &mark));
+    assert_eq!(outcome.exit, Exit::Code(0));
+    // Its pipes were closed by its death, not abandoned after a grace.
+    assert!(!outcome.output_abandoned);
+    assert!(start.elapsed() < exec::READERS_GRACE, "{:?}", start.elapsed());
+    // Checked by the marker first: on failure, that kills what was left.
+    assert_none_left(&mark, "after a normal end");
+    assert_dead(&[escapee_of(&dir)]);
+}
+
+#[test]
+fn a_setsid_grandchild_that_ignores_sigterm_is_killed_after_a_timeout() {
+    let dir = scratch("tree-timeout");
+    let mark = unique_mark("treetimeout");
+    let mut spec = escaper(&dir, "hang", &mark);
+    spec.timeout = Some(Duration::from_millis(500));
+    let start = Instant::now();
+    let (outcome, _) = run_collect(&spec);
+    assert_eq!(outcome.exit, Exit::TimedOut);
+    // The tree was asked first: SIGKILL only after the grace, which the grandchild ignoring
+    // SIGTERM used up.
+    let took = start.elapsed();
+    assert!(took >= exec::TERM_GRACE, "{took:?}");
+    assert!(took < exec::TERM_GRACE + Duration::from_secs(10), "{took:?}");
+    // Checked by the marker first: on failure, that kills what was left.
+    assert_none_left(&mark, "after a timeout");
+    assert_dead(&[escapee_of(&dir)]);
+}
+
+#[test]
+fn a_setsid_grandchild_is_killed_on_stop() {
+    let dir = scratch("tree-stop");
+    let mark = unique_mark("treestop");
+    let outcome = exec::run(&escaper(&dir, "hang", &mark), &mut |_, line| {
+        if line == "hanging" {
+            Control::Stop
+        } else {
+            Control::Continue
+        }
+    })
+    .unwrap();
+    assert_eq!(outcome.exit, Exit::Stopped);
+    // Checked by the marker first: on failure, that kills what was left.
+    assert_none_left(&mark, "after Control::Stop");
+    assert_dead(&[escapee_of(&dir)]);
+}
+
+/// A recipe that runs the escaper stand-in (on PATH with the other stand-ins).
+fn escaper_recipe(s: &support::Scratch, timeout_s: u32) -> PathBuf {
+    let p = s.path("recipe.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            "version: 1\nname: escaper\ndescription: \"a target whose grandchild leaves its process group\"\n\
+             run:\n  command: [\"escaper\"]\n  timeout: {timeout_s}\n"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+/// How the binary's run of the escaper ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ending {
+    Normal,
+    Timeout,
+    Signal(Signal),
+}
+
+/// `debug-ima --rungs baseline` on the escaper, ended as `ending` says; `scrub` clears the
+/// grandchild's environment (it carries no run mark: only the subreaper finds it). Returns
+/// the scratch folder (kept while it lives), the run's output and the bundle's manifest.
+fn escape_through_the_binary(
+    name: &str,
+    ending: Ending,
+    scrub: bool,
+) -> (support::Scratch, support::run::Output, serde_yaml::Value) {
+    let s = support::Scratch::create("exec", name);
+    let mark = unique_mark(name);
+    let recipe = escaper_recipe(&s, if ending == Ending::Timeout { 1 } else { 30 });
+    let then = if ending == Ending::Normal { "exit" } else { "hang" };
+    let pids = s.path("escaper-pids");
+    let run = support::run::Run::new(&s, &recipe, "oob_write")
+        .arg("--rungs")
+        .arg("baseline")
+        .env("ESCAPER_THEN", then)
+        .env("ESCAPER_MARK", &mark)
+        .env("ESCAPER_PIDS", &pids.display().to_string())
+        .env("ESCAPER_SCRUB", if scrub { "1" } else { "0" });
+    let start = Instant::now();
+    let child = run.spawn();
+    if let Ending::Signal(sig) = ending {
+        let running = {
+            let until = Instant::now() + Duration::from_secs(30);
+            loop {
+                let text = std::fs::read_to_string(&pids).unwrap_or_default();
+                if text.contains("escapee ") {
+                    break true;
+                }
+                if Instant::now() > until {
+                    break false;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        let xtask = Pid::from_raw(child.id() as i32);
+        if !running {
+            let _ = kill(xtask, Signal::SIGKILL);
+        }
+        assert!(running, "the escaper did not start");
+        std::thread::sleep(Duration::from_millis(200));
+        kill(xtask, sig).unwrap();
+    }
+    let out = run.finish(child, start);
+    // The tool is gone: nothing it started is left, the grandchild included.
+    assert_none_left(&mark, &format!("{name}: after the tool ended\n{}", out.both()));
+    let manifest = s.only_bundle().manifest();
+    (s, out, manifest)
+}
+
+#[test]
+fn the_binary_kills_every_descendant_after_a_normal_end() {
+    for scrub in [false, true] {
+        let (s, out, _) = escape_through_the_binary(&format!("bin-end-{scrub}"), Ending::Normal, scrub);
+        assert_eq!(out.code(), Some(0), "{}", out.both());
+        assert_eq!(s.only_bundle().exit_of("baseline", "target"), "code 0");
+    }
+}
+
+#[test]
+fn the_binary_kills_every_descendant_after_a_timeout() {
+    let (_s, out, m) = escape_through_the_binary("bin-timeout", Ending::Timeout, true);
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let notes = format!("{:?}", m["rungs"][0]["notes"]);
+    assert!(notes.contains("timed out"), "{notes}");
+}
+
+#[test]
+fn the_binary_kills_every_descendant_on_ctrl_c_and_says_so() {
+    let (_s, out, m) = escape_through_the_binary("bin-sigint", Ending::Signal(Signal::SIGINT), false);
+    assert_eq!(out.code(), Some(130), "{}", out.both());
+    let stopped = m["stopped"].as_str().unwrap();
+    assert!(stopped.starts_with("interrupted (Ctrl-C)"), "{stopped}");
+    assert!(out.stdout.contains("stopped: interrupted (Ctrl-C)"), "{}", out.both());
+}
+
+#[test]
+fn the_binary_kills_every_descendant_on_sigterm_and_says_so() {
+    let (_s, out, m) = escape_through_the_binary("bin-sigterm", Ending::Signal(Signal::SIGTERM), true);
+    assert_eq!(out.code(), Some(143), "{}", out.both());
+    let stopped = m["stopped"].as_str().unwrap();
+    assert!(stopped.starts_with("interrupted (SIGTERM)"), "{stopped}");
+    assert!(!stopped.contains("Ctrl-C"), "{stopped}");
+}
+
+/// Ctrl-C (or SIGTERM) while doctor waits on a `--version` probe that does not answer: the
+/// probe, which ignores both, is killed with its group, and the tool ends by the signal.
+#[test]
+fn a_signal_while_doctor_waits_on_a_probe_kills_the_probe() {
+    for sig in [Signal::SIGINT, Signal::SIGTERM] {
+        let s = support::Scratch::create("exec", &format!("doctor-{sig}"));
+        let mark = unique_mark("slowprobe");
+        let pids = s.path("probe-pids");
+        let slow = support::standins().join("slow");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .arg("doctor")
+            .current_dir(&s.dir)
+            .env("PATH", support::path_with(&[&slow, &support::standins()]))
+            .env("SLOW_PROBE_PIDS", &pids)
+            .env("SLOW_PROBE_MARK", &mark)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while !std::fs::read_to_string(&pids).unwrap_or_default().contains("probe ") {
+            if start.elapsed() > Duration::from_secs(8) {
+                let _ = child.kill();
+                panic!("the slow probe did not start");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!holding(&format!("slow-probe-{mark}")).is_empty(), "the probe runs");
+        kill(Pid::from_raw(child.id() as i32), sig).unwrap();
+        let signalled = Instant::now();
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if signalled.elapsed() > Duration::from_secs(5) {
+                let _ = child.kill();
+                panic!("doctor did not end on {sig}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        use std::os::unix::process::ExitStatusExt;
+        // Ended by the signal, as the default action would, once the probe was killed.
+        assert_eq!(status.signal(), Some(sig as i32), "{status:?}");
+        assert!(signalled.elapsed() < Duration::from_secs(3), "{:?}", signalled.elapsed());
+        assert_none_left(&format!("slow-probe-{mark}"), "the probe after the signal");
+    }
+}
+
+/// A target that writes fast and a lot: the log is capped (`DEBUG_IMA_LOG_CAP`, small here),
+/// its head and tail kept around a marker line, still redacted, and the rung's record says
+/// how much was cut.
+#[test]
+fn a_flooding_target_has_its_log_capped_head_and_tail_kept() {
+    let s = support::Scratch::create("exec", "flood");
+    let mark = unique_mark("flood");
+    let recipe = escaper_recipe(&s, 60);
+    let token = format!("hf_{}", "Zq7Wk2".repeat(6));
+    let run = support::run::Run::new(&s, &recipe, "oob_write")
+        .arg("--rungs")
+        .arg("baseline")
+        .env("ESCAPER_THEN", "flood")
+        .env("ESCAPER_FLOOD_MIB", "16")
+        .env("ESCAPER_MARK", &mark)
+        .env("ESCAPER_PIDS", &s.path("escaper-pids").display().to_string())
+        .env("DEBUG_IMA_LOG_CAP", "1M")
+        .env("ESCAPER_LAST", &token);
+    let out = run.run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+    let log = std::fs::read(b.root.join("rungs/01-baseline/stderr.log")).unwrap();
+    assert!(log.len() <= (1 << 20) + 512, "capped at 1 MiB: {} bytes", log.len());
+    let text = String::from_utf8_lossy(&log);
+    assert!(text.starts_with("00000000 "), "the head is kept: {}", &text[..80]);
+    let last = text.trim_end().rsplit('\n').next().unwrap();
+    assert_eq!(last, "the last line hf_[REDACTED]", "the tail is kept, redacted");
+    assert!(!text.contains(&token));
+    let marker = text.lines().find(|l| l.starts_with("[debug-ima] ----- ")).expect("a marker line");
+    assert!(marker.contains("cut here") && marker.contains("DEBUG_IMA_LOG_CAP"), "{marker}");
+    // Lines on both sides of the marker are whole.
+    let after = text.split_once(marker).unwrap().1;
+    assert!(after[1..].starts_with(|c: char| c.is_ascii_digit()), "{}", &after[..80]);
+    let notes = b.notes("baseline");
+    assert!(notes.contains("`stderr.log` was over its cap of 1 MiB"), "{notes}");
+    assert!(notes.contains("cut from its middle"), "{notes}");
+    assert_none_left(&mark, "after the flood");
+}
+
+// -- As the binary runs it: a subreaper (`process::init`), in a copy of this binary. ----
+
+const SUBREAPER_ENV: &str = "XTASK_EXEC_SUBREAPER_CHILD";
+
+/// Runs `subreaper_child` in a copy of this binary and returns its stdout lines.
+fn subreaper_copy() -> Vec<String> {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["subreaper_child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(SUBREAPER_ENV, "1")
+        .output()
+        .unwrap();
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect();
+    assert!(out.status.success(), "{lines:#?}\n{}", String::from_utf8_lossy(&out.stderr));
+    lines
+}
+
+/// In a subreaper, runs that end while others start never take a newly started child for
+/// an orphan (doctor's probes run side by side: one killed by another's sweep would fail a
+/// check), and an orphan that cleared its environment is killed when its run ends and reaped.
+#[test]
+fn a_subreaper_kills_only_orphans_and_reaps_them() {
+    let lines = subreaper_copy();
+    // libtest may print `test subreaper_child ... ` before the first line.
+    let has = |want: &str| lines.iter().any(|l| l.ends_with(want));
+    assert!(has("side by side: every run exited 0"), "{lines:#?}");
+    assert!(has("scrubbed orphan: gone"), "{lines:#?}");
+    assert!(has("zombies: 0"), "{lines:#?}");
+}
+
+/// The copy's side; does nothing in a normal test run.
+#[test]
+fn subreaper_child() {
+    if std::env::var_os(SUBREAPER_ENV).is_none() {
+        return;
+    }
+    exec::init().unwrap();
+    // Short runs on four threads at once, each ending (and sweeping) while others start.
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut bad = Vec::new();
+                    for _ in 0..25 {
+                        let o = exec::short::run(
+                            Path::new("/bin/sh"),
+                            &["-c", "exit 0"],
+                            Duration::from_secs(20),
+                        );
+                        if o.exit != Exit::Code(0) {
+                            bad.push(format!("{:?}", o.exit));
+                        }
+                    }
+                    bad
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+    });
+    if failures.is_empty() {
+        println!("side by side: every run exited 0");
+    } else {
+        println!("side by side: {failures:?}");
+    }
+    // An orphan without a mark: found as the subreaper's child, killed with its run.
+    let dir = scratch("subreaper-scrubbed");
+    let mark = unique_mark("scrubbed");
+    let mut spec = escaper(&dir, "exit", &mark);
+    spec.env_set.push(("ESCAPER_SCRUB".into(), "1".into()));
+    let (outcome, _) = run_collect(&spec);
+    assert_eq!(outcome.exit, Exit::Code(0));
+    assert!(!outcome.output_abandoned);
+    let escapee = escapee_of(&dir);
+    let start = Instant::now();
+    while alive(escapee) && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    println!("scrubbed orphan: {}", if alive(escapee) { "alive" } else { "gone" });
+    // Reaped here: no zombie child is left.
+    let me = std::process::id().to_string();
+    let zombies = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| {
+            let rest: Vec<&str> = stat.rsplit_once(')').map_or("", |r| r.1).split_whitespace().collect();
+            rest.first() == Some(&"Z") && rest.get(1) == Some(&me.as_str())
+        })
+        .count();
+    println!("zombies: {zombies}");
+    exec::end();
 }

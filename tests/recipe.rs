@@ -822,3 +822,97 @@ proptest! {
         prop_assert_eq!(split_words(&line).unwrap(), words);
     }
 }
+
+// ---- bombs and special files -------------------------------------------------------------
+
+/// A scratch folder for recipe files.
+fn recipe_dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("recipe-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The billion laughs: `levels` levels of ten aliases each, in a recipe's `variables`.
+fn laughs(levels: usize) -> String {
+    let mut s =
+        format!("{MINIMAL}variables:\n  l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for l in 1..levels {
+        let refs = vec![format!("*l{}", l - 1); 10].join(", ");
+        s.push_str(&format!("  l{l}: &l{l} [{refs}]\n"));
+    }
+    s
+}
+
+#[test]
+fn alias_bombs_are_refused_before_parsing_naming_the_file() {
+    let d = recipe_dir("bomb");
+    let path = d.join("laughs.yaml");
+    // Ten levels of ten: 10^10 `lol`s from under 1 KiB. (How fast: docs/benchmarks.md.)
+    let bomb = laughs(10);
+    assert!(bomb.len() < 1024);
+    std::fs::write(&path, &bomb).unwrap();
+    let e = format!("{:#}", load(path.to_str().unwrap()).unwrap_err());
+    // Refused at line 12, where `l5` first names `l4` (10^5 `lol`s).
+    let want = format!("{}:12:", path.display());
+    assert!(e.starts_with(&want), "{e}");
+    assert!(e.contains("its aliases expand it by more than 1.0 MiB (at `*l4`)"), "{e}");
+    assert!(e.ends_with("a recipe needs few or no aliases: write the values out, or share them through `variables` and `{name}` templates (see docs/recipes.md)"), "{e}");
+    // In block style, and with the sequences at their keys' indentation.
+    let mut block = format!("{MINIMAL}variables:\n  l0: &l0\n");
+    block.push_str(&"  - lol\n".repeat(10));
+    for l in 1..10 {
+        block.push_str(&format!("  l{l}: &l{l}\n"));
+        block.push_str(&format!("  - *l{}\n", l - 1).repeat(10));
+    }
+    assert!(err(&block).contains("its aliases expand it by more than"), "{}", err(&block));
+    // Too many aliases, or anchors, however small their nodes.
+    let many = format!("{MINIMAL}variables:\n  a: &a x\n  b: [{}]\n", vec!["*a"; 10_001].join(", "));
+    assert!(err(&many).contains("more than 10000 aliases"), "{}", err(&many));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn recipes_with_a_few_aliases_still_load() {
+    // An environment shared by two rungs through an anchor, as a person might write it.
+    let text = format!(
+        "{MINIMAL}rungs:\n  memcheck:\n    env: &env {{ PYTORCH_NO_CUDA_MEMORY_CACHING: \"1\" }}\n  initcheck:\n    env: *env\n"
+    );
+    let r = parse_file(&text).unwrap();
+    let _ = r;
+    for name in builtin_names() {
+        let text = builtin_text(name).unwrap();
+        xtask::findings::yaml_bounds::check(text, &xtask::findings::yaml_bounds::Limits::RECIPE)
+            .unwrap_or_else(|r| panic!("{name}: {r}"));
+        load(name).unwrap();
+    }
+    for e in std::fs::read_dir(root().join("recipes")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "yaml") {
+            load(p.to_str().unwrap()).unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
+        }
+    }
+}
+
+#[test]
+fn a_fifo_or_device_as_the_recipe_is_refused_without_blocking() {
+    use std::os::unix::ffi::OsStrExt;
+    let d = recipe_dir("fifo");
+    let fifo = d.join("recipe.yaml");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // Safe: a valid NUL-terminated path.
+    assert_eq!(unsafe { nix::libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for (path, what) in
+        [(fifo.display().to_string(), "a named pipe (FIFO)"), ("/dev/zero".to_string(), "a device")]
+    {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = path.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(format!("{:#}", load(&p).unwrap_err()));
+        });
+        let e = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| panic!("loading {path} blocked"));
+        assert!(e.contains(&format!("cannot read recipe `{path}`")), "{e}");
+        assert!(e.contains(&format!("it is {what}, not a regular file")), "{e}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -1,13 +1,18 @@
 //! The command line: clap definitions and a flat dispatch. Thin by design: each command's
-//! work lives in its own module; printing goes through `ui`.
+//! work lives in its own module; printing goes through `ui`. Around the dispatch, the tool
+//! takes charge of what it starts (`process::init`: the subreaper, the signal handler) and
+//! kills what is left at the end (`process::end`), also after a panic.
 //!
 //! Exit codes: 0 success; 1 failure (the message says what to do); 2 usage error;
-//! 130 interrupted.
+//! 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM, 129 by SIGHUP (128 + the signal).
+//!
+//! Must not: do a command's work, or print other than through `ui`.
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use crate::commands::{analyze, bench, bundle, container, debug_ima, doctor, recipe, Outcome};
+use crate::process::{self, Cause, Interrupt};
 use crate::ui;
 
 /// Exit status for success.
@@ -16,15 +21,23 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILURE: i32 = 1;
 /// Exit status for a malformed command line.
 pub const EXIT_USAGE: i32 = 2;
-/// Exit status after Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+/// Exit status after Ctrl-C (128 + SIGINT, as shells report it), or a stop asked for
+/// without a signal.
 pub const EXIT_INTERRUPTED: i32 = 130;
+/// Exit status after SIGTERM (128 + SIGTERM).
+pub const EXIT_TERMINATED: i32 = 143;
+/// Exit status after SIGHUP (128 + SIGHUP).
+pub const EXIT_HANGUP: i32 = 129;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "cargo xtask",
     bin_name = "cargo xtask",
     about = "From `CUDA error: an illegal memory access was encountered` to the faulting kernel and line",
-    after_help = "Exit codes: 0 success, 1 failure (the message says what to do next), 2 usage error, 130 interrupted."
+    after_help = "Exit codes: 0 success, 1 failure (the message says what to do next), 2 usage error, \
+                  130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP).\n\
+                  Each log a run writes is capped at DEBUG_IMA_LOG_CAP bytes (default 1G; K, M, G \
+                  suffixes): its head and tail are kept, and a marker line says what was cut."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -39,7 +52,8 @@ pub enum Command {
     /// rung that locates the fault (`--full` runs them all).
     ///
     /// Exit codes: 0 the ladder ran (with or without a verdict), 1 it could not (the message
-    /// says why), 2 usage, 130 interrupted (the bundle keeps what was collected).
+    /// says why), 2 usage, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (the
+    /// bundle keeps what was collected).
     DebugIma(debug_ima::Args),
     /// Check what the ladder needs (GPU, driver, nvcc, cuda-gdb, compute-sanitizer,
     /// cuobjdump, ptrace, disk space) and say how to fix what is missing.
@@ -84,7 +98,8 @@ pub enum BenchCommand {
     Redact(bench::RedactBenchArgs),
 }
 
-/// Parses the command line, runs the command and returns the process exit code.
+/// Parses the command line, runs the command and returns the process exit code. Whatever
+/// the command started and left alive is killed before this returns (or unwinds).
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -94,21 +109,49 @@ pub fn main() -> i32 {
             return code;
         }
     };
-    match run(cli) {
-        Ok(code) => code,
-        Err(e) => {
+    if let Err(e) = process::log_cap() {
+        ui::error(&e);
+        return EXIT_USAGE;
+    }
+    if let Err(e) = process::init() {
+        ui::error(&e);
+        return EXIT_FAILURE;
+    }
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli)));
+    process::end();
+    let caught = Interrupt::default().cause();
+    match result {
+        // A signal that came while the command ran is what the exit says, however it ended.
+        Ok(Ok(code)) => caught.map_or(code, interrupted_code),
+        Ok(Err(e)) => {
             ui::error(&e);
-            EXIT_FAILURE
+            caught.map_or(EXIT_FAILURE, interrupted_code)
         }
+        Err(panic) => std::panic::resume_unwind(panic),
     }
 }
 
-/// The exit status of a command's outcome.
+/// The exit status of a command's outcome, an interruption numbered by what caused it
+/// (the process-wide [`Interrupt`]).
 pub fn exit_code(outcome: Outcome) -> i32 {
+    exit_code_for(outcome, Interrupt::default().cause())
+}
+
+/// The exit status of `outcome`, interrupted by `cause`.
+pub fn exit_code_for(outcome: Outcome, cause: Option<Cause>) -> i32 {
     match outcome {
         Outcome::Done => EXIT_OK,
         Outcome::Mismatch => EXIT_FAILURE,
-        Outcome::Interrupted => EXIT_INTERRUPTED,
+        Outcome::Interrupted => interrupted_code(cause.unwrap_or(Cause::Asked)),
+    }
+}
+
+/// 128 + the signal, as shells report a death by it.
+fn interrupted_code(cause: Cause) -> i32 {
+    match cause {
+        Cause::Terminate => EXIT_TERMINATED,
+        Cause::Hangup => EXIT_HANGUP,
+        Cause::CtrlC | Cause::Asked => EXIT_INTERRUPTED,
     }
 }
 
@@ -136,5 +179,10 @@ mod tests {
         assert_eq!(exit_code(Outcome::Done), 0);
         assert_eq!(exit_code(Outcome::Mismatch), 1);
         assert_eq!(exit_code(Outcome::Interrupted), 130);
+        assert_eq!(exit_code_for(Outcome::Interrupted, Some(Cause::CtrlC)), 130);
+        assert_eq!(exit_code_for(Outcome::Interrupted, Some(Cause::Terminate)), 143);
+        assert_eq!(exit_code_for(Outcome::Interrupted, Some(Cause::Hangup)), 129);
+        assert_eq!(exit_code_for(Outcome::Interrupted, Some(Cause::Asked)), 130);
+        assert_eq!(exit_code_for(Outcome::Done, Some(Cause::Terminate)), 0);
     }
 }

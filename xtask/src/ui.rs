@@ -1,13 +1,36 @@
 //! The terminal: the only module that writes to stdout or stderr. Commands build strings
-//! (pure, snapshot-tested) and hand them here.
+//! (pure, snapshot-tested) and hand them here. What reaches the terminal is made safe
+//! ([`safe`]): text from a target's output, a log or a file name cannot move the cursor, change
+//! colours, set the window title or fake lines; the bundle's logs keep the bytes as they were.
 //!
 //! Must not: decide anything. A closed stdout (`| head`) is not an error.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
+
+/// `text` for the terminal: escape sequences and other control characters (a carriage return
+/// too, which can overwrite a line) shown as `\u{1b}` escapes; newlines and tabs kept unless
+/// `one_line`, which shows a newline as `\n` (a progress line, a spinner message).
+pub fn safe(text: &str, one_line: bool) -> Cow<'_, str> {
+    let bad = |c: char| c.is_control() && !(c == '\t' || (c == '\n' && !one_line));
+    if !text.chars().any(bad) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' if one_line => out.push_str("\\n"),
+            c if bad(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
 
 /// Writes a command's result to stdout. A broken pipe ends quietly.
 pub fn out(text: &str) -> io::Result<()> {
     let mut stdout = io::stdout().lock();
+    let text = safe(text, false);
     match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         other => other,
@@ -16,12 +39,12 @@ pub fn out(text: &str) -> io::Result<()> {
 
 /// Prints an error chain once, as `error: outer: inner: ...`.
 pub fn error(e: &anyhow::Error) {
-    let _ = writeln!(io::stderr().lock(), "error: {e:#}");
+    let _ = writeln!(io::stderr().lock(), "error: {}", safe(&format!("{e:#}"), false));
 }
 
 /// A progress or status line on stderr (never mixed into stdout's results).
 pub fn status(text: &str) {
-    let _ = writeln!(io::stderr().lock(), "{text}");
+    let _ = writeln!(io::stderr().lock(), "{}", safe(text, false));
 }
 
 use std::io::IsTerminal;
@@ -175,7 +198,7 @@ impl RungBar for RungProgress {
     fn line(&self, line: &str) {
         if let Some(pb) = &self.bar {
             let short: String = line.chars().take(120).collect();
-            pb.set_message(short);
+            pb.set_message(safe(&short, true).into_owned());
         }
     }
 
@@ -209,5 +232,20 @@ impl RungBar for RungProgress {
             pb.finish_and_clear();
         }
         status(&format!("    {}: {outcome} ({secs:.1} s)", self.label));
+    }
+}
+
+#[cfg(test)]
+mod safe_tests {
+    use super::safe;
+
+    #[test]
+    fn control_bytes_are_shown_not_obeyed() {
+        assert_eq!(safe("plain text\n\tindented", false), "plain text\n\tindented");
+        assert_eq!(safe("\x1b[2J\x1b]0;title\x07red", false), "\\u{1b}[2J\\u{1b}]0;title\\u{7}red");
+        assert_eq!(safe("fake\rline", false), "fake\\u{d}line");
+        assert_eq!(safe("two\nlines", true), "two\\nlines");
+        assert_eq!(safe("\u{85}next-line \u{9b}csi", false), "\\u{85}next-line \\u{9b}csi");
+        assert_eq!(safe("ünïcödé 😀 漢字", true), "ünïcödé 😀 漢字");
     }
 }

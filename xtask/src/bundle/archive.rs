@@ -2,6 +2,8 @@
 //! `SHA256SUMS` (coredumps left out unless asked for, and listed in `LEFT_OUT.tsv`), `unpack`
 //! extracts one without trusting it, `verify` checks a bundle directory or archive against
 //! its `SHA256SUMS`; [`write_sums`] writes that file at the end of every ladder run.
+//! [`pack_until`] and [`unpack_until`] stop when asked (Ctrl-C, through the caller's check)
+//! and remove what they had written: the `.partial` archive, the hidden partial folder.
 //!
 //! Must not: print (it returns values; `ui` and `cli` render them); follow, create or archive
 //! links or special files; write anywhere but the archive (and its `.partial` and `.sha256`
@@ -23,6 +25,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use sha2::{Digest, Sha256};
 use tar::{EntryType, Header};
 
+use super::inputs::open_regular;
 use super::layout::{self, DUMP_PREFIX};
 
 /// The checksum file at the bundle root: `<sha256>  <path>` per file, sorted by path, as
@@ -162,7 +165,7 @@ fn sha256_bytes(data: &[u8]) -> String {
 /// The SHA-256 of a file, lowercase hex, read through a 1 MiB buffer.
 pub fn sha256_file(path: &Path) -> Result<String> {
     let read_err = |e: io::Error| anyhow!("cannot read {}: {e}; check permissions", path.display());
-    let mut f = File::open(path).map_err(read_err)?;
+    let mut f = open_regular(path).map_err(read_err)?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; BUF];
     loop {
@@ -417,10 +420,11 @@ impl<W: Write> Write for HashWriter<W> {
     }
 }
 
-/// Why appending a file failed: reading it, or writing the archive.
+/// Why appending a file failed: reading it, writing the archive, or a stop.
 enum Failed {
     Read(io::Error),
     Write(io::Error),
+    Stopped,
 }
 
 /// Buffers in flight between reading, hashing and compressing.
@@ -516,17 +520,21 @@ fn append_file<W: Write>(
     kind: Kind,
     path: &Path,
     hashing: &mut Hashing,
+    stop: &dyn Fn() -> bool,
 ) -> Result<String, Failed> {
     let bytes = match kind {
         Kind::File { bytes, .. } => bytes,
         Kind::Dir => 0,
     };
-    let mut f = File::open(path).map_err(Failed::Read)?;
+    let mut f = open_regular(path).map_err(Failed::Read)?;
     let mut h = header(kind);
     tar.append_data(&mut h, name, io::empty()).map_err(Failed::Write)?;
     let w = tar.get_mut();
     let mut left = bytes;
     while left > 0 {
+        if stop() {
+            return Err(Failed::Stopped);
+        }
         let mut buf = hashing.buffer().map_err(Failed::Write)?;
         let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
         let n = match f.read(&mut buf[..want]) {
@@ -591,6 +599,17 @@ fn write_err(archive: &Path, e: &io::Error) -> anyhow::Error {
 /// its own hash for `sha256sum -c`. Same bundle and options, same bytes. An existing archive
 /// at that path is replaced.
 pub fn pack(bundle: &Path, archive: &Path, opts: &PackOptions) -> Result<Packed> {
+    pack_until(bundle, archive, opts, &|| false)
+}
+
+/// [`pack`], stopping when `stop` says so (asked before each file and each read of one): the
+/// `.partial` archive is removed, the bundle is left as it was, and the error says so.
+pub fn pack_until(
+    bundle: &Path,
+    archive: &Path,
+    opts: &PackOptions,
+    stop: &dyn Fn() -> bool,
+) -> Result<Packed> {
     let canon = fs::canonicalize(bundle).with_context(|| {
         format!("cannot read the bundle {}; check the path (`ls bundles/`)", bundle.display())
     })?;
@@ -687,8 +706,9 @@ pub fn pack(bundle: &Path, archive: &Path, opts: &PackOptions) -> Result<Packed>
     tar.mode(tar::HeaderMode::Deterministic);
     tar.follow_symlinks(false);
 
-    let Appended { mut sums, mut files, bytes: mut input_bytes } =
-        std::thread::scope(|scope| append_all(&mut tar, &top, &kept, Hashing::start(scope, BUF), archive))?;
+    let Appended { mut sums, mut files, bytes: mut input_bytes } = std::thread::scope(|scope| {
+        append_all(&mut tar, &top, &kept, Hashing::start(scope, BUF), archive, stop)
+    })?;
     let mut generated = Vec::new();
     if !left_out.is_empty() {
         sums.push((LEFT_OUT.to_string(), sha256_bytes(left_text.as_bytes())));
@@ -743,12 +763,18 @@ fn append_all(
     kept: &[Item],
     mut hashing: Hashing,
     archive: &Path,
+    stop: &dyn Fn() -> bool,
 ) -> Result<Appended> {
+    let stopped =
+        || anyhow!("interrupted while packing into `{}`: the partial archive was removed", archive.display());
     let mut files = 0usize;
     let mut input_bytes = 0u64;
     let mut sums = Vec::with_capacity(kept.len() + 1);
     append(tar, &format!("{top}/"), Kind::Dir, &mut io::empty()).map_err(|e| write_err(archive, &e))?;
     for item in kept {
+        if stop() {
+            return Err(stopped());
+        }
         let name = format!("{top}/{}", item.rel);
         match item.kind {
             Kind::Dir => {
@@ -757,13 +783,16 @@ fn append_all(
             }
             Kind::File { bytes, .. } => {
                 let sha =
-                    append_file(tar, &name, item.kind, &item.abs, &mut hashing).map_err(|f| match f {
-                        Failed::Read(e) => anyhow!(
-                            "cannot read {}: {e}; check permissions, and pack when the run has ended",
-                            item.rel
-                        ),
-                        Failed::Write(e) => write_err(archive, &e),
-                    })?;
+                    append_file(tar, &name, item.kind, &item.abs, &mut hashing, stop).map_err(
+                        |f| match f {
+                            Failed::Stopped => stopped(),
+                            Failed::Read(e) => anyhow!(
+                                "cannot read {}: {e}; check permissions, and pack when the run has ended",
+                                item.rel
+                            ),
+                            Failed::Write(e) => write_err(archive, &e),
+                        },
+                    )?;
                 sums.push((item.rel.clone(), sha));
                 files += 1;
                 input_bytes += bytes;
@@ -807,11 +836,28 @@ pub struct Limits {
     pub max_file_bytes: u64,
     /// Entries of any kind (100,000).
     pub max_entries: u64,
+    /// How many times its compressed size an archive may unpack to (1,000), checked as it is
+    /// read, on everything read so far, once past [`Limits::ratio_floor_bytes`]. A bundle's
+    /// logs and coredumps compress 2 to 200 times; a decompression bomb, thousands of times
+    /// (a 355 KB archive of 10 GiB: 30,000).
+    pub max_ratio: u64,
+    /// Up to this much (256 MiB) may be unpacked at any ratio, so that a small archive of
+    /// highly repetitive logs is never refused.
+    pub ratio_floor_bytes: u64,
 }
+
+/// [`Limits::max_ratio`] by default.
+pub const DEFAULT_MAX_RATIO: u64 = 1_000;
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_total_bytes: 64 << 30, max_file_bytes: 32 << 30, max_entries: 100_000 }
+        Limits {
+            max_total_bytes: 64 << 30,
+            max_file_bytes: 32 << 30,
+            max_entries: 100_000,
+            max_ratio: DEFAULT_MAX_RATIO,
+            ratio_floor_bytes: 256 << 20,
+        }
     }
 }
 
@@ -824,10 +870,12 @@ pub struct Unpacked {
     pub bytes: u64,
 }
 
-/// Hashes what it reads from the archive file (for the `.sha256` sidecar check).
+/// Hashes what it reads from the archive file (for the `.sha256` sidecar check), and counts it
+/// for the compression ratio.
 struct HashRead<R> {
     inner: R,
     hasher: Option<Sha256>,
+    meter: Rc<Meter>,
 }
 
 impl<R: Read> Read for HashRead<R> {
@@ -836,17 +884,26 @@ impl<R: Read> Read for HashRead<R> {
         if let Some(h) = self.hasher.as_mut() {
             h.update(&buf[..n]);
         }
+        self.meter.raw.set(self.meter.raw.get() + n as u64);
         Ok(n)
     }
 }
 
 /// How far the decompressed stream may be read: set before each entry, so tar headers, GNU
 /// long names and PAX records (which the tar crate holds in memory) stay small.
+///
+/// Also the compression ratio: `pos` (decompressed) against `raw` (compressed bytes read from
+/// the file so far, a little ahead of what was decompressed, so the ratio is if anything low).
 #[derive(Default)]
 struct Meter {
     pos: Cell<u64>,
     limit: Cell<u64>,
     tripped: Cell<bool>,
+    raw: Cell<u64>,
+    ratio: Cell<u64>,
+    floor: Cell<u64>,
+    /// The ratio was passed (the read that passed it failed).
+    over_ratio: Cell<bool>,
 }
 
 impl Meter {
@@ -870,7 +927,12 @@ impl<R: Read> Read for Metered<R> {
         }
         let max = buf.len().min(usize::try_from(room).unwrap_or(usize::MAX));
         let n = self.inner.read(&mut buf[..max])?;
-        m.pos.set(m.pos.get() + n as u64);
+        let pos = m.pos.get() + n as u64;
+        m.pos.set(pos);
+        if pos > m.floor.get() && pos > m.raw.get().max(1).saturating_mul(m.ratio.get()) {
+            m.over_ratio.set(true);
+            return Err(io::Error::other("the archive unpacks to more than its compression ratio limit"));
+        }
         Ok(n)
     }
 }
@@ -962,17 +1024,55 @@ fn safe_components(raw: &[u8]) -> Result<Vec<&str>, &'static str> {
     Ok(parts)
 }
 
+/// Stops a read when `stop` says so (checked before every read: an atomic load).
+struct Stoppable<'a> {
+    inner: &'a mut dyn Read,
+    stop: &'a dyn Fn() -> bool,
+    stopped: bool,
+}
+
+impl Read for Stoppable<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if (self.stop)() {
+            self.stopped = true;
+            // Not `ErrorKind::Interrupted`, which `io::copy` retries.
+            return Err(io::Error::other("interrupted"));
+        }
+        self.inner.read(buf)
+    }
+}
+
+fn interrupted(archive: &Path, doing: &str, tail: &str) -> anyhow::Error {
+    anyhow!("interrupted while {doing} `{}`: {tail}", archive.display())
+}
+
+fn over_ratio(archive: &Path, meter: &Meter, tail: &str) -> anyhow::Error {
+    refuse(
+        archive,
+        format_args!(
+            "it unpacks to more than {} times its size (over {} MiB from its first {} KiB): a \
+             decompression bomb, or data far more repetitive than a bundle's",
+            meter.ratio.get(),
+            meter.pos.get() >> 20,
+            meter.raw.get().div_ceil(1024)
+        ),
+        &format!("{tail}; if you trust it, raise the limit: `bundle unpack --max-ratio N`"),
+    )
+}
+
 /// Streams the archive's entries through the checks that make it a bundle, and hands each
 /// accepted one to `visit`. Nothing is written here. `tail` ends every refusal ("nothing was
-/// unpacked").
+/// unpacked"). `stop` is asked before each entry and each read of one; once it says stop, the
+/// scan ends with an error.
 fn scan(
     archive: &Path,
     limits: &Limits,
     hash_archive: bool,
     tail: &str,
     visit: &mut dyn Visit,
+    stop: &dyn Fn() -> bool,
 ) -> Result<Scan> {
-    let mut f = File::open(archive)
+    let mut f = open_regular(archive)
         .map_err(|e| anyhow!("cannot read {}: {e}; check the path and permissions", archive.display()))?;
     let mut magic = [0u8; 4];
     let got = read_up_to(&mut f, &mut magic)
@@ -980,9 +1080,13 @@ fn scan(
     let Some(compression) = compression_of(&magic[..got]) else {
         return Err(damaged(archive, "it starts with neither the zstd nor the gzip magic number", tail));
     };
-    let f = File::open(archive)
+    let f = open_regular(archive)
         .map_err(|e| anyhow!("cannot read {}: {e}; check the path and permissions", archive.display()))?;
-    let raw = HashRead { inner: f, hasher: hash_archive.then(Sha256::new) };
+    let meter = Rc::new(Meter::default());
+    meter.allow(META_BUDGET);
+    meter.ratio.set(limits.max_ratio);
+    meter.floor.set(limits.ratio_floor_bytes);
+    let raw = HashRead { inner: f, hasher: hash_archive.then(Sha256::new), meter: meter.clone() };
     let buffered = BufReader::with_capacity(BUF, raw);
     let decoder = match compression {
         Compression::Zstd => Decompressor::Zstd(
@@ -990,8 +1094,6 @@ fn scan(
         ),
         Compression::Gzip => Decompressor::Gzip(flate2::bufread::GzDecoder::new(buffered)),
     };
-    let meter = Rc::new(Meter::default());
-    meter.allow(META_BUDGET);
     let mut ar = tar::Archive::new(Metered { inner: decoder, meter: meter.clone() });
     let mut top: Option<String> = None;
     // Every accepted path under the top folder: true for a directory.
@@ -1002,10 +1104,14 @@ fn scan(
     {
         let mut entries = ar.entries().map_err(|e| damaged(archive, e, tail))?;
         loop {
+            if stop() {
+                return Err(interrupted(archive, "reading", tail));
+            }
             meter.allow(META_BUDGET);
             let mut entry = match entries.next() {
                 None => break,
                 Some(Ok(e)) => e,
+                Some(Err(_)) if meter.over_ratio.get() => return Err(over_ratio(archive, &meter, tail)),
                 Some(Err(e)) if meter.tripped.get() => {
                     return Err(refuse(
                         archive,
@@ -1116,10 +1222,15 @@ fn scan(
             }
             meter.allow(size.min(allowance.saturating_add(1)).saturating_add(META_BUDGET));
             let mut limited = (&mut entry).take(allowance.saturating_add(1));
-            let mut data = Tracked { inner: &mut limited, failed: false };
-            let n = match visit.file(&rel, mode & 0o111 != 0, &mut data) {
+            let mut stoppable = Stoppable { inner: &mut limited, stop, stopped: false };
+            let mut data = Tracked { inner: &mut stoppable, failed: false };
+            let res = visit.file(&rel, mode & 0o111 != 0, &mut data);
+            let failed = data.failed;
+            let n = match res {
                 Ok(n) => n,
-                Err(e) if data.failed => {
+                Err(_) if failed && meter.over_ratio.get() => return Err(over_ratio(archive, &meter, tail)),
+                Err(_) if failed && stoppable.stopped => return Err(interrupted(archive, "reading", tail)),
+                Err(e) if failed => {
                     return Err(damaged(archive, format_args!("entry `{name}`: {e:#}"), tail))
                 }
                 Err(e) => return Err(e),
@@ -1144,8 +1255,13 @@ fn scan(
     // Read to the end of the zstd stream so that its checksum is checked.
     let metered = ar.into_inner();
     let mut decoder = metered.inner;
-    let trailing = io::copy(&mut (&mut decoder).take(TRAILING_MAX + 1), &mut io::sink())
-        .map_err(|e| damaged(archive, e, tail))?;
+    let trailing = io::copy(&mut (&mut decoder).take(TRAILING_MAX + 1), &mut io::sink()).map_err(|e| {
+        if meter.over_ratio.get() {
+            over_ratio(archive, &meter, tail)
+        } else {
+            damaged(archive, e, tail)
+        }
+    })?;
     if trailing > TRAILING_MAX {
         return Err(damaged(
             archive,
@@ -1256,6 +1372,17 @@ impl Drop for RemoveDir {
 /// top folder are accepted, within `limits`; files get mode 0644 or 0755 (the exec bit from
 /// the archive), owners and times are ignored, nothing is overwritten.
 pub fn unpack(archive: &Path, into: &Path, limits: &Limits) -> Result<Unpacked> {
+    unpack_until(archive, into, limits, &|| false)
+}
+
+/// [`unpack`], stopping when `stop` says so (asked before each entry and each read): the
+/// hidden partial folder is removed and the error says it was interrupted.
+pub fn unpack_until(
+    archive: &Path,
+    into: &Path,
+    limits: &Limits,
+    stop: &dyn Fn() -> bool,
+) -> Result<Unpacked> {
     const TAIL: &str = "nothing was unpacked";
     let created_into = match fs::metadata(into) {
         Ok(m) if m.is_dir() => None,
@@ -1272,7 +1399,7 @@ pub fn unpack(archive: &Path, into: &Path, limits: &Limits) -> Result<Unpacked> 
         }
     };
     let mut unpacker = Unpacker { archive, into, dest: None };
-    let res = scan(archive, limits, false, TAIL, &mut unpacker);
+    let res = scan(archive, limits, false, TAIL, &mut unpacker, stop);
     let guard = RemoveDir(unpacker.dest.as_ref().map(|(_, tmp)| tmp.clone()));
     let finished = res.and_then(|scan| {
         let (dest, tmp) = unpacker.dest.as_ref().expect("scan calls `top` before accepting an entry");
@@ -1412,7 +1539,7 @@ fn parse_left_out_sizes(text: &[u8], what: &str) -> Result<Vec<(String, u64)>> {
 
 fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>> {
     let f =
-        File::open(path).map_err(|e| anyhow!("cannot read {}: {e}; check permissions", path.display()))?;
+        open_regular(path).map_err(|e| anyhow!("cannot read {}: {e}; check permissions", path.display()))?;
     let mut v = Vec::new();
     f.take(cap + 1)
         .read_to_end(&mut v)
@@ -1569,7 +1696,8 @@ fn verify_archive(archive: &Path) -> Result<Verification> {
         None
     };
     let mut hasher = Hasher::default();
-    let scan = scan(archive, &Limits::default(), expected.is_some(), "it was not checked", &mut hasher)?;
+    let scan =
+        scan(archive, &Limits::default(), expected.is_some(), "it was not checked", &mut hasher, &|| false)?;
     let Some(sums) = hasher.sums.take() else {
         bail!(
             "{} has no {}/{SUMS}: it was not written by `cargo xtask bundle pack`; unpack it and \
@@ -1602,8 +1730,12 @@ pub fn verify(path: &Path) -> Result<Verification> {
         return verify_dir(path);
     }
     let mut magic = [0u8; 4];
-    let mut f =
-        File::open(path).map_err(|e| anyhow!("cannot read {}: {e}; check permissions", path.display()))?;
+    let mut f = open_regular(path).map_err(|e| {
+        anyhow!(
+            "cannot read {}: {e}; pass a bundle folder or a .tar.zst written by `bundle pack`",
+            path.display()
+        )
+    })?;
     let got = read_up_to(&mut f, &mut magic).map_err(|e| anyhow!("cannot read {}: {e}", path.display()))?;
     if compression_of(&magic[..got]).is_some() {
         verify_archive(path)
@@ -1687,10 +1819,10 @@ mod tests {
         // Small buffers, so the data goes in several reads, more than the pool holds.
         let sha = std::thread::scope(|s| {
             let mut hashing = Hashing::start(s, 100);
-            let a = append_file(&mut tar, &long, kind, &path, &mut hashing).ok().unwrap();
+            let a = append_file(&mut tar, &long, kind, &path, &mut hashing, &|| false).ok().unwrap();
             // The next file starts a fresh hash.
             let mut other = tar::Builder::new(Vec::new());
-            let b = append_file(&mut other, "top/f", kind, &path, &mut hashing).ok().unwrap();
+            let b = append_file(&mut other, "top/f", kind, &path, &mut hashing, &|| false).ok().unwrap();
             assert_eq!(a, b);
             a
         });
@@ -1713,7 +1845,7 @@ mod tests {
             let mut tar = tar::Builder::new(Vec::new());
             let kind = Kind::File { bytes, exec: false };
             let res = std::thread::scope(|s| {
-                append_file(&mut tar, "top/f", kind, &path, &mut Hashing::start(s, 1000))
+                append_file(&mut tar, "top/f", kind, &path, &mut Hashing::start(s, 1000), &|| false)
             });
             match res {
                 Err(Failed::Read(e)) => assert!(e.to_string().contains(says), "{e}"),

@@ -1,10 +1,13 @@
 //! The files an analysis reads: each path as given, directories walked in sorted order, a
 //! bundle through its rungs' logs and reports; each file scanned by `findings` in bounded
-//! memory.
+//! memory. Also [`open_regular`], through which the bundle code opens any file a user named.
 //!
-//! Must not: parse (that is `findings`), render or print (`findings::render`, `ui`).
+//! Must not: parse (that is `findings`), render or print (`findings::render`, `ui`); or open
+//! for reading anything but a regular file (a FIFO or a device would block or never end).
 
-use std::fs::File;
+use std::fs::{File, FileType, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -17,8 +20,56 @@ use crate::findings::{
     Evidence,
 };
 
+/// What a file that is not a regular file is, in words (`a named pipe (FIFO)`).
+pub fn kind_of(t: FileType) -> &'static str {
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_file() {
+        "a regular file"
+    } else {
+        "not a regular file"
+    }
+}
+
+fn not_regular(t: FileType) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("it is {}, not a regular file (reading one could block forever)", kind_of(t)),
+    )
+}
+
+/// Opens a file for reading, refusing anything but a regular file: a FIFO or a socket blocks
+/// the read (or the open) forever, a device never ends or acts when opened. The type is
+/// checked before opening (so a device is never opened) and again on the open file, which is
+/// opened with `O_NONBLOCK`, so that a path swapped for a FIFO in between cannot block either.
+/// Symbolic links are followed: a link to a regular file is one.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(not_regular(meta.file_type()));
+    }
+    let f = OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK).open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular(meta.file_type()));
+    }
+    Ok(f)
+}
+
 /// Collects the files to read: each path as given, directories walked in sorted order.
-/// Hidden files and directories (`.git`) are skipped inside directories.
+/// Hidden files and directories (`.git`) are skipped inside directories, and so is what is
+/// not a regular file there (links, FIFOs, devices, sockets); a path given that is neither a
+/// directory nor a regular file is refused.
 pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
@@ -44,8 +95,14 @@ pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
                     out.push(entry.into_path());
                 }
             }
-        } else {
+        } else if meta.is_file() {
             out.push(p.clone());
+        } else {
+            bail!(
+                "cannot read `{}`: it is {}, not a file: pass log files, XML reports or a bundle directory",
+                p.display(),
+                kind_of(meta.file_type())
+            );
         }
     }
     if out.is_empty() {
@@ -91,7 +148,7 @@ pub fn origin_of(path: &Path) -> String {
 /// quoting a program's own error; `None` when there is none or it cannot be read.
 pub fn last_line(path: &Path) -> Option<String> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut f = File::open(path).ok()?;
+    let mut f = open_regular(path).ok()?;
     let len = f.metadata().ok()?.len();
     f.seek(SeekFrom::Start(len.saturating_sub(64 * 1024))).ok()?;
     let mut tail = Vec::new();
@@ -103,7 +160,7 @@ pub fn last_line(path: &Path) -> Option<String> {
 
 /// Reads and scans one file.
 pub fn scan_file(path: &Path) -> Result<Evidence> {
-    let f = File::open(path).with_context(|| format!("cannot open `{}`", path.display()))?;
+    let f = open_regular(path).with_context(|| format!("cannot open `{}`", path.display()))?;
     let mut ev = scan_reader(f, &path.display().to_string(), &origin_of(path));
     ev.launch_blocking = launch_blocking(path);
     Ok(ev)
@@ -118,7 +175,7 @@ pub fn launch_blocking(path: &Path) -> bool {
         return true;
     }
     let Some(dir) = path.parent() else { return false };
-    let Ok(mut f) = File::open(dir.join(layout::COMMAND)) else { return false };
+    let Ok(mut f) = open_regular(&dir.join(layout::COMMAND)) else { return false };
     // The command is one line; its head holds the environment.
     let mut head = Vec::new();
     use std::io::Read;

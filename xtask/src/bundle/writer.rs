@@ -16,6 +16,7 @@ use super::manifest::{CommandRecord, ContainerRecord, FileRecord, Manifest, Rung
 use super::recorded::recorded_environment;
 use crate::findings::render::{render_json, render_text};
 use crate::findings::verdict::Analysis;
+use crate::findings::yaml_bounds::{self, Bound, Limits};
 use crate::model::RungId;
 use crate::redact::{redact_json, Redaction};
 
@@ -50,8 +51,10 @@ fn now_secs() -> u64 {
 }
 
 impl Bundle {
-    /// Creates `<root>/<UTC time>_<recipe>/` (with a numeric suffix if it exists).
-    /// The recipe is recorded redacted ([`redact_json`]).
+    /// Creates `<root>/<UTC time>_<recipe>/` (with a numeric suffix if it exists). The folder
+    /// is claimed atomically (`mkdir`, which fails if it exists): two runs started at once never
+    /// share one, and an existing folder is never reused. The recipe is recorded redacted
+    /// ([`redact_json`]).
     pub fn create(root: &Path, recipe: &str, recipe_value: &serde_json::Value) -> Result<Bundle> {
         let stamp = utc_stamp(now_secs());
         let safe: String = recipe
@@ -67,9 +70,22 @@ impl Bundle {
             .with_context(|| format!("cannot resolve the bundle root `{}`", root.display()))?;
         let mut dir = root.join(format!("{stamp}_{safe}"));
         let mut n = 1;
-        while dir.exists() {
-            n += 1;
-            dir = root.join(format!("{stamp}_{safe}-{n}"));
+        loop {
+            match std::fs::create_dir(&dir) {
+                Ok(()) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 10_000 => {
+                    n += 1;
+                    dir = root.join(format!("{stamp}_{safe}-{n}"));
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| {
+                        format!(
+                            "cannot create the bundle `{}`: choose another root with `--bundle-dir`",
+                            dir.display()
+                        )
+                    })
+                }
+            }
         }
         for sub in [layout::RUNGS_DIR, layout::ENV_DIR] {
             std::fs::create_dir_all(dir.join(sub))
@@ -214,16 +230,41 @@ impl Bundle {
             .with_context(|| format!("cannot make `{}` executable", replay.display()))
     }
 
-    /// Reads a bundle's manifest.
+    /// Reads a bundle's manifest: a regular file, within [`Limits::MANIFEST`] (size, nesting,
+    /// anchors and aliases, checked before it is parsed: a received bundle is not trusted).
     pub fn load(dir: &Path) -> Result<Manifest> {
+        use std::io::Read as _;
         let p = dir.join(layout::MANIFEST);
-        let text = std::fs::read_to_string(&p).with_context(|| {
+        let not_a_bundle = || {
             format!(
                 "cannot read `{}`: is `{}` a bundle written by `cargo xtask debug-ima`?",
                 p.display(),
                 dir.display()
             )
+        };
+        let f = super::inputs::open_regular(&p).with_context(not_a_bundle)?;
+        let max = Limits::MANIFEST.max_bytes;
+        let mut bytes = Vec::new();
+        f.take(max as u64 + 1).read_to_end(&mut bytes).with_context(not_a_bundle)?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            anyhow::anyhow!(
+                "`{}` is not UTF-8 text (invalid byte at offset {}): not a manifest `cargo xtask debug-ima` wrote",
+                p.display(),
+                e.utf8_error().valid_up_to()
+            )
         })?;
+        if let Err(r) = yaml_bounds::check(&text, &Limits::MANIFEST) {
+            let what = match r.bound {
+                Bound::Size => format!("larger than {} MiB", max >> 20),
+                _ => r.to_string(),
+            };
+            anyhow::bail!(
+                "`{}`: {what}; `cargo xtask debug-ima` writes manifests of a few KB with no aliases, \
+                 so this one was made or changed elsewhere: not read (get the bundle again from its \
+                 author, or unpack it from the original archive)",
+                p.display()
+            );
+        }
         serde_yaml::from_str(&text)
             .with_context(|| format!("`{}` is not a manifest this version can read", p.display()))
     }
@@ -262,6 +303,24 @@ pub fn summary_md(m: &Manifest, a: &Analysis) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_started_at_once_never_share_a_bundle() {
+        let root = std::env::temp_dir().join(format!("xtask-bundles-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let value = serde_json::json!({"name": "t"});
+        let dirs: Vec<PathBuf> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| Bundle::create(&root, "t", &value).unwrap().root().to_path_buf()))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut unique = dirs.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), 8, "{dirs:?}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     #[test]
     fn stamps() {

@@ -3,6 +3,10 @@
 //! `by thread (x,y,z) in block (x,y,z)` numbers varied (many records of few sites, as a
 //! real run prints), then `analyze --json` (this executable) and `grep -c` read it.
 //!
+//! `bench --names 500,1000,2000,4000`: how `analyze` grows with the number of distinct kernel
+//! names (of 5,000 characters each, as a hostile or generated log may hold): a log of N
+//! records, each a real record with its own kernel name, for each N; linear, not quadratic.
+//!
 //! `bench pack`: how fast `bundle pack` ([`crate::bundle::archive::pack`]) writes a bundle with a
 //! coredump-sized file, against `tar -I 'zstd -T0'` on the same folder.
 //!
@@ -47,6 +51,14 @@ pub struct BenchArgs {
     /// Keep the generated file afterwards
     #[arg(long)]
     pub keep: bool,
+    /// Instead of the gigabyte log: time `analyze` on logs of N records with N distinct kernel
+    /// names, for each N given (`--names 500,1000,2000,4000`; the first record of `--records`
+    /// with its kernel renamed), written to target/bench/names-N.log
+    #[arg(long, value_delimiter = ',')]
+    pub names: Vec<usize>,
+    /// Characters in each kernel name for `--names`
+    #[arg(long, default_value_t = 5000)]
+    pub name_chars: usize,
 }
 
 /// One record of a real log (`========= Invalid ...` to the next `========= ` line), split
@@ -420,12 +432,165 @@ pub fn measure(args: &BenchArgs) -> Result<BenchReport> {
 
 /// `bench`: measures and prints the table.
 pub fn run(args: BenchArgs) -> Result<Outcome> {
+    if !args.names.is_empty() {
+        return run_names(&args);
+    }
     let report = measure(&args)?;
     let mut text = report.table();
     if args.keep {
         text.push_str(&format!("kept       {}\n", report.file.display()));
     }
     ui::out(&text)?;
+    Ok(Outcome::Done)
+}
+
+// ---------------------------------------------------------------------------------------------
+// `bench --names`
+
+/// Kernel name `i` of `chars` characters: `k00042_` then identifier text with a `::` every 24
+/// characters (so that the comparison of qualified names is exercised), ending in a letter.
+pub fn distinct_name(i: usize, chars: usize) -> String {
+    const FILL: &str = "abcdefghijklmnopqrstuv::";
+    let mut s = format!("k{i:05}_");
+    s.extend(FILL.chars().cycle().take(chars.saturating_sub(s.len())));
+    if s.ends_with(':') {
+        s.pop();
+        s.push('z');
+    }
+    s
+}
+
+/// `t` with the kernel of its `at KERNEL(...)+0x.. in f:l` line renamed to `name`.
+fn renamed(t: &RecordTemplate, name: &str) -> Option<RecordTemplate> {
+    let mut head = String::with_capacity(t.head.len() + name.len());
+    let mut done = false;
+    for line in t.head.split_inclusive('\n') {
+        let at = line.find("     at ").map(|p| p + "     at ".len());
+        match at.filter(|_| !done) {
+            Some(start) => {
+                let rest = &line[start..];
+                let end = rest.find(['(', '+']).unwrap_or(rest.len());
+                head.push_str(&line[..start]);
+                head.push_str(name);
+                head.push_str(&rest[end..]);
+                done = true;
+            }
+            None => head.push_str(line),
+        }
+    }
+    done.then(|| RecordTemplate { head, ..t.clone() })
+}
+
+/// Writes a memcheck log of `n` records of `t`, each with its own kernel name of `chars`
+/// characters ([`distinct_name`]), and the `ERROR SUMMARY`. Returns the bytes written.
+pub fn write_names_log<W: Write>(t: &RecordTemplate, n: usize, chars: usize, w: W) -> io::Result<u64> {
+    let mut w = BufWriter::with_capacity(1 << 20, w);
+    let mut bytes = 0u64;
+    let mut put = |w: &mut BufWriter<W>, s: &str| -> io::Result<()> {
+        bytes += s.len() as u64;
+        w.write_all(s.as_bytes())
+    };
+    put(&mut w, "========= COMPUTE-SANITIZER\n")?;
+    for i in 0..n {
+        let r = renamed(t, &distinct_name(i, chars)).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "the record has no `at KERNEL` line")
+        })?;
+        let by = format!(
+            "{}({},{},{}) in block ({},{},{})\n",
+            r.by_prefix, r.thread[0], r.thread[1], r.thread[2], r.block[0], r.block[1], r.block[2]
+        );
+        put(&mut w, &r.head)?;
+        put(&mut w, &by)?;
+        put(&mut w, &r.tail)?;
+    }
+    put(&mut w, &format!("========= ERROR SUMMARY: {n} errors\n"))?;
+    w.flush()?;
+    Ok(bytes)
+}
+
+/// A names log in memory (tests).
+pub fn names_log(t: &RecordTemplate, n: usize, chars: usize) -> String {
+    let mut out = Vec::new();
+    write_names_log(t, n, chars, &mut out).expect("writing to memory");
+    String::from_utf8(out).expect("UTF-8")
+}
+
+/// One `--names` measurement.
+#[derive(Debug, Clone)]
+pub struct NamesRow {
+    pub names: usize,
+    pub bytes: u64,
+    pub analyze: Duration,
+    pub exit: Exit,
+}
+
+/// The `--names` table: per N, the file, the time, the time per name, and how much longer
+/// than the row before (2.0 for linear when N doubles, 4.0 for quadratic).
+pub fn names_table(rows: &[NamesRow], chars: usize) -> String {
+    let mut s = format!(
+        "analyze on N distinct kernel names of {chars} characters (one memcheck record each)\n\
+         {:>6} {:>9} {:>9} {:>12} {:>14}\n",
+        "N", "MB", "seconds", "ms per name", "x previous"
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let secs = r.analyze.as_secs_f64();
+        let growth = match i {
+            0 => "-".to_string(),
+            _ => format!(
+                "{:.2} (N x{:.1})",
+                secs / rows[i - 1].analyze.as_secs_f64().max(1e-9),
+                r.names as f64 / rows[i - 1].names.max(1) as f64
+            ),
+        };
+        s.push_str(&format!(
+            "{:>6} {:>9.1} {:>9.3} {:>12.3} {:>14}\n",
+            r.names,
+            r.bytes as f64 / 1e6,
+            secs,
+            secs * 1e3 / r.names.max(1) as f64,
+            growth
+        ));
+        if r.exit != Exit::Code(0) {
+            s.push_str(&format!("note: `analyze` ended with {} for N = {}\n", r.exit.text(), r.names));
+        }
+    }
+    if cfg!(debug_assertions) {
+        s.push_str("note: this is a debug build; measure a release one: cargo run --release -p xtask -- bench --names ...\n");
+    }
+    s
+}
+
+/// `bench --names N,...`: writes each log, times `analyze --json` (this executable) on it,
+/// prints the table; removes the logs unless `--keep`.
+pub fn run_names(args: &BenchArgs) -> Result<Outcome> {
+    let text = std::fs::read(&args.records).with_context(|| {
+        format!("reading {}: pass --records with a compute-sanitizer text log", args.records.display())
+    })?;
+    let templates = extract_records(&String::from_utf8_lossy(&text));
+    let Some(t) = templates.first() else {
+        bail!(
+            "{} has no `========= Invalid ...` records: pass a memcheck log of a faulting run",
+            args.records.display()
+        );
+    };
+    let exe = std::env::current_exe().context("finding this executable to run `analyze`")?;
+    let mut rows = Vec::new();
+    for &n in &args.names {
+        let file = default_out().with_file_name(format!("names-{n}.log"));
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let _cleanup = Cleanup { path: file.clone(), keep: args.keep };
+        let out = File::create(&file).with_context(|| format!("creating {}", file.display()))?;
+        let bytes = write_names_log(t, n, args.name_chars, out)
+            .with_context(|| format!("writing {}: free some disk space", file.display()))?;
+        let file_arg = file.display().to_string();
+        let start = Instant::now();
+        let o =
+            short::run_watching(&exe, &["analyze", "--json", &file_arg], None, COMMAND_LIMIT, &mut |_| {});
+        rows.push(NamesRow { names: n, bytes, analyze: start.elapsed(), exit: o.exit });
+    }
+    ui::out(&names_table(&rows, args.name_chars))?;
     Ok(Outcome::Done)
 }
 
@@ -1028,6 +1193,41 @@ mod tests {
         let slow = BenchReport { analyze: Duration::from_secs(5), ..r };
         assert!(!slow.passed());
         assert!(slow.table().contains("result     FAIL"));
+    }
+
+    #[test]
+    fn names_logs_rename_every_record() {
+        let t = &extract_records(OOB_WRITE)[0];
+        assert_eq!(distinct_name(7, 40), "k00007_abcdefghijklmnopqrstuv::abcdefghi");
+        assert_eq!(distinct_name(7, 30).chars().count(), 30);
+        assert!(!distinct_name(1, 31).ends_with(':'));
+        let log = names_log(t, 3, 100);
+        assert!(log.starts_with(
+            "========= COMPUTE-SANITIZER\n========= Invalid __global__ write of size 4 bytes\n"
+        ));
+        assert!(log.contains(&format!(
+            "=========     at {}(float *, int, long long)+0x110 in oob_write.cu:7\n",
+            distinct_name(2, 100)
+        )));
+        assert!(log.ends_with("========= ERROR SUMMARY: 3 errors\n"));
+        let ev = crate::findings::scan::scan_str(&log, "names.log");
+        assert_eq!(ev.faults.len(), 3);
+        let rows = [
+            NamesRow {
+                names: 500,
+                bytes: 3_000_000,
+                analyze: Duration::from_millis(100),
+                exit: Exit::Code(0),
+            },
+            NamesRow {
+                names: 1000,
+                bytes: 6_000_000,
+                analyze: Duration::from_millis(200),
+                exit: Exit::Code(0),
+            },
+        ];
+        let table = names_table(&rows, 5000);
+        assert!(table.contains("  1000       6.0     0.200        0.200  2.00 (N x2.0)\n"), "{table}");
     }
 
     #[test]

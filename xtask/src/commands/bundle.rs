@@ -15,6 +15,7 @@ use super::Outcome;
 use crate::bundle::archive::{self, Limits, PackOptions};
 use crate::bundle::report::{self, ReportInput};
 use crate::bundle::{layout, Bundle, Manifest};
+use crate::process::Interrupt;
 use crate::ui;
 
 #[derive(Debug, clap::Subcommand)]
@@ -51,6 +52,10 @@ pub enum BundleCommand {
         /// Refuse archives that unpack to more than this many bytes.
         #[arg(long, default_value_t = Limits::default().max_total_bytes)]
         max_bytes: u64,
+        /// Refuse archives that unpack to more than this many times their size (past the
+        /// first 256 MiB): a decompression bomb; raise it for an archive you trust.
+        #[arg(long, default_value_t = Limits::default().max_ratio, value_parser = clap::value_parser!(u64).range(1..))]
+        max_ratio: u64,
     },
     /// Check a bundle directory or archive against its SHA256SUMS: names every changed,
     /// missing or extra file. Exit 1 when anything does not match.
@@ -78,7 +83,9 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
             let compression = if gzip { archive::Compression::Gzip } else { archive::Compression::Zstd };
             let archive = output.unwrap_or_else(|| archive::default_archive_path_for(&path, compression));
             let opts = PackOptions { with_coredumps, compression, ..PackOptions::default() };
-            let p = archive::pack(&path, &archive, &opts)
+            // Ctrl-C stops the packing and removes the partial archive.
+            let interrupt = Interrupt::install()?;
+            let p = archive::pack_until(&path, &archive, &opts, &|| interrupt.is_set())
                 .with_context(|| format!("cannot pack `{}`", path.display()))?;
             let mut s = format!(
                 "packed {} files ({}) into {} ({})\nsha256 {}  (also in {}.sha256)\n",
@@ -119,10 +126,12 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
             }
             out(&s)
         }
-        BundleCommand::Unpack { archive, dir, max_bytes } => {
+        BundleCommand::Unpack { archive, dir, max_bytes, max_ratio } => {
             let into = dir.unwrap_or_else(|| PathBuf::from("."));
-            let limits = Limits { max_total_bytes: max_bytes, ..Limits::default() };
-            let u = archive::unpack(&archive, &into, &limits)?;
+            let limits = Limits { max_total_bytes: max_bytes, max_ratio, ..Limits::default() };
+            // Ctrl-C stops the unpacking and removes the hidden partial folder.
+            let interrupt = Interrupt::install()?;
+            let u = archive::unpack_until(&archive, &into, &limits, &|| interrupt.is_set())?;
             out(&format!(
                 "unpacked {} files ({}) into {}\ncheck it with `cargo xtask bundle verify {}`\n",
                 u.files,

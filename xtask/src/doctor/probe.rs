@@ -25,6 +25,9 @@ const CUDA_DEFAULT_HOME: &str = "/usr/local/cuda";
 pub struct SystemProbe;
 
 impl Probe for SystemProbe {
+    /// Through `process::short`, like every short command: killed with its group and the
+    /// rest of its tree at its timeout, or as soon as Ctrl-C, SIGTERM or SIGHUP comes (the
+    /// handler is installed at the tool's start, `process::init`, before any probe runs).
     fn run(&self, program: &Path, args: &[&str], timeout: Duration) -> Output {
         crate::process::short::run(program, args, timeout)
     }

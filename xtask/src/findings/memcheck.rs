@@ -1350,4 +1350,25 @@ mod tests {
             let _ = scan_str(&s, "r.log");
         }
     }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// Multi-byte, invalid and 5,000-character kernel names where memcheck prints the kernel
+        /// (`at NAME(...)+0x110 in f.cu:7`, templates too): no panic; a plain name comes through whole.
+        #[test]
+        fn multi_byte_kernel_names_never_panic(
+            which in any::<proptest::sample::Index>(),
+            name in crate::findings::fuzz::name(),
+            edits in crate::findings::fuzz::invalid_edits(),
+        ) {
+            let reals: Vec<_> = ["memcheck.log"].iter().flat_map(|f| crate::findings::fuzz::real(f)).collect();
+            let _a = crate::findings::fuzz::splice_and_run(&reals, which, &name, &edits);
+            let plain = name.chars().all(|c| c.is_alphanumeric() || c == '_') && name.len() < MAX_FIELD / 2;
+            if edits.is_empty() && plain && reals[which.index(reals.len())].kernel == "scale_write" {
+                let v = _a.verdict.expect("the record still locates the fault");
+                prop_assert!(v.kernel.starts_with(&format!("{name}(")), "{} for {name}", v.kernel);
+            }
+        }
+    }
 }

@@ -801,4 +801,48 @@ mod tests {
             let _ = read(doc.as_bytes());
         }
     }
+
+    #[test]
+    fn kernel_names_arrive_through_character_references() {
+        // A three- and a four-byte character, as a writer may escape them.
+        let doc = REPORT.replace("<func>gather_rows</func>", "<func>k&#x1F600;&#26680;</func>");
+        let ev = read(doc.as_bytes());
+        assert!(
+            ev.faults[0].kernel.as_deref().is_some_and(|k| k.starts_with("k😀核")),
+            "{:?}",
+            ev.faults[0].kernel
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// The kernel's `<func>` as raw multi-byte text, as character references (`&#x1F600;`,
+        /// `&#128512;`) and through an entity the document declares; invalid UTF-8 anywhere; names
+        /// of 5,000 characters: no panic, and a name written as references reads back whole.
+        #[test]
+        fn kernel_names_as_text_references_and_entities_never_panic(
+            name in crate::findings::fuzz::name(),
+            how in 0u8..3,
+            edits in crate::findings::fuzz::invalid_edits(),
+        ) {
+            use crate::findings::fuzz::{char_refs, pipeline, real, spliced};
+            let r = real("memcheck.xml")[0];
+            let (text, with) = match how {
+                0 => (r.excerpt().to_string(), name.clone()),
+                1 => (r.excerpt().to_string(), char_refs(&name)),
+                _ => {
+                    let dtd = format!("?>\n<!DOCTYPE ComputeSanitizerOutput [<!ENTITY k \"{}\">]>", char_refs(&name));
+                    (r.excerpt().replacen("?>", &dtd, 1), "&k;".to_string())
+                }
+            };
+            let bytes = spliced(&text, r.kernel, &with, &edits);
+            let a = pipeline(&[(&bytes, "memcheck.xml")]);
+            let plain = name.chars().all(|c| c.is_alphanumeric() || c == '_') && name.len() < 8 * 1024;
+            if how == 1 && edits.is_empty() && plain {
+                let v = a.verdict.expect("the record still locates the fault");
+                prop_assert!(v.kernel.starts_with(&name), "{} for {name}", v.kernel);
+            }
+        }
+    }
 }

@@ -35,6 +35,10 @@ pub mod render;
 pub mod scan;
 pub mod verdict;
 pub mod waits;
+pub mod yaml_bounds;
+
+#[cfg(test)]
+pub(crate) mod fuzz;
 
 use serde::{Serialize, Serializer};
 

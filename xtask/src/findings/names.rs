@@ -33,17 +33,17 @@ pub fn kernel_key(name: &str) -> String {
     }
     // Cut at the first '(' or '<' that is at nesting depth 0, but keep
     // `(anonymous namespace)` which is part of the qualified name.
+    // Walked by characters, never by byte index: a name may hold any UTF-8 (`核`, `😀`).
+    const ANONYMOUS: &str = "(anonymous namespace)";
     let mut out = String::with_capacity(s.len());
     let mut depth_angle = 0usize;
-    let bytes = s.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let c = bytes[i] as char;
-        if s[i..].starts_with("(anonymous namespace)") {
+    let mut rest = s;
+    while let Some(c) = rest.chars().next() {
+        if let Some(after) = rest.strip_prefix(ANONYMOUS) {
             if depth_angle == 0 {
-                out.push_str("(anonymous namespace)");
+                out.push_str(ANONYMOUS);
             }
-            i += "(anonymous namespace)".len();
+            rest = after;
             continue;
         }
         match c {
@@ -53,7 +53,7 @@ pub fn kernel_key(name: &str) -> String {
             _ if depth_angle == 0 && !c.is_whitespace() => out.push(c),
             _ => {}
         }
-        i += c.len_utf8();
+        rest = &rest[c.len_utf8()..];
     }
     out
 }
@@ -158,6 +158,7 @@ pub fn base_name(path: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn demangles_kernels() {
@@ -206,5 +207,44 @@ mod tests {
         assert!(!is_toolkit_source("store_helpers.cuh"));
         assert!(!is_toolkit_source("shared_atomic.cu"));
         assert!(!is_toolkit_source("/src/kernels/device_helpers.cuh"));
+    }
+
+    #[test]
+    fn multi_byte_names_have_keys() {
+        // Three- and four-byte characters, where walking by bytes cut one in two (a panic), and
+        // a two-byte one, which it read as two Latin-1 characters.
+        assert_eq!(kernel_key("核心_kernel(int*, int)"), "核心_kernel");
+        assert_eq!(kernel_key("void ns::😀<float>(float*)"), "ns::😀");
+        assert_eq!(kernel_key("é(anonymous namespace)::k<核>(int)"), "é(anonymous namespace)::k");
+        assert_eq!(kernel_key(&"核".repeat(5_000)), "核".repeat(5_000));
+        assert_eq!(compact_signature("核 (int *, 😀)"), "核 (int*, 😀)");
+        let _ = demangle("_Z3核Pii");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Every name function on multi-byte, long and mangled-looking names: no panic, and a
+        /// key is never longer than the name it comes from.
+        #[test]
+        fn names_never_panic(name in crate::findings::fuzz::name(), junk in "\\PC{0,64}") {
+            let shapes = [
+                name.clone(),
+                crate::findings::fuzz::mangled(&name),
+                format!("void {name}<{junk}>({junk})"),
+                format!("{junk}{name}"),
+                format!("_Z{junk}{name}"),
+                format!("/src/{name}/{junk}.cu"),
+            ];
+            for s in &shapes {
+                let key = kernel_key(s);
+                prop_assert!(key.len() <= pretty(s).len(), "{key} from {s}");
+                let _ = demangle(s);
+                let _ = compact_signature(s);
+                let _ = is_library_path(s);
+                let _ = is_toolkit_source(s);
+                let _ = base_name(s);
+            }
+        }
     }
 }

@@ -245,11 +245,35 @@ pub fn render_text(a: &Analysis) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn thousands() {
         assert_eq!(grouped(0), "0");
         assert_eq!(grouped(4096), "4,096");
         assert_eq!(grouped(34_359_738_368), "34,359,738,368");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Analyses of real recordings with multi-byte, 5,000-character and invalid kernel names:
+        /// both renderings end, the JSON parses back, and a kernel named in the verdict is in
+        /// the text as printed (compacted).
+        #[test]
+        fn renders_multi_byte_names(
+            which in any::<proptest::sample::Index>(),
+            name in crate::findings::fuzz::name(),
+            edits in crate::findings::fuzz::invalid_edits(),
+        ) {
+            let reals: Vec<_> = crate::findings::fuzz::REAL.iter().collect();
+            let a = crate::findings::fuzz::splice_and_run(&reals, which, &name, &edits);
+            let json: serde_json::Value = serde_json::from_str(&render_json(&a)).expect("JSON");
+            prop_assert!(json.get("conclusion").is_some());
+            let text = render_text(&a);
+            if let Some(v) = &a.verdict {
+                prop_assert!(text.contains(&v.kernel), "{text}");
+            }
+        }
     }
 }

@@ -193,6 +193,7 @@ pub fn scan_reader<R: Read>(reader: R, path: &str, origin: &str) -> Evidence {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn sniffs() {
@@ -228,5 +229,39 @@ mod tests {
         let ev = scan_str(&s, "long.log");
         assert_eq!(ev.lines, 2);
         assert!(ev.notes.iter().any(|n| n.contains("longer than")));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// Every tool's real output with a generated kernel name spliced in (multi-byte, 5,000
+        /// characters) and invalid UTF-8 inserted anywhere, read as bytes: no panic, and no
+        /// more lines counted than there are.
+        #[test]
+        fn real_output_with_multi_byte_names_and_invalid_bytes_never_panics(
+            which in any::<proptest::sample::Index>(),
+            name in crate::findings::fuzz::name(),
+            edits in crate::findings::fuzz::invalid_edits(),
+        ) {
+            use crate::findings::fuzz::{spliced, REAL};
+            let r = &REAL[which.index(REAL.len())];
+            let bytes = spliced(r.excerpt(), r.kernel, &name, &edits);
+            let ev = scan_reader(&bytes[..], r.file, r.file);
+            let newlines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+            prop_assert!(ev.lines <= newlines + 1);
+        }
+
+        /// A line longer than [`MAX_LINE`] of multi-byte characters, so that the cut falls
+        /// inside one, in a memcheck record: no panic.
+        #[test]
+        fn long_multi_byte_lines_are_cut_safely(c in crate::findings::fuzz::WIDE, skew in 0usize..4) {
+            let name: String = c.repeat(MAX_LINE / c.len() + skew);
+            let text = format!(
+                "========= Invalid __global__ write of size 4 bytes\n=========     at {name}(int*)+0x10 in k.cu:7\n\
+                 =========     by thread (0,0,0) in block (0,0,0)\n========= \n"
+            );
+            let ev = scan_reader(text.as_bytes(), "m.log", "memcheck");
+            prop_assert_eq!(ev.lines, 4);
+        }
     }
 }

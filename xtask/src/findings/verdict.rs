@@ -5,6 +5,8 @@
 //!
 //! Pure: takes [`Evidence`] values, returns an [`Analysis`]. No I/O, no printing.
 
+use std::collections::{HashMap, HashSet};
+
 use serde::Serialize;
 
 use super::{names, Access, Dim3, ErrorClass, Evidence, Fault, Frame, HostStack, SourceLoc, Symptom, Tool};
@@ -17,12 +19,13 @@ use super::{names, Access, Dim3, ErrorClass, Evidence, Fault, Frame, HostStack, 
 /// an identifier too short to single a kernel out.
 pub fn kernel_filter(a: &Analysis) -> Option<String> {
     let v = a.verdict.as_ref()?;
+    let key = names::kernel_key(&v.kernel);
     let mangled = a.findings.iter().find_map(|f| {
         let k = f.item.kernel.as_deref()?;
-        f.item.mangled.clone().filter(|m| m.starts_with("_Z") && same_kernel(k, &v.kernel))
+        let m = f.item.mangled.as_ref().filter(|m| m.starts_with("_Z"))?;
+        keys_match(&names::kernel_key(k), &key).then(|| m.clone())
     });
     mangled.or_else(|| {
-        let key = names::kernel_key(&v.kernel);
         let ident = key.rsplit("::").next().unwrap_or(&key);
         let ok = ident.len() >= 4 && ident.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
         ok.then(|| ident.to_string())
@@ -191,8 +194,96 @@ fn kernel_of(f: &Fault) -> Option<&str> {
 /// one is the other's unqualified tail (`nll_loss_forward_reduce_cuda_kernel_2d` from
 /// PyTorch's assert line vs `at::native::(anonymous namespace)::nll_loss_...` from cuda-gdb).
 pub fn same_kernel(a: &str, b: &str) -> bool {
-    let (ka, kb) = (names::kernel_key(a), names::kernel_key(b));
-    ka == kb || ka.ends_with(&format!("::{kb}")) || kb.ends_with(&format!("::{ka}"))
+    keys_match(&names::kernel_key(a), &names::kernel_key(b))
+}
+
+/// [`same_kernel`] on two comparison keys ([`names::kernel_key`]).
+fn keys_match(ka: &str, kb: &str) -> bool {
+    ka == kb || is_tail(ka, kb) || is_tail(kb, ka)
+}
+
+/// Whether `tail` is the part of `key` after one of its `::` (`key` ends with `::tail`).
+fn is_tail(key: &str, tail: &str) -> bool {
+    key.len() >= tail.len() + 2 && key.ends_with(tail) && key[..key.len() - tail.len()].ends_with("::")
+}
+
+/// Faults clustered by kernel, in order of first appearance. A cluster is founded by a name,
+/// and a fault joins the first cluster whose founding key [`keys_match`] its own.
+///
+/// Linear in the total length of the keys, however many distinct kernels there are: each
+/// key is computed once, and the clusters are found through hashes of whole founding keys
+/// and of every part after a `::` in them (a rolling hash, so a key with many `::` costs
+/// its length once), each candidate checked on the strings themselves.
+struct Clusters {
+    /// (founding name, its key, members).
+    list: Vec<(String, String, Vec<usize>)>,
+    /// Hash of a founding key -> the clusters with a key of that hash, in order.
+    whole: HashMap<u64, Vec<usize>>,
+    /// Hash of each part after a `::` of a founding key -> the clusters, in order.
+    tails: HashMap<u64, Vec<usize>>,
+    base: u64,
+}
+
+/// 2^61 - 1, the modulus of the rolling hash.
+const MERSENNE_61: u64 = (1 << 61) - 1;
+
+impl Clusters {
+    fn new() -> Clusters {
+        use std::hash::BuildHasher as _;
+        // A random base per run: no input can be made to collide on purpose.
+        let base = std::collections::hash_map::RandomState::new().hash_one(0x9e37_79b9_u64) % MERSENNE_61;
+        Clusters { list: Vec::new(), whole: HashMap::new(), tails: HashMap::new(), base: base.max(257) }
+    }
+
+    /// `h[i]` is the hash of `key[i..]`, for every `i` up to `key.len()` (where it is 0).
+    fn suffix_hashes(&self, key: &str) -> Vec<u64> {
+        let b = key.as_bytes();
+        let mut h = vec![0u64; b.len() + 1];
+        for i in (0..b.len()).rev() {
+            let v = (u128::from(h[i + 1]) * u128::from(self.base) + u128::from(b[i]) + 1)
+                % u128::from(MERSENNE_61);
+            h[i] = v as u64;
+        }
+        h
+    }
+
+    /// The byte offsets just after each `::` of a key (overlapping ones included).
+    fn tail_starts(key: &str) -> impl Iterator<Item = usize> + '_ {
+        key.as_bytes().windows(2).enumerate().filter(|(_, w)| w == b"::").map(|(p, _)| p + 2)
+    }
+
+    /// Adds finding `i`, named `name` with key `key`, to its cluster, or founds one.
+    fn add(&mut self, i: usize, name: &str, key: String) {
+        let h = self.suffix_hashes(&key);
+        let first = |map: &HashMap<u64, Vec<usize>>, hash: u64, fits: &dyn Fn(&str) -> bool| {
+            map.get(&hash).and_then(|cs| cs.iter().copied().find(|&c| fits(&self.list[c].1)))
+        };
+        // Equal keys; this key a tail of the founding key; the founding key a tail of this one.
+        let mut found = first(&self.whole, h[0], &|ck| ck == key);
+        let mut consider = |c: Option<usize>| {
+            if let Some(c) = c {
+                found = Some(found.map_or(c, |f: usize| f.min(c)));
+            }
+        };
+        consider(first(&self.tails, h[0], &|ck| is_tail(ck, &key)));
+        for p in Self::tail_starts(&key) {
+            consider(first(&self.whole, h[p], &|ck| ck == &key[p..]));
+        }
+        match found {
+            Some(c) => self.list[c].2.push(i),
+            None => {
+                let c = self.list.len();
+                self.whole.entry(h[0]).or_default().push(c);
+                for p in Self::tail_starts(&key) {
+                    let tails = self.tails.entry(h[p]).or_default();
+                    if tails.last() != Some(&c) {
+                        tails.push(c);
+                    }
+                }
+                self.list.push((name.to_string(), key, vec![i]));
+            }
+        }
+    }
 }
 
 /// Whether two positions name the same line: same line number and the same file, where
@@ -302,14 +393,12 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
 
     // Cluster the faults by kernel; the cluster with the most weight wins, ties going to
     // the one seen first. Only faults that name a kernel can found a verdict.
-    let mut clusters: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut index = Clusters::new();
     for (i, f) in findings.iter().enumerate() {
         let Some(k) = kernel_of(&f.item) else { continue };
-        match clusters.iter_mut().find(|(ck, _)| same_kernel(ck, k)) {
-            Some((_, members)) => members.push(i),
-            None => clusters.push((k.to_string(), vec![i])),
-        }
+        index.add(i, k, names::kernel_key(k));
     }
+    let clusters: Vec<(String, Vec<usize>)> = index.list.into_iter().map(|(k, _, m)| (k, m)).collect();
     let cluster_weight = |members: &[usize]| -> u32 {
         // Weight counts each input once, by its best finding.
         let mut best: Vec<(&str, u32)> = Vec::new();
@@ -420,6 +509,7 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
     }
 
     let mut disagreements = Vec::new();
+    let mut said = HashSet::new();
     if let Some(u) = &user {
         for &i in members {
             let f = &findings[i].item;
@@ -431,7 +521,7 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
                         findings[i].origin,
                         f.tool.map(Tool::as_str).unwrap_or("?")
                     );
-                    if !disagreements.contains(&s) {
+                    if said.insert(s.clone()) {
                         disagreements.push(s);
                     }
                 }
@@ -551,20 +641,22 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
 
 /// Whether a host frame is the launch machinery rather than the caller of the launch: the
 /// runtime and driver, the toolkit's headers, nvcc's stub (`__device_stub__...`), and the host
-/// function that carries the kernel's own name.
-fn is_launch_machinery(f: &Frame, kernel: &str) -> bool {
+/// function that carries the kernel's own name (`kernel_key`, the kernel's [`names::kernel_key`]).
+fn is_launch_machinery(f: &Frame, kernel_key: &str) -> bool {
     is_runtime_frame(f)
-        || f.function.as_deref().is_some_and(|n| n.starts_with("__cudaLaunch") || same_kernel(n, kernel))
+        || f.function
+            .as_deref()
+            .is_some_and(|n| n.starts_with("__cudaLaunch") || keys_match(&names::kernel_key(n), kernel_key))
         || f.file.as_deref().is_some_and(|p| names::is_toolkit_source(p) || p.ends_with(".stub.c"))
 }
 
 /// The launch site in a host thread's stack: the first frame outside the launch machinery,
 /// going outwards from the launch call, preferring one with a source line.
-fn site_in_stack(st: &HostStack, kernel: &str) -> Option<Frame> {
+fn site_in_stack(st: &HostStack, kernel_key: &str) -> Option<Frame> {
     let api = st.launch_api.as_deref()?;
     let at = st.frames.iter().position(|f| f.function.as_deref() == Some(api))?;
     let outer = &st.frames[at + 1..];
-    let callers = || outer.iter().filter(|f| !is_launch_machinery(f, kernel));
+    let callers = || outer.iter().filter(|f| !is_launch_machinery(f, kernel_key));
     callers().find(|f| f.file.is_some() && f.line.is_some()).or_else(|| callers().next()).cloned()
 }
 
@@ -579,6 +671,7 @@ fn pick_launch_site<'a>(
     kernel: &str,
 ) -> Option<HostSite> {
     const MEMCHECK: &str = "memcheck's host backtrace at launch";
+    let kernel = &names::kernel_key(kernel);
     let memcheck_origin = |want: &Frame| {
         inputs
             .iter()
@@ -772,6 +865,7 @@ fn summarise(ev: &Evidence) -> InputSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn kernels_match_across_qualification() {
@@ -853,5 +947,100 @@ mod tests {
         assert!(user_loc(&c, &[]).unwrap().1);
         assert!(!user_loc(&c, &["/root/pytorch".to_string()]).unwrap().1);
         assert!(user_loc(&c, &["/root/py".to_string()]).unwrap().1);
+    }
+
+    /// The clustering as first written, quadratic: each name against every cluster so far,
+    /// joining the first that [`same_kernel`] matches. The index must give the same clusters.
+    fn clusters_pairwise(names: &[String]) -> Vec<(String, Vec<usize>)> {
+        let mut clusters: Vec<(String, Vec<usize>)> = Vec::new();
+        for (i, k) in names.iter().enumerate() {
+            match clusters.iter_mut().find(|(ck, _)| same_kernel(ck, k)) {
+                Some((_, members)) => members.push(i),
+                None => clusters.push((k.clone(), vec![i])),
+            }
+        }
+        clusters
+    }
+
+    fn clusters_indexed(names: &[String]) -> Vec<(String, Vec<usize>)> {
+        let mut index = Clusters::new();
+        for (i, k) in names.iter().enumerate() {
+            index.add(i, k, names::kernel_key(k));
+        }
+        index.list.into_iter().map(|(k, _, m)| (k, m)).collect()
+    }
+
+    #[test]
+    fn the_index_keeps_the_tail_rule() {
+        let names: Vec<String> = [
+            "nll_loss_forward_reduce_cuda_kernel_2d",
+            "void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float>(float*)",
+            "b::k",
+            "a::b::k(int)",
+            "k",
+            "x:::k",
+            "核::😀",
+            "😀",
+            "",
+            "a::",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(clusters_indexed(&names), clusters_pairwise(&names));
+        let c = clusters_indexed(&names);
+        assert_eq!(c[0].1, vec![0, 1]);
+        // `a::b::k` ends with `::b::k`, and `k` is the tail of `b::k`; `x:::k` is neither equal to
+        // `b::k` nor one of its tails (clusters compare with their founder, not transitively).
+        assert_eq!(c[1].1, vec![2, 3, 4]);
+        assert_eq!(c[2], ("x:::k".to_string(), vec![5]));
+    }
+
+    /// Qualified names from a small alphabet, so that equal keys and `::` tails are common.
+    fn qualified() -> impl Strategy<Value = String> {
+        let seg = prop::sample::select(vec!["a", "b", "k", "核", "😀", "ns", "(anonymous namespace)", ""]);
+        let tail = prop::sample::select(vec!["", "(int*)", "<float>(float*)", "<核>", " (int *, int)"]);
+        (prop::collection::vec(seg, 1..4), tail, any::<bool>()).prop_map(|(segs, tail, void)| {
+            format!("{}{}{tail}", if void { "void " } else { "" }, segs.join("::"))
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// The index finds the same clusters as comparing every pair, for names built to be
+        /// each other's `::` tails.
+        #[test]
+        fn the_index_clusters_as_pairwise_comparison_does(names in prop::collection::vec(qualified(), 0..40)) {
+            prop_assert_eq!(clusters_indexed(&names), clusters_pairwise(&names));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Several inputs, each a real recording with its own generated kernel name (multi-byte,
+        /// 5,000 characters) and invalid bytes: deciding, filtering and rendering never panic,
+        /// and the clusters still match the pairwise rule.
+        #[test]
+        fn deciding_over_multi_byte_names_never_panics(
+            picks in prop::collection::vec(
+                (any::<prop::sample::Index>(), crate::findings::fuzz::name(), crate::findings::fuzz::invalid_edits()),
+                1..5,
+            ),
+        ) {
+            use crate::findings::fuzz::{analyse, spliced, REAL};
+            use crate::findings::scan::scan_reader;
+            let evidence: Vec<Evidence> = picks
+                .iter()
+                .map(|(which, name, edits)| {
+                    let r = &REAL[which.index(REAL.len())];
+                    scan_reader(&spliced(r.excerpt(), r.kernel, name, edits)[..], r.file, r.file)
+                })
+                .collect();
+            let a = analyse(&evidence);
+            let names: Vec<String> =
+                a.findings.iter().filter_map(|f| kernel_of(&f.item)).map(str::to_string).collect();
+            prop_assert_eq!(clusters_indexed(&names), clusters_pairwise(&names));
+        }
     }
 }

@@ -153,4 +153,21 @@ mod tests {
             let _ = wait_notice(&s);
         }
     }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// Multi-byte, invalid and 5,000-character names in and around the waits notice: no panic.
+        #[test]
+        fn multi_byte_names_never_panic(
+            which in any::<proptest::sample::Index>(),
+            name in crate::findings::fuzz::name(),
+            edits in crate::findings::fuzz::invalid_edits(),
+        ) {
+            let reals: Vec<_> = ["waits.log"].iter().flat_map(|f| crate::findings::fuzz::real(f)).collect();
+            let _a = crate::findings::fuzz::splice_and_run(&reals, which, &name, &edits);
+            let host = format!("{name}: The application encountered a device error and CUDA_DEVICE_WAITS_ON_EXCEPTION is set. You can now attach a debugger to the application (PID 9) for inspection.");
+            let _ = wait_notice(&host);
+        }
+    }
 }

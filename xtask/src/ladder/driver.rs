@@ -57,15 +57,24 @@ pub struct Climbed {
 pub enum Stopped {
     /// The policy or the prompt stopped it; the reason, for the user.
     Done(String),
-    /// Ctrl-C or SIGTERM.
+    /// Ctrl-C, SIGTERM or SIGHUP.
     Interrupted,
 }
 
 impl Stopped {
+    /// For the user and the manifest's `stopped`. An interruption names the signal that came
+    /// first (`interrupted (SIGTERM): ...`), as the process-wide handler recorded it; a stop
+    /// asked for without a signal says only `interrupted`.
     pub fn reason(&self) -> String {
         match self {
             Stopped::Done(why) => why.clone(),
-            Stopped::Interrupted => "interrupted (Ctrl-C): the bundle keeps what was collected".to_string(),
+            Stopped::Interrupted => {
+                let by = match Interrupt::default().cause().filter(|c| c.signal().is_some()) {
+                    Some(cause) => format!(" ({})", cause.text()),
+                    None => String::new(),
+                };
+                format!("interrupted{by}: the bundle keeps what was collected")
+            }
         }
     }
 }
@@ -344,7 +353,8 @@ fn shows_lines(role: Role) -> bool {
 fn to_bar(bar: &dyn RungBar, line: &str) {
     match sm_progress(line) {
         Some((k, n)) => bar.sm(k, n),
-        None => bar.line(line),
+        // The terminal shows the latest line: redacted, as the log has it.
+        None => bar.line(&crate::redact::redact_line(line).0),
     }
 }
 
@@ -385,6 +395,9 @@ impl Io<'_, '_, '_> {
                 step.role,
                 step.inv.timeout.map(|t| t.as_secs()).unwrap_or(0)
             ));
+        }
+        for note in o.notes() {
+            self.record.notes.push(format!("{}: {note}", step.role));
         }
         Ok(o.exit)
     }

@@ -1,7 +1,10 @@
-//! The registry of live process groups: every group a runner starts is in it until its
-//! child is reaped, so that [`kill_all`] (a second Ctrl-C, an error path) can kill them all.
+//! The registry of live process groups: every group a runner starts is in it, with the mark
+//! its processes carry ([`super::tree::MARK_VAR`]), until its child is reaped, so that
+//! [`super::tree::kill_all`] (a second Ctrl-C, an error path, the end of the tool) can kill
+//! them all, and so that the reaper of orphans ([`super::tree::reap_orphans`]) never takes the
+//! exit status of a child that a runner still waits on.
 //!
-//! Must not: start or reap processes (the runners do).
+//! Must not: start or reap processes (the runners do), or look at `/proc` (the tree does).
 
 use std::cell::Cell;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -9,33 +12,50 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
-/// Ids of the process groups started and not yet reaped.
-static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+/// The process groups started and not yet reaped: the child's pid (its group's id) and the
+/// run's mark.
+static GROUPS: Mutex<Vec<(i32, String)>> = Mutex::new(Vec::new());
+/// Held while a child is started and registered, and while orphans are reaped: a child that
+/// exits at once cannot be reaped by the reaper before it is registered. Taken before
+/// [`GROUPS`], never while holding it.
+static SPAWNS: Mutex<()> = Mutex::new(());
 
-fn groups() -> MutexGuard<'static, Vec<i32>> {
+fn groups() -> MutexGuard<'static, Vec<(i32, String)>> {
     GROUPS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// SIGKILLs every live process group started here. Safe to call from anywhere, at any time
-/// (error paths, panic hooks, the signal thread); each runner reaps its own child.
-pub fn kill_all() {
-    for &pgid in groups().iter() {
-        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+/// Held by a runner across its start and [`Registered::new`], and by the reaper.
+pub(super) fn hold_spawns() -> MutexGuard<'static, ()> {
+    SPAWNS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The pids of the registered children and the marks of their runs.
+pub(super) fn snapshot() -> (Vec<i32>, Vec<String>) {
+    groups().iter().map(|(p, m)| (*p, m.clone())).unzip()
+}
+
+/// Sends `signal` to every live process group started here.
+pub(super) fn signal_all(signal: Signal) {
+    let pgids: Vec<i32> = groups().iter().map(|(p, _)| *p).collect();
+    for pgid in pgids {
+        let _ = killpg(Pid::from_raw(pgid), signal);
     }
 }
 
 /// A process group in the registry until [`Registered::done`] or drop, unless
-/// [`Registered::keep`] leaves it there for [`kill_all`].
+/// [`Registered::keep`] leaves it there for [`super::tree::kill_all`].
 pub(super) struct Registered {
     pub(super) pgid: Pid,
     kept: Cell<bool>,
 }
 
 impl Registered {
-    pub(super) fn new(pgid: u32) -> Registered {
+    /// Registers the child `pgid` of the run marked `mark`; the caller holds
+    /// [`hold_spawns`] from before the start.
+    pub(super) fn new(pgid: u32, mark: &str) -> Registered {
         let pgid = Pid::from_raw(i32::try_from(pgid).unwrap_or(0));
         if pgid.as_raw() > 0 {
-            groups().push(pgid.as_raw());
+            groups().push((pgid.as_raw(), mark.to_string()));
         }
         Registered { pgid, kept: Cell::new(false) }
     }
@@ -52,11 +72,11 @@ impl Registered {
     }
 
     pub(super) fn done(&self) {
-        groups().retain(|&g| g != self.pgid.as_raw());
+        groups().retain(|(g, _)| *g != self.pgid.as_raw());
     }
 
     /// Leaves the group registered when this is dropped: its child could not be reaped, so
-    /// a later [`kill_all`] must still reach it.
+    /// a later [`super::tree::kill_all`] must still reach it.
     pub(super) fn keep(&self) {
         self.kept.set(true);
     }

@@ -1,72 +1,237 @@
 //! Ctrl-C, SIGTERM and SIGHUP as a value: an [`Interrupt`] handle that the runner, the
 //! ladder's driver and the `collect` thread are given and ask, instead of each reading a
-//! global. The signal handler is process-wide, so every handle made by [`Interrupt::install`]
-//! sees the same flag; [`Interrupt::manual`] makes one that only [`Interrupt::trigger`] sets
-//! (tests, embedding).
+//! global, and which remembers what stopped the run ([`Cause`]: the first signal that came).
+//! The signal handler is process-wide, so every handle made by [`Interrupt::install`] or
+//! [`Interrupt::default`] sees the same flag; [`Interrupt::manual`] makes one that only
+//! [`Interrupt::trigger`] sets (tests, embedding).
+//!
+//! The handler is installed once, at the start of the tool ([`install_handler`], through
+//! `process::init`), so no signal ever finds a child of the tool unattended. Until a command
+//! says it handles interrupts itself ([`Interrupt::install`]: the ladder, a container build),
+//! a signal kills everything the tool started ([`super::tree::kill_all`]: doctor's probes,
+//! say) and then ends the tool by the same signal, as the default action would have.
 //!
 //! Must not: print or decide what an interrupt means to the ladder (the driver does).
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use anyhow::anyhow;
+use nix::libc::c_int;
+use nix::sys::signal::{raise, sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 
-/// The flag the signal handler sets.
-static SIGNALLED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-static SIGNALS: AtomicU32 = AtomicU32::new(0);
-static HANDLER: OnceLock<Result<(), String>> = OnceLock::new();
-
-fn signalled() -> Arc<AtomicBool> {
-    SIGNALLED.get_or_init(|| Arc::new(AtomicBool::new(false))).clone()
+/// What asked the run to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// SIGINT: Ctrl-C at the terminal (or `kill -INT`).
+    CtrlC,
+    /// SIGTERM: `kill`, a batch system, `docker stop`, a CI job's cancel.
+    Terminate,
+    /// SIGHUP: the terminal went away.
+    Hangup,
+    /// [`Interrupt::trigger`], no signal.
+    Asked,
 }
 
-/// Whether the run was asked to stop.
+impl Cause {
+    /// `Ctrl-C`, `SIGTERM`, `SIGHUP`, `a stop request`.
+    pub fn text(self) -> &'static str {
+        match self {
+            Cause::CtrlC => "Ctrl-C",
+            Cause::Terminate => "SIGTERM",
+            Cause::Hangup => "SIGHUP",
+            Cause::Asked => "a stop request",
+        }
+    }
+
+    /// The signal, for a cause that is one.
+    pub fn signal(self) -> Option<Signal> {
+        match self {
+            Cause::CtrlC => Some(Signal::SIGINT),
+            Cause::Terminate => Some(Signal::SIGTERM),
+            Cause::Hangup => Some(Signal::SIGHUP),
+            Cause::Asked => None,
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            Cause::CtrlC => 1,
+            Cause::Terminate => 2,
+            Cause::Hangup => 3,
+            Cause::Asked => 4,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<Cause> {
+        match code {
+            1 => Some(Cause::CtrlC),
+            2 => Some(Cause::Terminate),
+            3 => Some(Cause::Hangup),
+            4 => Some(Cause::Asked),
+            _ => None,
+        }
+    }
+
+    fn of_signal(signo: c_int) -> Cause {
+        match Signal::try_from(signo) {
+            Ok(Signal::SIGTERM) => Cause::Terminate,
+            Ok(Signal::SIGHUP) => Cause::Hangup,
+            // SIGINT, or a signal that came before ours was chained in (see `chain`).
+            _ => Cause::CtrlC,
+        }
+    }
+}
+
+/// The process-wide state the signal handler sets: 0 while nothing came, else a
+/// [`Cause::code`].
+static SIGNALLED: OnceLock<Arc<AtomicU8>> = OnceLock::new();
+static SIGNALS: AtomicU32 = AtomicU32::new(0);
+static HANDLER: OnceLock<Result<(), String>> = OnceLock::new();
+/// Set once a command handles interrupts itself ([`Interrupt::install`]).
+static WATCHED: AtomicBool = AtomicBool::new(false);
+/// Set when a signal came that no command watches: the handler is killing what the tool
+/// started and will end the tool by that signal.
+static DYING: AtomicBool = AtomicBool::new(false);
+/// The first signal that came (its number), written by [`note`] in signal context.
+static FIRST_SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// The signals handled, and the handlers (ctrlc's) that [`note`] passes them on to.
+const HANDLED: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+static CHAINED: [OnceLock<extern "C" fn(c_int)>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+
+fn signalled() -> Arc<AtomicU8> {
+    SIGNALLED.get_or_init(|| Arc::new(AtomicU8::new(0))).clone()
+}
+
+/// Runs in signal context: only atomics and the chained handler (ctrlc's, which posts a
+/// semaphore), all async-signal-safe.
+extern "C" fn note(signo: c_int) {
+    let _ = FIRST_SIGNAL.compare_exchange(0, signo, Ordering::SeqCst, Ordering::SeqCst);
+    if let Some(i) = HANDLED.iter().position(|s| *s as c_int == signo) {
+        if let Some(next) = CHAINED[i].get() {
+            next(signo);
+        }
+    }
+}
+
+/// Puts [`note`] in front of the handlers ctrlc installed, so that the handler thread knows
+/// which signal woke it. A signal between ctrlc's install and this one is taken for Ctrl-C.
+fn chain() -> Result<(), String> {
+    let ours = SigAction::new(SigHandler::Handler(note), SaFlags::SA_RESTART, SigSet::empty());
+    for (i, &sig) in HANDLED.iter().enumerate() {
+        // Safe: `note` is async-signal-safe (atomics and the previous handler only).
+        let old = unsafe { sigaction(sig, &ours) }.map_err(|e| format!("sigaction({sig}): {e}"))?;
+        match old.handler() {
+            SigHandler::Handler(f) => {
+                let _ = CHAINED[i].set(f);
+            }
+            other => {
+                // Not ctrlc's: put it back, and go without knowing which signal came.
+                let _ = unsafe { sigaction(sig, &SigAction::new(other, old.flags(), old.mask())) };
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Installs the handler for Ctrl-C, SIGTERM and SIGHUP, once (later calls return the first
+/// result). While no command watches ([`Interrupt::install`]), a signal kills everything
+/// the tool started and ends the tool by that signal; once one does, the first signal sets
+/// the flag and the second kills everything at once.
+pub(super) fn install_handler() -> anyhow::Result<()> {
+    let installed = HANDLER.get_or_init(|| {
+        let state = signalled();
+        ctrlc::set_handler(move || {
+            let before = SIGNALS.fetch_add(1, Ordering::SeqCst);
+            let cause = match FIRST_SIGNAL.load(Ordering::SeqCst) {
+                0 => Cause::CtrlC,
+                signo => Cause::of_signal(signo),
+            };
+            let _ = state.compare_exchange(0, cause.code(), Ordering::SeqCst, Ordering::SeqCst);
+            let watched = WATCHED.load(Ordering::SeqCst);
+            if !watched {
+                DYING.store(true, Ordering::SeqCst);
+            }
+            if before > 0 || !watched {
+                super::tree::kill_all();
+            }
+            if !watched {
+                die_of(cause.signal().unwrap_or(Signal::SIGINT));
+            }
+        })
+        .map_err(|e| e.to_string())?;
+        chain()
+    });
+    installed.clone().map_err(|e| anyhow!("cannot install the Ctrl-C handler: {e}"))
+}
+
+/// Waits for ever once a signal that no command watches is being handled: the handler ends
+/// the tool by that signal, and the tool must not end first with an exit status (the main
+/// thread reaching its end while the handler kills what it started).
+pub(super) fn wait_if_dying() {
+    while DYING.load(Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Ends this process by `signal`, with its default action, as if no handler had been there
+/// (a shell then sees the signal, and stops a loop around the tool on Ctrl-C).
+fn die_of(signal: Signal) -> ! {
+    let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+    // Safe: restoring the default disposition.
+    let _ = unsafe { sigaction(signal, &default) };
+    let mut only = SigSet::empty();
+    only.add(signal);
+    let _ = only.thread_unblock();
+    let _ = raise(signal);
+    // Not reached: the default action of these three signals ends the process.
+    std::process::abort()
+}
+
+/// Whether the run was asked to stop, and why.
 #[derive(Debug, Clone)]
 pub struct Interrupt {
-    flag: Arc<AtomicBool>,
+    state: Arc<AtomicU8>,
 }
 
 impl Default for Interrupt {
-    /// The process-wide handle: set by the signal handler once [`Interrupt::install`] ran.
+    /// The process-wide handle: set by the signal handler once it is installed.
     fn default() -> Interrupt {
-        Interrupt { flag: signalled() }
+        Interrupt { state: signalled() }
     }
 }
 
 impl Interrupt {
-    /// Installs the handler for Ctrl-C, SIGTERM and SIGHUP (once; later calls return the
-    /// first result) and returns the handle it sets. A run in progress then kills its group
-    /// within about 50 ms and ends as interrupted; later runs start nothing. A second signal
-    /// kills every group at once ([`super::groups::kill_all`]), for when the caller is busy inside a
-    /// line callback (cuda-gdb attached to a spinning target).
+    /// Says that the caller handles interrupts itself (it asks [`Interrupt::is_set`] and
+    /// ends cleanly), installing the handler if the tool's start did not (a library caller),
+    /// and returns the process-wide handle. A run in progress then ends its whole process
+    /// tree within about 50 ms (SIGTERM, then SIGKILL after the runner's grace) and ends as
+    /// interrupted; later runs start nothing. A second signal kills everything at once
+    /// ([`super::tree::kill_all`]), for when the caller is busy inside a line callback
+    /// (cuda-gdb attached to a spinning target).
     pub fn install() -> anyhow::Result<Interrupt> {
-        let installed = HANDLER.get_or_init(|| {
-            let flag = signalled();
-            ctrlc::set_handler(move || {
-                let before = SIGNALS.fetch_add(1, Ordering::SeqCst);
-                flag.store(true, Ordering::SeqCst);
-                if before > 0 {
-                    super::groups::kill_all();
-                }
-            })
-            .map_err(|e| e.to_string())
-        });
-        installed.clone().map_err(|e| anyhow!("cannot install the Ctrl-C handler: {e}"))?;
+        install_handler()?;
+        WATCHED.store(true, Ordering::SeqCst);
         Ok(Interrupt::default())
     }
 
     /// A handle no signal sets: only [`Interrupt::trigger`] does.
     pub fn manual() -> Interrupt {
-        Interrupt { flag: Arc::new(AtomicBool::new(false)) }
+        Interrupt { state: Arc::new(AtomicU8::new(0)) }
     }
 
-    /// Asks every holder of this handle to stop.
+    /// Asks every holder of this handle to stop ([`Cause::Asked`], unless a signal came first).
     pub fn trigger(&self) {
-        self.flag.store(true, Ordering::SeqCst);
+        let _ = self.state.compare_exchange(0, Cause::Asked.code(), Ordering::SeqCst, Ordering::SeqCst);
     }
 
     pub fn is_set(&self) -> bool {
-        self.flag.load(Ordering::SeqCst)
+        self.state.load(Ordering::SeqCst) != 0
+    }
+
+    /// What stopped the run, once it was asked to stop.
+    pub fn cause(&self) -> Option<Cause> {
+        Cause::from_code(self.state.load(Ordering::SeqCst))
     }
 }
 
@@ -79,8 +244,23 @@ mod tests {
         let a = Interrupt::manual();
         let b = a.clone();
         assert!(!b.is_set());
+        assert_eq!(b.cause(), None);
         a.trigger();
         assert!(b.is_set());
+        assert_eq!(b.cause(), Some(Cause::Asked));
         assert!(!Interrupt::manual().is_set());
+    }
+
+    #[test]
+    fn causes_name_their_signal() {
+        assert_eq!(Cause::of_signal(Signal::SIGTERM as c_int), Cause::Terminate);
+        assert_eq!(Cause::of_signal(Signal::SIGHUP as c_int), Cause::Hangup);
+        assert_eq!(Cause::of_signal(Signal::SIGINT as c_int), Cause::CtrlC);
+        assert_eq!(Cause::Terminate.text(), "SIGTERM");
+        assert_eq!(Cause::CtrlC.text(), "Ctrl-C");
+        for c in [Cause::CtrlC, Cause::Terminate, Cause::Hangup, Cause::Asked] {
+            assert_eq!(Cause::from_code(c.code()), Some(c));
+        }
+        assert_eq!(Cause::Asked.signal(), None);
     }
 }

@@ -1,36 +1,47 @@
 //! The only code that starts processes. [`run`] supervises the ladder's runs: the target
 //! under each rung and the tools that read what it left. Each run is its own process group
 //! (the target with its workers and ranks), started through duct ([`spawn`]); stdout and
-//! stderr are copied to log files as the bytes come and handed, line by line, to a callback
-//! (progress, the attach message). A timeout, Ctrl-C/SIGTERM ([`Interrupt`]) and the
-//! callback's [`Control::Stop`] end the run: the group gets SIGTERM, [`TERM_GRACE`] to go
-//! (torchrun forwards it to its workers, NCCL tears its communicators down), then SIGKILL;
-//! when the direct child exits by itself, whatever is left of its group is killed at once.
-//! [`short`] runs short commands whose output is wanted as text.
+//! stderr are copied to log files as the bytes come, each log capped at [`log_cap`] (its
+//! head and its tail kept), and handed, line by line, to a callback (progress, the attach
+//! message). A timeout, Ctrl-C/SIGTERM ([`Interrupt`]) and the callback's [`Control::Stop`]
+//! end the run: its whole process tree gets SIGTERM, [`TERM_GRACE`] to go (torchrun
+//! forwards it to its workers, NCCL tears its communicators down), then SIGKILL; when the
+//! direct child exits by itself, whatever is left of its tree is killed at once. The tree is
+//! the group and every process outside it that carries the run's mark or that the tool,
+//! its subreaper, inherited as an orphan ([`tree`]), so a descendant that calls `setsid()`
+//! is killed too. [`short`] runs short commands whose output is wanted as text.
+//!
+//! [`init`], at the start of the tool, makes it the subreaper of what it starts and
+//! installs the signal handler; [`end`], at its end, kills whatever is left.
 //!
 //! Must not: parse tool output or decide policy (what runs, what a line means and when to
 //! stop belong to the rungs, the ladder and the callback), print, hold a whole output in
 //! memory, or leave a process of the target alive. Every group started is in a registry
-//! that [`kill_all`] kills, for errors, panics and a second Ctrl-C.
+//! that [`kill_all`] kills, with every descendant and every marked process, for errors,
+//! panics, a second Ctrl-C and the end of the tool.
 //!
-//! The limit of process groups: a descendant that leaves the group (`setsid`, its own
-//! `setpgid`) escapes the kill. If it keeps the pipes open, its output stops being logged
-//! [`READERS_GRACE`] after the run ends, and [`Outcome::output_abandoned`] says so.
+//! The limit: a descendant that clears its environment and outlives its parent is found
+//! only where the tool is the subreaper (the binary). If such a process keeps the pipes
+//! open, its output stops being logged [`READERS_GRACE`] after the run ends, and
+//! [`Outcome::output_abandoned`] says so.
 
 mod groups;
 mod interrupt;
+mod log;
 pub mod short;
 mod spawn;
+mod tree;
 
-pub use groups::kill_all;
 use groups::Registered;
-pub use interrupt::Interrupt;
+pub use interrupt::{Cause, Interrupt};
+use log::CappedLog;
+pub use log::{log_cap, LogCut, LOG_CAP_DEFAULT, LOG_CAP_MIN, LOG_CAP_VAR, TAIL_MAX};
+pub use tree::{kill_all, MARK_VAR};
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
@@ -120,6 +131,15 @@ pub struct Outcome {
     /// With [`Spec::redact`]: the kinds of secret taken out of each stream's log, with the
     /// number of lines that held one; sorted.
     pub redacted: Vec<(Stream, &'static str, u64)>,
+    /// The logs that were over their cap ([`log_cap`]), and what was cut from each.
+    pub log_cuts: Vec<LogCut>,
+}
+
+impl Outcome {
+    /// What the rung's record should say about the run beyond its exit: a log cut.
+    pub fn notes(&self) -> Vec<String> {
+        self.log_cuts.iter().map(LogCut::note).collect()
+    }
 }
 
 /// What the callback wants after a line.
@@ -148,18 +168,45 @@ impl Spec {
     }
 }
 
+/// Makes this process the tool that owns what it starts, once, at its start (`cli::main`):
+/// the child subreaper of every process it starts (an orphaned descendant re-parents to it,
+/// so it can be found and killed), with the signal handler installed, so that a signal that
+/// comes before a command watches for it ([`Interrupt::install`]) still kills what was
+/// started (a probe of doctor) before the tool ends by it.
+pub fn init() -> anyhow::Result<()> {
+    tree::become_subreaper()?;
+    interrupt::install_handler()
+}
+
+/// At the end of the tool: SIGKILLs whatever it started that is still alive (every
+/// descendant, every marked process) and reaps it. While a signal that no command watched
+/// is being handled, it does not return: the handler ends the tool by that signal.
+pub fn end() {
+    interrupt::wait_if_dying();
+    tree::kill_all();
+    interrupt::wait_if_dying();
+}
+
 /// Runs `spec` to its end and returns how it ended. `on_line` gets every complete line of
 /// stdout and stderr (in order within each stream, cut at [`MAX_LINE`], lossy UTF-8,
 /// without the newline) on the calling thread; it may block as long as it likes (the
 /// attach rung runs cuda-gdb from it) while the pipes keep being drained into the logs.
 /// Lines are dropped from the callback, never from the logs, when it falls behind.
 ///
-/// Whatever happens, the group is dead when this returns, except that a process stuck
-/// for [`KILL_WAIT`] after SIGKILL makes it an error (the group stays registered for
-/// [`kill_all`]). If [`Spec::interrupt`] is already set, nothing is started.
+/// Each log is capped at [`log_cap`] bytes: past it the head stays, the last bytes are
+/// kept and a marker line says what was cut between them ([`Outcome::log_cuts`]).
+///
+/// Whatever happens, the group and the rest of the run's tree are dead when this returns,
+/// except that a process stuck for [`KILL_WAIT`] after SIGKILL makes it an error (the group
+/// stays registered for [`kill_all`]). If [`Spec::interrupt`] is already set, nothing is
+/// started.
 pub fn run(spec: &Spec, on_line: &mut dyn FnMut(Stream, &str) -> Control) -> anyhow::Result<Outcome> {
-    let (out_log, err_log) = open_logs(spec)?;
+    let cap = log_cap()?;
+    let (out_log, err_log) = open_logs(spec, cap)?;
     if spec.interrupt.is_set() {
+        for log in [&out_log, &err_log] {
+            lock(log).close().context("cannot write a log")?;
+        }
         return Ok(Outcome {
             exit: Exit::Interrupted,
             duration: Duration::ZERO,
@@ -167,18 +214,21 @@ pub fn run(spec: &Spec, on_line: &mut dyn FnMut(Stream, &str) -> Control) -> any
             lines_dropped: 0,
             output_abandoned: false,
             redacted: Vec::new(),
+            log_cuts: Vec::new(),
         });
     }
     check_cwd(spec)?;
     let (stdout, out_w) = std::io::pipe().context("cannot make a pipe for the output")?;
     let (stderr, err_w) = std::io::pipe().context("cannot make a pipe for the output")?;
     let start = Instant::now();
+    let mark = tree::new_mark();
     let launch = spawn::Start {
         program: &spec.program,
         args: &spec.args,
         cwd: spec.cwd.as_ref(),
         env_remove: &spec.env_remove,
         env_set: &spec.env_set,
+        mark: &mark,
     };
     let mut group = Group::spawn(&launch, OwnedFd::from(out_w), OwnedFd::from(err_w))
         .map_err(|e| spawn_error(&spec.program, e))?;
@@ -189,7 +239,7 @@ pub fn run(spec: &Spec, on_line: &mut dyn FnMut(Stream, &str) -> Control) -> any
     let readers = [
         spawn_reader(
             stdout,
-            LogWriter::new(out_log, spec.redact),
+            LogWriter::new(Arc::clone(&out_log), spec.redact),
             &spec.stdout_log,
             Stream::Stdout,
             tx.clone(),
@@ -197,7 +247,7 @@ pub fn run(spec: &Spec, on_line: &mut dyn FnMut(Stream, &str) -> Control) -> any
         )?,
         spawn_reader(
             stderr,
-            LogWriter::new(err_log, spec.redact),
+            LogWriter::new(Arc::clone(&err_log), spec.redact),
             &spec.stderr_log,
             Stream::Stderr,
             tx,
@@ -235,13 +285,22 @@ pub fn run(spec: &Spec, on_line: &mut dyn FnMut(Stream, &str) -> Control) -> any
             break;
         }
     }
+    let mut read = Ok(());
     if !output_abandoned {
         for reader in readers {
-            reader.join().map_err(|_| anyhow!("the reader of a log panicked"))??;
+            let done = reader.join().map_err(|_| anyhow!("the reader of a log panicked")).and_then(|r| r);
+            read = read.and(done);
         }
     }
     // Abandoned readers are left blocked in `read`; they stop without writing when it
-    // returns.
+    // returns. The logs are closed here either way, the tails of capped ones written (one
+    // log for both streams is closed once).
+    let mut log_cuts = Vec::new();
+    for (log, path) in [(&out_log, &spec.stdout_log), (&err_log, &spec.stderr_log)] {
+        let closed = lock(log).close();
+        log_cuts.extend(closed.with_context(|| format!("cannot write the log `{}`", path.display()))?);
+    }
+    read?;
 
     let redacted: Vec<_> = shared
         .redacted
@@ -257,6 +316,7 @@ pub fn run(spec: &Spec, on_line: &mut dyn FnMut(Stream, &str) -> Control) -> any
         lines_dropped: shared.dropped.load(Ordering::Relaxed),
         output_abandoned,
         redacted,
+        log_cuts,
     })
 }
 
@@ -313,22 +373,28 @@ fn exit_of(status: ExitStatus) -> Exit {
     }
 }
 
-fn open_logs(spec: &Spec) -> anyhow::Result<(File, File)> {
-    let out = create_log(&spec.stdout_log)?;
+/// A log shared by the reader that writes it and the run that closes it.
+type SharedLog = Arc<Mutex<CappedLog>>;
+
+fn lock(log: &SharedLog) -> std::sync::MutexGuard<'_, CappedLog> {
+    log.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn open_logs(spec: &Spec, cap: u64) -> anyhow::Result<(SharedLog, SharedLog)> {
+    let out = create_log(&spec.stdout_log, cap)?;
     let err = if spec.stderr_log == spec.stdout_log {
-        // One file description for both: writes append, they do not overwrite each other.
-        out.try_clone().with_context(|| format!("cannot open `{}`", spec.stderr_log.display()))?
+        // One log for both, under one cap.
+        Arc::clone(&out)
     } else {
-        create_log(&spec.stderr_log)?
+        create_log(&spec.stderr_log, cap)?
     };
     Ok((out, err))
 }
 
-fn create_log(path: &Path) -> anyhow::Result<File> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
-    }
-    File::create(path).with_context(|| format!("cannot create the log `{}`", path.display()))
+fn create_log(path: &Path, cap: u64) -> anyhow::Result<SharedLog> {
+    let log = CappedLog::create(path, cap)
+        .with_context(|| format!("cannot create the log `{}`", path.display()))?;
+    Ok(Arc::new(Mutex::new(log)))
 }
 
 fn check_cwd(spec: &Spec) -> anyhow::Result<()> {
@@ -365,26 +431,34 @@ fn spawn_error(program: &OsString, e: io::Error) -> anyhow::Error {
 }
 
 // ---------------------------------------------------------------------------------------
-// The group: a child in its own process group, registered until it is reaped.
+// The group: a child in its own process group, registered until it is reaped, and the rest
+// of its tree (the processes that carry its mark, the orphans it left).
 
 /// The child, owned: dropped without [`Group::finish`] (an error, a panic in the
-/// callback), it kills the group.
+/// callback), it kills the group and the tree.
 struct Group {
     handle: duct::Handle,
     registered: Registered,
+    tree: tree::Run,
     reaped: bool,
 }
 
 impl Group {
     fn spawn(launch: &spawn::Start, stdout: OwnedFd, stderr: OwnedFd) -> io::Result<Group> {
+        // Registered before the reaper of orphans can look: it never reaps a registered child.
+        let spawning = groups::hold_spawns();
         let handle = spawn::start(launch, stdout, stderr)?;
         let pid = handle.pids().first().copied().unwrap_or(0);
-        let registered = Registered::new(pid);
-        Ok(Group { handle, registered, reaped: false })
+        let registered = Registered::new(pid, launch.mark);
+        drop(spawning);
+        let tree = tree::Run::new(launch.mark.to_string(), pid);
+        Ok(Group { handle, registered, tree, reaped: false })
     }
 
+    /// SIGKILLs the group and the rest of the tree.
     fn kill(&self) {
         self.registered.kill();
+        tree::kill(&self.tree);
     }
 
     /// Whether the child has exited, without reaping it: while it is a zombie its pid
@@ -400,15 +474,34 @@ impl Group {
         }
     }
 
-    /// Ends what is left of the group and reaps the child. `ask_first` (a timeout, a Stop,
-    /// Ctrl-C: the child still runs) sends SIGTERM and waits up to [`TERM_GRACE`] for the
-    /// child before SIGKILL; after a normal exit the leftovers get SIGKILL at once.
+    /// Ends what is left of the group and of the tree, and reaps the child. `ask_first` (a
+    /// timeout, a Stop, Ctrl-C: the child still runs) sends the group and the tree SIGTERM
+    /// and waits up to [`TERM_GRACE`] for the child and the tree before SIGKILL; after a
+    /// normal exit the leftovers get SIGKILL at once.
     fn finish(&mut self, ask_first: bool) -> anyhow::Result<ExitStatus> {
         if ask_first {
             self.registered.signal(Signal::SIGTERM);
+            tree::signal(&self.tree, Signal::SIGTERM);
             let until = Instant::now() + TERM_GRACE;
             let mut pause = Duration::from_millis(1);
-            while Instant::now() < until && !self.has_exited().unwrap_or(true) {
+            let mut next_look = Instant::now();
+            loop {
+                let now = Instant::now();
+                if now >= until {
+                    break;
+                }
+                if self.has_exited().unwrap_or(true) {
+                    // The child is gone: what of its tree is left outside the group? Looked
+                    // at through /proc, so not at every pause.
+                    if now < next_look {
+                        thread::sleep(next_look - now);
+                        continue;
+                    }
+                    if !tree::any_left(&self.tree) {
+                        break;
+                    }
+                    next_look = Instant::now() + TICK;
+                }
                 thread::sleep(pause);
                 pause = (pause * 2).min(TICK);
             }
@@ -444,7 +537,7 @@ impl Group {
                 return Ok(None);
             }
             if now >= next_kill {
-                self.kill();
+                self.registered.kill();
                 next_kill = now + Duration::from_secs(1);
             }
             thread::sleep(pause);
@@ -554,22 +647,23 @@ fn pump(
     }
 }
 
-/// A log file, written as the bytes come, or a whole line at a time with each line redacted.
+/// A log file, written as the bytes come, or a whole line at a time with each line redacted;
+/// capped ([`CappedLog`]) after the redaction.
 struct LogWriter {
-    file: File,
+    file: SharedLog,
     redact: bool,
     /// With `redact`: the start of a line whose newline has not come yet.
     held: Vec<u8>,
 }
 
 impl LogWriter {
-    fn new(file: File, redact: bool) -> LogWriter {
+    fn new(file: SharedLog, redact: bool) -> LogWriter {
         LogWriter { file, redact, held: Vec::new() }
     }
 
     fn write(&mut self, chunk: &[u8], stream: Stream, shared: &Shared) -> io::Result<()> {
         if !self.redact {
-            return self.file.write_all(chunk);
+            return lock(&self.file).write(chunk);
         }
         let mut out: Vec<u8> = Vec::with_capacity(chunk.len() + self.held.len());
         let mut rest = chunk;
@@ -611,7 +705,7 @@ impl LogWriter {
             push_redacted(&mut out, &self.held, stream, shared);
             self.held.clear();
         }
-        self.file.write_all(&out)
+        lock(&self.file).write(&out)
     }
 
     /// Writes a last line without a newline.
@@ -622,7 +716,7 @@ impl LogWriter {
         let mut out = Vec::with_capacity(self.held.len());
         push_redacted(&mut out, &self.held, stream, shared);
         self.held.clear();
-        self.file.write_all(&out)
+        lock(&self.file).write(&out)
     }
 }
 

@@ -1,8 +1,10 @@
 //! Short commands whose output is wanted as text: doctor's probes (`nvidia-smi`, `nvcc
 //! --version`, `df`, `ldconfig -p`), a container runtime's `version`, `image inspect`, `rm
 //! -f`, the benchmarks' reference commands. Each runs in its own process group, stdin
-//! closed, `LC_ALL=C`, killed with its group after its timeout or on Ctrl-C; the group is
-//! registered for [`super::groups::kill_all`] while it runs.
+//! closed, `LC_ALL=C`, killed with its group after its timeout or on Ctrl-C (asking the
+//! process-wide [`Interrupt`], so a probe of doctor is killed as soon as the signal comes);
+//! the group is registered for [`super::tree::kill_all`] while it runs, and whatever of its
+//! process tree is left when it ends (a descendant that left the group) is killed too.
 //!
 //! Must not: print, parse what it captured (the callers do), or hold more than
 //! [`MAX_OUTPUT`] of a stream.
@@ -95,19 +97,29 @@ fn poll(
     let args: Vec<_> = args.iter().map(|a| a.into()).collect();
     let cwd = cwd.map(Path::to_path_buf);
     let env_set = [("LC_ALL".to_string(), "C".to_string())];
-    let spec =
-        Start { program: &program, args: &args, cwd: cwd.as_ref(), env_remove: &[], env_set: &env_set };
+    let mark = super::tree::new_mark();
+    let spec = Start {
+        program: &program,
+        args: &args,
+        cwd: cwd.as_ref(),
+        env_remove: &[],
+        env_set: &env_set,
+        mark: &mark,
+    };
     let pipes = std::io::pipe().and_then(|out| Ok((out, std::io::pipe()?)));
     let ((out_r, out_w), (err_r, err_w)) = match pipes {
         Ok(p) => p,
         Err(e) => return Output::not_started(format!("cannot make a pipe: {e}")),
     };
+    let spawning = super::groups::hold_spawns();
     let handle = match start(&spec, OwnedFd::from(out_w), OwnedFd::from(err_w)) {
         Ok(h) => h,
         Err(e) => return Output::not_started(e.to_string()),
     };
     let pgid = handle.pids().first().copied().unwrap_or(0);
-    let group = super::groups::Registered::new(pgid);
+    let group = super::groups::Registered::new(pgid, &mark);
+    drop(spawning);
+    let tree = super::tree::Run::new(mark, pgid);
     let stdout = drain(out_r);
     let stderr = drain(err_r);
     let deadline = Instant::now() + timeout;
@@ -130,6 +142,7 @@ fn poll(
             }
             Err(e) => {
                 group.kill();
+                super::tree::kill(&tree);
                 return Output::not_started(e.to_string());
             }
         }
@@ -137,6 +150,9 @@ fn poll(
     if exit == Exit::TimedOut || exit == Exit::Interrupted {
         let _ = handle.wait();
     }
+    // What is left of its tree outside the group (a descendant that called `setsid`) goes
+    // now, pipes and all.
+    super::tree::kill(&tree);
     // A pipe still open after the exit is held by a leftover of the group (a background
     // grandchild): that member keeps the group's id reserved, so killing the group is safe.
     let collect = |rx: mpsc::Receiver<String>| {

@@ -1,6 +1,8 @@
 //! The one place a process is started: through duct, with stdin closed, stdout and stderr
 //! into the pipe ends the caller reads, in a process group of its own (duct's `before_spawn`
-//! hook), so that a timeout, a Stop or Ctrl-C can signal the whole target with its workers.
+//! hook), so that a timeout, a Stop or Ctrl-C can signal the whole target with its workers,
+//! and with its run's mark in its environment ([`super::tree::MARK_VAR`]), which its
+//! descendants inherit, so that one that leaves the group is still found.
 //!
 //! Must not: wait, read or kill (the callers in this folder do), or print.
 
@@ -19,6 +21,8 @@ pub(super) struct Start<'a> {
     pub env_remove: &'a [String],
     /// Then set.
     pub env_set: &'a [(String, String)],
+    /// The run's mark, set last ([`super::tree::MARK_VAR`]).
+    pub mark: &'a str,
 }
 
 /// Starts the process; `stdout` and `stderr` are the write ends of the caller's pipes (or
@@ -38,12 +42,15 @@ pub(super) fn start(s: &Start, stdout: OwnedFd, stderr: OwnedFd) -> io::Result<d
     }
     // duct applies the outermost call first, so a name both removed and set is only set:
     // set wins, as the callers mean it.
-    for name in s.env_remove.iter().filter(|n| !s.env_set.iter().any(|(k, _)| k == *n)) {
+    // The mark is the runner's, whatever the caller asks for that name.
+    let mark = super::tree::MARK_VAR;
+    for name in s.env_remove.iter().filter(|n| *n != mark && !s.env_set.iter().any(|(k, _)| k == *n)) {
         expr = expr.env_remove(name);
     }
-    for (name, value) in s.env_set {
+    for (name, value) in s.env_set.iter().filter(|(k, _)| k != mark) {
         expr = expr.env(name, value);
     }
+    expr = expr.env(mark, s.mark);
     let handle = expr.start();
     // The expression holds the pipes' write ends: dropped here, the readers see the end of
     // the pipes when the child (and whatever inherited them) closes its own.

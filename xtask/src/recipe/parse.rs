@@ -2,7 +2,8 @@
 //! alias/depth limits checked before parsing, and the raw shapes as written (every field
 //! checked as it is read). All YAML reading of the project is here.
 //!
-//! Must not: spawn, print or write files; it reads files only in [`load`] and [`load_file`].
+//! Must not: spawn, print or write files; it reads files only in [`load`] and [`load_file`],
+//! and only regular ones (a FIFO or a device given as the recipe is refused, never opened).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -15,6 +16,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
+use crate::findings::yaml_bounds::{self, Bound, Limits};
 use crate::model::{RungId, Runtime};
 
 use super::template::*;
@@ -47,7 +49,7 @@ pub fn load(name_or_path: &str) -> Result<Recipe> {
 /// Reads and parses a recipe file (at most [`MAX_RECIPE_BYTES`]).
 pub fn load_file(path: &Path) -> Result<Recipe> {
     let label = path.display();
-    let file = std::fs::File::open(path).with_context(|| {
+    let file = open_regular(path).with_context(|| {
         format!(
             "cannot read recipe `{label}`: check the path, or use a built-in recipe ({})",
             builtin_names().join(", ")
@@ -72,6 +74,37 @@ pub fn load_file(path: &Path) -> Result<Recipe> {
     let abs = std::path::absolute(path).with_context(|| format!("cannot make `{label}` absolute"))?;
     let dir = abs.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
     parse(&text, RecipeSource::File(path.to_path_buf()), normalize(&dir))
+}
+
+/// Opens a recipe file, refusing what is not a regular file: a FIFO would block the read
+/// forever, a device never ends. Checked before opening and again on the file, opened with
+/// `O_NONBLOCK` (the same rule as `bundle::inputs::open_regular`, which this layer cannot use).
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let refuse = |t: std::fs::FileType| {
+        let what = if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a named pipe (FIFO)"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("it is {what}, not a regular file"))
+    };
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(refuse(meta.file_type()));
+    }
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK).open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(refuse(meta.file_type()));
+    }
+    Ok(f)
 }
 
 /// `{recipe_dir}` of the built-in recipes: the repository's `recipes/`, found by looking for
@@ -102,13 +135,10 @@ pub fn parse(text: &str, source: RecipeSource, dir: PathBuf) -> Result<Recipe> {
     if is_blank_yaml(text) {
         bail!("{label}: the file is empty: a recipe needs `version`, `name`, `description` and `run` (see docs/recipes.md)");
     }
-    // libyaml slows down quadratically with flow nesting (`{a: {a: ...`): refuse deep nesting
-    // before it is parsed. A recipe needs a handful of levels.
-    if let Some((line, col)) = too_deep(text) {
-        bail!(
-            "{label}:{line}:{col}: brackets nested deeper than {MAX_FLOW_DEPTH} levels; a recipe needs a few"
-        );
-    }
+    // Size, nesting, anchors and what the aliases expand to, before libyaml sees the text:
+    // libyaml slows down quadratically with flow nesting (`{a: {a: ...`), and a few hundred
+    // bytes of aliases of aliases expand to gigabytes.
+    bounded(text, &label)?;
     // First pass: only the declared variables' names, so that the strict pass can point at
     // an unknown `{reference}` where it stands. A failure here is reported by the strict pass.
     let declared = serde_yaml::from_str::<Prepass>(text)
@@ -124,59 +154,24 @@ pub fn parse(text: &str, source: RecipeSource, dir: PathBuf) -> Result<Recipe> {
     Ok(recipe)
 }
 
-/// The deepest `[`/`{` nesting accepted.
-const MAX_FLOW_DEPTH: usize = 64;
-
-/// Where unquoted `[`/`{` first nest deeper than [`MAX_FLOW_DEPTH`] (line, column; 1-based).
-/// A quick scan that knows quotes and comments well enough: it only has to be right for
-/// inputs nested this deep, and never wrong by much for real recipes.
-fn too_deep(text: &str) -> Option<(usize, usize)> {
-    let (mut depth, mut line, mut col) = (0usize, 1usize, 0usize);
-    let mut quote: Option<char> = None;
-    let mut comment = false;
-    let mut prev = '\n';
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        col += 1;
-        if c == '\n' {
-            line += 1;
-            col = 0;
-            comment = false;
-        } else if comment {
-            // skipped to the end of the line
-        } else if let Some(q) = quote {
-            if c == '\\' && q == '"' {
-                col += 1;
-                if chars.next() == Some('\n') {
-                    line += 1;
-                    col = 0;
+/// Refuses a recipe over the limits of [`Limits::RECIPE`] (see [`crate::findings::yaml_bounds`]),
+/// naming the file, the place and what to do.
+fn bounded(text: &str, label: &str) -> Result<()> {
+    let limits = Limits { max_bytes: MAX_RECIPE_BYTES, ..Limits::RECIPE };
+    match yaml_bounds::check(text, &limits) {
+        Ok(()) => Ok(()),
+        Err(r) => {
+            let advice = match r.bound {
+                Bound::Depth => "a recipe needs a few",
+                Bound::Size => "a recipe is a short YAML file (see docs/recipes.md)",
+                Bound::Anchors | Bound::Aliases | Bound::Expansion => {
+                    "a recipe needs few or no aliases: write the values out, or share them through \
+                     `variables` and `{name}` templates (see docs/recipes.md)"
                 }
-            } else if c == q {
-                if q == '\'' && chars.peek() == Some(&'\'') {
-                    chars.next();
-                    col += 1;
-                } else {
-                    quote = None;
-                }
-            }
-        } else {
-            let at_start = prev.is_whitespace() || matches!(prev, '[' | '{' | ',' | ':');
-            match c {
-                '#' if prev.is_whitespace() => comment = true,
-                '\'' | '"' if at_start => quote = Some(c),
-                '[' | '{' => {
-                    depth += 1;
-                    if depth > MAX_FLOW_DEPTH {
-                        return Some((line, col));
-                    }
-                }
-                ']' | '}' => depth = depth.saturating_sub(1),
-                _ => {}
-            }
+            };
+            bail!("{label}:{r}; {advice}")
         }
-        prev = c;
     }
-    None
 }
 
 /// Cuts a message that quotes a huge value.

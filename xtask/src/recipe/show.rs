@@ -49,7 +49,8 @@ pub fn render_show(r: &Recipe) -> String {
 
 /// [`render_show`] with `cwd` as the current directory: pure.
 pub fn render_show_in(r: &Recipe, cwd: &Path) -> String {
-    let mut out = format!("# recipe `{}` ({})\n", r.name, r.source);
+    let mut out = String::new();
+    comment(&mut out, &format!("# recipe `{}` ({})", r.name, r.source));
     out.push_str(&r.text);
     if !r.text.ends_with('\n') {
         out.push('\n');
@@ -58,7 +59,7 @@ pub fn render_show_in(r: &Recipe, cwd: &Path) -> String {
     let builtins = builtin_values(r, cwd, &BTreeMap::new());
     let width = builtins.keys().chain(r.variables.keys()).map(String::len).max().unwrap_or(0);
     for (name, value) in &builtins {
-        let _ = writeln!(out, "#   {name:<width$} = {}  (built in)", quote_word(value));
+        comment(&mut out, &format!("#   {name:<width$} = {}  (built in)", quote_word(value)));
     }
     for (name, v) in &r.variables {
         let value = match &v.default {
@@ -70,31 +71,31 @@ pub fn render_show_in(r: &Recipe, cwd: &Path) -> String {
         };
         let description =
             if v.description.is_empty() { String::new() } else { format!("  {}", v.description) };
-        let _ = writeln!(out, "#   {name:<width$} = {value}{description}");
+        comment(&mut out, &format!("#   {name:<width$} = {value}{description}"));
     }
     let required = r.required_variables();
     if !required.is_empty() {
         let flags = required.iter().map(|k| format!("--set {k}=VALUE")).collect::<Vec<_>>().join(" ");
-        let _ = writeln!(out, "# commands: give `{flags}` first");
+        comment(&mut out, &format!("# commands: give `{flags}` first"));
         return out;
     }
     match resolve_in(r, &BTreeMap::new(), cwd) {
         Ok(res) => {
             for c in &res.collect {
-                let _ = writeln!(out, "# collect into env/{}: {}", c.name, join_words(&c.argv));
+                comment(&mut out, &format!("# collect into env/{}: {}", c.name, join_words(&c.argv)));
             }
             let steps = res.build.iter().map(|b| ("build", b)).chain([("run", &res.run)]);
             for (field, step) in steps {
-                let _ = writeln!(out, "# {field}: {}", step.command_line());
+                comment(&mut out, &format!("# {field}: {}", step.command_line()));
                 if let Some(c) = &step.cwd {
-                    let _ = writeln!(out, "#   cwd: {}", quote_word(&c.display().to_string()));
+                    comment(&mut out, &format!("#   cwd: {}", quote_word(&c.display().to_string())));
                 }
                 if !step.env_remove.is_empty() {
-                    let _ = writeln!(out, "#   env_remove: {}", step.env_remove.join(" "));
+                    comment(&mut out, &format!("#   env_remove: {}", step.env_remove.join(" ")));
                 }
                 if !step.binaries.is_empty() {
                     let bins: Vec<String> = step.binaries.iter().map(|b| b.display().to_string()).collect();
-                    let _ = writeln!(out, "#   binaries: {}", join_words(&bins));
+                    comment(&mut out, &format!("#   binaries: {}", join_words(&bins)));
                 }
             }
             if r.container.is_some() {
@@ -103,16 +104,15 @@ pub fn render_show_in(r: &Recipe, cwd: &Path) -> String {
                     Some(rt) => rt.name().to_string(),
                     None => "(chosen with `--container`)".to_string(),
                 };
-                let _ = writeln!(out, "# container: {runtime}");
+                comment(&mut out, &format!("# container: {runtime}"));
                 if let Some(image) = &c.image {
-                    let _ = writeln!(out, "#   image: {}", quote_word(image));
+                    comment(&mut out, &format!("#   image: {}", quote_word(image)));
                 }
                 let mounts: Vec<String> =
                     container_mounts(&res).iter().map(|m| m.display().to_string()).collect();
-                let _ = writeln!(
-                    out,
-                    "#   mounted at the same path: {} (and the bundle root)",
-                    join_words(&mounts)
+                comment(
+                    &mut out,
+                    &format!("#   mounted at the same path: {} (and the bundle root)", join_words(&mounts)),
                 );
                 if !c.gpus {
                     out.push_str("#   gpus: false (the GPUs are not passed in)\n");
@@ -120,10 +120,26 @@ pub fn render_show_in(r: &Recipe, cwd: &Path) -> String {
             }
         }
         Err(e) => {
-            let _ = writeln!(out, "# commands: cannot be resolved: {e:#}");
+            comment(&mut out, &format!("# commands: cannot be resolved: {e:#}"));
         }
     }
     out
+}
+
+/// Appends one comment line: control characters in what it shows (a newline in a variable's
+/// description, an escape sequence) are written as escapes, so that no value can end the
+/// comment and add YAML to a saved `recipe show`.
+fn comment(out: &mut String, line: &str) {
+    for ch in line.chars() {
+        match ch {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push('\t'),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('\n');
 }
 
 /// `cargo xtask recipe check PATH|NAME`: parses the recipe, resolves it with its defaults
@@ -224,4 +240,23 @@ pub fn check_recipe(r: &Recipe, cwd: &Path) -> Result<String> {
         let _ = writeln!(out, "  note: {note}");
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_newline_in_a_description_cannot_add_yaml_to_the_comments() {
+        let text = "version: 1\nname: t\ndescription: \"d\"\nvariables:\n  x:\n    default: \"a\"\n    description: \"line one\\nrun: { command: \\\"rm -rf /\\\" }\\u001b[31m\"\nrun: { command: \"echo {x}\" }\n";
+        let r = parse(text, RecipeSource::Builtin("t".into()), PathBuf::from("/r")).unwrap();
+        assert!(r.variables["x"].description.contains('\n'), "the test needs a raw newline");
+        let show = render_show_in(&r, Path::new("/w"));
+        let tail = show.split("# ---- with the defaults ----").nth(1).unwrap();
+        for line in tail.lines().filter(|l| !l.is_empty()) {
+            assert!(line.starts_with('#'), "a line escaped the comments: {line:?}\n{show}");
+        }
+        assert!(tail.contains("line one\\nrun: { command:"), "{tail}");
+        assert!(tail.contains("\\u{1b}[31m"), "{tail}");
+    }
 }
