@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::model::Stream;
-use crate::redact::{redact_env, redact_line, Redaction};
+use crate::redact::{redact_env, Lines, Redaction};
 
 /// Inherited variables recorded in [`Manifest::environment`]: these names, and names
 /// starting with one of [`ENV_ALLOW_PREFIXES`].
@@ -85,8 +85,9 @@ pub fn log_redactions(redacted: &[(Stream, &str, u64)], stdout: &str, stderr: &s
         .collect()
 }
 
-/// Redacts a tool's text report (compute-sanitizer's XML) in place, line by line; the file is
-/// rewritten only when something was found. Findings are reported at `place:LINE`.
+/// Redacts a tool's text report (compute-sanitizer's XML) in place, line by line ([`Lines`]:
+/// a PEM block whole); the file is rewritten only when something was found. Findings are
+/// reported at `place:LINE`.
 pub fn redact_file(path: &Path, place: &str, out: &mut Vec<Redaction>) -> Result<()> {
     use std::io::{BufRead, BufReader, BufWriter, Write};
     let open = || std::fs::File::open(path).with_context(|| format!("cannot read `{}`", path.display()));
@@ -95,12 +96,14 @@ pub fn redact_file(path: &Path, place: &str, out: &mut Vec<Redaction>) -> Result
     let mut line = Vec::new();
     let mut reader = BufReader::new(open()?);
     let mut n = 0u64;
+    let mut lines = Lines::new();
     while {
         line.clear();
         reader.read_until(b'\n', &mut line).with_context(|| format!("cannot read `{}`", path.display()))? > 0
     } {
         n += 1;
-        if matches!(redact_line(&String::from_utf8_lossy(&line)).0, std::borrow::Cow::Owned(_)) {
+        let body = line.strip_suffix(b"\n").unwrap_or(&line);
+        if matches!(lines.line(&String::from_utf8_lossy(body)).0, std::borrow::Cow::Owned(_)) {
             first = Some(n);
             break;
         }
@@ -114,6 +117,7 @@ pub fn redact_file(path: &Path, place: &str, out: &mut Vec<Redaction>) -> Result
     let mut w = BufWriter::new(std::fs::File::create(&tmp).map_err(write_err)?);
     let mut reader = BufReader::new(open()?);
     let mut n = 0u64;
+    let mut lines = Lines::new();
     loop {
         line.clear();
         if reader.read_until(b'\n', &mut line).with_context(|| format!("cannot read `{}`", path.display()))?
@@ -124,7 +128,7 @@ pub fn redact_file(path: &Path, place: &str, out: &mut Vec<Redaction>) -> Result
         n += 1;
         let body = line.strip_suffix(b"\n").unwrap_or(&line);
         let text = String::from_utf8_lossy(body);
-        match redact_line(&text) {
+        match lines.line(&text) {
             (std::borrow::Cow::Borrowed(_), _) => w.write_all(&line).map_err(write_err)?,
             (std::borrow::Cow::Owned(new), labels) => {
                 w.write_all(new.as_bytes()).map_err(write_err)?;

@@ -113,6 +113,13 @@ pub fn run(args: Args) -> Result<Outcome> {
     // mistake in the recipe or a `--set` is reported before doctor runs.
     let mut supplied = host_builtins();
     let mut resolved = recipe::resolve(&recipe, &sets, &supplied)?;
+    // Values known to be secret (a `--set password=...`, an inherited `HF_TOKEN`) are redacted
+    // wherever they show up again: in a positional argument, in what the target prints.
+    let env = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+    crate::redact::remember(crate::redact::secret_values(
+        env,
+        &serde_json::to_value(&resolved).unwrap_or_default(),
+    ));
 
     let req = Request {
         rungs: args.rungs.clone(),

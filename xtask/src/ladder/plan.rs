@@ -36,7 +36,8 @@ pub fn render(climb: &Climb, bundle: &Path) -> String {
     s.push_str("\ncollect (once, in the background beside the climb; a failure is noted, not fatal):\n");
     for job in collect::jobs(r, containers) {
         let inv = job.place.wrap(&job.inv);
-        s.push_str(&format!("   {}: {}\n", layout::env_file(&job.name), inv.shell_line()));
+        let shown = crate::redact::invocation(&inv, "plan", &mut Vec::new());
+        s.push_str(&format!("   {}: {}\n", layout::env_file(&job.name), shown.shell_line()));
         if let Some(t) = inv.timeout {
             s.push_str(&format!("      timeout: {} s\n", t.as_secs()));
         }
@@ -48,7 +49,9 @@ pub fn render(climb: &Climb, bundle: &Path) -> String {
             s.push_str(&format!("\n{i}. {}: {}\n", planned.rung, rung::get(planned.rung).describe()));
             last = Some(planned.rung);
         }
-        s.push_str(&format!("   {}: {}\n", label(&planned.step), planned.inv.shell_line()));
+        // Redacted as the run records it (`command.txt`): a plan gets pasted into issues too.
+        let shown = crate::redact::invocation(&planned.inv, "plan", &mut Vec::new());
+        s.push_str(&format!("   {}: {}\n", label(&planned.step), shown.shell_line()));
         if let Some(t) = planned.inv.timeout {
             s.push_str(&format!("      timeout: {} s\n", t.as_secs()));
         }

@@ -654,11 +654,13 @@ struct LogWriter {
     redact: bool,
     /// With `redact`: the start of a line whose newline has not come yet.
     held: Vec<u8>,
+    /// With `redact`: the PEM block the lines are in, if any.
+    lines: crate::redact::Lines,
 }
 
 impl LogWriter {
     fn new(file: SharedLog, redact: bool) -> LogWriter {
-        LogWriter { file, redact, held: Vec::new() }
+        LogWriter { file, redact, held: Vec::new(), lines: crate::redact::Lines::new() }
     }
 
     fn write(&mut self, chunk: &[u8], stream: Stream, shared: &Shared) -> io::Result<()> {
@@ -671,7 +673,7 @@ impl LogWriter {
         if !self.held.is_empty() {
             if let Some(i) = memchr::memchr(b'\n', rest) {
                 self.held.extend_from_slice(&rest[..=i]);
-                push_redacted(&mut out, &self.held, stream, shared);
+                push_redacted(&mut out, &self.held, &mut self.lines, stream, shared);
                 self.held.clear();
                 rest = &rest[i + 1..];
             }
@@ -690,8 +692,8 @@ impl LogWriter {
                     while next.next_if(|&&m| m < end).is_some() {
                         hit = true;
                     }
-                    if hit {
-                        push_redacted(&mut out, &lines[start..end], stream, shared);
+                    if hit || self.lines.in_block() {
+                        push_redacted(&mut out, &lines[start..end], &mut self.lines, stream, shared);
                     } else {
                         out.extend_from_slice(&lines[start..end]);
                     }
@@ -701,9 +703,11 @@ impl LogWriter {
             }
         }
         self.held.extend_from_slice(rest);
-        if self.held.len() >= REDACT_HOLD {
-            push_redacted(&mut out, &self.held, stream, shared);
-            self.held.clear();
+        // A line too long to hold goes out in pieces, each cut where no secret straddles.
+        while self.held.len() >= REDACT_HOLD {
+            let cut = crate::redact::cut_point(&self.held[..REDACT_HOLD]);
+            push_redacted(&mut out, &self.held[..cut], &mut self.lines, stream, shared);
+            self.held.drain(..cut);
         }
         lock(&self.file).write(&out)
     }
@@ -714,7 +718,7 @@ impl LogWriter {
             return Ok(());
         }
         let mut out = Vec::with_capacity(self.held.len());
-        push_redacted(&mut out, &self.held, stream, shared);
+        push_redacted(&mut out, &self.held, &mut self.lines, stream, shared);
         self.held.clear();
         lock(&self.file).write(&out)
     }
@@ -722,10 +726,16 @@ impl LogWriter {
 
 /// Appends `line` (with its newline, if any) to `out`, redacted. Bytes that are not UTF-8 are
 /// kept as they are unless the line held a secret (then the line is written lossily).
-fn push_redacted(out: &mut Vec<u8>, line: &[u8], stream: Stream, shared: &Shared) {
+fn push_redacted(
+    out: &mut Vec<u8>,
+    line: &[u8],
+    lines: &mut crate::redact::Lines,
+    stream: Stream,
+    shared: &Shared,
+) {
     let body = line.strip_suffix(b"\n").unwrap_or(line);
     let text = String::from_utf8_lossy(body);
-    match crate::redact::redact_line(&text) {
+    match lines.line(&text) {
         (Cow::Borrowed(_), _) => out.extend_from_slice(line),
         (Cow::Owned(new), labels) => {
             out.extend_from_slice(new.as_bytes());
