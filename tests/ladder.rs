@@ -358,36 +358,49 @@ fn a_bad_recipe_fails_before_anything_runs() {
     assert!(out.took < Duration::from_secs(10), "took {:?}", out.took);
 }
 
-/// The `clean` recordings with an initcheck run added, in a case folder of the test's own:
-/// record.sh recorded no initcheck for it. clean.cu writes every byte it reads (both buffers
-/// are set with `cudaMemset`), so initcheck has nothing to report, and compute-sanitizer's
-/// report of a run without errors names no tool (compare the real initcheck run in
-/// tests/fixtures/h200/unchecked_launch/initcheck.log and its empty initcheck.xml): memcheck's
-/// recorded report of the same program is what initcheck printed, and it is replayed as that.
-fn clean_with_initcheck(s: &Scratch) -> PathBuf {
-    let from = support::fixture("clean");
-    let to = s.path("case-clean");
+/// A stand-in case folder from the real bundle `debug-ima --full` wrote on the H200 for the
+/// correct stencil (tests/fixtures/h200/stencil_fixed, `stencil_neighbour.cu -DFIXED`): each
+/// rung's recorded output under the name the stand-ins replay (the target's stdout, then its
+/// stderr), and the exit codes the bundle recorded, all 0.
+fn stencil_fixed_case(s: &Scratch) -> PathBuf {
+    let rungs = support::fixture("stencil_fixed").join("rungs");
+    let to = s.path("case-stencil-fixed");
     std::fs::create_dir_all(&to).unwrap();
-    for e in std::fs::read_dir(&from).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    let both = |dir: &str| {
+        let read = |f: &str| std::fs::read(rungs.join(dir).join(f)).unwrap();
+        [read("stdout.log"), read("stderr.log")].concat()
+    };
+    let mut meta = String::new();
+    for (dir, name) in [
+        ("01-baseline", "baseline"),
+        ("03-launch-blocking", "launch-blocking"),
+        ("04-coredump", "coredump"),
+        ("05-attach", "waits"),
+        ("06-memcheck", "memcheck"),
+        ("07-initcheck", "initcheck"),
+    ] {
+        std::fs::write(to.join(format!("{name}.log")), both(dir)).unwrap();
+        meta.push_str(&format!(
+            "{name}\t{}\t0.500\t(from the bundle)\n",
+            if name == "waits" { "none" } else { "0" }
+        ));
     }
-    std::fs::copy(from.join("memcheck.log"), to.join("initcheck.log")).unwrap();
-    std::fs::copy(from.join("memcheck.xml"), to.join("initcheck.xml")).unwrap();
-    let mut meta = std::fs::read_to_string(from.join("meta.tsv")).unwrap();
-    meta.push_str("initcheck\t0\t0.500\tcompute-sanitizer --tool initcheck ./bin/clean\n");
+    for (dir, xml) in [("06-memcheck", "memcheck.xml"), ("07-initcheck", "initcheck.xml")] {
+        std::fs::copy(rungs.join(dir).join(xml), to.join(xml)).unwrap();
+    }
     std::fs::write(to.join("meta.tsv"), meta).unwrap();
     to
 }
 
-/// (g) A clean program: no verdict, the symptom did not reproduce, and the sweep still ran,
+/// (g) A clean program (the correct stencil, replayed from its H200 bundle): no verdict, the
+/// symptom did not reproduce, and the sweep still ran,
 /// since a bad access does not always fault: memcheck (with padding), then initcheck; the
 /// rungs that wait for a fault are skipped.
 #[test]
 fn a_clean_run_gives_no_verdict_after_the_memcheck_and_initcheck_sweep() {
     let s = Scratch::for_run("clean");
     let recipe = s.write_recipe(&target_recipe(""));
-    let case = clean_with_initcheck(&s);
+    let case = stencil_fixed_case(&s);
     let out = Run::new(&s, &recipe, "clean").env("STANDIN_CASE", case.to_str().unwrap()).run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
     let b = s.only_bundle();

@@ -903,7 +903,7 @@ fn a_fifo_or_device_as_the_recipe_is_refused_without_blocking() {
     // Safe: a valid NUL-terminated path.
     assert_eq!(unsafe { nix::libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     for (path, what) in
-        [(fifo.display().to_string(), "a named pipe (FIFO)"), ("/dev/zero".to_string(), "a device")]
+        [(fifo.display().to_string(), "a named pipe (FIFO)"), ("/dev/zero".to_string(), "a character device")]
     {
         let (tx, rx) = std::sync::mpsc::channel();
         let p = path.clone();

@@ -49,6 +49,7 @@ const LAYERS: &[(&str, u32, &str)] = &[
     ("redact", 6, "secret redaction (pure)"),
     ("ui", 7, "the only printer"),
     ("model", 8, "typed identities: rung ids (the only list of rung names), invocation, exit"),
+    ("files", 8, "opening user-given files: regular files only"),
 ];
 
 /// Files in src that belong to no layer.

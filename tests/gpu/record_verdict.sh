@@ -67,7 +67,7 @@ record_case() { # name python(0/1) cmd...
   fi
   local cores=$WORK/cores/$name; rm -rf "$cores"; mkdir -p "$cores"
   # The merged run: launch-blocking and the coredump variables in one run.
-  local flags=$SKIP cpu=()
+  local flags=$SKIP
   [ "$py" = 1 ] && flags=$SKIP,skip_abort
   local t0; t0=$(now)
   # core_pattern is `core` on the recording machine: the CPU core lands in the target's folder.

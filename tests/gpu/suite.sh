@@ -89,7 +89,6 @@ CASES=("$@")
 [ ${#CASES[@]} -eq 0 ] && mapfile -t CASES < <(grep -v '^#' tests/gpu/expected.tsv | cut -f1)
 for c in "${CASES[@]}"; do
   echo "== $c"
-  extra=""; case $c in *_G) extra="" ;; esac
   run_case "$c" default
   d=$LAST_S
   if [ "${RATIO:-0}" = 1 ]; then

@@ -2,11 +2,12 @@
 //!
 //! The layers, each importing only those below it (tests/tidy.rs enforces the table):
 //! `cli` → `commands` → `ladder`, `doctor` → `launch` → `process` → `bundle`, `recipe` →
-//! `findings`, `redact` → `ui` → `model`. docs/ARCHITECTURE.md has the codemap.
+//! `findings`, `redact` → `ui` → `model`, `files`. docs/ARCHITECTURE.md has the codemap.
 pub mod bundle;
 pub mod cli;
 pub mod commands;
 pub mod doctor;
+pub mod files;
 pub mod findings;
 pub mod ladder;
 pub mod launch;

@@ -1,13 +1,10 @@
 //! The files an analysis reads: each path as given, directories walked in sorted order, a
 //! bundle through its rungs' logs and reports; each file scanned by `findings` in bounded
-//! memory. Also [`open_regular`], through which the bundle code opens any file a user named.
+//! memory. Every file a user named is opened through [`open_regular`] (`crate::files`).
 //!
 //! Must not: parse (that is `findings`), render or print (`findings::render`, `ui`); or open
 //! for reading anything but a regular file (a FIFO or a device would block or never end).
 
-use std::fs::{File, FileType, OpenOptions};
-use std::io;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -20,51 +17,7 @@ use crate::findings::{
     Evidence,
 };
 
-/// What a file that is not a regular file is, in words (`a named pipe (FIFO)`).
-pub fn kind_of(t: FileType) -> &'static str {
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a named pipe (FIFO)"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_symlink() {
-        "a symbolic link"
-    } else if t.is_file() {
-        "a regular file"
-    } else {
-        "not a regular file"
-    }
-}
-
-fn not_regular(t: FileType) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidInput,
-        format!("it is {}, not a regular file (reading one could block forever)", kind_of(t)),
-    )
-}
-
-/// Opens a file for reading, refusing anything but a regular file: a FIFO or a socket blocks
-/// the read (or the open) forever, a device never ends or acts when opened. The type is
-/// checked before opening (so a device is never opened) and again on the open file, which is
-/// opened with `O_NONBLOCK`, so that a path swapped for a FIFO in between cannot block either.
-/// Symbolic links are followed: a link to a regular file is one.
-pub fn open_regular(path: &Path) -> io::Result<File> {
-    let meta = std::fs::metadata(path)?;
-    if !meta.is_file() {
-        return Err(not_regular(meta.file_type()));
-    }
-    let f = OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK).open(path)?;
-    let meta = f.metadata()?;
-    if !meta.is_file() {
-        return Err(not_regular(meta.file_type()));
-    }
-    Ok(f)
-}
+pub use crate::files::{kind_of, open_regular};
 
 /// Collects the files to read: each path as given, directories walked in sorted order.
 /// Hidden files and directories (`.git`) are skipped inside directories, and so is what is

@@ -1344,19 +1344,11 @@ mod tests {
         }
     }
 
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(128))]
-
-        /// Multi-byte, invalid and 5,000-character kernel names in cuda-gdb's lines (`The exception
-        /// was triggered at PC`, frames with `<<<...>>>`, the kernel table): no panic.
-        #[test]
-        fn multi_byte_kernel_names_never_panic(
-            which in any::<proptest::sample::Index>(),
-            name in crate::findings::fuzz::name(),
-            edits in crate::findings::fuzz::invalid_edits(),
-        ) {
-            let reals: Vec<_> = ["cudagdb-core-1.log", "attach.log", "cudagdb-merged-1.log"].iter().flat_map(|f| crate::findings::fuzz::real(f)).collect();
-            let _a = crate::findings::fuzz::splice_and_run(&reals, which, &name, &edits);
-        }
-    }
+    // Multi-byte, invalid and 5,000-character kernel names in cuda-gdb's lines (`The exception
+    // was triggered at PC`, frames with `<<<...>>>`, the kernel table): no panic.
+    crate::findings::fuzz::multi_byte_kernel_names_never_panic!(
+        "cudagdb-core-1.log",
+        "attach.log",
+        "cudagdb-merged-1.log"
+    );
 }

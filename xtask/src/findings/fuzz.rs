@@ -16,6 +16,28 @@ use super::scan::scan_reader;
 use super::verdict::{decide, kernel_filter, Analysis};
 use super::Evidence;
 
+/// The property test every line parser's module gets: a multi-byte, invalid or very long
+/// kernel name spliced into that parser's own recordings (`files`, as [`real`] names them)
+/// never panics the pipeline.
+macro_rules! multi_byte_kernel_names_never_panic {
+    ($($file:literal),+) => {
+        proptest::proptest! {
+            #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+            #[test]
+            fn multi_byte_kernel_names_never_panic(
+                which in proptest::prelude::any::<proptest::sample::Index>(),
+                name in crate::findings::fuzz::name(),
+                edits in crate::findings::fuzz::invalid_edits(),
+            ) {
+                let reals: Vec<_> =
+                    [$($file),+].iter().flat_map(|f| crate::findings::fuzz::real(f)).collect();
+                let _ = crate::findings::fuzz::splice_and_run(&reals, which, &name, &edits);
+            }
+        }
+    };
+}
+pub(crate) use multi_byte_kernel_names_never_panic;
+
 /// A real recording and the kernel name it prints, to be replaced by a generated one.
 pub struct Real {
     /// The file name it is scanned as (`memcheck.xml` makes no difference: content decides).

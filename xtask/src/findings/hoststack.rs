@@ -596,19 +596,7 @@ Thread 1.4 (process 10):
         }
     }
 
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
-
-        /// Multi-byte, invalid and 5,000-character names in a CPU core's stacks (the kernel's host
-        /// function and its `__device_stub__` frame): no panic.
-        #[test]
-        fn multi_byte_kernel_names_never_panic(
-            which in any::<proptest::sample::Index>(),
-            name in crate::findings::fuzz::name(),
-            edits in crate::findings::fuzz::invalid_edits(),
-        ) {
-            let reals: Vec<_> = ["cpucore-gdb.log"].iter().flat_map(|f| crate::findings::fuzz::real(f)).collect();
-            let _a = crate::findings::fuzz::splice_and_run(&reals, which, &name, &edits);
-        }
-    }
+    // Multi-byte, invalid and 5,000-character names in a CPU core's stacks (the kernel's host
+    // function and its `__device_stub__` frame): no panic.
+    crate::findings::fuzz::multi_byte_kernel_names_never_panic!("cpucore-gdb.log");
 }

@@ -49,7 +49,7 @@ pub fn load(name_or_path: &str) -> Result<Recipe> {
 /// Reads and parses a recipe file (at most [`MAX_RECIPE_BYTES`]).
 pub fn load_file(path: &Path) -> Result<Recipe> {
     let label = path.display();
-    let file = open_regular(path).with_context(|| {
+    let file = crate::files::open_regular(path).with_context(|| {
         format!(
             "cannot read recipe `{label}`: check the path, or use a built-in recipe ({})",
             builtin_names().join(", ")
@@ -74,37 +74,6 @@ pub fn load_file(path: &Path) -> Result<Recipe> {
     let abs = std::path::absolute(path).with_context(|| format!("cannot make `{label}` absolute"))?;
     let dir = abs.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
     parse(&text, RecipeSource::File(path.to_path_buf()), normalize(&dir))
-}
-
-/// Opens a recipe file, refusing what is not a regular file: a FIFO would block the read
-/// forever, a device never ends. Checked before opening and again on the file, opened with
-/// `O_NONBLOCK` (the same rule as `bundle::inputs::open_regular`, which this layer cannot use).
-fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let refuse = |t: std::fs::FileType| {
-        let what = if t.is_dir() {
-            "a directory"
-        } else if t.is_fifo() {
-            "a named pipe (FIFO)"
-        } else if t.is_char_device() || t.is_block_device() {
-            "a device"
-        } else if t.is_socket() {
-            "a socket"
-        } else {
-            "not a regular file"
-        };
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("it is {what}, not a regular file"))
-    };
-    let meta = std::fs::metadata(path)?;
-    if !meta.is_file() {
-        return Err(refuse(meta.file_type()));
-    }
-    let f = std::fs::OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK).open(path)?;
-    let meta = f.metadata()?;
-    if !meta.is_file() {
-        return Err(refuse(meta.file_type()));
-    }
-    Ok(f)
 }
 
 /// `{recipe_dir}` of the built-in recipes: the repository's `recipes/`, found by looking for
