@@ -341,6 +341,111 @@ fn ctrl_c_in_the_middle_keeps_the_bundle_and_kills_the_target() {
     s.assert_no_standin_left();
 }
 
+/// Whether `unshare --user --map-root-user --mount` can mount a tmpfs here (a small disk to
+/// fill); required under CI, where the machine allows it.
+fn can_mount_tmpfs(s: &Scratch) -> bool {
+    let dir = s.path("probe-mount");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ok = std::process::Command::new("unshare")
+        .args([
+            "--user",
+            "--map-root-user",
+            "--mount",
+            "sh",
+            "-c",
+            "mount -t tmpfs -o size=64k tmpfs \"$0\"",
+            &dir.display().to_string(),
+        ])
+        .status()
+        .is_ok_and(|st| st.success());
+    if !ok && std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0") {
+        panic!("CI is set but `unshare --user --map-root-user --mount` cannot mount a tmpfs (util-linux's unshare)");
+    }
+    ok
+}
+
+/// A full disk, wherever it fills (creating the bundle, the doctor's file, a rung's log, the
+/// manifest after a rung): exit 1 with one message naming the full disk, every time; what
+/// was written is kept (a manifest, when there is one, is a whole one) and no process is left.
+#[test]
+fn a_full_disk_fails_the_same_way_wherever_the_space_runs_out() {
+    let s = Scratch::for_run("full-disk");
+    if !can_mount_tmpfs(&s) {
+        eprintln!("skipped: cannot mount a tmpfs in a user namespace here (CI would fail)");
+        return;
+    }
+    // A target that prints 4 MB, then the CUDA error.
+    let recipe = s.write_recipe(
+        "version: 1\nname: chatty\ndescription: \"prints a lot, then faults\"\nrun:\n  command: [\"sh\", \"-c\", \
+         \"yes 'a line the target prints, again and again, to fill the disk' | head -c 4000000; echo 'CUDA error: \
+         an illegal memory access was encountered' >&2; exit 1\"]\n  timeout: 30\n",
+    );
+    let mut codes = Vec::new();
+    for size in ["4k", "12k", "1m", "6m", "10m", "64m"] {
+        let bundles = s.bundles();
+        let _ = std::fs::remove_dir_all(&bundles);
+        std::fs::create_dir_all(&bundles).unwrap();
+        let kept = s.path(&format!("kept-{size}"));
+        std::fs::create_dir_all(&kept).unwrap();
+        // The bundle root is a tmpfs of `size` in a mount namespace of the run's own; what the
+        // run left there is copied out after it, with its exit status kept.
+        let wrapper: Vec<String> = [
+            "unshare",
+            "--user",
+            "--map-root-user",
+            "--mount",
+            "sh",
+            "-c",
+            "mount -t tmpfs -o size=$0 tmpfs \"$1\" || exit 97; b=$1; k=$2; shift 2; \"$@\"; rc=$?; \
+             cp -a \"$b\"/. \"$k\"/; exit $rc",
+            size,
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .chain([bundles.display().to_string(), kept.display().to_string()])
+        .collect();
+        let run = Run::new(&s, &recipe, "oob_write");
+        let start = Instant::now();
+        let out = run.finish(run.spawn_via(&wrapper), start);
+        assert_ne!(out.code(), Some(97), "could not mount the tmpfs: {}", out.both());
+        codes.push((size, out.code()));
+        if out.code() == Some(0) {
+            // The disk was large enough for the whole run: nothing to check at this size.
+            continue;
+        }
+        assert_eq!(out.code(), Some(1), "size {size}: {}", out.both());
+        assert!(out.stderr.contains("a disk is full"), "size {size}: {}", out.both());
+        assert!(!out.stderr.contains("panicked"), "size {size}: {}", out.both());
+        for entry in walk(&kept) {
+            let name = entry.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(!name.ends_with(".partial"), "size {size}: a partial file was left: {}", entry.display());
+            if name == "manifest.yaml" {
+                let text = std::fs::read_to_string(&entry).unwrap();
+                serde_yaml::from_str::<serde_yaml::Value>(&text)
+                    .unwrap_or_else(|e| panic!("size {size}: a broken manifest was left: {e}\n{text}"));
+            }
+        }
+    }
+    assert!(
+        codes.iter().filter(|(_, c)| *c == Some(1)).count() >= 3,
+        "the disk filled too rarely: {codes:?}"
+    );
+    s.assert_no_standin_left();
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
 /// (f) A recipe with an unknown key fails before anything runs: `file:line:column` in the
 /// message, no bundle, no process started.
 #[test]

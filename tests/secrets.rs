@@ -160,6 +160,18 @@ fn shapes(seed: u64) -> Vec<Shape> {
     v.push(shape("Docker Hub token", format!("dckr_pat_{a}"), &[&a]));
     let a = r.alnum(60);
     v.push(shape("Google OAuth token", format!("ya29.{a}"), &[&a]));
+    let a = r.alnum(18);
+    v.push(shape(
+        "secret-named XML element",
+        format!("<server><id>hub</id><password>{a}</password></server>"),
+        &[&a],
+    ));
+    let a = r.alnum(18);
+    v.push(shape(
+        "mysql -pPASSWORD attached",
+        format!("mysql -h db.internal -uroot -p{a} -e 'select 1'"),
+        &[&a],
+    ));
     v
 }
 
@@ -495,5 +507,53 @@ fn every_line_of_a_pem_block_is_redacted_in_a_streamed_log() {
     assert!(log.contains("-----BEGIN OPENSSH PRIVATE KEY-----\n[REDACTED]\n"), "{log}");
     for l in &lines {
         assert!(!log.lines().any(|x| x == l), "`{l}` is in the log:\n{log}");
+    }
+}
+
+/// An error message quotes what the user typed: a `--set` without `=`, an argument clap
+/// refuses, a recipe variable that is not declared. The terminal gets it redacted, every time.
+#[test]
+fn error_messages_quoting_a_secret_are_redacted_on_the_terminal() {
+    let s = Scratch::for_run("secret-errors");
+    let path = path_with(&[&standins()]);
+    let mut r = Rng(78);
+    let (gh, hf) = (format!("ghp_{}", r.alnum(36)), format!("hf_{}", r.alnum(34)));
+    let recipe = s.write_recipe(&support::run::target_recipe(""));
+    let recipe = recipe.to_str().unwrap();
+    let bundles = s.bundles();
+    let bundles = bundles.to_str().unwrap();
+    let cases: Vec<Vec<String>> = vec![
+        vec![
+            "debug-ima".into(),
+            "--recipe".into(),
+            recipe.into(),
+            "--bundle-dir".into(),
+            bundles.into(),
+            "--set".into(),
+            gh.clone(),
+        ],
+        vec![
+            "debug-ima".into(),
+            "--recipe".into(),
+            recipe.into(),
+            "--bundle-dir".into(),
+            bundles.into(),
+            "--set".into(),
+            format!("undeclared={hf}"),
+        ],
+        vec!["debug-ima".into(), format!("--no-such-flag={gh}")],
+        vec!["analyze".into(), format!("/nonexistent/{hf}/log.txt")],
+    ];
+    for args in cases {
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (ok, o, e) = xtask(&s.dir, &path, &argv);
+        let both = [o, e].concat();
+        let text = String::from_utf8_lossy(&both);
+        assert!(!ok, "`{}` should fail: {text}", argv.join(" "));
+        assert!(text.contains("error"), "`{}`: {text}", argv.join(" "));
+        let secret_part = |t: &str| t.split_once('_').map(|(_, b)| b.to_string()).unwrap();
+        for secret in [secret_part(&gh), secret_part(&hf)] {
+            assert!(!contains(&both, &secret), "`{}` printed the secret: {text}", argv.join(" "));
+        }
     }
 }

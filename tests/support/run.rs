@@ -187,8 +187,17 @@ impl<'a> Run<'a> {
     }
 
     pub fn spawn(&self) -> Child {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
-        cmd.args(&self.args)
+        self.spawn_via(&[])
+    }
+
+    /// Spawns `WRAPPER... xtask ARGS...`: the binary run by another program (`unshare`).
+    pub fn spawn_via(&self, wrapper: &[String]) -> Child {
+        let xtask = env!("CARGO_BIN_EXE_xtask").to_string();
+        let mut argv: Vec<String> = wrapper.to_vec();
+        argv.push(xtask);
+        argv.extend(self.args.iter().cloned());
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..])
             .current_dir(&self.scratch.dir)
             .env("PATH", &self.path)
             .env_remove("NVCC_PREPEND_FLAGS")

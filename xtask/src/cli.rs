@@ -12,7 +12,9 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use crate::commands::{analyze, bench, bundle, container, debug_ima, doctor, recipe, Outcome};
+use crate::files;
 use crate::process::{self, Cause, Interrupt};
+use crate::redact;
 use crate::ui;
 
 /// Exit status for success.
@@ -104,17 +106,22 @@ pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
-            let _ = e.print();
-            return code;
+            // clap's message quotes the argument it refused, which can be a token.
+            let text = e.render().to_string();
+            if e.use_stderr() {
+                ui::status(redact::redact_value(text.trim_end()).0.as_ref());
+                return EXIT_USAGE;
+            }
+            let _ = ui::out(&text);
+            return EXIT_OK;
         }
     };
     if let Err(e) = process::log_cap() {
-        ui::error(&e);
+        error(&e);
         return EXIT_USAGE;
     }
     if let Err(e) = process::init() {
-        ui::error(&e);
+        error(&e);
         return EXIT_FAILURE;
     }
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli)));
@@ -124,11 +131,22 @@ pub fn main() -> i32 {
         // A signal that came while the command ran is what the exit says, however it ended.
         Ok(Ok(code)) => caught.map_or(code, interrupted_code),
         Ok(Err(e)) => {
-            ui::error(&e);
+            error(&e);
             caught.map_or(EXIT_FAILURE, interrupted_code)
         }
         Err(panic) => std::panic::resume_unwind(panic),
     }
+}
+
+/// Prints an error chain with secrets redacted: a message can quote what the user gave (a
+/// `--set` value without `=`, a recipe line), and the terminal is shared like the bundle.
+/// A full disk gets the same advice wherever the space ran out ([`files::FULL_DISK`]).
+fn error(e: &anyhow::Error) {
+    let mut text = format!("{e:#}");
+    if files::out_of_space(e) {
+        text = format!("{text}\n{}", files::FULL_DISK);
+    }
+    ui::error(redact::redact_value(&text).0.as_ref());
 }
 
 /// The exit status of a command's outcome, an interruption numbered by what caused it

@@ -2,6 +2,9 @@
 //! blocks the read (or the open) forever and a device never ends or acts when opened, so both
 //! the bundle code and the recipe loader open user-given paths through [`open_regular`].
 //!
+//! It also tells a full disk apart from other failures ([`out_of_space`]), so that every
+//! place that runs out of space ends the run the same way.
+//!
 //! Must not: read, write or create files (the callers read what it opens), or print.
 
 use std::fs::{File, FileType, OpenOptions};
@@ -53,4 +56,40 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
         return Err(not_regular(meta.file_type()));
     }
     Ok(f)
+}
+
+/// Whether an error chain holds a write that failed for want of space: `ENOSPC` (a full disk)
+/// or `EDQUOT` (a quota). Wherever it happens (a rung's log, the manifest, `SHA256SUMS`), the
+/// run stops there, keeps what it wrote and fails with one message ([`FULL_DISK`]).
+pub fn out_of_space(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>().is_some_and(|io| {
+            matches!(io.kind(), io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded)
+                || matches!(io.raw_os_error(), Some(nix::libc::ENOSPC | nix::libc::EDQUOT))
+        })
+    })
+}
+
+/// What to do after [`out_of_space`], for the message.
+pub const FULL_DISK: &str = "a disk is full (or a quota is reached): the command stopped there and kept what it \
+     had written; free space (`df -h` on the folder named above), or for `debug-ima` pass `--bundle-dir` on a \
+     larger disk, and run the same command again";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_is_told_apart_however_deep_in_the_chain() {
+        let full = anyhow::Error::new(io::Error::from_raw_os_error(nix::libc::ENOSPC))
+            .context("cannot write the log `baseline/stderr.log`")
+            .context("rung launch-blocking");
+        assert!(out_of_space(&full));
+        let quota = anyhow::Error::new(io::Error::from_raw_os_error(nix::libc::EDQUOT));
+        assert!(out_of_space(&quota));
+        let other =
+            anyhow::Error::new(io::Error::from_raw_os_error(nix::libc::EACCES)).context("cannot write");
+        assert!(!out_of_space(&other));
+        assert!(!out_of_space(&anyhow::anyhow!("no space left on device (only text)")));
+    }
 }

@@ -158,6 +158,21 @@ const P_IS_A_SWITCH: &[&str] = &[
     "restore", "pytest", "time", "readlink", "realpath",
 ];
 
+/// Programs that take a password attached to `-p` (`mysql -uroot -pSECRET`, `sshpass -pSECRET`).
+/// Elsewhere an attached `-p…` is a compiler or linker switch (`-pthread`, `-pg`, `-pipe`).
+const P_ATTACHED: &[&str] = &[
+    "mysql",
+    "mysqldump",
+    "mysqladmin",
+    "mysqlimport",
+    "mysqlshow",
+    "mysqlcheck",
+    "mariadb",
+    "mariadb-dump",
+    "mariadb-admin",
+    "sshpass",
+];
+
 /// What an argument asks of the next one.
 enum Asks<'a> {
     /// The value of a secret-named flag (`--api-key`, `--token`).
@@ -201,6 +216,13 @@ fn redact_args_learning(
             asks = Some(Asks::Password);
         } else if arg == "-u" || arg == "--user" {
             asks = Some(Asks::UserPass(arg.as_str()));
+        }
+        let program = [base_name(last_word), base_name(args.first().map_or("", String::as_str))];
+        if arg.len() > 2 && arg.starts_with("-p") && program.iter().any(|w| P_ATTACHED.contains(w)) {
+            out.push(Redaction { place: place.to_string(), what: "value of -p (by name)".to_string() });
+            learned.push(arg[2..].to_string());
+            got.push(format!("-p{MARK}"));
+            continue;
         }
         let whole = !arg.is_empty() && !arg.starts_with('-') && arg != MARK;
         match asked {
@@ -742,6 +764,7 @@ fn scan(s: &[u8], spans: &mut Vec<Span>) {
     bearer(s, spans);
     netrc(s, spans);
     key_lines(s, spans);
+    xml_elements(s, spans);
     remembered(s, spans);
 }
 
@@ -903,6 +926,7 @@ fn punctuation(s: &[u8], spans: &mut Vec<Span>) {
             match s.get(i + 1) {
                 Some(b'-') => long_flag(s, i, spans),
                 Some(b'p' | b'u') if s.get(i + 2).is_some_and(|&b| is_blank(b)) => short_flag(s, i, spans),
+                Some(b'p') => attached_p(s, i, spans),
                 _ => {}
             }
         }
@@ -967,6 +991,26 @@ fn short_flag(s: &[u8], i: usize, spans: &mut Vec<Span>) {
         if p_value(&s[start..end], true) {
             spans.push((start, end, "password after -p"));
         }
+    }
+}
+
+/// `-pSECRET` after a program that takes its password so ([`P_ATTACHED`]), earlier on the line.
+fn attached_p(s: &[u8], i: usize, spans: &mut Vec<Span>) {
+    let start = i + 2;
+    let end = run(s, start, |b| !b.is_ascii_whitespace() && !is_quote(b));
+    if start == end || s[start] == b'$' || s[start..].starts_with(MARK.as_bytes()) {
+        return;
+    }
+    let from = i.saturating_sub(512);
+    let line_start = memchr::memrchr(b'\n', &s[from..i]).map_or(from, |k| from + k + 1);
+    // Words are split at what no program name holds: `CUDA_PLANT=mysql …` (an environment
+    // printed) and `<planted>mysql …` (an XML report) name the program too.
+    let program = s[line_start..i].split(|&b| !(is_name_byte(b) || b == b'/')).any(|w| {
+        let base = w.rsplit(|&b| b == b'/').next().unwrap_or(w);
+        P_ATTACHED.iter().any(|p| p.as_bytes() == base)
+    });
+    if program {
+        spans.push((start, end, "password after -p"));
     }
 }
 
@@ -1524,6 +1568,48 @@ fn random_enough(body: &[u8], changes: usize) -> bool {
         prev = b;
     }
     upper && lower && digit && n >= changes
+}
+
+/// XML elements named as secrets, on one line: `<password>hunter2</password>`,
+/// `<ApiKey type="x">…</ApiKey>` (a Maven `settings.xml`, a NuGet config), also escaped as
+/// compute-sanitizer's XML report quotes what a program printed (`&lt;password&gt;…`): the
+/// text between the opening and the closing tag. Found by the closing tag, whose name
+/// [`secret_name`] judges; the opening tag of the same name must be on the line before it.
+fn xml_elements(s: &[u8], spans: &mut Vec<Span>) {
+    static CLOSE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"</"));
+    static CLOSE_ESCAPED: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"&lt;/"));
+    let forms: [(&Finder<'static>, &[u8], &[u8]); 2] =
+        [(&CLOSE, b"<", b">"), (&CLOSE_ESCAPED, b"&lt;", b"&gt;")];
+    for (close, lt, gt) in forms {
+        for i in close.find_iter(s) {
+            let name_start = i + lt.len() + 1;
+            let name_end = run(s, name_start, is_name_byte);
+            let name = &s[name_start..name_end];
+            if name.is_empty() || !s[name_end..].starts_with(gt) || !secret_name_bytes(name) {
+                continue;
+            }
+            let from = i.saturating_sub(64 * 1024);
+            let line_start = memchr::memrchr(b'\n', &s[from..i]).map_or(from, |k| from + k + 1);
+            // The last `<name>` or `<name …>` before the closing tag.
+            let open = memchr::memrchr_iter(lt[0], &s[line_start..i]).map(|k| line_start + k).find(|&o| {
+                let n = o + lt.len();
+                s[o..].starts_with(lt)
+                    && s[n..].starts_with(name)
+                    && (s[n + name.len()..].starts_with(gt)
+                        || matches!(s.get(n + name.len()), Some(b' ' | b'\t')))
+            });
+            let Some(open) = open else { continue };
+            let Some(content) = find(&s[open..i], gt).map(|k| open + k + gt.len()) else { continue };
+            if s[..content - gt.len()].ends_with(b"/") {
+                continue; // `<password/>`: empty
+            }
+            let (a, b) = trim(&s[content..i]);
+            let (start, end) = (content + a, content + b);
+            if start < end && &s[start..end] != MARK.as_bytes() && s[start] != b'$' {
+                spans.push((start, end, "secret-named XML element"));
+            }
+        }
+    }
 }
 
 /// The values [`remember`]ed for this process.
@@ -2575,6 +2661,70 @@ mod tests {
         for line in ["the password is wrong", "password expired for bob today", "password"] {
             assert_eq!(red(line), line);
         }
+    }
+
+    #[test]
+    fn secret_named_xml_elements() {
+        let f = fakes();
+        shape(
+            &format!("<server><id>hub</id><password>{}</password></server>", f.password),
+            &f.password,
+            "<server><id>hub</id><password>[REDACTED]</password></server>",
+            "<server><id>hub</id><username>bob</username></server>",
+        );
+        shape(
+            &format!("  <ApiKey kind=\"nuget\"> {} </ApiKey>", f.plain),
+            &f.plain,
+            "  <ApiKey kind=\"nuget\"> [REDACTED] </ApiKey>",
+            "  <KeyboardLayout>us</KeyboardLayout><max_tokens>16</max_tokens>",
+        );
+        // compute-sanitizer's XML: kernel names and frames are no secrets.
+        for line in [
+            "<password/>",
+            "<password>$DB_PASSWORD</password>",
+            "<kernel>token_kernel</kernel><key_cache>0x7f00</key_cache>",
+            "<password></password>",
+            "&lt;kernel&gt;token_kernel&lt;/kernel&gt;",
+        ] {
+            assert_eq!(red(line), line);
+        }
+        shape(
+            &format!("    <text>&lt;password&gt;{}&lt;/password&gt;</text>", f.password),
+            &f.password,
+            "    <text>&lt;password&gt;[REDACTED]&lt;/password&gt;</text>",
+            "    <text>&lt;username&gt;bob&lt;/username&gt;</text>",
+        );
+    }
+
+    #[test]
+    fn passwords_attached_to_p_for_the_programs_that_take_them_so() {
+        let f = fakes();
+        shape(
+            &format!("mysql -h db -uroot -p{} -e 'select 1'", f.password),
+            &f.password,
+            "mysql -h db -uroot -p[REDACTED] -e 'select 1'",
+            "nvcc -pthread -pg -o x x.cu",
+        );
+        shape(
+            &format!("sshpass -p{} ssh node1", f.password),
+            &f.password,
+            "sshpass -p[REDACTED] ssh node1",
+            "g++ -pipe -pedantic x.cc",
+        );
+        shape(
+            &format!("DB_CMD=mysql -uroot -p{}", f.password),
+            &f.password,
+            "DB_CMD=mysql -uroot -p[REDACTED]",
+            "CFLAGS=-pthread -pg",
+        );
+        let args: Vec<String> =
+            ["/usr/bin/mysqldump", "-uroot", &format!("-p{}", f.password), "db"].map(String::from).to_vec();
+        let mut found = Vec::new();
+        let got = redact_args(&args, "c", &mut found);
+        assert_eq!(got, ["/usr/bin/mysqldump", "-uroot", "-p[REDACTED]", "db"]);
+        assert_eq!(found.len(), 1);
+        let compile: Vec<String> = ["nvcc", "-pthread", "-pg", "x.cu"].map(String::from).to_vec();
+        assert_eq!(redact_args(&compile, "c", &mut Vec::new()), compile);
     }
 
     #[test]

@@ -37,9 +37,9 @@ pub fn out(text: &str) -> io::Result<()> {
     }
 }
 
-/// Prints an error chain once, as `error: outer: inner: ...`.
-pub fn error(e: &anyhow::Error) {
-    let _ = writeln!(io::stderr().lock(), "error: {}", safe(&format!("{e:#}"), false));
+/// Prints an error chain once (`outer: inner: ...`, as `{e:#}` formats it) as `error: ...`.
+pub fn error(chain: &str) {
+    let _ = writeln!(io::stderr().lock(), "error: {}", safe(chain, false));
 }
 
 /// A progress or status line on stderr (never mixed into stdout's results).

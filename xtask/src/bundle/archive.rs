@@ -287,13 +287,18 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Writes a file through a sibling `.partial` and a rename, so readers never see half of it.
-fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
+/// Writes a file through a sibling `.partial` and a rename, so readers never see half of it
+/// and a full disk leaves the last whole version in place. The I/O error stays in the chain
+/// ([`crate::files::out_of_space`] looks for it).
+pub(crate) fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
     let tmp = with_suffix(path, ".partial");
     let res = fs::write(&tmp, data).and_then(|()| fs::rename(&tmp, path));
     if let Err(e) = res {
         let _ = fs::remove_file(&tmp);
-        bail!("cannot write {}: {e}; check permissions and free space (`df -h`)", path.display());
+        return Err(anyhow::Error::new(e).context(format!(
+            "cannot write {}; check permissions and free space (`df -h`)",
+            path.display()
+        )));
     }
     Ok(())
 }
@@ -585,11 +590,12 @@ fn header(kind: Kind) -> Header {
     h
 }
 
+/// A failed write of the archive, the I/O error (its kind: a full disk) kept in the chain.
 fn write_err(archive: &Path, e: &io::Error) -> anyhow::Error {
-    anyhow!(
-        "cannot write {}: {e}; no space left? free some (`df -h`) or write the archive elsewhere",
+    anyhow::Error::new(io::Error::new(e.kind(), e.to_string())).context(format!(
+        "cannot write {}; free some space (`df -h`) or write the archive elsewhere",
         archive.display()
-    )
+    ))
 }
 
 /// Packs `bundle` into `archive` (a `.tar.zst`): one top folder named like the bundle, entries
@@ -1346,7 +1352,10 @@ impl Visit for Unpacker<'_> {
         let f = OpenOptions::new().write(true).create_new(true).mode(mode).open(&p).map_err(|e| {
             anyhow!("cannot create {}: {e}; check permissions and free space (`df -h`)", p.display())
         })?;
-        let write = |e: io::Error| anyhow!("cannot write {}: {e}; no space left? check `df -h`", p.display());
+        let write = |e: io::Error| {
+            anyhow::Error::new(e)
+                .context(format!("cannot write {}; check the free space (`df -h`)", p.display()))
+        };
         let mut w = BufWriter::with_capacity(BUF, f);
         let n = io::copy(data, &mut w).map_err(write)?;
         let f = w.into_inner().map_err(|e| write(e.into_error()))?;

@@ -90,7 +90,8 @@ pub fn log_redactions(redacted: &[(Stream, &str, u64)], stdout: &str, stderr: &s
 /// reported at `place:LINE`.
 pub fn redact_file(path: &Path, place: &str, out: &mut Vec<Redaction>) -> Result<()> {
     use std::io::{BufRead, BufReader, BufWriter, Write};
-    let open = || std::fs::File::open(path).with_context(|| format!("cannot read `{}`", path.display()));
+    let open =
+        || crate::files::open_regular(path).with_context(|| format!("cannot read `{}`", path.display()));
     // First pass: is there anything to redact? (Usually not: no copy then.)
     let mut first = None;
     let mut line = Vec::new();

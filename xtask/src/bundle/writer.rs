@@ -213,9 +213,10 @@ impl Bundle {
         self.write_raw(rel, &text)
     }
 
+    /// Writes whole or not at all ([`super::archive::write_atomic`]): the manifest rewritten
+    /// on a full disk keeps its last version.
     fn write_raw(&self, rel: &str, text: &str) -> Result<()> {
-        let p = self.root.join(rel);
-        std::fs::write(&p, text).with_context(|| format!("cannot write `{}`", p.display()))
+        super::archive::write_atomic(&self.root.join(rel), text.as_bytes())
     }
 
     /// Writes `manifest.yaml` and `replay.sh` (both built from the redacted records).
@@ -223,8 +224,7 @@ impl Bundle {
         let text = serde_yaml::to_string(&self.manifest).context("cannot serialise the manifest")?;
         self.write_raw(layout::MANIFEST, &text)?;
         let replay = self.root.join(layout::REPLAY);
-        std::fs::write(&replay, super::replay::script(&self.manifest))
-            .with_context(|| format!("cannot write `{}`", replay.display()))?;
+        super::archive::write_atomic(&replay, super::replay::script(&self.manifest).as_bytes())?;
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&replay, std::fs::Permissions::from_mode(0o755))
             .with_context(|| format!("cannot make `{}` executable", replay.display()))

@@ -294,7 +294,7 @@ pub fn report_of(path: &Path) -> Result<String> {
     let described =
         m.collected.iter().any(|c| c.stdout == described_file && c.exit == Some(crate::model::Exit::Code(0)));
     if described {
-        if let Ok(t) = std::fs::read_to_string(path.join(&described_file)) {
+        if let Ok(t) = read_tail(&path.join(&described_file), 64 * 1024) {
             if let Some(first) = t.lines().next().filter(|l| !l.trim().is_empty()) {
                 env_lines.push(("source (`git describe`)".to_string(), first.trim().to_string()));
             }
@@ -333,10 +333,11 @@ pub fn report_of(path: &Path) -> Result<String> {
     Ok(report::render(&ReportInput { manifest: &m, analysis: &analysis, env_lines, logs }))
 }
 
-/// The last `max` bytes of a file, from a line start, lossily decoded.
+/// The last `max` bytes of a file, from a line start, lossily decoded; a received bundle's
+/// FIFO or device is refused ([`crate::files::open_regular`]), not waited on.
 fn read_tail(p: &Path, max: u64) -> std::io::Result<String> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(p)?;
+    let mut f = crate::files::open_regular(p)?;
     let len = f.metadata()?.len();
     let start = len.saturating_sub(max);
     f.seek(SeekFrom::Start(start))?;

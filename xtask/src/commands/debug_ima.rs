@@ -254,8 +254,14 @@ pub fn run(args: Args) -> Result<Outcome> {
         .flat_map(|r| &r.files)
         .map(|f| (f.path.clone(), (f.bytes, f.sha256.clone())))
         .collect();
+    let mut outcome = outcome;
     if let Err(e) = crate::bundle::archive::write_sums_reusing(bundle.root(), &known) {
-        ui::status(&format!("warning: {e:#}; `cargo xtask bundle pack` writes {} later", layout::SUMS));
+        let full = crate::files::out_of_space(&e);
+        if full && outcome.is_ok() {
+            outcome = Err(e.context(format!("cannot write {}", layout::SUMS)));
+        } else if !full {
+            ui::status(&format!("warning: {e:#}; `cargo xtask bundle pack` writes {} later", layout::SUMS));
+        }
     }
 
     // After an error with nothing found, the analysis has nothing to say: the error does.

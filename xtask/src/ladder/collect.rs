@@ -126,23 +126,29 @@ fn run(root: &Path, job: &Job, interrupt: &Interrupt) -> Result<Collected> {
         &mut |_, _| Control::Continue,
     )?;
     let cmd = &record.command;
-    let note = match result {
-        Ok(o) => match o.exit {
-            Exit::Code(0) => None,
-            Exit::Interrupted => Some(format!("`{cmd}` (for {rel}) was interrupted")),
-            Exit::TimedOut => Some(format!(
-                "`{cmd}` (for {rel}) timed out after {} s and was killed; what it printed is kept",
-                job.inv.timeout.map(|t| t.as_secs()).unwrap_or(0)
-            )),
-            other => Some(format!(
-                "`{cmd}` (for {rel}) ended with {}; what it printed is kept, and the ladder goes on",
-                other.text()
-            )),
-        },
-        Err(e) => Some(format!(
+    let mut notes = Vec::new();
+    match result {
+        Ok(o) => {
+            notes.extend(match o.exit {
+                Exit::Code(0) => None,
+                Exit::Interrupted => Some(format!("`{cmd}` (for {rel}) was interrupted")),
+                Exit::TimedOut => Some(format!(
+                    "`{cmd}` (for {rel}) timed out after {} s and was killed with every process it started; \
+                     what it printed is kept",
+                    job.inv.timeout.map(|t| t.as_secs()).unwrap_or(0)
+                )),
+                other => Some(format!(
+                    "`{cmd}` (for {rel}) ended with {}; what it printed is kept, and the ladder goes on",
+                    other.text()
+                )),
+            });
+            notes.extend(o.notes().into_iter().map(|n| format!("`{cmd}` (for {rel}): {n}")));
+        }
+        Err(e) => notes.push(format!(
             "`{cmd}` (for {rel}) could not run: {e:#}; not needed for the ladder, which goes on"
         )),
-    };
+    }
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
     Ok(Collected { record, found, note, quiet: job.quiet })
 }
 

@@ -24,7 +24,7 @@ use crate::findings::Evidence;
 use crate::launch::container::Containers;
 use crate::launch::{self, Place};
 use crate::model::{Exit, Role, RungId};
-use crate::process::{Control, Interrupt, Stream};
+use crate::process::{self, Control, Interrupt, Stream};
 use crate::recipe::Resolved;
 use crate::redact::Redaction;
 use crate::ui::{Choice, Progress, Prompter, RungBar};
@@ -268,6 +268,10 @@ impl State<'_, '_> {
                 if self.climb.interrupt.is_set() {
                     return Ok(Stopped::Interrupted);
                 }
+                if crate::files::out_of_space(&e) {
+                    // Every later rung writes logs too: stop here, with what is written.
+                    return Err(e.context(format!("{id} could not write its files")));
+                }
                 if id == RungId::Baseline {
                     // Every later rung runs the same target: if it cannot start, none can.
                     return Err(e.context("the baseline could not run the target, so no rung can"));
@@ -389,16 +393,7 @@ impl Io<'_, '_, '_> {
                 step.role
             ));
         }
-        if o.exit == Exit::TimedOut {
-            self.record.notes.push(format!(
-                "{} timed out after {} s and was killed with its process group",
-                step.role,
-                step.inv.timeout.map(|t| t.as_secs()).unwrap_or(0)
-            ));
-        }
-        for note in o.notes() {
-            self.record.notes.push(format!("{}: {note}", step.role));
-        }
+        self.record.notes.extend(outcome_notes(step, &o));
         Ok(o.exit)
     }
 }
@@ -460,6 +455,7 @@ impl RungIo for Io<'_, '_, '_> {
             bar: self.bar,
             records: Vec::new(),
             found: Vec::new(),
+            notes: Vec::new(),
         };
         let bar = self.bar;
         let result = self.run_at(step, &place, &mut |_, line| {
@@ -467,6 +463,7 @@ impl RungIo for Io<'_, '_, '_> {
             watch(line, &mut beside)
         });
         self.record.commands.extend(beside.records);
+        self.record.notes.extend(beside.notes);
         self.state.bundle.note_redactions(beside.found);
         result
     }
@@ -490,6 +487,8 @@ struct Side<'b> {
     bar: &'b dyn RungBar,
     records: Vec<CommandRecord>,
     found: Vec<Redaction>,
+    /// [`outcome_notes`] of the steps run.
+    notes: Vec<String>,
 }
 
 impl Beside for Side<'_> {
@@ -506,7 +505,8 @@ impl Beside for Side<'_> {
             &mut |_, _| Control::Continue,
         )?;
         self.records.push(rec);
-        result.map(|_| ())
+        self.notes.extend(outcome_notes(step, &result?));
+        Ok(())
     }
 
     fn log(&self, step: &Step) -> PathBuf {
@@ -520,6 +520,18 @@ impl Beside for Side<'_> {
     fn interrupted(&self) -> bool {
         self.interrupt.is_set()
     }
+}
+
+/// What a rung's record says of one step's run beyond its exit: a timeout, a log cut.
+fn outcome_notes(step: &Step, o: &process::Outcome) -> Vec<String> {
+    let timeout = (o.exit == Exit::TimedOut).then(|| {
+        format!(
+            "{} timed out after {} s and was killed with every process it started",
+            step.role,
+            step.inv.timeout.map(|t| t.as_secs()).unwrap_or(0)
+        )
+    });
+    timeout.into_iter().chain(o.notes().into_iter().map(|n| format!("{}: {n}", step.role))).collect()
 }
 
 /// `baseline ran (1.2 s), rebuild skipped (0.0 s), ...` for the end of a run.
