@@ -216,7 +216,7 @@ fn replay_reruns_a_rung_with_its_environment_and_asks_for_redacted_values() {
     let list = Command::new(&script).arg("--list").output().unwrap();
     assert!(list.status.success(), "{}", text(&list));
     let listed = String::from_utf8_lossy(&list.stdout);
-    assert!(listed.contains("baseline)") && listed.contains("coredump)"), "{listed}");
+    assert!(listed.contains("baseline:\n") && listed.contains("coredump:\n"), "{listed}");
 
     let mut child = Command::new(&script)
         .arg("coredump")
@@ -261,6 +261,50 @@ fn replay_reruns_a_rung_with_its_environment_and_asks_for_redacted_values() {
         String::from_utf8_lossy(&o.stderr).contains("usage: ./replay.sh RUNG (one of: baseline coredump)")
     );
     s.assert_no_standin_left();
+}
+
+/// `replay.sh rebuild` runs the build where it ran: a build recorded without a `cwd` ran in
+/// the tool's own working directory (the recipe's `cwd` variable), not the caller's folder.
+/// `--list` names each rung, its folder and its recorded command, not the script's code.
+#[test]
+fn replay_runs_the_build_where_it_ran_and_lists_commands_not_code() {
+    let s = Scratch::create("replay", "build-dir");
+    let src = s.path("checkout");
+    let caller = s.path("somewhere/else");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::create_dir_all(&caller).unwrap();
+    // The GPU suite's real manifest, with a build that says where it runs instead of nvcc.
+    let fixture = root().join("tests/fixtures/bundles/inlined-full");
+    let mut m = xtask::bundle::Bundle::load(&fixture).unwrap();
+    m.recipe["vars"]["cwd"] = serde_json::Value::String(src.display().to_string());
+    let rebuild = m.rungs.iter_mut().find(|r| r.rung.name() == "rebuild").expect("a rebuild rung");
+    let build = rebuild.commands.iter_mut().find(|c| c.role.name() == "build").unwrap();
+    assert!(build.cwd.is_none(), "the recording ran its build in the tool's folder");
+    build.argv = ["sh", "-c", "pwd > built-in.txt"].map(String::from).to_vec();
+    build.command = "sh -c 'pwd > built-in.txt'".into();
+    let bundle = s.path("bundle");
+    std::fs::create_dir_all(&bundle).unwrap();
+    let script = bundle.join("replay.sh");
+    std::fs::write(&script, xtask::bundle::replay::script(&m)).unwrap();
+
+    let o = Command::new("bash").arg(&script).arg("rebuild").current_dir(&caller).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let built = std::fs::read_to_string(src.join("built-in.txt")).expect("the build ran in the checkout");
+    assert_eq!(built.trim(), src.display().to_string());
+    assert!(!caller.join("built-in.txt").exists(), "the build ran in the caller's folder");
+
+    let o = Command::new("bash").arg(&script).arg("--list").current_dir(&caller).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let listed = String::from_utf8_lossy(&o.stdout);
+    assert!(listed.starts_with("baseline:\n"), "{listed}");
+    assert!(
+        listed.contains(&format!("rebuild:\n  in {}\n  sh -c 'pwd > built-in.txt'\n", src.display())),
+        "{listed}"
+    );
+    assert!(listed.contains("coredump:\n"), "{listed}");
+    for code in ["need_dir", "mkdir", "cd ", ";;", "ask ", "$HERE"] {
+        assert!(!listed.contains(code), "`{code}` of the script's code in --list:\n{listed}");
+    }
 }
 
 /// Ctrl-C in the middle of a rung: the bundle it leaves has its SHA256SUMS, verifies, packs
@@ -316,6 +360,108 @@ fn fixture_bundle(s: &Scratch, name: &str, into: &str) -> PathBuf {
         std::fs::write(dest, bytes).unwrap();
     }
     to
+}
+
+/// `bundle show` and `report` and `analyze` read an archive of `bundle pack` (the H200's real
+/// `.tar.zst`, and a `.tar.gz` packed here) through a temporary copy that is gone afterwards;
+/// `analyze -` reads standard input.
+#[test]
+fn show_report_and_analyze_read_archives_and_analyze_reads_stdin() {
+    let s = Scratch::create("bundle", "archives");
+    let tmp = s.path("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let zst = root().join("tests/fixtures/bundles/2026-11-30T13-39-22Z_demo.tar.zst");
+    let b = fixture_bundle(&s, "oob_read-full", "bundles/2026-11-30T10-34-30Z_cuda");
+    let gz = s.path("oob_read.tar.gz");
+    let p = xtask(&s.dir, &["bundle", "pack", "--gzip", b.to_str().unwrap(), "-o", gz.to_str().unwrap()]);
+    assert!(p.status.success(), "{}", text(&p));
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(args)
+            .current_dir(&s.dir)
+            .env("TMPDIR", &tmp)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    for (archive, verdict) in [
+        (&zst, "illegal-address in `offset_store(int*, int, long long)` at /work/main/recipes/demo/ima_demo.cu:23"),
+        (
+            &gz,
+            "illegal-address in `gather_rows(float const*, long long const*, float*, int)` at /work/main/tests/gpu/programs/oob_read.cu:8",
+        ),
+    ] {
+        let a = archive.to_str().unwrap();
+        let o = run(&["bundle", "show", a]);
+        assert!(o.status.success(), "{}", text(&o));
+        let show = String::from_utf8_lossy(&o.stdout);
+        assert!(show.contains(&format!("bundle:   {a}\n")) && show.contains("rungs:\n  baseline"), "{show}");
+        let o = run(&["bundle", "show", "--json", a]);
+        let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("show --json is JSON");
+        assert_eq!(json["path"], a);
+        assert_eq!(json["rungs"][0]["rung"], "baseline");
+        assert!(json["files"].as_array().unwrap().iter().any(|f| f["path"] == "manifest.yaml"), "{json}");
+        let o = run(&["bundle", "report", a]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("**Verdict:** illegal-address"), "{}", text(&o));
+        let o = run(&["analyze", a]);
+        assert!(o.status.success(), "{}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.starts_with(&format!("verdict: {verdict}\n")), "{out}");
+        let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+        assert!(left.is_empty(), "temporary copies left behind: {left:?}");
+    }
+    // A file that only looks like an archive is refused with the way to see why.
+    let fake = s.path("fake.tar.zst");
+    let mut bytes = vec![0x28, 0xB5, 0x2F, 0xFD];
+    bytes.extend_from_slice(b"not a zstd frame");
+    std::fs::write(&fake, bytes).unwrap();
+    let o = run(&["bundle", "show", fake.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("bundle unpack"), "{}", text(&o));
+    assert!(std::fs::read_dir(&tmp).unwrap().next().is_none());
+
+    // `analyze -`: the H200's memcheck log on standard input.
+    let log = std::fs::read(root().join("tests/fixtures/h200/oob_write/memcheck.log")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["analyze", "--json", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        stdin.write_all(&log).unwrap();
+    });
+    let o = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(json["verdict"]["kernel"], "scale_write(float*, int, long long)");
+    assert_eq!(json["inputs"][0]["origin"], "stdin");
+    assert_eq!(json["inputs"][0]["path"], "-");
+}
+
+/// `bundle list --json`: the documented fields, newest first.
+#[test]
+fn list_json_has_the_documented_fields() {
+    let s = Scratch::create("bundle", "list-json");
+    fixture_bundle(&s, "oob_read-full", "bundles/2026-11-30T10-34-30Z_cuda");
+    fixture_bundle(&s, "triton_worker", "bundles/2026-11-30T10-33-54Z_python");
+    let o = xtask(&s.dir, &["bundle", "list", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(json["root"], "bundles");
+    let rows = json["bundles"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["created"], "2026-11-30T10-34-30Z");
+    assert_eq!(rows[0]["recipe"], "cuda");
+    assert!(rows[0]["bytes"].as_u64().unwrap() > 0);
+    assert!(rows[0]["path"].as_str().unwrap().ends_with("_cuda"));
+    assert!(rows[0]["verdict"].as_str().unwrap().ends_with("at oob_read.cu:8"));
+    assert_eq!(rows[1]["verdict"], "illegal-address in `gather_kv_kernel` at vllm_shaped.py:22");
 }
 
 /// A changed, a missing and an extra file are each named by `bundle verify`, which exits 1;
@@ -463,7 +609,7 @@ fn an_archive_packed_on_the_h200_unpacks_verifies_and_packs_to_the_same_bytes() 
     assert!(String::from_utf8_lossy(&r.stderr).contains("`cargo xtask bundle pack --gzip "), "{}", text(&r));
     let report = String::from_utf8_lossy(&r.stdout);
     for want in [
-        "**Verdict:** illegal-address in `offset_store(int*, int, long long)` at ima_demo.cu:23",
+        "**Verdict:** illegal-address in `offset_store(int*, int, long long)` at /work/main/recipes/demo/ima_demo.cu:23",
         "| nvcc | Cuda compilation tools, release 13.0, V13.0.88 |",
         "<code>rungs/05-attach/cudagdb-attach.log</code>",
     ] {
@@ -471,4 +617,30 @@ fn an_archive_packed_on_the_h200_unpacks_verifies_and_packs_to_the_same_bytes() 
     }
     let sh = xtask(&s.dir, &["bundle", "show", bundle.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&sh.stdout).contains("environment: HF_TOKEN (by name)"), "{}", text(&sh));
+}
+
+/// The README's showcase bundle, written by `debug-ima` on an H200, is in the current format
+/// and verifies: its GPU coredump is left out as `bundle pack` leaves one out (listed in
+/// `LEFT_OUT.tsv`), and its verdict is the one the README quotes.
+#[test]
+fn the_readme_showcase_bundle_verifies_and_gives_the_quoted_verdict() {
+    let b = root().join("tests/fixtures/bundles/unchecked_launch");
+    let dir = root();
+    let v = xtask(&dir, &["bundle", "verify", b.to_str().unwrap()]);
+    assert!(v.status.success(), "{}", text(&v));
+    assert!(
+        String::from_utf8_lossy(&v.stdout).contains("1 left out, listed in LEFT_OUT.tsv"),
+        "{}",
+        text(&v)
+    );
+    for f in ["replay.sh", "SHA256SUMS", "manifest.yaml", "summary.md", "findings.json"] {
+        assert!(b.join(f).is_file(), "{f} missing from the showcase bundle");
+    }
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let a = xtask(&dir, &["analyze", b.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&a.stdout);
+    let verdict = out.lines().next().unwrap();
+    let launched = out.lines().find(|l| l.trim_start().starts_with("launched:")).unwrap();
+    assert!(readme.contains(verdict), "the README does not quote `{verdict}`");
+    assert!(readme.contains(launched.trim()), "the README does not quote `{launched}`");
 }

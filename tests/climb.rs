@@ -152,7 +152,7 @@ fn a_skipped_baseline_still_climbs_until_no_rung_can_add() {
     );
     assert_eq!(prompter.asked, ["baseline", "coredump", "memcheck"]);
     let v = climbed.analysis.verdict.expect("a verdict");
-    assert_eq!((v.file.as_deref(), v.line), (Some("oob_read.cu"), Some(8)));
+    assert_eq!((v.file.as_deref(), v.line), (Some("/tmp/ima-record/oob_read.cu"), Some(8)));
     assert_eq!(v.unknown, [Part::LaunchSite], "the function, not the line: {v:?}");
     let launch = v.launch_site.as_ref().expect("a launch site");
     assert_eq!(launch.frame.function.as_deref(), Some("main"));

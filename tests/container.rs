@@ -500,7 +500,7 @@ fn the_dry_run_shows_every_command_in_its_container() {
 
     // An image without a runtime is a mistake, not the host.
     let out = Run::new(&s, &r, "oob_write").arg("--dry-run").arg("--image").arg("debug-ima/cuda:13.0").run();
-    assert_eq!(out.code(), Some(1), "{}", out.both());
+    assert_eq!(out.code(), Some(2), "{}", out.both());
     assert!(
         out.stderr.contains("`--image` needs a container runtime: add `--container docker`"),
         "{}",
@@ -581,4 +581,24 @@ fn the_vllm_image_recipe_plans_every_rung_in_its_image() {
         out.both()
     );
     assert!(!s.bundles().exists());
+}
+
+/// `container build --runtime none` (no engine needed): says that `none` has no image to
+/// build and how to build one, not the Apptainer advice.
+#[test]
+fn container_build_with_runtime_none_says_none_builds_nothing() {
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["container", "build", "cuda", "--runtime", "none"])
+        .output()
+        .expect("cannot run the xtask binary");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("`--runtime none` has no image to build"), "{err}");
+    assert!(err.contains("`cargo xtask container build cuda`"), "{err}");
+    assert!(!err.contains("apptainer"), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["container", "build", "cuda", "--runtime", "apptainer"])
+        .output()
+        .expect("cannot run the xtask binary");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("apptainer build debug-ima-cuda.sif"));
 }

@@ -1623,3 +1623,77 @@ fn container_checks_against_the_real_docker_engine() {
     let left = docker(&["ps", "-a", "--filter", "name=debug-ima-doctor-", "--format", "{{.Names}}"]).unwrap();
     assert_eq!(left, "", "containers left: {left}");
 }
+
+// ---------------------------------------------------------------------------------------
+// The command line: `--rungs a,b` (as debug-ima), the hidden `--rung`, `--json`'s fields
+// ---------------------------------------------------------------------------------------
+
+/// `doctor ARGS` through the binary on this machine: (exit code, stdout, stderr).
+fn doctor_bin(args: &[&str]) -> (Option<i32>, String, String) {
+    let out =
+        std::process::Command::new(env!("CARGO_BIN_EXE_xtask")).arg("doctor").args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn doctor_json_has_the_documented_fields() {
+    let (code, stdout, stderr) = doctor_bin(&["--json", "--rungs", "baseline,memcheck"]);
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["checks", "gpu", "missing", "ready", "rungs", "schema", "tool", "warnings"]);
+    assert_eq!(v["schema"], doctor::JSON_SCHEMA);
+    assert_eq!(v["rungs"], serde_json::json!(["baseline", "memcheck"]));
+    assert!(v["tool"].as_str().unwrap().starts_with(concat!(env!("CARGO_PKG_VERSION"), " (")), "{v}");
+    let ready = v["ready"].as_bool().unwrap();
+    assert_eq!(code, Some(if ready { 0 } else { 1 }), "exit 1 exactly when not ready");
+    assert_eq!(ready, v["missing"].as_array().unwrap().is_empty());
+    let checks = v["checks"].as_array().unwrap();
+    assert!(!checks.is_empty());
+    for c in checks {
+        let mut fields: Vec<&str> = c.as_object().unwrap().keys().map(String::as_str).collect();
+        fields.sort();
+        assert_eq!(
+            fields,
+            ["detail", "fix", "name", "need", "needed_by", "off_path", "path", "status", "version"]
+        );
+        assert!(["ok", "warn", "missing"].contains(&c["status"].as_str().unwrap()), "{c}");
+    }
+    let names: Vec<&str> = checks.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    // Only what baseline and memcheck need: no cuda-gdb, no nvcc.
+    assert!(names.contains(&"gpu") && names.contains(&"compute-sanitizer"), "{names:?}");
+    assert!(!names.contains(&"cuda-gdb") && !names.contains(&"nvcc"), "{names:?}");
+    for m in v["missing"].as_array().unwrap() {
+        let c = checks.iter().find(|c| c["name"] == *m).unwrap();
+        assert_eq!(c["status"], "missing");
+    }
+    assert_eq!(
+        v["gpu"].as_bool().unwrap(),
+        checks.iter().any(|c| c["name"] == "gpu" && c["status"] != "missing")
+    );
+}
+
+#[test]
+fn doctor_takes_rungs_as_a_comma_list_and_rung_as_a_hidden_alias() {
+    let (c1, list, _) = doctor_bin(&["--json", "--rungs", "coredump,attach"]);
+    let (c2, repeated, _) = doctor_bin(&["--json", "--rung", "coredump", "--rung", "attach"]);
+    let rungs = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap()["rungs"].clone();
+    assert_eq!(rungs(&list), serde_json::json!(["coredump", "attach"]));
+    assert_eq!(rungs(&list), rungs(&repeated));
+    assert_eq!(c1, c2);
+    let (_, all, _) = doctor_bin(&["--json", "--rungs", "all"]);
+    assert_eq!(rungs(&all).as_array().unwrap().len(), RungId::ALL.len());
+    let (code, _, err) = doctor_bin(&["--rungs", "baseline,bogus"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("invalid value 'bogus' for '--rungs <RUNG>'"), "{err}");
+    assert!(
+        err.contains("baseline, rebuild, launch-blocking, coredump, attach, memcheck, initcheck, all"),
+        "{err}"
+    );
+    let (_, help, _) = doctor_bin(&["--help"]);
+    assert!(help.contains("--rungs <RUNG>") && !help.contains("--rung <RUNG>"), "{help}");
+}

@@ -857,7 +857,7 @@ fn the_pytorch_recipe_finds_the_triton_kernel_line_in_the_worker() {
     assert!(v["kernel"].as_str().unwrap().contains("gather_kv_kernel"), "{v}");
     assert!(v["file"].as_str().unwrap().ends_with("vllm_shaped.py"), "{v}");
     assert_eq!(v["line"], 22, "{v}");
-    assert!(out.stdout.contains("`gather_kv_kernel` at vllm_shaped.py:22"), "{}", out.both());
+    assert!(out.stdout.contains("`gather_kv_kernel` at /tmp/ima-record/vllm_shaped.py:22"), "{}", out.both());
 
     // The collect step ran once, beside the climb, into env/; it is shown as it starts.
     assert_eq!(b.read("env/torch-collect-env.txt"), "torch.utils.collect_env (stand-in)\n");

@@ -1,7 +1,9 @@
 //! The prompts of `xtask debug-ima` on a real terminal: the real binary runs on a
 //! pseudo-terminal (rexpect) and the test answers its dialoguer questions with keys, as a
 //! person would: the recipe choice, a recipe variable without a value, and the
-//! run/skip/stop question before each rung. The same commands without a terminal (plain
+//! run/skip/stop question before each rung; Ctrl-C at each of them (exit 130, the cursor
+//! shown again, the manifest saying interrupted), Esc and `q` at the recipe choice, a blank
+//! answer asked again. The same commands without a terminal (plain
 //! pipes, as in CI) ask nothing and fail naming the flag that answers the question.
 //!
 //! The ladder's logic behind the prompts is tested through the `Prompter` trait; these few
@@ -28,6 +30,27 @@ const RUN_LIMIT: Duration = Duration::from_secs(20);
 /// Keys as a terminal sends them.
 const DOWN: &str = "\x1b[B";
 const ENTER: &str = "\r";
+const CTRL_C: &str = "\x03";
+const ESC: &str = "\x1b";
+/// The cursor hidden (dialoguer, while it asks) and shown again.
+const HIDE_CURSOR: &str = "\x1b[?25l";
+const SHOW_CURSOR: &str = "\x1b[?25h";
+
+/// The manifest's `stopped` of a bundle.
+fn manifest_stopped(bundle: &Path) -> String {
+    let text = std::fs::read_to_string(bundle.join("manifest.yaml")).unwrap();
+    let m: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    m["stopped"].as_str().unwrap_or_else(|| panic!("no `stopped` in the manifest:\n{text}")).to_string()
+}
+
+/// Whether the cursor is shown at the end of `raw` (the terminal's bytes): shown again after
+/// it was last hidden.
+fn cursor_shown_at_the_end(raw: &str) -> bool {
+    match raw.rfind(HIDE_CURSOR) {
+        Some(hidden) => raw[hidden..].contains(SHOW_CURSOR),
+        None => true,
+    }
+}
 
 /// PATH with the stand-ins first.
 fn standin_path() -> String {
@@ -90,8 +113,17 @@ impl Scratch {
         cmd
     }
 
-    /// The command on a pseudo-terminal of 120 columns and 40 rows.
+    /// The command on a pseudo-terminal of 120 columns and 40 rows, escape codes removed.
     fn tty(&self, args: &[&str], path: &str) -> Tty {
+        self.tty_with(args, path, true)
+    }
+
+    /// The command on a pseudo-terminal, escape codes kept (to see the cursor's state).
+    fn tty_raw(&self, args: &[&str], path: &str) -> Tty {
+        self.tty_with(args, path, false)
+    }
+
+    fn tty_with(&self, args: &[&str], path: &str, strip: bool) -> Tty {
         let inner = self.command(args, path);
         // A fresh pseudo-terminal has no size: `stty` gives it one, then the shell becomes
         // the binary (same PID), keeping the environment and folder set above.
@@ -107,7 +139,7 @@ impl Scratch {
         }
         let session = spawn_with_options(
             cmd,
-            Options::default().timeout_ms(Some(EXPECT_MS)).strip_ansi_escape_codes(true),
+            Options::default().timeout_ms(Some(EXPECT_MS)).strip_ansi_escape_codes(strip),
         )
         .expect("cannot start the xtask binary on a pseudo-terminal");
         Tty { session, seen: String::new() }
@@ -171,6 +203,14 @@ impl Tty {
         self.session.flush().unwrap();
     }
 
+    /// Like [`Tty::finish`], with everything the terminal showed: (exit code, all of it).
+    fn finish_all(self) -> (i32, String) {
+        let mut seen = self.seen.clone();
+        let (code, rest) = self.finish();
+        seen.push_str(&rest);
+        (code, seen)
+    }
+
     /// Reads to the end of the output and waits for the exit: (exit code, the rest).
     fn finish(mut self) -> (i32, String) {
         let rest = match self.session.exp_eof() {
@@ -211,29 +251,167 @@ fn has_real_nvidia_smi() -> bool {
         .any(|d| Path::new(d).join("nvidia-smi").is_file())
 }
 
-/// Without `--recipe` on a terminal, the binary asks which recipe; Enter takes the first
-/// (`demo`). On this machine without a GPU the doctor gate then fails, naming the GPU.
+/// On a machine without `nvidia-smi` (known at once), nothing is asked: the binary fails at
+/// once naming the GPU, before the recipe choice.
 #[test]
-fn the_recipe_is_asked_for_and_enter_takes_the_demo() {
+fn without_a_gpu_nothing_is_asked() {
     if has_real_nvidia_smi() {
-        eprintln!("skipped: this machine has an nvidia-smi, so the demo would really run");
+        eprintln!("skipped: this machine has an nvidia-smi");
         return;
     }
-    let s = Scratch::new("choose-recipe");
+    let s = Scratch::new("no-gpu");
     let start = Instant::now();
-    let mut t = s.tty(&[], &std::env::var("PATH").unwrap_or_default());
+    let t = s.tty(&[], &std::env::var("PATH").unwrap_or_default());
+    let (code, rest) = t.finish();
+    assert_eq!(code, 1, "{rest}");
+    assert!(rest.contains("no usable GPU"), "the failure does not name the GPU:\n{rest}");
+    assert!(rest.contains("nvidia-smi"), "{rest}");
+    assert!(!rest.contains("which recipe"), "a question was asked first:\n{rest}");
+    assert!(s.bundle_dirs().is_empty(), "a bundle was created");
+    assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
+}
+
+/// Without `--recipe` on a terminal, the binary asks which recipe; Enter takes the first
+/// (`demo`), whose plan `--dry-run` prints.
+#[test]
+fn the_recipe_is_asked_for_and_enter_takes_the_demo() {
+    let s = Scratch::new("choose-recipe");
+    let mut t = s.tty(&["--dry-run"], &standin_path());
     t.expect("which recipe describes your target?");
     // The built-in recipes, the first one marked.
     t.expect("> demo");
     t.expect("cuda");
     t.keys(ENTER);
-    t.expect("which recipe describes your target?: demo");
+    t.expect("which recipe describes your target? (Esc or q: cancel): demo");
     let (code, rest) = t.finish();
-    assert_eq!(code, 1, "{rest}");
-    assert!(rest.contains("no usable GPU"), "the failure does not name the GPU:\n{rest}");
-    assert!(rest.contains("nvidia-smi"), "{rest}");
+    assert_eq!(code, 0, "{rest}");
+    assert!(rest.contains("ima_demo"), "the demo's plan was not printed:\n{rest}");
     assert!(s.bundle_dirs().is_empty(), "a bundle was created");
-    assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
+}
+
+/// Ctrl-C at the recipe choice: an interruption (exit 130), nothing runs, no bundle, and the
+/// cursor dialoguer hid is shown again.
+#[test]
+fn ctrl_c_at_the_recipe_choice_interrupts_and_shows_the_cursor() {
+    let s = Scratch::new("ctrl-c-recipe");
+    let mut t = s.tty_raw(&[], &standin_path());
+    t.expect("which recipe describes your target?");
+    t.expect("demo");
+    t.keys(CTRL_C);
+    let (code, all) = t.finish_all();
+    assert_eq!(code, 130, "{all}");
+    assert!(all.contains(HIDE_CURSOR), "dialoguer did not hide the cursor: {all:?}");
+    assert!(cursor_shown_at_the_end(&all), "the cursor stays hidden: {all:?}");
+    assert!(all.contains("interrupted at the prompt (Ctrl-C): nothing ran"), "{all}");
+    assert!(!all.contains("IO error"), "{all}");
+    assert!(s.bundle_dirs().is_empty(), "a bundle was created");
+}
+
+/// Esc, and `q`, at the recipe choice cancel it: exit 130, nothing runs, the cursor shown.
+#[test]
+fn esc_or_q_at_the_recipe_choice_cancels() {
+    for key in [ESC, "q"] {
+        let s = Scratch::new("cancel-recipe");
+        let mut t = s.tty_raw(&[], &standin_path());
+        t.expect("which recipe describes your target?");
+        t.expect("demo");
+        t.keys(key);
+        let (code, all) = t.finish_all();
+        assert_eq!(code, 130, "{key:?}: {all}");
+        assert!(all.contains("cancelled at the prompt (Esc or `q`): nothing ran"), "{key:?}: {all}");
+        assert!(cursor_shown_at_the_end(&all), "{key:?}: the cursor stays hidden: {all:?}");
+        assert!(s.bundle_dirs().is_empty(), "{key:?}: a bundle was created");
+    }
+}
+
+/// Ctrl-C at a variable's prompt: exit 130, no bundle, the cursor shown.
+#[test]
+fn ctrl_c_at_a_variable_prompt_interrupts() {
+    let s = Scratch::new("ctrl-c-variable");
+    let recipe = s.recipe();
+    let mut t = s.tty_raw(&["--recipe", &recipe], &standin_path());
+    t.expect("label (a word the target gets as its argument)");
+    t.keys("half-typed");
+    t.keys(CTRL_C);
+    let (code, all) = t.finish_all();
+    assert_eq!(code, 130, "{all}");
+    assert!(cursor_shown_at_the_end(&all), "the cursor stays hidden: {all:?}");
+    assert!(all.contains("interrupted at the prompt (Ctrl-C)"), "{all}");
+    assert!(s.bundle_dirs().is_empty(), "a bundle was created");
+    assert!(s.standin_pids().is_empty(), "something ran: {:?}", s.standin_pids());
+}
+
+/// A blank answer (spaces only) is refused at the prompt, which asks again; Ctrl-C at the
+/// first run/skip/stop question then ends the run before any rung ran: exit 130, the
+/// manifest says interrupted, the output that nothing was learned, the cursor shown.
+#[test]
+fn a_blank_answer_is_asked_again_and_ctrl_c_before_the_baseline_learns_nothing() {
+    let s = Scratch::new("blank");
+    let recipe = s.recipe();
+    let mut t = s.tty_raw(&["--recipe", &recipe], &standin_path());
+    t.expect("label (a word the target gets as its argument)");
+    t.keys("   ");
+    t.keys(ENTER);
+    t.expect("a value is needed (not only spaces)");
+    t.keys("word");
+    t.keys(ENTER);
+    t.expect("next: baseline: run the target as it is");
+    t.expect("stop here");
+    t.keys(CTRL_C);
+    let (code, all) = t.finish_all();
+    assert_eq!(code, 130, "{all}");
+    assert!(cursor_shown_at_the_end(&all), "the cursor stays hidden: {all:?}");
+    assert!(all.contains("nothing was learned"), "{all}");
+    assert!(!all.contains("no verdict"), "a conclusion from nothing: {all}");
+    assert!(!all.contains("IO error"), "{all}");
+    let stopped = manifest_stopped(&s.bundle());
+    assert!(stopped.starts_with("interrupted"), "{stopped}");
+    assert!(s.standin_pids().is_empty(), "the target ran: {:?}", s.standin_pids());
+}
+
+/// `stop here` before the baseline: nothing ran, so nothing is concluded, and the exit is
+/// 130 (the ladder did not run), not 0.
+#[test]
+fn stop_before_the_baseline_concludes_nothing() {
+    let s = Scratch::new("stop-first");
+    let recipe = s.recipe();
+    let mut t = s.tty(&["--recipe", &recipe, "--set", "label=x"], &standin_path());
+    t.expect("next: baseline: run the target as it is");
+    t.expect("stop here");
+    t.keys(DOWN);
+    t.expect("> skip it");
+    t.keys(DOWN);
+    t.expect("> stop here");
+    t.keys(ENTER);
+    let (code, rest) = t.finish();
+    assert_eq!(code, 130, "{rest}");
+    assert!(rest.contains("nothing was learned"), "{rest}");
+    assert!(rest.contains("stopped: stopped at the prompt before baseline"), "{rest}");
+    assert!(!rest.contains("no verdict"), "{rest}");
+}
+
+/// Ctrl-C at the run/skip/stop question after the baseline: exit 130, the manifest says
+/// interrupted (not an IO error), the baseline kept, the cursor shown.
+#[test]
+fn ctrl_c_at_the_rung_prompt_interrupts_and_keeps_the_bundle() {
+    let s = Scratch::new("ctrl-c-rung");
+    let recipe = s.recipe();
+    let mut t = s.tty_raw(&["--recipe", &recipe, "--set", "label=x"], &standin_path());
+    t.expect("next: baseline: run the target as it is");
+    t.expect("stop here");
+    t.keys(ENTER);
+    t.expect("next: coredump: rerun with GPU coredumps on");
+    t.expect("stop here");
+    t.keys(CTRL_C);
+    let (code, all) = t.finish_all();
+    assert_eq!(code, 130, "{all}");
+    assert!(cursor_shown_at_the_end(&all), "the cursor stays hidden: {all:?}");
+    assert!(!all.contains("IO error"), "{all}");
+    let stopped = manifest_stopped(&s.bundle());
+    assert!(stopped.starts_with("interrupted (Ctrl-C)"), "{stopped}");
+    assert!(!stopped.contains("IO error"), "{stopped}");
+    assert!(s.bundle().join("rungs/01-baseline/stderr.log").is_file());
+    s.assert_no_standin_left();
 }
 
 /// A required variable without `--set` is asked for with its name and description; the
@@ -243,8 +421,7 @@ fn a_missing_variable_is_asked_for_and_the_typed_value_is_used() {
     let s = Scratch::new("variable");
     let recipe = s.recipe();
     let mut t = s.tty(&["--recipe", &recipe, "--rungs", "baseline"], &standin_path());
-    t.expect("the recipe needs `label`: a word the target gets as its argument");
-    t.expect("label:");
+    t.expect("label (a word the target gets as its argument):");
     t.keys("hello-prompt");
     t.keys(ENTER);
     t.expect("next: baseline: run the target as it is");
@@ -326,14 +503,14 @@ fn run_skip_and_stop_at_the_rung_prompts() {
 fn without_a_terminal_nothing_is_asked_and_the_error_names_the_flag() {
     let s = Scratch::new("no-tty");
     let (code, stdout, stderr) = s.piped(&[], &standin_path());
-    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    assert_eq!(code, Some(2), "a usage error: {stdout}\n{stderr}");
     assert!(stderr.contains("--recipe NAME"), "{stderr}");
     assert!(stderr.contains("demo, cuda"), "the built-in recipes are named: {stderr}");
     assert!(!stderr.contains("which recipe"), "a prompt was shown: {stderr}");
 
     let recipe = s.recipe();
     let (code, stdout, stderr) = s.piped(&["--recipe", &recipe], &standin_path());
-    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    assert_eq!(code, Some(2), "a usage error: {stdout}\n{stderr}");
     assert!(stderr.contains("--set label=VALUE"), "{stderr}");
     assert!(stderr.contains("a word the target gets as its argument"), "{stderr}");
     assert!(s.bundle_dirs().is_empty(), "a bundle was created");
@@ -347,7 +524,7 @@ fn yes_on_a_terminal_asks_nothing() {
     let recipe = s.recipe();
     let t = s.tty(&["--recipe", &recipe, "--yes"], &standin_path());
     let (code, rest) = t.finish();
-    assert_eq!(code, 1, "{rest}");
+    assert_eq!(code, 2, "a usage error: {rest}");
     assert!(rest.contains("--set label=VALUE"), "{rest}");
     assert!(!rest.contains("label (a word"), "a prompt was shown: {rest}");
     assert!(s.bundle_dirs().is_empty(), "a bundle was created");

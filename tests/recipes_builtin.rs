@@ -464,7 +464,7 @@ fn vllm_without_its_required_values_names_the_flags() {
         .current_dir(&d)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--set repro=VALUE") || err.contains("--set vllm_src=VALUE"), "{err}");
     let _ = std::fs::remove_dir_all(&d);

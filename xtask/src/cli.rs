@@ -31,10 +31,14 @@ pub const EXIT_TERMINATED: i32 = 143;
 /// Exit status after SIGHUP (128 + SIGHUP).
 pub const EXIT_HANGUP: i32 = 129;
 
+/// `--version`: the crate's version and the commit it was built from (`xtask/build.rs`).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("XTASK_COMMIT"), ")");
+
 #[derive(Debug, Parser)]
 #[command(
     name = "cargo xtask",
     bin_name = "cargo xtask",
+    version = VERSION,
     about = "From `CUDA error: an illegal memory access was encountered` to the faulting kernel and line",
     after_help = "Exit codes: 0 success, 1 failure (the message says what to do next), 2 usage error, \
                   130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP).\n\
@@ -42,8 +46,28 @@ pub const EXIT_HANGUP: i32 = 129;
                   suffixes): its head and tail are kept, and a marker line says what was cut."
 )]
 pub struct Cli {
+    /// Acts as if started in DIR (as `git -C`, `make -C`): recipes, relative paths, the
+    /// build, `bundles/` and `git describe` are taken from there.
+    // Its id is not `dir`: a global argument shares its id with the subcommands' arguments,
+    // and `bundle unpack` has a positional `dir`.
+    #[arg(short = 'C', id = "start_dir", value_name = "DIR", global = true)]
+    pub start_dir: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub command: Command,
+    /// When to colour the tool's own words (`error:`, `warning:`, help): `auto` on a terminal
+    /// unless `NO_COLOR` is set
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub color: ui::ColorChoice,
+}
+
+/// How the user started the tool, for the help: `cargo xtask` in the clone (the binary
+/// `xtask`, run by the alias), else the installed binary's own name (`debug-ima`).
+fn invoked_as() -> String {
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    match std::path::Path::new(&argv0).file_name().and_then(|n| n.to_str()) {
+        Some(name) if name != "xtask" && !name.is_empty() => name.to_string(),
+        _ => "cargo xtask".to_string(),
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -56,6 +80,7 @@ pub enum Command {
     /// Exit codes: 0 the ladder ran (with or without a verdict), 1 it could not (the message
     /// says why), 2 usage, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (the
     /// bundle keeps what was collected).
+    #[command(visible_alias = "run")]
     DebugIma(debug_ima::Args),
     /// Check what the ladder needs (GPU, driver, nvcc, cuda-gdb, compute-sanitizer,
     /// cuobjdump, ptrace, disk space) and say how to fix what is missing.
@@ -82,6 +107,8 @@ pub enum Command {
     Container(container::ContainerCommand),
     /// Measure the analyzer on a generated 1 GiB memcheck log against `grep -c`
     /// (`bench pack`: `bundle pack` against `tar -I 'zstd -T0'`).
+    ///
+    /// Exit codes: 0 `result PASS`, 1 `result FAIL` (a goal missed) or it could not run.
     Bench {
         #[command(subcommand)]
         what: Option<BenchCommand>,
@@ -103,19 +130,35 @@ pub enum BenchCommand {
 /// Parses the command line, runs the command and returns the process exit code. Whatever
 /// the command started and left alive is killed before this returns (or unwinds).
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    use clap::{CommandFactory, FromArgMatches};
+    // Once per run; clap without its `string` feature takes a `&'static str`.
+    let name: &'static str = Box::leak(invoked_as().into_boxed_str());
+    // Help and clap's errors are printed before the parse could hand over `--color`.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    ui::set_color(color_arg(&args).unwrap_or(ui::ColorChoice::Auto));
+    let width = ui::help_width();
+    // `--version` says `xtask 0.1.0 (...)` under the alias, `debug-ima 0.1.0 (...)` installed.
+    let display = if name == "cargo xtask" { "xtask" } else { name };
+    let parsed = Cli::command()
+        .name(name)
+        .bin_name(name)
+        .display_name(display)
+        .term_width(width)
+        .try_get_matches_from(&args);
+    let cli = match parsed.and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,
         Err(e) => {
             // clap's message quotes the argument it refused, which can be a token.
             let text = e.render().to_string();
             if e.use_stderr() {
-                ui::status(redact::redact_value(text.trim_end()).0.as_ref());
+                ui::usage_error(redact::redact_value(text.trim_end()).0.as_ref());
                 return EXIT_USAGE;
             }
-            let _ = ui::out(&text);
+            let _ = ui::help(&text, width);
             return EXIT_OK;
         }
     };
+    ui::set_color(cli.color);
     if let Err(e) = process::log_cap() {
         error(&e);
         return EXIT_USAGE;
@@ -132,10 +175,33 @@ pub fn main() -> i32 {
         Ok(Ok(code)) => caught.map_or(code, interrupted_code),
         Ok(Err(e)) => {
             error(&e);
-            caught.map_or(EXIT_FAILURE, interrupted_code)
+            let code = if crate::model::Usage::is_in(&e) { EXIT_USAGE } else { EXIT_FAILURE };
+            caught.map_or(code, interrupted_code)
         }
         Err(panic) => std::panic::resume_unwind(panic),
     }
+}
+
+/// The last `--color WHEN` or `--color=WHEN` before a `--`, read ahead of the parse so that
+/// help and usage errors follow it too. A value clap would refuse counts as not given.
+pub fn color_arg(args: &[std::ffi::OsString]) -> Option<ui::ColorChoice> {
+    let mut choice = None;
+    let mut it = args.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(a) = it.next() {
+        if a == "--" {
+            break;
+        }
+        let value = match a.strip_prefix("--color") {
+            Some("") => it.next().map(|v| v.into_owned()),
+            Some(v) => match v.strip_prefix('=') {
+                Some(v) => Some(v.to_string()),
+                None => continue,
+            },
+            None => continue,
+        };
+        choice = value.as_deref().and_then(ui::ColorChoice::from_name).or(choice);
+    }
+    choice
 }
 
 /// Prints an error chain with secrets redacted: a message can quote what the user gave (a
@@ -174,6 +240,11 @@ fn interrupted_code(cause: Cause) -> i32 {
 }
 
 fn run(cli: Cli) -> Result<i32> {
+    if let Some(dir) = &cli.start_dir {
+        std::env::set_current_dir(dir).map_err(|e| {
+            crate::model::Usage::error(format!("`-C {}`: cannot work in that folder: {e}", dir.display()))
+        })?;
+    }
     let outcome = match cli.command {
         Command::Analyze(args) => analyze::run(args)?,
         Command::DebugIma(args) => debug_ima::run(args)?,
@@ -191,6 +262,51 @@ fn run(cli: Cli) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn os(args: &[&str]) -> Vec<std::ffi::OsString> {
+        args.iter().map(|a| a.into()).collect()
+    }
+
+    #[test]
+    fn color_is_read_ahead_of_the_parse() {
+        use ui::ColorChoice::{Always, Never};
+        assert_eq!(color_arg(&os(&["xtask", "--color", "never", "doctor"])), Some(Never));
+        assert_eq!(color_arg(&os(&["xtask", "doctor", "--color=always", "--help"])), Some(Always));
+        assert_eq!(color_arg(&os(&["xtask", "--color=never", "--color", "always"])), Some(Always));
+        assert_eq!(color_arg(&os(&["xtask", "analyze", "--", "--color=never"])), None);
+        assert_eq!(color_arg(&os(&["xtask", "--color", "sometimes"])), None);
+        assert_eq!(color_arg(&os(&["xtask", "--colour=never"])), None);
+    }
+
+    #[test]
+    fn color_is_a_global_option_and_version_names_the_commit() {
+        use clap::CommandFactory;
+        let cli = Cli::try_parse_from(["xtask", "doctor", "--color", "never"]).unwrap();
+        assert_eq!(cli.color, ui::ColorChoice::Never);
+        assert_eq!(Cli::try_parse_from(["xtask", "doctor"]).unwrap().color, ui::ColorChoice::Auto);
+        let err =
+            Cli::command().display_name("xtask").try_get_matches_from(["xtask", "--version"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::DisplayVersion);
+        assert_eq!(err.render().to_string(), format!("xtask {VERSION}\n"));
+        assert!(VERSION.starts_with(concat!(env!("CARGO_PKG_VERSION"), " (")), "{VERSION}");
+    }
+
+    #[test]
+    fn every_positional_argument_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_positionals() {
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} <{}>", arg.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&<Cli as clap::CommandFactory>::command(), "xtask", &mut missing);
+        assert!(missing.is_empty(), "positional arguments without a doc comment: {missing:?}");
+    }
 
     #[test]
     fn outcomes_map_to_the_documented_statuses() {

@@ -7,7 +7,8 @@
 //!
 //! Must not: print (it returns values; `ui` and `cli` render them); follow, create or archive
 //! links or special files; write anywhere but the archive (and its `.partial` and `.sha256`
-//! siblings), the bundle's `SHA256SUMS` and `LEFT_OUT.tsv`, and the folder given to `unpack`;
+//! siblings), the bundle's `SHA256SUMS` and `LEFT_OUT.tsv`, the folder given to `unpack`, and
+//! the private temporary folder of [`unpack_temp`] (removed when its value is dropped);
 //! or trust an archive's paths, types, sizes, modes, owners or times. Concurrent changes to a
 //! bundle or destination while this code runs are outside its threat model.
 
@@ -16,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufReader, BufWriter, Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::{mpsc, Arc};
@@ -1382,6 +1383,58 @@ impl Drop for RemoveDir {
 /// the archive), owners and times are ignored, nothing is overwritten.
 pub fn unpack(archive: &Path, into: &Path, limits: &Limits) -> Result<Unpacked> {
     unpack_until(archive, into, limits, &|| false)
+}
+
+/// Whether `path` is a regular file that starts as an archive of `bundle pack` does (zstd or
+/// gzip, told apart by their first bytes, whatever the file is named).
+pub fn is_archive(path: &Path) -> bool {
+    let Ok(mut f) = open_regular(path) else { return false };
+    let mut magic = [0u8; 4];
+    matches!(read_up_to(&mut f, &mut magic), Ok(n) if compression_of(&magic[..n]).is_some())
+}
+
+/// An archive unpacked into a private temporary folder so that a command can read the bundle
+/// in it (`bundle show|report`, `analyze`); the folder is removed when this is dropped.
+#[derive(Debug)]
+pub struct TempUnpacked {
+    /// The bundle: `<temporary folder>/<top folder>`.
+    pub root: PathBuf,
+    dir: PathBuf,
+}
+
+impl Drop for TempUnpacked {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// [`unpack_until`] into a new private folder under the system's temporary folder, with the
+/// same checks and limits as `bundle unpack`; removed when the value is dropped, and at once
+/// when the archive is refused.
+pub fn unpack_temp(archive: &Path, limits: &Limits, stop: &dyn Fn() -> bool) -> Result<TempUnpacked> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static SEQ: AtomicUsize = AtomicUsize::new(0);
+    let base = std::env::temp_dir();
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let dir = base.join(format!(
+        ".debug-ima-read-{}-{}-{nanos}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    fs::DirBuilder::new().mode(0o700).create(&dir).with_context(|| {
+        format!(
+            "cannot create a temporary folder in {} to read `{}`: set TMPDIR to a writable folder, or \
+             `cargo xtask bundle unpack {}` and pass the folder",
+            base.display(),
+            archive.display(),
+            archive.display()
+        )
+    })?;
+    // Dropped on a refusal, which removes the folder.
+    let mut out = TempUnpacked { root: dir.clone(), dir };
+    out.root = unpack_until(archive, &out.dir, limits, stop)?.root;
+    Ok(out)
 }
 
 /// [`unpack`], stopping when `stop` says so (asked before each entry and each read): the

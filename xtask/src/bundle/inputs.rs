@@ -1,10 +1,12 @@
 //! The files an analysis reads: each path as given, directories walked in sorted order, a
 //! bundle through its rungs' logs and reports; each file scanned by `findings` in bounded
-//! memory. Every file a user named is opened through [`open_regular`] (`crate::files`).
+//! memory. Every file a user named is opened through [`open_regular`] (`crate::files`);
+//! standard input (`-`) is read as a stream, like a file.
 //!
 //! Must not: parse (that is `findings`), render or print (`findings::render`, `ui`); or open
 //! for reading anything but a regular file (a FIFO or a device would block or never end).
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -25,6 +27,18 @@ pub use crate::files::{kind_of, open_regular};
 /// directory nor a regular file is refused.
 pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
+    collect_into(paths, &mut out)?;
+    if out.is_empty() {
+        bail!("{NO_FILES}");
+    }
+    Ok(out)
+}
+
+const NO_FILES: &str =
+    "no files to analyze under the given paths: pass log files, XML reports or a bundle directory";
+
+/// [`collect_inputs`] into `out`, without refusing an empty result.
+fn collect_into(paths: &[PathBuf], out: &mut Vec<PathBuf>) -> Result<()> {
     for p in paths {
         let meta = std::fs::metadata(p).with_context(|| {
             format!("cannot read `{}`: check the path (a log, an XML report or a directory)", p.display())
@@ -58,10 +72,7 @@ pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
             );
         }
     }
-    if out.is_empty() {
-        bail!("no files to analyze under the given paths: pass log files, XML reports or a bundle directory");
-    }
-    Ok(out)
+    Ok(())
 }
 
 /// True for the files of a rung folder that hold tool output: logs and XML reports (not
@@ -116,7 +127,15 @@ pub fn scan_file(path: &Path) -> Result<Evidence> {
     let f = open_regular(path).with_context(|| format!("cannot open `{}`", path.display()))?;
     let mut ev = scan_reader(f, &path.display().to_string(), &origin_of(path));
     ev.launch_blocking = launch_blocking(path);
+    ev.group = bundle_of(path).map(|b| b.display().to_string());
     Ok(ev)
+}
+
+/// The bundle a file of a rung folder (`<bundle>/rungs/NN-<rung>/FILE`) belongs to.
+pub fn bundle_of(path: &Path) -> Option<&Path> {
+    let rung_dir = path.parent()?;
+    let rungs = rung_dir.parent()?;
+    (rungs.file_name()? == layout::RUNGS_DIR).then(|| rungs.parent()).flatten()
 }
 
 /// Whether the run that wrote `path` had `CUDA_LAUNCH_BLOCKING=1`: its rung folder's
@@ -131,7 +150,6 @@ pub fn launch_blocking(path: &Path) -> bool {
     let Ok(mut f) = open_regular(&dir.join(layout::COMMAND)) else { return false };
     // The command is one line; its head holds the environment.
     let mut head = Vec::new();
-    use std::io::Read;
     if f.by_ref().take(64 * 1024).read_to_end(&mut head).is_err() {
         return false;
     }
@@ -140,10 +158,46 @@ pub fn launch_blocking(path: &Path) -> bool {
 
 /// Scans every input and merges the findings.
 pub fn analyze(paths: &[PathBuf]) -> Result<Analysis> {
-    let files = collect_inputs(paths)?;
-    let mut evidence = Vec::with_capacity(files.len());
-    for f in &files {
-        evidence.push(scan_file(f)?);
+    analyze_with_stdin(paths, None)
+}
+
+/// The path that stands for standard input among `analyze`'s paths.
+pub const STDIN: &str = "-";
+
+/// [`analyze`], where a path `-` ([`STDIN`]) is `stdin`, read as a stream (a log of any size
+/// is never held whole) and named `stdin`. Without a `stdin`, `-` is a file of that name.
+pub fn analyze_with_stdin(paths: &[PathBuf], mut stdin: Option<&mut dyn Read>) -> Result<Analysis> {
+    let mut evidence = Vec::new();
+    let mut read_stdin = false;
+    let mut files = Vec::new();
+    for p in paths {
+        if p.as_os_str() == STDIN && stdin.is_some() {
+            if read_stdin {
+                bail!("`-` (standard input) is given twice: it can be read once");
+            }
+            read_stdin = true;
+            files.push(None);
+        } else {
+            files.push(Some(p.clone()));
+        }
+    }
+    for f in files {
+        match f {
+            None => {
+                let input = stdin.as_mut().expect("stdin was given");
+                evidence.push(scan_reader(input, STDIN, "stdin"));
+            }
+            Some(p) => {
+                let mut found = Vec::new();
+                collect_into(std::slice::from_ref(&p), &mut found)?;
+                for file in found {
+                    evidence.push(scan_file(&file)?);
+                }
+            }
+        }
+    }
+    if evidence.is_empty() {
+        bail!("{NO_FILES}");
     }
     Ok(decide(&evidence))
 }

@@ -178,4 +178,11 @@ impl Manifest {
     pub fn recipe_name(&self) -> &str {
         self.recipe.get("name").and_then(|v| v.as_str()).unwrap_or("?")
     }
+
+    /// The tool's working directory when it ran (the recipe's built-in `cwd` variable): where a
+    /// command recorded without a `cwd` ran.
+    pub fn started_in(&self) -> Option<String> {
+        let cwd = self.recipe.get("vars")?.get("cwd")?.as_str()?;
+        (!cwd.is_empty()).then(|| cwd.to_string())
+    }
 }

@@ -21,7 +21,11 @@ pub const FILE: &str = layout::REPLAY;
 pub fn script(m: &Manifest) -> String {
     // Commands hold absolute paths into the bundle (`CUDA_COREDUMP_FILE`, `--save`).
     let bundle = m.root.clone();
+    // A command without a `cwd` ran in the tool's own working directory, which the recipe's
+    // built-in `cwd` variable holds: the replay goes there too, not the caller's folder.
+    let started_in = m.started_in();
     let mut cases = String::new();
+    let mut listing: Vec<String> = Vec::new();
     let mut names = Vec::new();
     let mut asks = 0usize;
     for r in &m.rungs {
@@ -64,10 +68,13 @@ pub fn script(m: &Manifest) -> String {
             writeln!(body, "    {a}").unwrap();
         }
         writeln!(body, "    mkdir -p \"$HERE/replay/{}\"", r.rung).unwrap();
-        if let Some(cwd) = &cmd.cwd {
-            let dir = words.word(&cwd.display().to_string(), "the working directory");
+        let cwd = cmd.cwd.as_ref().map(|c| c.display().to_string()).or_else(|| started_in.clone());
+        listing.push(format!("{}:", r.rung));
+        if let Some(cwd) = &cwd {
+            let dir = words.word(cwd, "the working directory");
             writeln!(body, "    need_dir {dir}").unwrap();
             writeln!(body, "    cd {dir}").unwrap();
+            listing.push(format!("  in {cwd}"));
         }
         if r.rung == RungId::Attach {
             writeln!(
@@ -78,6 +85,8 @@ pub fn script(m: &Manifest) -> String {
             .unwrap();
         }
         writeln!(body, "    {}", line.join(" ")).unwrap();
+        // `--list` shows the command as recorded (redacted), not the script's code.
+        listing.push(format!("  {}", cmd.command));
         write!(cases, "  {})\n{body}    ;;\n", r.rung).unwrap();
     }
 
@@ -93,7 +102,7 @@ pub fn script(m: &Manifest) -> String {
         if names.is_empty() { "(none ran)".into() } else { names.join(" ") }
     )
     .unwrap();
-    writeln!(s, "#   ./{FILE} --list    the rungs and their commands").unwrap();
+    writeln!(s, "#   ./{FILE} --list    the rungs, where they ran and their commands").unwrap();
     writeln!(s, "#").unwrap();
     writeln!(s, "# Values redacted in the bundle are asked for at the terminal (not echoed), or taken from")
         .unwrap();
@@ -132,7 +141,11 @@ need_dir() {
     );
     s.push_str("case \"${1:-}\" in\n");
     s.push_str("  --list)\n");
-    s.push_str(&format!("    sed -n '/^  [a-z-]*)$/,/;;$/p' \"$HERE/{FILE}\" | grep -v -e '^    ask ' -e '^    mkdir ' -e '^    need_dir '\n"));
+    if listing.is_empty() {
+        listing.push("no rung ran a command".to_string());
+    }
+    let quoted: Vec<String> = listing.iter().map(|l| quote(l)).collect();
+    writeln!(s, "    printf '%s\\n' {}", quoted.join(" ")).unwrap();
     s.push_str("    ;;\n");
     s.push_str(&cases);
     s.push_str("  *)\n");

@@ -10,6 +10,9 @@
 //! `bench pack`: how fast `bundle pack` ([`crate::bundle::archive::pack`]) writes a bundle with a
 //! coredump-sized file, against `tar -I 'zstd -T0'` on the same folder.
 //!
+//! `bench` and `bench pack` end with `result PASS` or `result FAIL`; a FAIL is
+//! [`Outcome::Mismatch`] (exit 1), so a script sees the goal missed.
+//!
 //! Must not: run anything but `grep`, `tar`, `zstd` and this executable's own `analyze`;
 //! hold a generated file in memory (they are written through buffers); or leave them on disk
 //! unless `--keep` was given (also when a step fails).
@@ -441,7 +444,17 @@ pub fn run(args: BenchArgs) -> Result<Outcome> {
         text.push_str(&format!("kept       {}\n", report.file.display()));
     }
     ui::out(&text)?;
-    Ok(Outcome::Done)
+    Ok(verdict_outcome(report.passed()))
+}
+
+/// `result PASS` is [`Outcome::Done`]; `result FAIL` is [`Outcome::Mismatch`], so that a
+/// script (or CI) running the benchmark sees the goal missed in the exit status (1).
+pub fn verdict_outcome(passed: bool) -> Outcome {
+    if passed {
+        Outcome::Done
+    } else {
+        Outcome::Mismatch
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1029,7 +1042,7 @@ pub fn run_pack(args: PackBenchArgs) -> Result<Outcome> {
         ));
     }
     ui::out(&text)?;
-    Ok(Outcome::Done)
+    Ok(verdict_outcome(report.passed()))
 }
 
 #[derive(Debug, clap::Args)]
@@ -1298,6 +1311,12 @@ mod tests {
         assert!(!slower.passed());
         let different = PackBenchReport { same_files: false, ..r };
         assert!(!different.passed());
+    }
+
+    #[test]
+    fn a_fail_is_a_mismatch() {
+        assert_eq!(verdict_outcome(true), Outcome::Done);
+        assert_eq!(verdict_outcome(false), Outcome::Mismatch);
     }
 
     #[test]

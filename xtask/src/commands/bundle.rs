@@ -3,6 +3,9 @@
 //! here; archives are `archive`'s, the report's text is `report`'s; the output goes through
 //! `ui`.
 //!
+//! `show` and `report` read an archive through a temporary copy (`archive::unpack_temp`, the
+//! limits of `unpack`), removed when they end.
+//!
 //! Must not: run processes or change a bundle, except `pack`, which writes `SHA256SUMS` (and
 //! `LEFT_OUT.tsv`) into it so that the directory and the archive agree.
 
@@ -25,13 +28,25 @@ pub enum BundleCommand {
         /// Where the bundles are (`debug-ima --bundle-dir`).
         #[arg(long, default_value = crate::bundle::layout::DEFAULT_ROOT)]
         bundle_dir: PathBuf,
+        /// Print one JSON object (`root`, `bundles`) instead of the table (docs/bundles.md).
+        #[arg(long)]
+        json: bool,
     },
-    /// A bundle's verdict, its rungs with status and timings, and its files.
-    Show { path: PathBuf },
+    /// A bundle's verdict, its rungs with status and timings, and its files. PATH is a bundle
+    /// folder or an archive of `bundle pack` (`.tar.zst`, `.tar.gz`), read from a temporary
+    /// copy that is removed afterwards.
+    Show {
+        /// The bundle folder, or an archive of `bundle pack`.
+        path: PathBuf,
+        /// Print one JSON object instead of text (docs/bundles.md).
+        #[arg(long)]
+        json: bool,
+    },
     /// A deterministic `.tar.zst` (or `--gzip`: `.tar.gz`) of a bundle, with SHA256SUMS inside
     /// and a `.sha256` beside it. Coredumps are left out unless `--with-coredumps`: they can
     /// hold model or user data.
     Pack {
+        /// The bundle folder to pack.
         path: PathBuf,
         /// Include the GPU coredumps (`core_*`; often hundreds of MB each).
         #[arg(long)]
@@ -47,7 +62,9 @@ pub enum BundleCommand {
     /// Unpack an archive made by `bundle pack` into DIR (default: the current directory),
     /// refusing links, devices, absolute or `..` paths and oversized entries.
     Unpack {
+        /// The archive (`.tar.zst` or `.tar.gz`) that `bundle pack` wrote.
         archive: PathBuf,
+        /// Where to unpack it (default: the current directory).
         dir: Option<PathBuf>,
         /// Refuse archives that unpack to more than this many bytes.
         #[arg(long, default_value_t = Limits::default().max_total_bytes)]
@@ -59,10 +76,15 @@ pub enum BundleCommand {
     },
     /// Check a bundle directory or archive against its SHA256SUMS: names every changed,
     /// missing or extra file. Exit 1 when anything does not match.
-    Verify { path: PathBuf },
+    Verify {
+        /// The bundle folder or archive to check.
+        path: PathBuf,
+    },
     /// Markdown for a GitHub issue: symptom, verdict, environment, the commands that
-    /// reproduce it, logs folded in `<details>`, under GitHub's size limit.
+    /// reproduce it, logs folded in `<details>`, under GitHub's size limit. PATH is a bundle
+    /// folder or an archive of `bundle pack`.
     Report {
+        /// The bundle folder, or an archive of `bundle pack`.
         path: PathBuf,
         /// Write the report to this file instead of stdout.
         #[arg(long, short)]
@@ -73,10 +95,23 @@ pub enum BundleCommand {
 /// Runs a `bundle` command; returns the exit code.
 pub fn run(cmd: BundleCommand) -> Result<Outcome> {
     match cmd {
-        BundleCommand::List { bundle_dir } => out(&render_list(&list(&bundle_dir)?, &bundle_dir)),
-        BundleCommand::Show { path } => {
-            let m = Bundle::load(&path)?;
-            out(&render_show(&path, &m, &files(&path)?))
+        BundleCommand::List { bundle_dir, json } => {
+            let bundles = list(&bundle_dir)?;
+            if json {
+                out(&render_list_json(&bundles, &bundle_dir))
+            } else {
+                out(&render_list(&bundles, &bundle_dir, list_width()))
+            }
+        }
+        BundleCommand::Show { path, json } => {
+            let opened = Opened::new(&path)?;
+            let m = Bundle::load(opened.dir())?;
+            let files = files(opened.dir())?;
+            if json {
+                out(&render_show_json(&path, &m, &files))
+            } else {
+                out(&render_show(&path, &m, &files))
+            }
         }
         BundleCommand::Pack { path, with_coredumps, gzip, output } => {
             let m = Bundle::load(&path)?;
@@ -146,7 +181,8 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
             Ok(if v.ok() { Outcome::Done } else { Outcome::Mismatch })
         }
         BundleCommand::Report { path, output } => {
-            let text = report_of(&path)?;
+            let opened = Opened::new(&path)?;
+            let text = report_of(opened.dir())?;
             ui::status(&format!(
                 "to attach the whole bundle to the issue: `cargo xtask bundle pack --gzip {}` (GitHub takes a \
                  .tar.gz up to 25 MB, not a .tar.zst)",
@@ -164,6 +200,37 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
     }
 }
 
+/// A bundle to read: the folder given, or an archive unpacked into a temporary folder (with
+/// the checks and limits of `bundle unpack`), removed when this is dropped.
+pub struct Opened {
+    given: PathBuf,
+    temp: Option<archive::TempUnpacked>,
+}
+
+impl Opened {
+    pub fn new(path: &Path) -> Result<Opened> {
+        if path.is_dir() || !archive::is_archive(path) {
+            return Ok(Opened { given: path.to_path_buf(), temp: None });
+        }
+        // Ctrl-C stops the unpacking; the temporary folder goes either way.
+        let interrupt = Interrupt::install()?;
+        let temp =
+            archive::unpack_temp(path, &Limits::default(), &|| interrupt.is_set()).with_context(|| {
+                format!(
+                    "cannot read the archive `{}`: unpack it with `cargo xtask bundle unpack {}` to see why",
+                    path.display(),
+                    path.display()
+                )
+            })?;
+        Ok(Opened { given: path.to_path_buf(), temp: Some(temp) })
+    }
+
+    /// The bundle folder to read.
+    pub fn dir(&self) -> &Path {
+        self.temp.as_ref().map(|t| t.root.as_path()).unwrap_or(&self.given)
+    }
+}
+
 fn out(text: &str) -> Result<Outcome> {
     ui::out(text).context("cannot write to stdout")?;
     Ok(Outcome::Done)
@@ -178,7 +245,8 @@ pub struct Listed {
     pub path: PathBuf,
     pub created: String,
     pub recipe: String,
-    pub verdict: String,
+    /// The manifest's one-line verdict; `None` when the run gave none.
+    pub verdict: Option<String>,
     pub bytes: u64,
 }
 
@@ -200,7 +268,7 @@ pub fn list(root: &Path) -> Result<Vec<Listed>> {
         out.push(Listed {
             created: m.created.clone(),
             recipe: m.recipe_name().to_string(),
-            verdict: m.verdict.clone().unwrap_or_else(|| "no verdict".into()),
+            verdict: m.verdict.clone(),
             bytes,
             path,
         });
@@ -209,27 +277,114 @@ pub fn list(root: &Path) -> Result<Vec<Listed>> {
     Ok(out)
 }
 
-pub fn render_list(bundles: &[Listed], root: &Path) -> String {
+/// The width `bundle list` fits its verdict lines to: `COLUMNS` when the session is at a
+/// terminal; none (nothing is cut) when the output goes to a file or a pipe of a script.
+fn list_width() -> Option<usize> {
+    if !ui::is_tty() {
+        return None;
+    }
+    std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse().ok()).filter(|&w: &usize| w >= 20)
+}
+
+/// `bundle list`: one row per bundle, the columns aligned to their widest cell, and the
+/// verdict on the line below. With a `width`, a verdict longer than it is cut in the kernel's
+/// name, never in its `file:line`; without one, nothing is cut.
+pub fn render_list(bundles: &[Listed], root: &Path, width: Option<usize>) -> String {
     if bundles.is_empty() {
         return format!(
             "no bundles under `{}`: `cargo xtask debug-ima --recipe demo` makes one, or pass `--bundle-dir`\n",
             root.display()
         );
     }
+    let rows: Vec<[String; 4]> = bundles
+        .iter()
+        .map(|b| [b.created.clone(), b.recipe.clone(), human(b.bytes), b.path.display().to_string()])
+        .collect();
+    let head = ["created", "recipe", "size", "path"].map(String::from);
+    let w =
+        |i: usize| rows.iter().chain(std::iter::once(&head)).map(|r| r[i].chars().count()).max().unwrap_or(0);
+    let (w0, w1, w2) = (w(0), w(1), w(2));
     let mut s = String::new();
-    for b in bundles {
-        writeln!(
-            s,
-            "{:<22} {:<10} {:>10}  {}\n    {}",
-            b.created,
-            b.recipe,
-            human(b.bytes),
-            b.path.display(),
-            short(&b.verdict, 100)
-        )
-        .unwrap();
+    let row = |s: &mut String, r: &[String; 4]| {
+        writeln!(s, "{:<w0$}  {:<w1$}  {:>w2$}  {}", r[0], r[1], r[2], r[3]).unwrap();
+    };
+    row(&mut s, &head);
+    for (b, r) in bundles.iter().zip(&rows) {
+        row(&mut s, r);
+        let verdict = b.verdict.as_deref().unwrap_or("no verdict");
+        let shown = match width {
+            Some(w) => fit_verdict(verdict, w.saturating_sub(4)),
+            None => verdict.to_string(),
+        };
+        writeln!(s, "    {shown}").unwrap();
     }
     s
+}
+
+/// A verdict line in at most `max` characters, keeping its ends: the error before the kernel
+/// and ` at file:line` after it stay whole and the kernel's name is cut in the middle
+/// (`illegal-address in `gather_…int)` at oob_read.cu:8`). When even that does not fit, the
+/// start is cut and the `file:line` kept.
+pub fn fit_verdict(verdict: &str, max: usize) -> String {
+    let len = verdict.chars().count();
+    if len <= max {
+        return verdict.to_string();
+    }
+    let chars: Vec<char> = verdict.chars().collect();
+    let open = chars.iter().position(|&c| c == '`');
+    let close = chars.iter().rposition(|&c| c == '`');
+    if let (Some(o), Some(c)) = (open, close) {
+        if c > o + 1 {
+            let kept = len - (c - o - 1);
+            // At least 3 characters of each end of the name around the `…`.
+            if kept + 7 <= max {
+                let room = max - kept - 1;
+                let head = room.div_ceil(2);
+                let tail = room - head;
+                let mut out: String = chars[..=o + head].iter().collect();
+                out.push('…');
+                out.extend(&chars[c - tail..]);
+                return out;
+            }
+        }
+    }
+    // The `file:line` (the last word) is what a reader needs: cut before it.
+    let keep = max.saturating_sub(1);
+    let mut out = String::from("…");
+    out.extend(&chars[len - keep.min(len)..]);
+    out
+}
+
+/// `bundle list --json`: `{"root": ..., "bundles": [{path, created, recipe, bytes, verdict}]}`,
+/// newest first, `verdict` `null` when the run gave none (docs/bundles.md).
+pub fn render_list_json(bundles: &[Listed], root: &Path) -> String {
+    #[derive(serde::Serialize)]
+    struct Row<'a> {
+        path: String,
+        created: &'a str,
+        recipe: &'a str,
+        bytes: u64,
+        verdict: Option<&'a str>,
+    }
+    #[derive(serde::Serialize)]
+    struct List<'a> {
+        root: String,
+        bundles: Vec<Row<'a>>,
+    }
+    let list = List {
+        root: root.display().to_string(),
+        bundles: bundles
+            .iter()
+            .map(|b| Row {
+                path: b.path.display().to_string(),
+                created: &b.created,
+                recipe: &b.recipe,
+                bytes: b.bytes,
+                verdict: b.verdict.as_deref(),
+            })
+            .collect(),
+    };
+    serde_json::to_string_pretty(&list).expect("the list serialises") + "\n"
 }
 
 /// Every regular file of a bundle, relative and sorted, with its size.
@@ -282,6 +437,75 @@ pub fn render_show(path: &Path, m: &Manifest, files: &[(String, u64)]) -> String
         }
     }
     s
+}
+
+/// `bundle show --json`: the bundle as `render_show` tells it, as one object (docs/bundles.md).
+pub fn render_show_json(path: &Path, m: &Manifest, files: &[(String, u64)]) -> String {
+    #[derive(serde::Serialize)]
+    struct Rung<'a> {
+        rung: String,
+        dir: &'a str,
+        status: &'a str,
+        duration_s: f64,
+        exit: Option<String>,
+        notes: &'a [String],
+    }
+    #[derive(serde::Serialize)]
+    struct File<'a> {
+        path: &'a str,
+        bytes: u64,
+        coredump: bool,
+    }
+    #[derive(serde::Serialize)]
+    struct Redaction<'a> {
+        place: &'a str,
+        what: &'a str,
+    }
+    #[derive(serde::Serialize)]
+    struct Show<'a> {
+        path: String,
+        recipe: &'a str,
+        recipe_source: Option<&'a str>,
+        created: &'a str,
+        tool: &'a str,
+        version: &'a str,
+        verdict: Option<&'a str>,
+        stopped: Option<&'a str>,
+        rungs: Vec<Rung<'a>>,
+        files: Vec<File<'a>>,
+        redactions: Vec<Redaction<'a>>,
+    }
+    let show = Show {
+        path: path.display().to_string(),
+        recipe: m.recipe_name(),
+        recipe_source: m.recipe.get("source").and_then(|v| v.as_str()),
+        created: &m.created,
+        tool: &m.tool,
+        version: &m.version,
+        verdict: m.verdict.as_deref(),
+        stopped: m.stopped.as_deref(),
+        rungs: m
+            .rungs
+            .iter()
+            .map(|r| {
+                let exit = r.exit_text();
+                Rung {
+                    rung: r.rung.to_string(),
+                    dir: &r.dir,
+                    status: r.status.name(),
+                    duration_s: r.duration_s,
+                    exit: (exit != "-").then_some(exit),
+                    notes: &r.notes,
+                }
+            })
+            .collect(),
+        files: files
+            .iter()
+            .map(|(f, bytes)| File { path: f, bytes: *bytes, coredump: archive::is_coredump(f) })
+            .collect(),
+        redactions: m.redactions.iter().map(|r| Redaction { place: &r.place, what: &r.what }).collect(),
+    };
+    serde_json::to_string_pretty(&show).expect("the bundle serialises") + "\n"
 }
 
 /// The report of a bundle directory.
@@ -368,5 +592,54 @@ fn short(s: &str, max: usize) -> String {
         s.to_string()
     } else {
         s.chars().take(max - 1).collect::<String>() + "…"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The verdict `bundle list` showed for the GPU suite's oob_read bundle
+    // (tests/fixtures/bundles/oob_read-full/manifest.yaml).
+    const VERDICT: &str =
+        "illegal-address in `gather_rows(float const*, long long const*, float*, int)` at oob_read.cu:8";
+
+    #[test]
+    fn a_cut_verdict_keeps_its_file_and_line_and_cuts_the_kernel_in_the_middle() {
+        assert_eq!(fit_verdict(VERDICT, 200), VERDICT);
+        let cut = fit_verdict(VERDICT, 60);
+        assert_eq!(cut.chars().count(), 60, "{cut}");
+        assert!(cut.starts_with("illegal-address in `gather_rows"), "{cut}");
+        assert!(cut.ends_with(" int)` at oob_read.cu:8"), "{cut}");
+        assert!(cut.contains('…'), "{cut}");
+        // Too narrow for both ends: the `file:line` is what stays.
+        let narrow = fit_verdict(VERDICT, 30);
+        assert_eq!(narrow.chars().count(), 30, "{narrow}");
+        assert!(narrow.ends_with("at oob_read.cu:8"), "{narrow}");
+    }
+
+    #[test]
+    fn list_columns_line_up_and_nothing_is_cut_without_a_width() {
+        let bundles = [
+            ("2026-11-30T10-33-54Z", "gpu-suite-python", 28_877, None),
+            ("2026-11-30T10-34-30Z", "cuda", 330_444, Some(VERDICT)),
+        ]
+        .map(|(created, recipe, bytes, verdict)| Listed {
+            path: PathBuf::from(format!("bundles/{created}_{recipe}")),
+            created: created.into(),
+            recipe: recipe.into(),
+            verdict: verdict.map(String::from),
+            bytes,
+        });
+        let text = render_list(&bundles, Path::new("bundles"), None);
+        let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with("    ")).collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        let at = |l: &str| l.find("bundles/").or_else(|| l.find("path")).unwrap();
+        assert!(rows.iter().all(|r| at(r) == at(rows[0])), "ragged:\n{text}");
+        assert!(text.contains(&format!("    {VERDICT}\n")), "{text}");
+        assert!(text.contains("    no verdict\n"), "{text}");
+        let narrow = render_list(&bundles, Path::new("bundles"), Some(64));
+        assert!(narrow.lines().all(|l| !l.starts_with("    ") || l.chars().count() <= 64), "{narrow}");
+        assert!(narrow.contains("at oob_read.cu:8\n"), "{narrow}");
     }
 }

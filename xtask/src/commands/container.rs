@@ -43,11 +43,17 @@ pub enum ContainerCommand {
 
 pub fn run(cmd: ContainerCommand) -> Result<Outcome> {
     let ContainerCommand::Build { name, runtime, build_args, tag, containers_dir } = cmd;
-    if !matches!(runtime, Runtime::Docker | Runtime::Podman) {
-        bail!(
+    match runtime {
+        Runtime::Docker | Runtime::Podman => {}
+        Runtime::Apptainer => bail!(
             "`container build` uses `docker` or `podman`; for Apptainer build the Docker image, then \
              `apptainer build debug-ima-{name}.sif docker-daemon://IMAGE` (containers/README.md)"
-        );
+        ),
+        Runtime::None => bail!(
+            "`--runtime none` has no image to build: `none` runs the ladder on the host, without a \
+             container. Build with `cargo xtask container build {name}` (Docker) or `--runtime podman`, \
+             or leave `--container` out of `debug-ima` to run on the host"
+        ),
     }
     for a in &build_args {
         if !a.contains('=') {

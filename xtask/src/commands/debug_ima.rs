@@ -1,7 +1,9 @@
 //! `cargo xtask debug-ima`: the command line of the ladder. Loads the recipe and its
-//! variables, resolves the plan, prints it for `--dry-run`, runs doctor's preflight for the
-//! rungs planned, creates the bundle and hands the climb to `ladder::driver`, then seals the
-//! bundle and prints the verdict.
+//! variables (asking on a terminal, after the instant GPU check), resolves the plan (an
+//! empty one is a usage error), prints it for `--dry-run`, runs doctor's preflight for the
+//! rungs planned (leaving out those that cannot run here), creates the bundle and hands the
+//! climb to `ladder::driver`, then seals the bundle and prints the verdict, or that nothing
+//! was learned when no rung ran. Mistakes on the command line are [`Usage`] errors.
 //!
 //! Must not: decide what runs (the policy), run a rung (the driver), or print other than
 //! through `ui`.
@@ -12,7 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use super::Outcome;
-use crate::bundle::{layout, Bundle};
+use crate::bundle::{layout, Bundle, RungStatus};
 use crate::doctor;
 use crate::findings::render::render_text;
 use crate::ladder::driver::{rung_line, Climb, Stopped};
@@ -20,7 +22,7 @@ use crate::ladder::policy::{self, Request};
 use crate::ladder::rung::{self, rebuild::create_binary_dirs, Debug};
 use crate::launch::container::Containers;
 use crate::launch::container_record;
-use crate::model::{RungId, Runtime};
+use crate::model::{PromptEnd, RungId, Runtime, Usage};
 use crate::process::Interrupt;
 use crate::recipe::{self, ContainerConfig, Resolved};
 use crate::ui::{self, Prompter};
@@ -69,19 +71,19 @@ fn container_choice(args: &Args, config: &ContainerConfig) -> Result<Option<(Run
     let runtime = args.container.or(config.runtime).unwrap_or(Runtime::None);
     if runtime == Runtime::None {
         if args.image.is_some() && args.container.is_none() {
-            bail!(
+            return Err(Usage::error(
                 "`--image` needs a container runtime: add `--container docker` (or `podman`, `apptainer`), \
-                 or set `container: {{ runtime: ... }}` in the recipe"
-            );
+                 or set `container: { runtime: ... }` in the recipe",
+            ));
         }
         return Ok(None);
     }
     let Some(image) = args.image.clone().or_else(|| config.image.clone()) else {
-        bail!(
+        return Err(Usage::error(format!(
             "`--container {}` needs an image: give `--image IMAGE` or `container: {{ image: ... }}` in the \
              recipe (`cargo xtask container build cuda` builds `debug-ima/cuda:13.0`, see containers/README.md)",
             runtime.name()
-        );
+        )));
     };
     Ok(Some((runtime, image, config.gpus)))
 }
@@ -105,10 +107,23 @@ fn containers_for(
 
 /// Runs `debug-ima`.
 pub fn run(args: Args) -> Result<Outcome> {
+    // Interrupts are this command's from the start: Ctrl-C at a prompt comes as a key (the
+    // terminal is in raw mode) and as the SIGINT the prompt raises, and it must end the
+    // command as an interruption, with the cursor shown again, not kill the tool mid-prompt.
+    let interrupt = Interrupt::install()?;
     let interactive = !args.yes && ui::is_tty();
     let mut prompter: Box<dyn Prompter> =
         if interactive { Box::new(ui::Interactive) } else { Box::new(ui::NonInteractive) };
-    let (recipe, sets) = recipe_and_values(&args, prompter.as_mut())?;
+    // Without `nvidia-smi` (known at once) the ladder cannot run: say so before asking.
+    if interactive && !args.dry_run {
+        if let Some(gpu) = doctor::gpu_not_found() {
+            doctor::require(&doctor::Report { checks: vec![gpu] }, &[])?;
+        }
+    }
+    let (recipe, sets) = match recipe_and_values(&args, prompter.as_mut(), interactive) {
+        Ok(v) => v,
+        Err(e) => return prompt_ended(e, &interrupt),
+    };
     // Resolved first with what is known without a GPU (`{gpu_arch}` a placeholder): a
     // mistake in the recipe or a `--set` is reported before doctor runs.
     let mut supplied = host_builtins();
@@ -128,7 +143,10 @@ pub fn run(args: Args) -> Result<Outcome> {
         disabled: RungId::ALL.into_iter().filter(|id| !resolved.enabled(*id)).collect(),
         python: resolved.python,
     };
-    let plan = policy::plan(&req);
+    let mut plan = policy::plan(&req);
+    if let Some(why) = policy::empty_plan(&req, &plan) {
+        return Err(Usage::error(why));
+    }
     let choice = container_choice(&args, &resolved.container)?;
     if choice.is_some() && !args.dry_run {
         // The build's output folders are made now (the baseline would make them) so they
@@ -184,7 +202,21 @@ pub fn run(args: Args) -> Result<Outcome> {
             gpus: *gpus,
         }),
     });
-    doctor::require(&report, &plan)?;
+    if interrupt.is_set() {
+        ui::status("interrupted while checking the machine: nothing ran, no bundle was written");
+        return Ok(Outcome::Interrupted);
+    }
+    // What cannot run here is left out of the default plan, saying so; what is needed stops
+    // the run now, naming what is missing.
+    let builds_with_nvcc = resolved
+        .build
+        .as_ref()
+        .is_some_and(|b| Path::new(b.program()).file_name().is_some_and(|n| n == "nvcc"));
+    let (runnable, skipped) = doctor::gate(&report, &plan, args.rungs.is_some(), builds_with_nvcc)?;
+    for why in &skipped {
+        ui::status(why);
+    }
+    plan = runnable;
     // Now the GPU is known: `{gpu_arch}` gets GPU 0's compute capability.
     let gpus = report.gpus();
     match gpus.first().and_then(|g| g.compute_cap.clone()) {
@@ -212,7 +244,6 @@ pub fn run(args: Args) -> Result<Outcome> {
         unsafe { std::env::set_var("PATH", joined) };
     }
 
-    let interrupt = Interrupt::install()?;
     let recipe_value = serde_json::to_value(&resolved).context("cannot record the recipe")?;
     let mut bundle = Bundle::create(&bundle_root, &resolved.name, &recipe_value)?;
     bundle.start(doctor::versions(&report), plan.clone())?;
@@ -264,9 +295,17 @@ pub fn run(args: Args) -> Result<Outcome> {
         }
     }
 
+    // A rung that ran to its end is what the analysis speaks of: without one (stopped at the
+    // first prompt, Ctrl-C in the baseline, every rung skipped), nothing was learned, and the
+    // analysis's "no fault" would be read as a result.
+    let learned = bundle.manifest().rungs.iter().any(|r| r.status == RungStatus::Ran);
     // After an error with nothing found, the analysis has nothing to say: the error does.
     let mut text = if outcome.is_err() && analysis.findings.is_empty() && analysis.symptoms.is_empty() {
         String::new()
+    } else if !learned && outcome.is_ok() {
+        "nothing was learned: no rung ran to its end, so there is no result (the bundle holds the \
+         environment snapshot only); run again and let the baseline run\n"
+            .to_string()
     } else {
         render_text(&analysis) + "\n"
     };
@@ -278,6 +317,8 @@ pub fn run(args: Args) -> Result<Outcome> {
     match outcome {
         Ok(Stopped::Interrupted) => Ok(Outcome::Interrupted),
         Ok(_) if interrupt.is_set() => Ok(Outcome::Interrupted),
+        // Stopped (or everything skipped) before any rung ran: the ladder did not run.
+        Ok(_) if !learned => Ok(Outcome::Interrupted),
         Ok(_) => Ok(Outcome::Done),
         Err(e) => Err(e.context(format!("the bundle keeps what was collected: {}", bundle.root().display()))),
     }
@@ -313,11 +354,25 @@ fn available_memory() -> Option<u64> {
     }
 }
 
-/// Loads the recipe and gathers its variables' values: `--set`, then a prompt for each
-/// required one without a value.
+/// A prompt the user ended before the bundle exists: Ctrl-C is an interruption, Esc or `q`
+/// at the recipe choice a cancel; both end the command with nothing run. Any other error is
+/// returned as it is.
+fn prompt_ended(e: anyhow::Error, interrupt: &Interrupt) -> Result<Outcome> {
+    let Some(end) = PromptEnd::of(&e) else { return Err(e) };
+    if end == PromptEnd::Interrupted {
+        interrupt.trigger();
+    }
+    ui::status(&format!("{end}: nothing ran, no bundle was written"));
+    Ok(Outcome::Interrupted)
+}
+
+/// Loads the recipe and gathers its variables' values: `--set`, then, on a terminal, a
+/// prompt for each required one without a value. Without a terminal nothing is asked:
+/// resolving names every missing variable at once, with the `--set` that gives it.
 fn recipe_and_values(
     args: &Args,
     prompter: &mut dyn Prompter,
+    interactive: bool,
 ) -> Result<(recipe::Recipe, BTreeMap<String, String>)> {
     let name = match &args.recipe {
         Some(n) => n.clone(),
@@ -329,9 +384,11 @@ fn recipe_and_values(
         let (k, v) = recipe::parse_set(s)?;
         sets.insert(k, v);
     }
-    for (k, var) in recipe::missing_variables(&recipe, &sets) {
-        let v = prompter.variable(&k, &var.description, var.default.as_deref())?;
-        sets.insert(k, v);
+    if interactive {
+        for (k, var) in recipe::missing_variables(&recipe, &sets) {
+            let v = prompter.variable(&k, &var.description, var.default.as_deref())?;
+            sets.insert(k, v);
+        }
     }
     Ok((recipe, sets))
 }

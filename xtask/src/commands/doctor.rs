@@ -8,20 +8,21 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 
 use super::Outcome;
-use crate::doctor::{render, run_checks, ContainerTarget, Options};
+use crate::doctor::{json_report, render, run_checks, ContainerTarget, Options};
 use crate::model::{RungId, Runtime};
 use crate::ui;
 
 #[derive(Debug, clap::Args)]
 pub struct DoctorArgs {
-    /// Print the checks as JSON instead of a table
+    /// Print one JSON object instead of the table (fields: docs/doctor.md)
     #[arg(long)]
     pub json: bool,
     /// The directory coredumps will go to; its free space is checked
     #[arg(long, value_name = "DIR", default_value = "bundles")]
     pub coredump_dir: PathBuf,
-    /// Check only what this rung needs (repeatable); default every rung
-    #[arg(long = "rung", value_name = "RUNG", value_parser = rung_or_all)]
+    /// Check only what these rungs need (comma-separated, as `debug-ima --rungs`); default
+    /// every rung
+    #[arg(long = "rungs", alias = "rung", value_name = "RUNG", value_delimiter = ',', value_enum)]
     pub rungs: Vec<RungChoice>,
     /// Check running the ladder in a container: the runtime, the GPU plumbing, the image
     /// (`--image`) and the tools inside it
@@ -37,20 +38,37 @@ pub struct DoctorArgs {
     pub image: Option<String>,
 }
 
-/// One `--rung` value: a rung, or `all` (every rung).
+/// One `--rungs` value: a rung (parsed and listed as `debug-ima --rungs` does), or `all`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RungChoice {
     All,
     One(RungId),
 }
 
-fn rung_or_all(s: &str) -> std::result::Result<RungChoice, String> {
-    if s == "all" {
-        return Ok(RungChoice::All);
+/// Every rung in ladder order, then `all`.
+const CHOICES: [RungChoice; RungId::ALL.len() + 1] = {
+    let mut out = [RungChoice::All; RungId::ALL.len() + 1];
+    let mut i = 0;
+    while i < RungId::ALL.len() {
+        out[i] = RungChoice::One(RungId::ALL[i]);
+        i += 1;
     }
-    RungId::from_name(s)
-        .map(RungChoice::One)
-        .ok_or_else(|| format!("expected one of {}, all", RungId::names()))
+    out
+};
+
+impl clap::ValueEnum for RungChoice {
+    fn value_variants<'a>() -> &'a [Self] {
+        &CHOICES
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        match self {
+            RungChoice::One(r) => r.to_possible_value(),
+            RungChoice::All => {
+                Some(clap::builder::PossibleValue::new("all").help("Every rung (the default)"))
+            }
+        }
+    }
 }
 
 /// Runs `cargo xtask doctor`: prints the table (or JSON); [`Outcome::Mismatch`] when
@@ -74,7 +92,8 @@ pub fn run(args: DoctorArgs) -> Result<Outcome> {
     let opts = Options { coredump_dir: args.coredump_dir, need, container };
     let report = run_checks(&opts);
     let text = if args.json {
-        let mut s = serde_json::to_string_pretty(&report)?;
+        let tool = concat!(env!("CARGO_PKG_VERSION"), " (", env!("XTASK_COMMIT"), ")");
+        let mut s = serde_json::to_string_pretty(&json_report(&report, &opts.need, tool))?;
         s.push('\n');
         s
     } else {

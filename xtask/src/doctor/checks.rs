@@ -203,6 +203,21 @@ pub fn check_tool(facts: &ToolFacts) -> Check {
     check
 }
 
+/// A missing `nvcc` on a machine with a GPU: what `debug-ima` does without it, added to the
+/// fix, so that doctor and the ladder say the same. The rebuild rung is skipped, but a recipe
+/// whose build runs nvcc (the demo) cannot run at all: its every rung runs what it builds.
+pub fn explain_missing_nvcc(nvcc: &mut Check) {
+    if nvcc.status != Status::Missing {
+        return;
+    }
+    let note = "without it `debug-ima` skips the rebuild rung, and refuses a recipe whose build step runs \
+                `nvcc` (the demo, `--recipe demo`): every rung runs the target that build makes";
+    nvcc.fix = Some(match nvcc.fix.take() {
+        Some(fix) => format!("{fix}; {note}"),
+        None => note.to_string(),
+    });
+}
+
 /// The oldest driver branch a CUDA major release runs on (minor version compatibility):
 /// 13.x needs 580, 12.x 525, 11.x 450.
 pub(super) fn min_driver(cuda_major: u32) -> Option<u32> {

@@ -1,7 +1,9 @@
 //! `cargo xtask doctor`: checks what the ladder needs (a GPU and its driver, nvcc,
 //! cuobjdump, cuda-gdb, compute-sanitizer, the debugger back-end, ptrace permission, a
 //! writable TMPDIR, room for coredumps) and says how to fix what is missing. `debug-ima`
-//! runs the same checks first and stops, within seconds, when a rung it needs cannot run.
+//! runs the same checks first ([`gate`]): it skips the rungs of its default plan that cannot
+//! run here, saying so, and stops within seconds when one it needs cannot (the baseline, a
+//! rung named with `--rungs`, a build that runs a missing `nvcc`), as doctor's table says.
 //!
 //! With a container ([`Options::container`]) it also checks the runtime, the image and the
 //! GPU plumbing, and looks for the tools inside the image with one probe run there (the
@@ -33,8 +35,9 @@ pub use facts::*;
 pub use probe::*;
 pub use report::*;
 
-use crate::model::Need;
+use crate::model::{Need, RungId};
 pub use crate::process::short::Output;
+use anyhow::{bail, Result};
 use std::path::Path;
 use std::thread;
 
@@ -131,6 +134,11 @@ pub fn evaluate(facts: &Facts) -> Report {
             if let Some(b) = &facts.debugger_backend {
                 checks.push(check_debugger_backend(b));
             }
+            if facts.gpu.is_some() && checks.first().is_some_and(|g| g.status != Status::Missing) {
+                if let Some(nvcc) = checks.iter_mut().find(|c| c.name == "nvcc") {
+                    explain_missing_nvcc(nvcc);
+                }
+            }
         }
         Some(c) => {
             let runtime = check_runtime(c);
@@ -175,4 +183,64 @@ pub fn evaluate(facts: &Facts) -> Report {
         checks.push(check_core_pattern(c));
     }
     Report { checks }
+}
+
+/// Whether `nvidia-smi` cannot even be found: known at once, without running anything, so
+/// `debug-ima` can say so before it asks its questions. The check, as doctor reports it.
+pub fn gpu_not_found() -> Option<Check> {
+    let found = locate(&SystemProbe, "nvidia-smi");
+    matches!(found, Found::NotFound { .. })
+        .then(|| check_gpu(&ToolFacts { name: "nvidia-smi".to_string(), found, output: None }))
+}
+
+/// What `debug-ima` runs of `plan` on this machine, and why it leaves some out. With a rung
+/// that cannot run here: when the user named it (`explicit`, `--rungs`), or it is the
+/// baseline, or the recipe's build runs `nvcc` (`build_runs_nvcc`: every rung runs the
+/// target it builds) and `nvcc` is missing, the run stops with [`require`]'s error naming
+/// every missing check and its fix. Otherwise the rung is left out of the plan, and the
+/// second value says which and why, for the user (doctor's table says the same: "the rungs
+/// that need it will be skipped").
+pub fn gate(
+    report: &Report,
+    plan: &[RungId],
+    explicit: bool,
+    build_runs_nvcc: bool,
+) -> Result<(Vec<RungId>, Vec<String>)> {
+    let blocked = |r: RungId| report.missing_for(&[r]);
+    let nvcc = report.get("nvcc").filter(|c| c.status == Status::Missing);
+    if let (true, Some(nvcc), true) = (build_runs_nvcc, nvcc, report.has_gpu()) {
+        let mut msg = format!(
+            "this machine cannot run the ladder for this recipe: its build step runs `nvcc`, and every rung \
+             runs the target it builds\n  nvcc: {}",
+            nvcc.detail
+        );
+        if let Some(fix) = &nvcc.fix {
+            msg.push_str(&format!("\n    fix: {fix}"));
+        }
+        msg.push_str("\n`cargo xtask doctor` lists every check");
+        bail!(msg);
+    }
+    let stops = plan.iter().any(|&r| !blocked(r).is_empty() && (explicit || r == RungId::Baseline));
+    if stops || !report.has_gpu() {
+        require(report, plan)?;
+    }
+    let mut runs = Vec::new();
+    let mut skipped = Vec::new();
+    for &r in plan {
+        let missing = blocked(r);
+        if missing.is_empty() {
+            runs.push(r);
+        } else {
+            let what: Vec<String> = missing.iter().map(|c| format!("{} ({})", c.name, c.detail)).collect();
+            skipped.push(format!(
+                "skipping {r}: it needs what is missing here: {}; `cargo xtask doctor` says how to fix it",
+                what.join(", ")
+            ));
+        }
+    }
+    if runs.is_empty() {
+        // Only a plan without the baseline gets here: every rung in it is blocked.
+        require(report, plan)?;
+    }
+    Ok((runs, skipped))
 }

@@ -233,6 +233,48 @@ pub fn require(report: &Report, rungs: &[RungId]) -> Result<()> {
     bail!(msg)
 }
 
+/// The version of `doctor --json`'s shape: raised when a field is removed or changes meaning
+/// (adding one does not change it). docs/doctor.md lists the fields.
+pub const JSON_SCHEMA: u32 = 1;
+
+/// `doctor --json`: the report and what it means for the rungs asked about, one object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct JsonReport<'a> {
+    /// [`JSON_SCHEMA`].
+    pub schema: u32,
+    /// The tool's version and commit (`0.1.0 (abc1234 2026-12-01)`).
+    pub tool: String,
+    /// The rungs checked for (`--rungs`), every rung when none was asked.
+    pub rungs: Vec<&'static str>,
+    /// Nothing those rungs need is `missing` (warnings allowed): doctor exits 0.
+    pub ready: bool,
+    /// `nvidia-smi` listed a usable GPU.
+    pub gpu: bool,
+    /// The names of the `missing` checks those rungs need.
+    pub missing: Vec<&'a str>,
+    /// The names of the `warn` checks those rungs need.
+    pub warnings: Vec<&'a str>,
+    /// Every check that ran, in table order.
+    pub checks: &'a [Check],
+}
+
+/// The `doctor --json` object for `report`, checked for `rungs` (empty: every rung); `tool`
+/// is the version line.
+pub fn json_report<'a>(report: &'a Report, rungs: &[RungId], tool: &str) -> JsonReport<'a> {
+    let names = |checks: Vec<&'a Check>| checks.into_iter().map(|c| c.name.as_str()).collect();
+    let asked: Vec<RungId> = if rungs.is_empty() { RungId::ALL.to_vec() } else { rungs.to_vec() };
+    JsonReport {
+        schema: JSON_SCHEMA,
+        tool: tool.to_string(),
+        rungs: asked.iter().map(|r| r.name()).collect(),
+        ready: report.missing_for(rungs).is_empty(),
+        gpu: report.has_gpu(),
+        missing: names(report.missing_for(rungs)),
+        warnings: names(report.warnings_for(rungs)),
+        checks: &report.checks,
+    }
+}
+
 /// Tool name to version line, for the bundle manifest: `gpu` (the `nvidia-smi` lines),
 /// `driver`, `nvcc`, `cuobjdump`, `cuda-gdb`, `compute-sanitizer` (with a container, as
 /// found inside the image), `runtime` (`docker 20.10.24+dfsg1`) and `image` (its id),

@@ -198,6 +198,8 @@ pub struct Nearest {
     pub distance: u64,
     /// True when the access is before the allocation, false when after it.
     pub before: bool,
+    /// The allocation's start: a hex string in JSON (`"0x7f..."`), like every address.
+    #[serde(serialize_with = "ser_hex")]
     pub allocation: u64,
     pub allocation_size: u64,
 }
@@ -405,6 +407,12 @@ pub struct Evidence {
     /// the reader of a bundle (from the rung's command), not by the parsers.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub launch_blocking: bool,
+    /// The run of the program this input belongs to, where the reader knows it (the bundle
+    /// the file is in): a host frame is joined to a kernel only from the same run, or from an
+    /// input that names the kernel or the program's own sources. Set by the reader, not the
+    /// parsers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     /// compute-sanitizer's `ERROR SUMMARY: N errors`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_summary: Option<u64>,
@@ -447,6 +455,10 @@ pub trait LineParser {
     fn line(&mut self, line: &str, ctx: LineCtx);
     /// Called once after the last line; moves what was found into `ev`.
     fn finish(&mut self, ev: &mut Evidence);
+}
+
+fn ser_hex<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{v:#x}"))
 }
 
 fn ser_hex_opt<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {

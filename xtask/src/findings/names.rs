@@ -79,6 +79,133 @@ pub fn compact_signature(name: &str) -> String {
     out
 }
 
+/// The one form a kernel is shown in, whichever tool printed it: demangled, spaced as
+/// cpp_demangle prints it (`scatter(float const*, int)`: `const` after the type it qualifies,
+/// as compute-sanitizer's `const float *` and cuda-gdb's `float const*` both become), no
+/// leading return type (`void k<float>(...)` -> `k<float>(...)`) and `(void)` as `()`.
+/// Names that compare equal by [`kernel_key`] and differ only in these render the same.
+pub fn display_kernel(name: &str) -> String {
+    let compact = compact_signature(&pretty(name));
+    let mut s = compact.as_str();
+    if let Some(rest) = s.strip_prefix("void ") {
+        if rest.contains('(') {
+            s = rest;
+        }
+    }
+    let Some(open) = params_start(s) else { return s.to_string() };
+    let Some(close) = matching_close(s, open) else { return s.to_string() };
+    let inner = &s[open + 1..close];
+    let params: Vec<String> = split_top(inner).into_iter().map(canonical_param).collect();
+    let params = if params.len() == 1 && params[0] == "void" { String::new() } else { params.join(", ") };
+    format!("{}({params}){}", &s[..open], &s[close + 1..])
+}
+
+/// The byte index of the `(` that opens the parameter list: the first at template depth 0
+/// that is not `(anonymous namespace)`.
+fn params_start(s: &str) -> Option<usize> {
+    const ANONYMOUS: &str = "(anonymous namespace)";
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < s.len() {
+        let rest = &s[i..];
+        if rest.starts_with(ANONYMOUS) {
+            i += ANONYMOUS.len();
+            continue;
+        }
+        let c = rest.chars().next()?;
+        match c {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            '(' if depth == 0 => return Some(i),
+            _ => {}
+        }
+        i += c.len_utf8();
+    }
+    None
+}
+
+/// The `)` that closes the `(` at `open`.
+fn matching_close(s: &str, open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in s[open..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(open + i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A parameter list split at its top-level commas.
+fn split_top(inner: &str) -> Vec<&str> {
+    if inner.trim().is_empty() {
+        return Vec::new();
+    }
+    let (mut depth, mut start, mut out) = (0usize, 0usize, Vec::new());
+    for (i, c) in inner.char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                out.push(inner[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(inner[start..].trim());
+    out
+}
+
+/// `const float*` -> `float const*`, `const int` -> `int const`: a leading cv-qualifier moves
+/// behind the type it qualifies, where cpp_demangle prints it.
+fn canonical_param(p: &str) -> String {
+    for q in ["const ", "volatile "] {
+        if let Some(rest) = p.strip_prefix(q) {
+            let rest = canonical_param(rest);
+            let q = q.trim_end();
+            let cut = rest.find(['*', '&']).unwrap_or(rest.len());
+            let (base, ptr) = rest.split_at(cut);
+            return format!("{} {q}{ptr}", base.trim_end());
+        }
+    }
+    p.to_string()
+}
+
+/// The most complete spelling of a source file among `seen` (the same file as other tools
+/// printed it): `oob_write.cu` becomes `/src/probe/oob_write.cu` when that was seen; the file
+/// itself when no longer spelling ends with `/<file>`. Ties go to the first in sort order.
+pub fn fullest<'a>(file: &'a str, seen: impl IntoIterator<Item = &'a str>) -> &'a str {
+    let mut best = file;
+    for c in seen {
+        let longer = c.len() > file.len() && c.ends_with(file) && c[..c.len() - file.len()].ends_with('/');
+        if longer && (c.len() > best.len() || (c.len() == best.len() && c < best)) {
+            best = c;
+        }
+    }
+    best
+}
+
+/// A path inside one of the user's source trees (`roots`, absolute) relative to it
+/// (`/work/app/src/k.cu` -> `src/k.cu`); any other path as it is.
+pub fn relative_to_roots(path: &str, roots: &[String]) -> String {
+    for r in roots {
+        let r = r.trim_end_matches('/');
+        if let Some(rest) = path.strip_prefix(r).and_then(|p| p.strip_prefix('/')) {
+            if !r.is_empty() && !rest.is_empty() {
+                return rest.to_string();
+            }
+        }
+    }
+    path.to_string()
+}
+
 /// True for paths that belong to Python, PyTorch, Triton or other installed libraries
 /// rather than the user's code: the first user frame skips these.
 pub fn is_library_path(path: &str) -> bool {
@@ -191,6 +318,36 @@ mod tests {
     }
 
     #[test]
+    fn one_display_form_whichever_tool_printed_the_kernel() {
+        // compute-sanitizer 2025.3 and cuda-gdb 13.0 on the same kernel (tests/fixtures/h200/oob_read).
+        let cpp = "gather_rows(float const*, long long const*, float*, int)";
+        assert_eq!(display_kernel("gather_rows(const float *, const long long *, float *, int)"), cpp);
+        assert_eq!(display_kernel(cpp), cpp);
+        assert_eq!(display_kernel("_Z11gather_rowsPKfPKxPfi"), cpp);
+        assert_eq!(display_kernel("void k<float>(float*, int)"), "k<float>(float*, int)");
+        assert_eq!(display_kernel("k(void)"), "k()");
+        assert_eq!(display_kernel("f(const volatile int *, const int)"), "f(int volatile const*, int const)");
+        assert_eq!(
+            display_kernel("void at::native::(anonymous namespace)::k<float, long>(const float *, void)"),
+            "at::native::(anonymous namespace)::k<float, long>(float const*, void)"
+        );
+        assert_eq!(display_kernel("gather_kv_kernel"), "gather_kv_kernel");
+        assert_eq!(display_kernel("k(int*"), "k(int*");
+    }
+
+    #[test]
+    fn the_fullest_spelling_and_paths_relative_to_roots() {
+        let seen = ["oob_write.cu", "/src/probe/oob_write.cu", "/other/not_oob_write.cu"];
+        assert_eq!(fullest("oob_write.cu", seen), "/src/probe/oob_write.cu");
+        assert_eq!(fullest("/src/probe/oob_write.cu", seen), "/src/probe/oob_write.cu");
+        assert_eq!(fullest("x.cu", seen), "x.cu");
+        let roots = ["/work/main/".to_string()];
+        assert_eq!(relative_to_roots("/work/main/tests/gpu/a.cu", &roots), "tests/gpu/a.cu");
+        assert_eq!(relative_to_roots("/work/mainly/a.cu", &roots), "/work/mainly/a.cu");
+        assert_eq!(relative_to_roots("a.cu", &roots), "a.cu");
+    }
+
+    #[test]
     fn library_paths() {
         assert!(is_library_path("/opt/torch/.venv/lib/python3.12/site-packages/torch/cuda/graphs.py"));
         assert!(!is_library_path("/src/probe/graph_ima.py"));
@@ -241,6 +398,7 @@ mod tests {
                 prop_assert!(key.len() <= pretty(s).len(), "{key} from {s}");
                 let _ = demangle(s);
                 let _ = compact_signature(s);
+                let _ = display_kernel(s);
                 let _ = is_library_path(s);
                 let _ = is_toolkit_source(s);
                 let _ = base_name(s);

@@ -49,16 +49,21 @@ pub fn grouped(n: u64) -> String {
     out
 }
 
-fn fault_line(f: &Fault) -> String {
+/// A finding in one line. `spelt`: the files the findings of the same kernel printed, so that
+/// a file is shown in its most complete spelling whichever tool printed it.
+fn fault_line(f: &Fault, spelt: &[&str]) -> String {
     let mut s = String::new();
     if let Some(e) = &f.error {
         s.push_str(e.as_str());
     }
     if let Some(k) = &f.kernel {
-        write!(s, " in `{}`", names::compact_signature(k)).unwrap();
+        // The mangled name where the tool printed one: compute-sanitizer's text names template
+        // parameters (`T1*`) where the symbol has the arguments (`float*`).
+        let full = f.mangled.as_deref().filter(|m| m.starts_with("_Z")).and_then(names::demangle);
+        write!(s, " in `{}`", names::display_kernel(full.as_deref().unwrap_or(k))).unwrap();
     }
     if let Some(l) = &f.location {
-        write!(s, " at {l}").unwrap();
+        write!(s, " at {}:{}", names::fullest(&l.file, spelt.iter().copied()), l.line).unwrap();
     }
     if f.count > 1 {
         write!(s, ", {} records", grouped(f.count)).unwrap();
@@ -193,11 +198,23 @@ pub fn render_text(a: &Analysis) -> String {
     }
     if !a.findings.is_empty() {
         writeln!(s, "\nfindings:").unwrap();
-        for f in &a.findings {
-            writeln!(s, "  {}: {}", f.origin, fault_line(&f.item)).unwrap();
+        let keys: Vec<Option<String>> =
+            a.findings.iter().map(|f| f.item.kernel.as_deref().map(names::kernel_key)).collect();
+        for (f, key) in a.findings.iter().zip(&keys) {
+            let spelt: Vec<&str> = a
+                .findings
+                .iter()
+                .zip(&keys)
+                .filter(|(_, k)| key.is_some() && *k == key)
+                .filter_map(|(g, _)| g.item.location.as_ref().map(|l| l.file.as_str()))
+                .collect();
+            writeln!(s, "  {}: {}", f.origin, fault_line(&f.item, &spelt)).unwrap();
         }
     }
-    let mut extra = String::new();
+    // Several files of one input share its origin (a tool's `.log` and `.stderr.log`), and
+    // one note can come from several files: each line and each name is said once, in order,
+    // with how many times it was seen.
+    let mut extra: Vec<String> = Vec::new();
     let unknown: Vec<&str> = a
         .inputs
         .iter()
@@ -205,7 +222,7 @@ pub fn render_text(a: &Analysis) -> String {
         .map(|i| i.origin.as_str())
         .collect();
     if !unknown.is_empty() {
-        writeln!(extra, "  no known tool's output in: {}", unknown.join(", ")).unwrap();
+        extra.push(format!("  no known tool's output in: {}", counted(&unknown, "files").join(", ")));
     }
     let empty: Vec<&str> = a
         .inputs
@@ -214,38 +231,67 @@ pub fn render_text(a: &Analysis) -> String {
         .map(|i| i.origin.as_str())
         .collect();
     if !empty.is_empty() {
-        writeln!(extra, "  empty: {}", empty.join(", ")).unwrap();
+        extra.push(format!("  empty: {}", counted(&empty, "files").join(", ")));
     }
+    let mut seen: Vec<String> = Vec::new();
     for i in &a.inputs {
         for w in &i.waits {
-            writeln!(extra, "  {}: process {} on {} waits for a debugger", i.origin, w.pid, w.host).unwrap();
+            seen.push(format!("  {}: process {} on {} waits for a debugger", i.origin, w.pid, w.host));
         }
         for c in &i.coredumps {
-            writeln!(extra, "  {}: coredump written to {}", i.origin, c.path).unwrap();
+            seen.push(format!("  {}: coredump written to {}", i.origin, c.path));
         }
         for e in &i.api_errors {
-            writeln!(extra, "  {}: {} on `{}` ({}) x{}", i.origin, e.error, e.api, e.message, e.count)
-                .unwrap();
+            seen.push(format!("  {}: {} on `{}` ({}) x{}", i.origin, e.error, e.api, e.message, e.count));
         }
         if let Some(n) = i.error_summary {
-            writeln!(extra, "  {}: compute-sanitizer ERROR SUMMARY: {} errors", i.origin, grouped(n))
-                .unwrap();
+            seen.push(format!("  {}: compute-sanitizer ERROR SUMMARY: {} errors", i.origin, grouped(n)));
         }
         for n in i.notes.iter().filter(|n| !n.starts_with(NOT_RECOGNISED) && !n.starts_with(EMPTY)) {
-            writeln!(extra, "  {}: {n}", i.origin).unwrap();
+            seen.push(format!("  {}: {n}", i.origin));
         }
     }
+    let seen: Vec<&str> = seen.iter().map(String::as_str).collect();
+    extra.extend(counted(&seen, "times"));
     if !extra.is_empty() {
         writeln!(s, "\nalso seen:").unwrap();
-        s.push_str(&extra);
+        for line in extra {
+            writeln!(s, "{line}").unwrap();
+        }
     }
     s
+}
+
+/// Each item once, in the order first seen, with ` (N what)` when it was seen N > 1 times.
+fn counted(items: &[&str], what: &str) -> Vec<String> {
+    let mut order: Vec<(&str, usize)> = Vec::new();
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for &item in items {
+        match at.get(item) {
+            Some(&i) => order[i].1 += 1,
+            None => {
+                at.insert(item, order.len());
+                order.push((item, 1));
+            }
+        }
+    }
+    order
+        .into_iter()
+        .map(|(item, n)| if n > 1 { format!("{item} ({n} {what})") } else { item.to_string() })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn repeats_are_said_once_in_order_with_a_count() {
+        let items = ["baseline/build", "coredump", "baseline/build", "baseline/build"];
+        assert_eq!(counted(&items, "files"), ["baseline/build (3 files)", "coredump"]);
+        assert_eq!(counted(&[], "files"), Vec::<String>::new());
+    }
 
     #[test]
     fn thousands() {

@@ -435,8 +435,8 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
     let kernel = members
         .iter()
         .filter_map(|&i| kernel_of(&findings[i].item))
-        .max_by_key(|k| (k.contains('('), k.len()))
-        .map(names::compact_signature)
+        .max_by_key(|k| (k.contains('('), names::display_kernel(k).len()))
+        .map(names::display_kernel)
         .unwrap_or_default();
 
     // Location: the primary finding's chain, falling back to any member with one.
@@ -455,7 +455,15 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         Some((l, lib)) => (Some(l.clone()), lib),
         None => (None, false),
     };
-    let inlined = if loc_chain.len() > 1 { loc_chain.clone() } else { Vec::new() };
+    // One spelling per file: the most complete one the kernel's own findings printed (cuda-gdb
+    // may print `x.cu` where memcheck printed `/src/x.cu`), relative to the user's trees.
+    let spelt: Vec<String> = members.iter().flat_map(|&i| chain(&findings[i].item)).map(|l| l.file).collect();
+    let canonical = |l: &SourceLoc| SourceLoc {
+        file: names::relative_to_roots(names::fullest(&l.file, spelt.iter().map(String::as_str)), roots),
+        line: l.line,
+    };
+    let user = user.as_ref().map(canonical);
+    let inlined = if loc_chain.len() > 1 { loc_chain.iter().map(canonical).collect() } else { Vec::new() };
 
     let error = pick_error(members.iter().map(|&i| &findings[i].item), &symptoms);
 
@@ -495,9 +503,21 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         .filter_map(|&i| findings[i].item.access.clone())
         .max_by_key(|a| (a.nearest.is_some(), a.address.is_some()));
 
-    let launch_site =
-        pick_launch_site(members.iter().map(|&i| &findings[i].item), &symptoms, inputs, &kernel);
-    let surfaced_at = pick_surfaced(&symptoms, inputs);
+    // Host frames only from the inputs of the kernel's own runs: never a traceback of another
+    // program that happens to lie in the same folder.
+    let member_origins: HashSet<&str> = members.iter().map(|&i| findings[i].origin.as_str()).collect();
+    let related = related_inputs(inputs, &member_origins, &names::kernel_key(&kernel));
+    let inputs_related: Vec<Evidence> =
+        inputs.iter().filter(|e| related.contains(e.origin.as_str())).cloned().collect();
+    let symptoms_related: Vec<Located<Symptom>> =
+        symptoms.iter().filter(|s| related.contains(s.origin.as_str())).cloned().collect();
+    let launch_site = pick_launch_site(
+        members.iter().map(|&i| &findings[i].item),
+        &symptoms_related,
+        &inputs_related,
+        &kernel,
+    );
+    let surfaced_at = pick_surfaced(&symptoms_related, &inputs_related);
 
     // Inputs in a bundle are named `rung/file`; the verdict names the rungs.
     let mut rungs: Vec<String> = Vec::new();
@@ -550,7 +570,7 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
             "{} also report{} `{}`{at}",
             origins.join(", "),
             if origins.len() == 1 { "s" } else { "" },
-            names::compact_signature(k)
+            names::display_kernel(k)
         ));
     }
 
@@ -637,6 +657,54 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         remarks,
     };
     Analysis { verdict: Some(verdict), conclusion, findings, symptoms, inputs: summaries }
+}
+
+/// The origins of the inputs whose host frames may be joined to the kernel (`kernel_key`):
+/// those with a finding of it (`members`); those of the same run (the same [`Evidence::group`],
+/// a bundle); those whose host stacks name the kernel; and those that name one of the user's
+/// source files (by file name, outside libraries and the toolkit) that the kernel's own inputs
+/// name, which tells one program's loose recordings from another's.
+fn related_inputs<'a>(inputs: &'a [Evidence], members: &HashSet<&str>, kernel_key: &str) -> HashSet<&'a str> {
+    let own: Vec<&Evidence> = inputs.iter().filter(|e| members.contains(e.origin.as_str())).collect();
+    let groups: HashSet<&str> = own.iter().filter_map(|e| e.group.as_deref()).collect();
+    let sources = |e: &'a Evidence| -> HashSet<&'a str> {
+        let mut files: Vec<&str> = Vec::new();
+        for f in &e.faults {
+            files.extend(f.location.iter().chain(&f.inlined).map(|l| l.file.as_str()));
+            files.extend(f.host_frames.iter().filter_map(|h| h.file.as_deref()));
+        }
+        for sy in &e.symptoms {
+            files.extend(sy.reported_at.iter().map(|l| l.file.as_str()));
+            files.extend(sy.python_frames.iter().filter_map(|h| h.file.as_deref()));
+        }
+        for st in &e.host_stacks {
+            files.extend(st.frames.iter().filter_map(|h| h.file.as_deref()));
+        }
+        files
+            .into_iter()
+            .filter(|p| !names::is_library_path(p) && !names::is_toolkit_source(p))
+            .map(names::base_name)
+            .collect()
+    };
+    let own_sources: HashSet<&str> = own.iter().flat_map(|e| sources(e)).collect();
+    let names_kernel = |e: &Evidence| {
+        e.host_stacks.iter().flat_map(|st| &st.frames).any(|f| {
+            f.function.as_deref().is_some_and(|n| {
+                let n = n.strip_prefix("__device_stub__").unwrap_or(n);
+                keys_match(&names::kernel_key(n), kernel_key)
+            })
+        })
+    };
+    inputs
+        .iter()
+        .filter(|e| {
+            members.contains(e.origin.as_str())
+                || e.group.as_deref().is_some_and(|g| groups.contains(g))
+                || names_kernel(e)
+                || sources(e).iter().any(|f| own_sources.contains(f))
+        })
+        .map(|e| e.origin.as_str())
+        .collect()
 }
 
 /// Whether a host frame is the launch machinery rather than the caller of the launch: the

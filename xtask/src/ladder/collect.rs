@@ -1,5 +1,5 @@
 //! The `collect` commands: the recipe's own (`vllm collect-env`) and the environment snapshot
-//! (`git describe` of the target's source, `pip freeze`, PyTorch's `collect_env`), run one
+//! (`git describe` in the target's source tree, `pip freeze`, PyTorch's `collect_env`), run one
 //! after the other in the background beside the climb into `env/NAME`. None of it is
 //! needed to find the fault: a failure is a note.
 //!
@@ -35,8 +35,19 @@ pub fn invocation(r: &Resolved, c: &Collect) -> Invocation {
 /// container: `git describe` of the host's checkout.
 pub const SNAPSHOT_ON_HOST: &str = layout::GIT_DESCRIBE;
 
+/// The target's source tree, where `git describe` runs: the build step's folder (the tree
+/// that is built: `{vllm_src}`), else the run step's, else the folder the tool was started
+/// in (`{cwd}`, after `-C DIR`). Never the tool's own checkout, unless the target is there.
+pub fn source_dir(r: &Resolved) -> Option<PathBuf> {
+    r.build
+        .as_ref()
+        .and_then(|b| b.cwd.clone())
+        .or_else(|| r.run.cwd.clone())
+        .or_else(|| r.vars.get("cwd").map(PathBuf::from))
+}
+
 /// The environment snapshot taken before the baseline, besides the recipe's own `collect`
-/// commands: `git describe --always --dirty` of the target's source (its working directory),
+/// commands: `git describe --always --dirty` of the target's source ([`source_dir`]),
 /// and for Python targets `pip freeze` and PyTorch's `collect_env` (unless the recipe already
 /// collects a `collect-env`), with the target's Python.
 pub fn snapshot(r: &Resolved) -> Vec<Collect> {
@@ -92,7 +103,7 @@ pub struct Collected {
 
 /// The recipe's `collect` commands, then the environment snapshot ([`snapshot`],
 /// quiet), as jobs in the order they run: each in the image when there is one, except `git
-/// describe`: the source is the host's checkout.
+/// describe`: the source is the host's checkout, and it runs in [`source_dir`].
 pub fn jobs(r: &Resolved, containers: Option<&Containers>) -> Vec<Job> {
     let job = |i: usize, c: &Collect, quiet: bool| {
         let place = match containers {
@@ -101,7 +112,11 @@ pub fn jobs(r: &Resolved, containers: Option<&Containers>) -> Vec<Job> {
             }
             _ => Place::Host,
         };
-        Job { name: c.name.clone(), inv: invocation(r, c), place, quiet }
+        let mut inv = invocation(r, c);
+        if c.name == SNAPSHOT_ON_HOST {
+            inv.cwd = source_dir(r).or(inv.cwd);
+        }
+        Job { name: c.name.clone(), inv, place, quiet }
     };
     let snapshot = snapshot(r);
     let all = r.collect.iter().map(|c| (c, false)).chain(snapshot.iter().map(|c| (c, true)));

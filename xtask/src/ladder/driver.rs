@@ -23,7 +23,7 @@ use crate::findings::verdict::{decide, decide_in, Analysis};
 use crate::findings::Evidence;
 use crate::launch::container::Containers;
 use crate::launch::{self, Place};
-use crate::model::{Exit, Role, RungId};
+use crate::model::{Exit, PromptEnd, Role, RungId};
 use crate::process::{self, Control, Interrupt, Stream};
 use crate::recipe::Resolved;
 use crate::redact::Redaction;
@@ -167,7 +167,17 @@ impl State<'_, '_> {
             };
             let rung = rung::get(id);
             index += 1;
-            match prompter.before_rung(id.name(), rung.describe())? {
+            let choice = match prompter.before_rung(id.name(), rung.describe()) {
+                Ok(c) => c,
+                // Ctrl-C at the prompt (a key in the terminal's raw mode): an interruption
+                // like the signal, whether or not one came too.
+                Err(e) if PromptEnd::of(&e) == Some(PromptEnd::Interrupted) => {
+                    self.climb.interrupt.trigger();
+                    return Ok(Stopped::Interrupted);
+                }
+                Err(e) => return Err(e),
+            };
+            match choice {
                 Choice::Run => {}
                 Choice::Skip => {
                     self.done.push((id, RungOutcome::Skipped));

@@ -46,7 +46,11 @@ pub fn render(climb: &Climb, bundle: &Path) -> String {
     for planned in steps(climb, bundle) {
         if last != Some(planned.rung) {
             let i = climb.plan.iter().position(|r| *r == planned.rung).unwrap_or(0) + 1;
-            s.push_str(&format!("\n{i}. {}: {}\n", planned.rung, rung::get(planned.rung).describe()));
+            s.push_str(&format!(
+                "\n{i}. {}: {}\n",
+                planned.rung,
+                rung::get(planned.rung).describe_for(climb.debug)
+            ));
             last = Some(planned.rung);
         }
         // Redacted as the run records it (`command.txt`): a plan gets pasted into issues too.

@@ -42,6 +42,32 @@ pub fn plan(req: &Request) -> Vec<RungId> {
     rungs
 }
 
+/// Why `plan` (made by [`plan`] from `req`) runs nothing, for the user, naming what to do;
+/// `None` when some rung will run. Only the rebuild is ever dropped from `--rungs` (a recipe
+/// without a `build:` step), and only the recipe's `enabled: false` empties the default plan.
+pub fn empty_plan(req: &Request, plan: &[RungId]) -> Option<String> {
+    if !plan.is_empty() {
+        return None;
+    }
+    Some(match &req.rungs {
+        Some(asked) if asked.contains(&RungId::Rebuild) && !req.has_build => format!(
+            "`--rungs {}`: the {} rung rebuilds the target with the recipe's `build:` step, and this recipe \
+             has none, so nothing would run: add a `build:` step to the recipe (docs/recipes.md), or ask \
+             for rungs that run the target as it is (`--rungs {},{}`)",
+            asked.iter().map(|r| r.name()).collect::<Vec<_>>().join(","),
+            RungId::Rebuild,
+            RungId::Baseline,
+            RungId::Coredump
+        ),
+        Some(_) => "`--rungs` names no rung: give at least one (`--rungs baseline`)".to_string(),
+        None => format!(
+            "the recipe's `rungs:` section disables every rung (`enabled: false`), so nothing would run: \
+             enable one, or name the rungs to run with `--rungs` (one of {})",
+            RungId::names()
+        ),
+    })
+}
+
 /// What happened in a rung, as far as the policy cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RungOutcome {
@@ -246,6 +272,24 @@ mod tests {
 
     fn ran(faulted: bool) -> RungOutcome {
         RungOutcome::Ran { faulted, yielded: true }
+    }
+
+    /// A plan that runs nothing is refused with the reason: `--rungs rebuild` without a
+    /// build, or a recipe that disables every rung.
+    #[test]
+    fn an_empty_plan_says_why() {
+        let only_rebuild = Request { rungs: Some(vec![RungId::Rebuild]), ..Request::default() };
+        let p = plan(&only_rebuild);
+        assert!(p.is_empty());
+        let why = empty_plan(&only_rebuild, &p).unwrap();
+        assert!(why.starts_with("`--rungs rebuild`: the rebuild rung"), "{why}");
+        assert!(why.contains("add a `build:` step"), "{why}");
+        let with_build = Request { has_build: true, ..only_rebuild.clone() };
+        assert_eq!(empty_plan(&with_build, &plan(&with_build)), None);
+        let all_off = Request { disabled: RungId::ALL.to_vec(), ..Request::default() };
+        let why = empty_plan(&all_off, &plan(&all_off)).unwrap();
+        assert!(why.contains("disables every rung"), "{why}");
+        assert_eq!(empty_plan(&Request::default(), &plan(&Request::default())), None);
     }
 
     /// The analysis of recordings of tests/gpu/programs/shared_atomic.cu on an H200: the

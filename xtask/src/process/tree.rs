@@ -145,8 +145,31 @@ fn list() -> Vec<Proc> {
 
 /// The value of [`MARK_VAR`] in the environment of `pid`, if it can be read and has one.
 fn mark_of(pid: i32) -> Option<String> {
-    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    mark_in(&env).map(|m| String::from_utf8_lossy(m).into_owned())
+    match env_mark(pid) {
+        EnvMark::Marked(m) => Some(m),
+        EnvMark::Unmarked | EnvMark::Unknown => None,
+    }
+}
+
+/// What the environment of a process says of its run.
+enum EnvMark {
+    /// It carries a run's mark.
+    Marked(String),
+    /// It has an environment, without a mark: it cleared what it inherited (`env -i`).
+    Unmarked,
+    /// Its environment cannot be read, or reads empty: it may be in the middle of an
+    /// `execve` (the kernel shows no environment then), or gone.
+    Unknown,
+}
+
+fn env_mark(pid: i32) -> EnvMark {
+    match std::fs::read(format!("/proc/{pid}/environ")) {
+        Ok(env) if !env.is_empty() => match mark_in(&env) {
+            Some(m) => EnvMark::Marked(String::from_utf8_lossy(m).into_owned()),
+            None => EnvMark::Unmarked,
+        },
+        _ => EnvMark::Unknown,
+    }
 }
 
 /// [`MARK_VAR`]'s value in a NUL-separated environment block.
@@ -186,10 +209,16 @@ fn select(scope: Scope) -> Vec<i32> {
             let orphan = match scope {
                 Scope::Tool => true,
                 // An orphan that no other live run claims: its run is over, or it cleared its
-                // environment.
+                // environment. One whose environment reads empty may be a live run's process
+                // caught in an `execve` (a double fork's grandchild starting): it is left to a
+                // later sweep, at the latest the tool's own at its end.
                 Scope::Run(run) => {
                     !registered.contains(&p.pid)
-                        && mark_of(p.pid).is_none_or(|m| m == run.mark || !live.contains(&m))
+                        && match env_mark(p.pid) {
+                            EnvMark::Marked(m) => m == run.mark || !live.contains(&m),
+                            EnvMark::Unmarked => true,
+                            EnvMark::Unknown => false,
+                        }
                 }
             };
             if orphan {

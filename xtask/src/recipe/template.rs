@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::model::Runtime;
+use crate::model::{Runtime, Usage};
 
 use super::types::*;
 use super::words::*;
@@ -206,7 +206,8 @@ pub fn missing_variables(r: &Recipe, sets: &BTreeMap<String, String>) -> Vec<(St
 /// Fills every variable (from `sets`, else the default) and expands the recipe, in the
 /// current directory, with the supplied built-ins (`gpu_arch`, `max_jobs`: see
 /// [`SUPPLIED_BUILTINS`]; those not given keep their placeholder text). Errors name what
-/// is missing and the `--set NAME=VALUE` that gives it.
+/// is missing and the `--set NAME=VALUE` that gives it: every missing variable at once, and
+/// every unknown `--set`, as [`Usage`] errors.
 pub fn resolve(
     r: &Recipe,
     sets: &BTreeMap<String, String>,
@@ -248,12 +249,12 @@ pub fn resolve_in_with(
                 r.variables.keys().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
             )
         };
-        bail!(
+        return Err(Usage::error(format!(
             "recipe `{}` has no variable {}: {declared} (`cargo xtask recipe show {}` lists them)",
             r.name,
             unknown.iter().map(|k| format!("`{k}` (from `--set {k}=...`)")).collect::<Vec<_>>().join(", "),
             show_arg(r)
-        );
+        )));
     }
     let missing = missing_variables(r, sets);
     if !missing.is_empty() {
@@ -270,11 +271,11 @@ pub fn resolve_in_with(
             .join(" and ");
         let flags = missing.iter().map(|(k, _)| format!("--set {k}=VALUE")).collect::<Vec<_>>().join(" ");
         let s = if missing.len() == 1 { "" } else { "s" };
-        bail!(
+        return Err(Usage::error(format!(
             "recipe `{}` needs a value for {what}: pass `{flags}` (no default for {} variable{s})",
             r.name,
             missing.len()
-        );
+        )));
     }
     let vars = variable_values(r, sets, cwd, supplied)?;
     resolve_with(r, vars, cwd)

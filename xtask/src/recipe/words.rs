@@ -5,20 +5,25 @@
 
 use anyhow::{anyhow, bail, Result};
 
+use crate::model::Usage;
+
 // ---------------------------------------------------------------------------------------
 // Words and `--set`
 // ---------------------------------------------------------------------------------------
 
 /// Parses `--set NAME=VALUE` (the value may be empty and may contain `=`).
+/// Its errors are [`Usage`] errors: the command line is wrong.
 pub fn parse_set(s: &str) -> Result<(String, String)> {
     let Some((name, value)) = s.split_once('=') else {
-        bail!("`--set {s}`: expected NAME=VALUE, e.g. `--set arch=sm_90`");
+        return Err(Usage::error(format!("`--set {s}`: expected NAME=VALUE, e.g. `--set arch=sm_90`")));
     };
     if !is_identifier(name) {
-        bail!("`--set {s}`: `{name}` is not a variable name (letters, digits and `_`); expected NAME=VALUE");
+        return Err(Usage::error(format!(
+            "`--set {s}`: `{name}` is not a variable name (letters, digits and `_`); expected NAME=VALUE"
+        )));
     }
     if value.contains('\0') {
-        bail!("`--set {name}=...`: the value contains a NUL character");
+        return Err(Usage::error(format!("`--set {name}=...`: the value contains a NUL character")));
     }
     Ok((name.to_string(), value.to_string()))
 }

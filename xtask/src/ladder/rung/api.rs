@@ -19,6 +19,12 @@ pub trait Rung: Sync {
     fn id(&self) -> RungId;
     /// What the rung does and what it costs, for the prompt before it runs.
     fn describe(&self) -> &'static str;
+    /// The description at a debug level: the dry-run's heading names the flags the build
+    /// really gets (`-G -g` under `--device-debug`), not the default's.
+    fn describe_for(&self, debug: Debug) -> String {
+        let _ = debug;
+        self.describe().to_string()
+    }
     /// Whether the rung is of use only when the target faults (then a clean baseline skips it).
     fn needs_fault(&self) -> bool {
         false

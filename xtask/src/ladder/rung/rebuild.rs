@@ -25,6 +25,14 @@ impl Rung for Rebuild {
          binaries carry line info with `cuobjdump` (one full build)"
     }
 
+    fn describe_for(&self, debug: Debug) -> String {
+        format!(
+            "rebuild with `NVCC_PREPEND_FLAGS=\"{}\"`, compilation caches off, and check the binaries \
+             carry line info with `cuobjdump` (one full build)",
+            debug.flags()
+        )
+    }
+
     fn applies(&self, r: &Resolved) -> bool {
         r.build.is_some()
     }
@@ -155,5 +163,15 @@ mod tests {
         let li = std::fs::read_to_string(format!("{dir}/cuobjdump-elf-lineinfo.txt")).unwrap();
         assert_eq!(count_line_sections(&plain), 0);
         assert_eq!(count_line_sections(&li), 10);
+    }
+
+    #[test]
+    fn the_heading_names_the_flags_of_the_debug_level() {
+        // The dry-run's heading over a `--device-debug` build said `-lineinfo` (issue 13).
+        let full = Rebuild.describe_for(Debug::Full);
+        assert!(full.contains("NVCC_PREPEND_FLAGS=\"-G -g\""), "{full}");
+        assert!(!full.contains("-lineinfo"), "{full}");
+        let default = Rebuild.describe_for(Debug::LineInfo);
+        assert!(default.contains("NVCC_PREPEND_FLAGS=\"-lineinfo -g\""), "{default}");
     }
 }

@@ -1,0 +1,222 @@
+//! A newcomer's first contact, as the README tells it: the tool installed with `cargo
+//! install --path xtask --locked --bin debug-ima` (here into a scratch root, a debug build,
+//! offline), then run from a separate folder holding a small project (a Makefile, an `app`
+//! and a git repository with a tag): its relative paths (`--recipe mine.yaml`, `./app`,
+//! `make`, `bundles/`) resolve there and `git describe` names that project, not this clone;
+//! `-C DIR` does the same from elsewhere. And `cargo xtask --help` keeps working in the clone.
+//!
+//! The GPU tools are the stand-ins of tests/standins/ (first on PATH): `./app` runs the
+//! stand-in target, which replays a recording of tests/fixtures/h200/.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+mod support;
+use support::{fixture, path_with, root, standins, Scratch};
+
+/// The project's recipe: its build is `make` (which writes `built-here.txt` where it runs,
+/// and the binary the baseline builds when it is missing, `out/app.bin`),
+/// its run `./app` (which writes the folder it runs in), both relative to the start folder.
+const RECIPE: &str = "version: 1\nname: newcomer\ndescription: \"a small CUDA project with a Makefile\"\n\
+    build:\n  command: \"make\"\n  timeout: 60\n  binaries: [\"out/app.bin\"]\n\
+    run:\n  command: \"./app\"\n  timeout: 30\n";
+
+const MAKEFILE: &str = "all:\n\tpwd > built-here.txt\n\tmkdir -p out\n\tcp app out/app.bin\n";
+
+/// `./app`: notes where it runs, then is the stand-in target (replaying the recording).
+const APP: &str = "#!/bin/sh\npwd > ran-here.txt\nexec target \"$@\"\n";
+
+/// The tag the project's `git describe` names.
+const TAG: &str = "v0.3.1-newcomer";
+
+/// cargo, as the test runner was started by it.
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+fn run_ok(cmd: &mut Command, what: &str) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed ({:?}):\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Installs the tool as the README says, into `root/bin`, building in a target folder of
+/// its own (the test runner's is locked by the `cargo test` that runs this): the first time
+/// it builds the dependencies, later times only link. Returns the binary.
+fn install(root_dir: &Path) -> PathBuf {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("newcomer-target");
+    std::fs::create_dir_all(root_dir).unwrap();
+    run_ok(
+        cargo()
+            .args(["install", "--path"])
+            .arg(root().join("xtask"))
+            .args(["--locked", "--bin", "debug-ima", "--debug", "--offline", "--root"])
+            .arg(root_dir)
+            .env("CARGO_TARGET_DIR", &target)
+            .current_dir(root_dir),
+        "cargo install --path xtask --locked --bin debug-ima",
+    );
+    let bin = root_dir.join("bin/debug-ima");
+    assert!(bin.is_file(), "{} was not installed", bin.display());
+    bin
+}
+
+/// The small project: a Makefile, `./app`, the recipe, committed and tagged in git.
+fn project(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("Makefile"), MAKEFILE).unwrap();
+    std::fs::write(dir.join("mine.yaml"), RECIPE).unwrap();
+    std::fs::write(dir.join(".gitignore"), "bundles/\nout/\n*-here.txt\n").unwrap();
+    let app = dir.join("app");
+    std::fs::write(&app, APP).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&app, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let git = |args: &[&str]| {
+        run_ok(
+            Command::new("git")
+                .args(["-c", "user.name=Newcomer", "-c", "user.email=newcomer@example.com"])
+                .args(args)
+                .current_dir(dir)
+                .env_remove("GIT_DIR")
+                .env_remove("GIT_WORK_TREE"),
+            &format!("git {}", args.join(" ")),
+        )
+    };
+    git(&["init", "-q"]);
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "a small CUDA project"]);
+    git(&["tag", TAG]);
+}
+
+/// The installed binary, started in `cwd`, with `args`, the stand-ins first on PATH.
+fn debug_ima(s: &Scratch, bin: &Path, cwd: &Path, args: &[&str]) -> Output {
+    let out = Command::new(bin)
+        .args(args)
+        .current_dir(cwd)
+        .env("PATH", path_with(&[&standins()]))
+        .env("STANDIN_CASE", fixture("oob_write"))
+        .env("STANDIN_PIDS", s.pids_file())
+        .env_remove("NVCC_PREPEND_FLAGS")
+        .env_remove("STANDIN_HANG")
+        .env_remove("STANDIN_CHILD")
+        .env_remove("STANDIN_NO_DUMP")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .output()
+        .expect("cannot run the installed debug-ima");
+    s.assert_no_standin_left();
+    out
+}
+
+fn both(out: &Output) -> String {
+    format!(
+        "--- exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The bundles under `dir/bundles`, sorted.
+fn bundles(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join("bundles"))
+        .map(|rd| rd.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Checks one run of the project: it built and ran in the project, the bundle is in the
+/// project's `bundles/`, and its `git describe` is the project's tag, not the clone's.
+fn assert_ran_in_project(project: &Path, out: &Output, bundles_before: usize) {
+    assert_eq!(out.status.code(), Some(0), "{}", both(out));
+    let canonical = project.canonicalize().unwrap();
+    for (file, what) in [("built-here.txt", "`make`"), ("ran-here.txt", "`./app`")] {
+        let at = std::fs::read_to_string(project.join(file))
+            .unwrap_or_else(|e| panic!("{what} did not run in the project ({file}: {e}):\n{}", both(out)));
+        assert_eq!(Path::new(at.trim()).canonicalize().unwrap(), canonical, "{what} ran elsewhere");
+    }
+    let found = bundles(project);
+    assert_eq!(
+        found.len(),
+        bundles_before + 1,
+        "no new bundle in the project's bundles/: {found:?}\n{}",
+        both(out)
+    );
+    let bundle = found.iter().max_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap()).unwrap();
+    let describe = std::fs::read_to_string(bundle.join("env/git-describe.txt")).unwrap();
+    assert!(describe.contains(TAG), "git describe does not name the project's tag: {describe:?}");
+    let clone = Command::new("git")
+        .args(["describe", "--always", "--dirty", "--tags"])
+        .current_dir(root())
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    if !clone.is_empty() {
+        assert!(!describe.contains(&clone), "git describe named the clone ({clone}): {describe:?}");
+    }
+}
+
+#[test]
+fn installed_as_the_readme_says_it_runs_in_the_users_project_and_with_dash_c() {
+    let s = Scratch::create("newcomer", "project");
+    let bin = install(&s.path("install"));
+    let project_dir = s.path("my-cuda-project");
+    project(&project_dir);
+
+    // From the project's folder: every relative path is the project's.
+    let out = debug_ima(
+        &s,
+        &bin,
+        &project_dir,
+        &["run", "--recipe", "mine.yaml", "--rungs", "baseline", "--yes", "--bundle-dir", "bundles"],
+    );
+    assert_ran_in_project(&project_dir, &out, 0);
+    for f in ["built-here.txt", "ran-here.txt"] {
+        std::fs::remove_file(project_dir.join(f)).unwrap();
+    }
+    std::fs::remove_dir_all(project_dir.join("out")).unwrap();
+
+    // From elsewhere with `-C DIR`: the same, as if started there.
+    let elsewhere = s.path("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let dir = project_dir.display().to_string();
+    let out = debug_ima(
+        &s,
+        &bin,
+        &elsewhere,
+        &["-C", &dir, "run", "--recipe", "mine.yaml", "--rungs", "baseline", "--yes"],
+    );
+    assert_ran_in_project(&project_dir, &out, 1);
+    assert!(!elsewhere.join("bundles").exists(), "a bundle went to the start folder, not `-C DIR`");
+
+    // A `-C` folder that does not exist is a usage error.
+    let out = debug_ima(&s, &bin, &elsewhere, &["-C", "no-such-folder", "doctor"]);
+    assert_eq!(out.status.code(), Some(2), "{}", both(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`-C no-such-folder`"), "{}", both(&out));
+
+    // The help names the tool as it was started.
+    let out = debug_ima(&s, &bin, &elsewhere, &["--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("Usage: debug-ima "), "{help}");
+    assert!(help.contains("-C <DIR>"), "{help}");
+}
+
+/// Inside the clone, `cargo xtask` (the alias) keeps working, and its help says so.
+#[test]
+fn cargo_xtask_still_works_inside_the_clone() {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("newcomer-target");
+    let out = run_ok(
+        cargo().args(["xtask", "--help"]).current_dir(root()).env("CARGO_TARGET_DIR", &target),
+        "cargo xtask --help",
+    );
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("Usage: cargo xtask "), "{help}");
+    assert!(help.contains("debug-ima"), "{help}");
+}
