@@ -206,6 +206,14 @@ fn installed_as_the_readme_says_it_runs_in_the_users_project_and_with_dash_c() {
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("Usage: debug-ima "), "{help}");
     assert!(help.contains("-C <DIR>"), "{help}");
+
+    // And so do the commands its messages suggest.
+    let empty = elsewhere.join("no-bundles-yet");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = debug_ima(&s, &bin, &elsewhere, &["bundle", "list", "--bundle-dir", empty.to_str().unwrap()]);
+    let said = both(&out);
+    assert!(said.contains("`debug-ima run --recipe demo`"), "{said}");
+    assert!(!said.contains("cargo xtask"), "{said}");
 }
 
 /// Inside the clone, `cargo xtask` (the alias) keeps working, and its help says so.
@@ -219,4 +227,28 @@ fn cargo_xtask_still_works_inside_the_clone() {
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("Usage: cargo xtask "), "{help}");
     assert!(help.contains("debug-ima"), "{help}");
+
+    // The README's main job, as pasted from it: on a machine without a GPU (CI) it stops at
+    // once naming the GPU, with exit 1 and no bundle, through the alias too.
+    let real_smi = std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .chain(["/usr/bin", "/usr/local/nvidia/bin", "/usr/lib/wsl/lib"])
+        .any(|d| Path::new(d).join("nvidia-smi").is_file());
+    if real_smi {
+        eprintln!("the README's main job not run: this machine has an nvidia-smi (it would run the demo)");
+        return;
+    }
+    let bundles = target.join("readme-bundles");
+    let out = cargo()
+        .args(["xtask", "debug-ima", "--recipe", "demo", "--bundle-dir", bundles.to_str().unwrap()])
+        .current_dir(root())
+        .env("CARGO_TARGET_DIR", &target)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", both(&out));
+    let err = String::from_utf8_lossy(&out.stderr).to_lowercase();
+    assert!(err.contains("gpu") && (err.contains("nvidia-smi") || err.contains("driver")), "{}", both(&out));
+    assert!(!bundles.exists(), "a bundle was created without a GPU");
 }

@@ -133,6 +133,7 @@ pub fn main() -> i32 {
     use clap::{CommandFactory, FromArgMatches};
     // Once per run; clap without its `string` feature takes a `&'static str`.
     let name: &'static str = Box::leak(invoked_as().into_boxed_str());
+    ui::set_invoked_as(name);
     // Help and clap's errors are printed before the parse could hand over `--color`.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     ui::set_color(color_arg(&args).unwrap_or(ui::ColorChoice::Auto));

@@ -27,10 +27,33 @@ pub fn safe(text: &str, one_line: bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// How the user started the tool, when not as `cargo xtask` (the installed `debug-ima`): the
+/// commands the messages suggest (`` `cargo xtask doctor` ``) are shown under that name.
+static INVOKED_AS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Sets the name the messages' commands are shown under ([`named`]); once, at the start.
+pub fn set_invoked_as(name: &str) {
+    let _ = INVOKED_AS.set(name.to_string());
+}
+
+/// `text` with every `` `cargo xtask `` command written as the user started the tool
+/// (`` `debug-ima doctor` `` for the installed binary); unchanged under the alias.
+pub fn named(text: &str) -> Cow<'_, str> {
+    match INVOKED_AS.get() {
+        Some(name) if name != "cargo xtask" && text.contains("`cargo xtask ") => Cow::Owned(
+            // `debug-ima debug-ima` reads as a stutter: its short name is `run`.
+            text.replace("`cargo xtask debug-ima ", &format!("`{name} run "))
+                .replace("`cargo xtask ", &format!("`{name} ")),
+        ),
+        _ => Cow::Borrowed(text),
+    }
+}
+
 /// Writes a command's result to stdout. A broken pipe ends quietly.
 pub fn out(text: &str) -> io::Result<()> {
     let mut stdout = io::stdout().lock();
-    let text = safe(text, false);
+    let text = named(text);
+    let text = safe(&text, false);
     match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         other => other,
@@ -41,13 +64,14 @@ pub fn out(text: &str) -> io::Result<()> {
 /// the prefix coloured when stderr takes colour ([`set_color`]).
 pub fn error(chain: &str) {
     let prefix = paint(Paint::Error, "error:", colour_on(Sink::Stderr));
-    let _ = writeln!(io::stderr().lock(), "{prefix} {}", safe(chain, false));
+    let _ = writeln!(io::stderr().lock(), "{prefix} {}", safe(&named(chain), false));
 }
 
 /// A progress or status line on stderr (never mixed into stdout's results). A leading
 /// `warning:` is coloured when stderr takes colour.
 pub fn status(text: &str) {
-    let text = safe(text, false);
+    let text = named(text);
+    let text = safe(&text, false);
     let _ = writeln!(io::stderr().lock(), "{}", paint_warning(&text, colour_on(Sink::Stderr)));
 }
 

@@ -23,7 +23,7 @@ use crate::ladder::rung::{self, rebuild::create_binary_dirs, Debug};
 use crate::launch::container::Containers;
 use crate::launch::container_record;
 use crate::model::{PromptEnd, RungId, Runtime, Usage};
-use crate::process::Interrupt;
+use crate::process::{while_prompting, Interrupt};
 use crate::recipe::{self, ContainerConfig, Resolved};
 use crate::ui::{self, Prompter};
 
@@ -376,7 +376,7 @@ fn recipe_and_values(
 ) -> Result<(recipe::Recipe, BTreeMap<String, String>)> {
     let name = match &args.recipe {
         Some(n) => n.clone(),
-        None => prompter.choose_recipe(recipe::builtin_names())?,
+        None => while_prompting(|| prompter.choose_recipe(recipe::builtin_names()))?,
     };
     let recipe = recipe::load(&name)?;
     let mut sets: BTreeMap<String, String> = BTreeMap::new();
@@ -386,7 +386,7 @@ fn recipe_and_values(
     }
     if interactive {
         for (k, var) in recipe::missing_variables(&recipe, &sets) {
-            let v = prompter.variable(&k, &var.description, var.default.as_deref())?;
+            let v = while_prompting(|| prompter.variable(&k, &var.description, var.default.as_deref()))?;
             sets.insert(k, v);
         }
     }

@@ -167,7 +167,7 @@ impl State<'_, '_> {
             };
             let rung = rung::get(id);
             index += 1;
-            let choice = match prompter.before_rung(id.name(), rung.describe()) {
+            let choice = match process::while_prompting(|| prompter.before_rung(id.name(), rung.describe())) {
                 Ok(c) => c,
                 // Ctrl-C at the prompt (a key in the terminal's raw mode): an interruption
                 // like the signal, whether or not one came too.

@@ -13,7 +13,7 @@
 //!
 //! Must not: print or decide what an interrupt means to the ladder (the driver does).
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use anyhow::anyhow;
@@ -152,6 +152,11 @@ pub(super) fn install_handler() -> anyhow::Result<()> {
             if !watched {
                 DYING.store(true, Ordering::SeqCst);
             }
+            if watched && PROMPT_THREAD.load(Ordering::SeqCst) != 0 {
+                // A prompt waits for a key (in another thread, so this handler stays free
+                // for a second signal).
+                std::thread::spawn(wake_the_prompt);
+            }
             if before > 0 || !watched {
                 super::tree::kill_all();
             }
@@ -163,6 +168,56 @@ pub(super) fn install_handler() -> anyhow::Result<()> {
         chain()
     });
     installed.clone().map_err(|e| anyhow!("cannot install the Ctrl-C handler: {e}"))
+}
+
+/// The thread (a `pthread_t`) whose prompt waits for a key ([`while_prompting`]); 0 when none.
+static PROMPT_THREAD: AtomicU64 = AtomicU64::new(0);
+/// The signal that interrupts the prompt's read: its handler does nothing, and is installed
+/// without `SA_RESTART`, so the read fails with EINTR instead of starting again.
+const WAKE: Signal = Signal::SIGUSR2;
+
+extern "C" fn woken(_: c_int) {}
+
+/// Runs `f`, a prompt that reads the terminal, so that a signal ends it: a Ctrl-C that the
+/// terminal turns into SIGINT (the key came between two of the prompt's raw-mode reads, or
+/// before the first) is otherwise absorbed by the handler, the read starts again, and the
+/// prompt waits for a key for ever. While `f` runs, the handler thread interrupts its thread's
+/// read ([`WAKE`], EINTR), which the prompt reports as an interruption.
+pub fn while_prompting<T>(f: impl FnOnce() -> T) -> T {
+    static WAKE_INSTALLED: OnceLock<bool> = OnceLock::new();
+    let ready = *WAKE_INSTALLED.get_or_init(|| {
+        let action = SigAction::new(SigHandler::Handler(woken), SaFlags::empty(), SigSet::empty());
+        // Safe: `woken` does nothing.
+        unsafe { sigaction(WAKE, &action) }.is_ok()
+    });
+    if !ready {
+        return f();
+    }
+    // Safe: pthread_self has no preconditions.
+    PROMPT_THREAD.store(unsafe { nix::libc::pthread_self() } as u64, Ordering::SeqCst);
+    struct Done;
+    impl Drop for Done {
+        fn drop(&mut self) {
+            PROMPT_THREAD.store(0, Ordering::SeqCst);
+        }
+    }
+    let _done = Done;
+    f()
+}
+
+/// Interrupts the waiting prompt's read, again every 20 ms while it still waits (the signal
+/// may come while the prompt draws, between two reads), for up to 5 s.
+fn wake_the_prompt() {
+    for _ in 0..250 {
+        let thread = PROMPT_THREAD.load(Ordering::SeqCst);
+        if thread == 0 {
+            return;
+        }
+        // Safe: the thread is the prompt's (the main thread, which outlives the prompt); a
+        // thread that has ended would have cleared PROMPT_THREAD first.
+        let _ = unsafe { nix::libc::pthread_kill(thread as nix::libc::pthread_t, WAKE as c_int) };
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// Waits for ever once a signal that no command watches is being handled: the handler ends

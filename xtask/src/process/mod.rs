@@ -33,7 +33,7 @@ mod spawn;
 mod tree;
 
 use groups::Registered;
-pub use interrupt::{Cause, Interrupt};
+pub use interrupt::{while_prompting, Cause, Interrupt};
 use log::CappedLog;
 pub use log::{log_cap, LogCut, LOG_CAP_DEFAULT, LOG_CAP_MIN, LOG_CAP_VAR, TAIL_MAX};
 pub use tree::{kill_all, MARK_VAR};
