@@ -76,9 +76,12 @@ record() { # case extra-env... -- cmd...
   local d="$DEST/$name" dumps="$WORK/$name/dumps"
   mkdir -p "$d" "$dumps"
   local t0; t0=$(now)
-  setsid env CUDA_ENABLE_USER_TRIGGERED_COREDUMP=1 CUDA_COREDUMP_SHOW_PROGRESS=1 \
+  local run_dir="$WORK/$name/cwd"
+  mkdir -p "$run_dir"
+  ulimit -c unlimited
+  (cd "$run_dir" && exec setsid env CUDA_ENABLE_USER_TRIGGERED_COREDUMP=1 CUDA_COREDUMP_SHOW_PROGRESS=1 \
     CUDA_COREDUMP_PIPE="$dumps/corepipe.%h.%p" CUDA_COREDUMP_FILE="$dumps/core.%h.%p.%t" \
-    CUDA_COREDUMP_GENERATION_FLAGS=$SKIP "${envs[@]}" "$@" > "$d/stdout.log" 2> "$d/stderr.log" &
+    CUDA_COREDUMP_GENERATION_FLAGS=$SKIP "${envs[@]}" "$@" > "$d/stdout.log" 2> "$d/stderr.log") &
   local pid=$!
   echo "\$ CUDA_ENABLE_USER_TRIGGERED_COREDUMP=1 CUDA_COREDUMP_SHOW_PROGRESS=1 CUDA_COREDUMP_PIPE=$dumps/corepipe.%h.%p CUDA_COREDUMP_FILE=$dumps/core.%h.%p.%t CUDA_COREDUMP_GENERATION_FLAGS=$SKIP ${envs[*]} $*" > "$d/command.txt"
   sleep "$HANG"
@@ -127,10 +130,24 @@ record() { # case extra-env... -- cmd...
   for core in $(find "$dumps" -maxdepth 1 -type f -name 'core.*' | sort); do
     i=$((i + 1))
     local s; s=$(now)
+    # What the hang rung runs on each dump.
     timeout 300 cuda-gdb -batch -nx -ex 'set pagination off' -ex "target cudacore $core" \
-      -ex 'info cuda kernels' -ex bt -ex 'info cuda warps' -ex 'info cuda warps device all sm all' \
-      -ex 'info cuda barriers' -ex 'info cuda blocks' -ex 'x/i $pc' > "$d/cudagdb_$i.log" 2>&1
+      -ex 'info cuda kernels' -ex bt -ex 'info cuda threads' -ex 'info cuda warps' -ex 'x/i $pc' \
+      > "$d/cudagdb_$i.log" 2>&1
     echo "cuda-gdb on $(basename "$core"): rc=$? in $(since "$s") s" >> "$d/timing.log"
+  done
+  # The CPU cores the aborts left (core_pattern: $(cat /proc/sys/kernel/core_pattern)).
+  cat /proc/sys/kernel/core_pattern > "$d/core_pattern.txt"
+  ls -l "$run_dir" > "$d/cwd_after.log" 2>&1
+  local j=0
+  for cpu in $(find "$run_dir" -maxdepth 1 -type f -name 'core*' | sort); do
+    j=$((j + 1))
+    local exe; exe=$(file "$cpu" 2>/dev/null | sed -n "s/.*execfn: '\([^']*\)'.*/\1/p")
+    [ -z "$exe" ] && exe=$(command -v "$1" || echo "$1")
+    local s; s=$(now)
+    timeout 300 cuda-gdb -batch -nx -ex "file $exe" -ex "core-file $cpu" -ex 'set pagination off' \
+      -ex 'thread apply all bt' > "$d/cpucore_$j.log" 2>&1
+    echo "cuda-gdb on the CPU core $(basename "$cpu") ($exe): rc=$? in $(since "$s") s" >> "$d/timing.log"
   done
   # Nothing may be left.
   kill -KILL -- -"$pid" 2>/dev/null
@@ -142,12 +159,12 @@ CASES=("$@")
 for CASE in hang_flag hang_flag_attached hang_flag_1mb hang_triton hang_two_procs nccl_trace; do
   want "${CASES[@]}" || continue
   case $CASE in
-    hang_flag) record hang_flag -- ./bin/hang_flag ;;
-    hang_flag_attached) ATTACH=1 record hang_flag_attached -- ./bin/hang_flag ;;
-    hang_flag_1mb) BYTES=1048576 record hang_flag_1mb -- ./bin/hang_flag ;;
+    hang_flag) record hang_flag -- "$WORK/bin/hang_flag" ;;
+    hang_flag_attached) ATTACH=1 record hang_flag_attached -- "$WORK/bin/hang_flag" ;;
+    hang_flag_1mb) BYTES=1048576 record hang_flag_1mb -- "$WORK/bin/hang_flag" ;;
     # Python starts, imports torch and compiles the Triton kernel before it hangs.
-    hang_triton) HANG=$((HANG + 10)) record hang_triton -- python3 hang_triton.py ;;
-    hang_two_procs) HANG=$((HANG + 16)) record hang_two_procs -- python3 hang_two_procs.py ;;
+    hang_triton) HANG=$((HANG + 10)) record hang_triton -- python3 "$WORK/hang_triton.py" ;;
+    hang_two_procs) HANG=$((HANG + 16)) record hang_two_procs -- python3 "$WORK/hang_two_procs.py" ;;
     nccl_trace)
       # NCCL's flight recorder of a one-rank job stuck after its collectives, dumped through
       # its pipe (TORCH_NCCL_DEBUG_INFO_PIPE_FILE) before the GPU dump.
