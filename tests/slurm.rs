@@ -18,7 +18,9 @@ fn cluster() -> Option<String> {
         Ok(c) if std::path::Path::new(&c).is_file() => Some(c),
         _ => {
             if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0") {
-                panic!("CI is set but SLURM_CONF names no slurm.conf: .ci/run starts the cluster (.ci/slurm-up)");
+                panic!(
+                    "CI is set but SLURM_CONF names no slurm.conf: .ci/run starts the cluster (.ci/slurm-up)"
+                );
             }
             eprintln!("skipped: no Slurm cluster (SLURM_CONF); `.ci/slurm-up DIR` starts one");
             None
@@ -53,7 +55,16 @@ fn srun_places_one_rank_on_each_node_and_says_which_by_its_variables() {
     let name = "debug-ima-ranks";
     let o = run(
         "srun",
-        &["-J", name, "-N2", "-n2", "-l", "sh", "-c", "echo \"$SLURM_PROCID $SLURMD_NODENAME $SLURM_NTASKS\""],
+        &[
+            "-J",
+            name,
+            "-N2",
+            "-n2",
+            "-l",
+            "sh",
+            "-c",
+            "echo \"$SLURM_PROCID $SLURMD_NODENAME $SLURM_NTASKS\"",
+        ],
     );
     assert!(o.status.success(), "{}", text(&o));
     let mut lines: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(String::from).collect();
