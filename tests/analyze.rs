@@ -430,3 +430,138 @@ fn a_host_frame_is_never_joined_from_an_unrelated_recording() {
     assert_eq!(v.launch_site.as_ref().and_then(|h| h.frame.line), Some(34), "{v:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The hang recordings (tests/fixtures/h200/hang/, README.md there): a user-triggered GPU dump
+/// read by cuda-gdb, py-spy's stacks and the CPU core; named as the recording script named them
+/// (`cudagdb_1.log`, `pyspy_845.log`, `cpucore_1.log`), not as the hang rung does: every file
+/// is recognised by its content.
+fn hang(case: &str) -> xtask::findings::verdict::Analysis {
+    analyze(&[root().join("tests/fixtures/h200/hang").join(case)]).unwrap()
+}
+
+#[test]
+fn a_kernel_spinning_on_a_flag_is_a_hang_at_the_user_line_through_the_inline_chain() {
+    use xtask::findings::ErrorClass;
+    let a = hang("hang_flag");
+    let v = a.verdict.as_ref().expect("a hang verdict");
+    assert_eq!(v.error, ErrorClass::Hang);
+    assert_eq!(v.error.as_str(), "hang");
+    assert!(a.findings.is_empty(), "a snapshot is not a fault: {:?}", a.findings);
+    assert_eq!(v.kernel, "consume");
+    assert_eq!((v.file.as_deref().map(names::base_name), v.line), (Some("hang_flag.cu"), Some(8)));
+    let chain: Vec<(String, u32)> =
+        v.inlined.iter().map(|l| (names::base_name(&l.file).to_string(), l.line)).collect();
+    assert_eq!(chain, [("hang_flag.cu".to_string(), 8), ("hang_flag.cu".to_string(), 15)]);
+    assert_eq!((v.pid, v.block, v.thread), (Some(584), Some([4, 0, 0]), Some([0, 0, 0])));
+    assert!(v.unknown.is_empty(), "{:?}", v.unknown);
+    let h = v.hang.as_ref().unwrap();
+    // The rows: 32 threads of every block spin (at line 8, or inside atomicAdd's header for
+    // some blocks), 96 wait at the barrier of line 18.
+    let snap = &a.inputs.iter().find(|i| !i.snapshots.is_empty()).unwrap().snapshots[0];
+    let rows: Vec<(u64, u64, Option<u32>)> = snap.threads.iter().map(|g| (g.count, g.rows, g.line)).collect();
+    assert_eq!(rows, [(128, 4, Some(107)), (768, 8, Some(18)), (128, 4, Some(8))]);
+    let groups: Vec<(u64, Option<u32>)> = h.groups.iter().map(|g| (g.threads, g.line)).collect();
+    assert_eq!(groups, [(768, Some(18)), (256, Some(8))]);
+    assert_eq!(h.groups[1].thread_range, [[0, 0, 0], [31, 0, 0]]);
+    assert_eq!(h.groups[1].block_range, [[0, 0, 0], [7, 0, 0]]);
+    assert_eq!(h.groups[1].via[0].0.to_string(), "device_atomic_functions.hpp:107");
+    assert!(h.groups[1].focus);
+    // The CPU core's main thread (LWP 584 = the dump's pid).
+    assert_eq!(h.processes.len(), 1);
+    let host = &h.processes[0].host[0];
+    assert_eq!(host.frame.function.as_deref(), Some("main"));
+    assert_eq!(
+        (host.frame.file.as_deref().map(names::base_name), host.frame.line),
+        (Some("hang_flag.cu"), Some(31))
+    );
+    assert_eq!(host.api.as_deref(), Some("cudaDeviceSynchronize"));
+    let text = render_text(&a);
+    assert!(text.starts_with("verdict: hang in `consume` at /tmp/ima-hang_flag/hang_flag.cu:8\n"), "{text}");
+    assert!(
+        text.contains("256 at hang_flag.cu:8 (blocks (0,0,0)..(7,0,0), threads (0,0,0)..(31,0,0)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("host: main at /tmp/ima-hang_flag/hang_flag.cu:31 in cudaDeviceSynchronize"),
+        "{text}"
+    );
+    assert_eq!(
+        a.conclusion,
+        "hang: `consume` spins at /tmp/ima-hang_flag/hang_flag.cu:8 (1024 threads on the device)"
+    );
+}
+
+#[test]
+fn a_triton_kernel_spinning_and_the_python_host_stack() {
+    let a = hang("hang_triton");
+    let v = a.verdict.as_ref().unwrap();
+    assert_eq!((v.error.as_str(), v.kernel.as_str()), ("hang", "wait_then_copy"));
+    assert_eq!((v.file.as_deref().map(names::base_name), v.line), (Some("hang_triton.py"), Some(12)));
+    let p = &v.hang.as_ref().unwrap().processes[0];
+    assert_eq!((p.pid, p.threads), (Some(845), 512));
+    let w = &p.host[0];
+    assert_eq!(
+        (w.frame.function.as_deref(), w.frame.file.as_deref(), w.frame.line),
+        (Some("main"), Some("hang_triton.py"), Some(26))
+    );
+    assert_eq!(w.waiting_in.as_ref().and_then(|f| f.function.as_deref()), Some("synchronize"));
+    assert!(render_text(&a)
+        .contains("host: main (hang_triton.py:26) in synchronize (torch/cuda/__init__.py:1162)"));
+}
+
+#[test]
+fn two_processes_say_which_spins_on_the_gpu_and_which_waits_on_the_host() {
+    let a = hang("hang_two_procs");
+    let v = a.verdict.as_ref().unwrap();
+    assert_eq!((v.error.as_str(), v.kernel.as_str(), v.pid), ("hang", "wait_for_peer", Some(1163)));
+    // The focus thread's `bt` is at line 15 (the loop's condition), as are 448 of the 512
+    // threads; the other 64 are at line 16 (the load in the loop's body).
+    assert_eq!((v.file.as_deref().map(names::base_name), v.line), (Some("hang_two_procs.py"), Some(15)));
+    let h = v.hang.as_ref().unwrap();
+    let groups: Vec<(u64, Option<u32>)> = h.groups.iter().map(|g| (g.threads, g.line)).collect();
+    assert_eq!(groups, [(448, Some(15)), (64, Some(16))]);
+    let pids: Vec<Option<u32>> = h.processes.iter().map(|p| p.pid).collect();
+    assert_eq!(pids, [Some(1163), Some(1190)]);
+    let worker = &h.processes[1];
+    assert!(worker.no_kernel && worker.dumped && worker.kernel.is_none());
+    let w = &worker.host[0];
+    assert_eq!((w.frame.function.as_deref(), w.frame.line), (Some("worker"), Some(21)));
+    assert_eq!(w.waiting_in.as_ref().and_then(|f| f.function.as_deref()), Some("Queue.get"));
+    let text = render_text(&a);
+    assert!(
+        text.contains("pid 1163: `wait_for_peer` spinning at hang_two_procs.py:15 (512 threads)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("pid 1190: no kernel running; host: worker (hang_two_procs.py:21) in Queue.get"),
+        "{text}"
+    );
+    assert!(text.contains("no frame of your code in process 1189"), "{text}");
+}
+
+#[test]
+fn a_flight_recorder_dump_alone_is_read_and_is_no_verdict() {
+    let a = hang("nccl_trace");
+    assert!(a.verdict.is_none());
+    let t = a.inputs.iter().find_map(|i| i.nccl.as_ref()).expect("the JSON is recognised");
+    assert_eq!((t.rank, t.entries, t.groups[0].incomplete()), (Some(0), 4, 0));
+    assert!(
+        render_text(&a).contains("NCCL flight recorder of rank 0, 4 entries; process group 0 (default_pg)")
+    );
+}
+
+#[test]
+fn hang_analyses_are_stable_in_text_and_json() {
+    for case in ["hang_flag", "hang_triton", "hang_two_procs", "nccl_trace"] {
+        let a = hang(case);
+        let json: serde_json::Value = serde_json::from_str(&render_json(&a)).unwrap();
+        if case != "nccl_trace" {
+            assert_eq!(json["verdict"]["error"], "hang", "{case}");
+            assert!(json["verdict"]["hang"]["groups"].as_array().is_some_and(|g| !g.is_empty()), "{case}");
+        }
+        insta::with_settings!({snapshot_path => root().join("tests/snapshots"), prepend_module_to_snapshot => false}, {
+            insta::assert_snapshot!(format!("analyze_hang_{case}"), render_text(&a));
+            insta::assert_snapshot!(format!("analyze_hang_{case}_verdict_json"), serde_json::to_string_pretty(&json["verdict"]).unwrap());
+        });
+    }
+}

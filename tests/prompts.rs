@@ -77,6 +77,12 @@ impl Scratch {
     }
 
     /// The bundles the run created.
+    /// The run stopped before it made a bundle or started anything.
+    fn assert_nothing_started(&self) {
+        assert!(self.bundle_dirs().is_empty(), "a bundle was created");
+        assert!(self.standin_pids().is_empty(), "something ran: {:?}", self.standin_pids());
+    }
+
     fn bundle_dirs(&self) -> Vec<PathBuf> {
         std::fs::read_dir(self.bundles())
             .map(|rd| rd.map(|e| e.unwrap().path()).collect())
@@ -337,8 +343,7 @@ fn ctrl_c_at_a_variable_prompt_interrupts() {
     assert_eq!(code, 130, "{all}");
     assert!(cursor_shown_at_the_end(&all), "the cursor stays hidden: {all:?}");
     assert!(all.contains("interrupted at the prompt (Ctrl-C)"), "{all}");
-    assert!(s.bundle_dirs().is_empty(), "a bundle was created");
-    assert!(s.standin_pids().is_empty(), "something ran: {:?}", s.standin_pids());
+    s.assert_nothing_started();
 }
 
 /// SIGINT while a prompt waits for a key (`kill -INT`, or a Ctrl-C the terminal turned into
@@ -542,8 +547,7 @@ fn without_a_terminal_nothing_is_asked_and_the_error_names_the_flag() {
     assert_eq!(code, Some(2), "a usage error: {stdout}\n{stderr}");
     assert!(stderr.contains("--set label=VALUE"), "{stderr}");
     assert!(stderr.contains("a word the target gets as its argument"), "{stderr}");
-    assert!(s.bundle_dirs().is_empty(), "a bundle was created");
-    assert!(s.standin_pids().is_empty(), "something ran: {:?}", s.standin_pids());
+    s.assert_nothing_started();
 }
 
 /// `--yes` on a terminal asks nothing either: the same error as without one.

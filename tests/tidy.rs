@@ -57,7 +57,7 @@ const EXEMPT: &[&str] = &["lib.rs", "main.rs"];
 
 /// The rung ids: spelt as literals only in `model/`.
 const RUNG_NAMES: &[&str] =
-    &["baseline", "rebuild", "launch-blocking", "coredump", "attach", "memcheck", "initcheck"];
+    &["baseline", "rebuild", "launch-blocking", "coredump", "attach", "memcheck", "initcheck", "hang"];
 
 /// Literals equal to a rung name that are not the rung id: (file, literal, reason).
 const RUNG_NAME_ALLOWED: &[(&str, &str, &str)] = &[
@@ -70,6 +70,7 @@ const RUNG_NAME_ALLOWED: &[(&str, &str, &str)] = &[
     ("xtask/src/findings/cudagdb.rs", "attach", "cuda-gdb's `attach PID` command, not the rung id"),
     ("xtask/src/findings/mod.rs", "coredump", "the name of the tool whose output was read, not the rung id"),
     ("xtask/src/findings/mod.rs", "memcheck", "the name of the tool whose output was read, not the rung id"),
+    ("xtask/src/findings/mod.rs", "hang", "the error class of a verdict, not the rung id"),
     (
         "xtask/src/recipe/parse.rs",
         "launch-blocking",

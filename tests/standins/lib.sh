@@ -4,7 +4,8 @@
 # folder, or a case name under tests/fixtures/h200). Only replays: no output is invented
 # but the PIDs, the host and the paths that differ from run to run.
 
-standin_dir=$(cd "$(dirname "$0")" && pwd)
+# Through a link (a `python3` link to the target, for a Python-named process) too.
+standin_dir=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
 
 # The recordings of the case, or exit 127 saying why.
 case_dir() {
@@ -58,4 +59,21 @@ replay() { # file
 # The host name, as the driver puts it into dump names.
 host_name() {
   uname -n 2>/dev/null || cat /proc/sys/kernel/hostname
+}
+
+# The hang recording of the case (tests/fixtures/h200/hang/<case>: a folder with
+# timing.log and trigger.log, recorded by tests/gpu/record_hang.sh), or nothing.
+hang_case_dir() {
+  c=${STANDIN_CASE:-}
+  [ -n "$c" ] || return 1
+  if [ ! -d "$c" ] && [ -d "$standin_dir/../fixtures/h200/hang/$c" ]; then
+    c=$standin_dir/../fixtures/h200/hang/$c
+  fi
+  [ -f "$c/timing.log" ] && [ -f "$c/trigger.log" ] || return 1
+  echo "$c"
+}
+
+# A CUDA_COREDUMP_* template with %h, %p and %t filled as the driver fills them.
+fill_template() { # template pid
+  printf '%s\n' "$1" | sed -e "s/%h/$(host_name)/g" -e "s/%p/$2/g" -e "s/%t/$(date +%s)/g"
 }

@@ -75,11 +75,12 @@ fn collect_into(paths: &[PathBuf], out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-/// True for the files of a rung folder that hold tool output: logs and XML reports (not
-/// `command.txt`, not coredumps, which only cuda-gdb reads).
+/// True for the files of a rung folder that hold tool output: logs, XML reports and JSON
+/// dumps (the NCCL flight recorder's; what is inside is recognised by content, not by name);
+/// not `command.txt`, not coredumps, which only cuda-gdb reads.
 pub fn is_rung_output(path: &Path) -> bool {
     let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-    name.ends_with(".log") || name.ends_with(".xml")
+    name.ends_with(".log") || name.ends_with(".xml") || name.ends_with(".json")
 }
 
 /// A short name for an input: the rung name for a file inside a bundle's

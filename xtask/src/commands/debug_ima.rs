@@ -43,6 +43,11 @@ pub struct Args {
     /// Runs every rung, even after one has located the fault.
     #[arg(long)]
     pub full: bool,
+    /// Treats a run still going SECS seconds after its start as hung: the hang rung runs first
+    /// and takes host stacks and GPU dumps of it (overrides the recipe's `run.hang_after`;
+    /// docs/hangs.md).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=2_592_000))]
+    pub hang_after: Option<u64>,
     /// Rebuilds with `-G` (full device debug info: locals, arguments) instead of `-lineinfo`.
     #[arg(long = "device-debug")]
     pub device_debug: bool,
@@ -128,6 +133,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     // mistake in the recipe or a `--set` is reported before doctor runs.
     let mut supplied = host_builtins();
     let mut resolved = recipe::resolve(&recipe, &sets, &supplied)?;
+    with_hang_after(&mut resolved, &args)?;
     // Values known to be secret (a `--set password=...`, an inherited `HF_TOKEN`) are redacted
     // wherever they show up again: in a positional argument, in what the target prints.
     let env = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
@@ -142,6 +148,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         has_build: rung::get(RungId::Rebuild).applies(&resolved),
         disabled: RungId::ALL.into_iter().filter(|id| !resolved.enabled(*id)).collect(),
         python: resolved.python,
+        hang_after: resolved.hang_after.is_some(),
     };
     let mut plan = policy::plan(&req);
     if let Some(why) = policy::empty_plan(&req, &plan) {
@@ -234,6 +241,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         None => {}
     }
     resolved = recipe::resolve(&recipe, &sets, &supplied)?;
+    with_hang_after(&mut resolved, &args)?;
     // Tools found outside PATH (`/usr/local/cuda/bin`) are put on it for the rungs.
     let additions = report.path_additions();
     if !additions.is_empty() {
@@ -391,4 +399,13 @@ fn recipe_and_values(
         }
     }
     Ok((recipe, sets))
+}
+
+/// `--hang-after` over the recipe's `run.hang_after`, refused (a usage error naming the fix)
+/// when the run's own time limit would end it first.
+fn with_hang_after(resolved: &mut Resolved, args: &Args) -> Result<()> {
+    if let Some(secs) = args.hang_after {
+        resolved.hang_after = Some(std::time::Duration::from_secs(secs));
+    }
+    rung::hang::check(resolved).map_err(|e| Usage::error(format!("{e:#}")))
 }

@@ -14,21 +14,36 @@
 //! session (a `$ cuda-gdb ...` command line, an `Opening GPU coredump:` line, or the
 //! first cuda-gdb line of a log without either) that showed an exception.
 //!
+//! A session with no exception that printed `info cuda threads` (the table under its
+//! `BlockIdx ThreadIdx To BlockIdx ThreadIdx Count PC Filename Line` header, `Kernel N` lines,
+//! the `*` focus row), or `No CUDA threads.` / `No CUDA kernels.`, is a [`DeviceSnapshot`]
+//! instead: a user-triggered dump of a program that never returned. It keeps the focus, the
+//! `bt` frame with its inline chain (`at FILE:LINE in FN inlined from FILE:LINE`), every row of
+//! `info cuda kernels`, the thread rows merged by kernel, PC and line, `info cuda warps` (only
+//! the focused SM on cuda-gdb 13.0) and `x/i $pc`.
+//!
 //! Must not: do I/O, spawn processes, print, panic on any input, or allocate for lines
 //! that are not cuda-gdb's while no session is open (every line of a log reaches every
-//! parser). Memory is bounded: frames, arguments, locals and notes are capped.
+//! parser). Memory is bounded: frames, arguments, locals, notes, kernel rows, thread groups
+//! and warps are capped.
+
+use std::collections::HashMap;
 
 use super::coredump::pid_from_dump_path;
 use super::names;
 use super::{
-    parse_dim3, parse_hex, parse_source_loc, Dim3, ErrorClass, Evidence, Fault, Frame, LineCtx, LineParser,
-    SourceLoc, Tool,
+    parse_dim3, parse_hex, parse_source_loc, DeviceSnapshot, Dim3, ErrorClass, Evidence, Fault, Frame,
+    KernelInfo, LineCtx, LineParser, SourceLoc, ThreadGroup, Tool, WarpRow,
 };
 
 /// Frames, arguments and locals kept per session.
 const MAX_ITEMS: usize = 256;
 /// Faults and notes kept per input.
 const MAX_SESSIONS: usize = 1024;
+/// Thread groups (kernel, PC, line) kept per snapshot; rows past it are counted.
+const MAX_GROUPS: usize = 1024;
+/// Bytes kept of a file name in a thread row.
+const MAX_NAME: usize = 4096;
 
 /// One frame as cuda-gdb printed it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -42,6 +57,8 @@ struct GdbFrame {
     args: Vec<(String, String)>,
     /// Printed with a `<<<grid,block>>>` launch shape: a kernel (device) frame.
     launch: bool,
+    /// `at FILE:LINE in FN inlined from FILE:LINE ...`: the `inlined from` positions, outwards.
+    inlined: Vec<SourceLoc>,
 }
 
 impl GdbFrame {
@@ -57,6 +74,11 @@ impl GdbFrame {
 
     fn location(&self) -> Option<SourceLoc> {
         Some(SourceLoc { file: self.file.clone()?, line: self.line? })
+    }
+
+    /// The frame's position and the positions it was inlined into, innermost first.
+    fn chain(&self) -> Vec<SourceLoc> {
+        self.location().into_iter().chain(self.inlined.iter().cloned()).collect()
     }
 }
 
@@ -75,6 +97,8 @@ struct Focus {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct KernelRow {
     current: bool,
+    id: Option<u32>,
+    status: Option<String>,
     device: Option<u32>,
     grid: Option<Dim3>,
     block_dim: Option<Dim3>,
@@ -89,6 +113,9 @@ struct Triggered {
     /// Innermost first; the last is the user's line.
     chain: Vec<SourceLoc>,
 }
+
+/// What rows of `info cuda threads` are merged by: kernel id, PC, file, line.
+type GroupKey = (Option<u32>, u64, Option<String>, Option<u32>);
 
 /// One cuda-gdb run (or one coredump opened in it).
 #[derive(Debug, Default)]
@@ -107,13 +134,122 @@ struct Session {
     locals: Vec<(String, String)>,
     /// The instruction at the error PC (`x/i $errorpc`): `ATOMS.POPC.INC.32 RZ[R5+URZ]`.
     instruction: Option<String>,
+    /// The address and symbol of that `x/i` line (`0x7f19.. <_Z7consumePViPiPf+288>`).
+    instruction_pc: Option<u64>,
+    instruction_symbol: Option<String>,
     /// Something cuda-gdb printed that belongs to this session was seen.
     output: bool,
+    /// Every row of `info cuda kernels` (capped).
+    kernels: Vec<KernelRow>,
+    /// `info cuda threads` was printed, and its rows merged by (kernel, PC, file, line).
+    threads_table: bool,
+    groups: Vec<ThreadGroup>,
+    group_at: HashMap<GroupKey, usize>,
+    threads_dropped: u64,
+    warps: Vec<WarpRow>,
+    /// `No CUDA threads.`, `No CUDA kernels.`
+    no_threads: bool,
+    log_line: u64,
 }
 
 impl Session {
     fn has_exception(&self) -> bool {
         self.error.is_some() || self.triggered.is_some() || self.focus.is_some()
+    }
+
+    /// No exception, and cuda-gdb listed the threads (or said there were none): a snapshot.
+    fn is_snapshot(&self) -> bool {
+        self.error.is_none() && self.triggered.is_none() && (self.threads_table || self.no_threads)
+    }
+
+    fn block_dim_of(&self, kernel_id: Option<u32>) -> Option<Dim3> {
+        self.kernels.iter().find(|k| k.id == kernel_id && kernel_id.is_some()).and_then(|k| k.block_dim)
+    }
+
+    /// Adds a row of `info cuda threads` to its group.
+    fn thread_row(&mut self, row: ThreadRow) {
+        let key = (row.kernel_id, row.pc, row.file.clone(), row.line);
+        let spans = row.from.0 != row.to.0;
+        let t_lo = if spans { [0, 0, 0] } else { row.from.1 };
+        let t_hi = match (spans, self.block_dim_of(row.kernel_id)) {
+            (false, _) => row.to.1,
+            (true, Some(d)) => [d[0].saturating_sub(1), d[1].saturating_sub(1), d[2].saturating_sub(1)],
+            (true, None) => dim_max(row.from.1, row.to.1),
+        };
+        match self.group_at.get(&key) {
+            Some(&i) => {
+                let g = &mut self.groups[i];
+                g.count = g.count.saturating_add(row.count);
+                g.rows += 1;
+                g.block_range = [dim_min(g.block_range[0], row.from.0), dim_max(g.block_range[1], row.to.0)];
+                g.thread_range = [dim_min(g.thread_range[0], t_lo), dim_max(g.thread_range[1], t_hi)];
+                g.focus |= row.focus;
+            }
+            None if self.groups.len() < MAX_GROUPS => {
+                self.group_at.insert(key, self.groups.len());
+                self.groups.push(ThreadGroup {
+                    kernel_id: row.kernel_id,
+                    count: row.count,
+                    rows: 1,
+                    pc: row.pc,
+                    file: row.file,
+                    line: row.line,
+                    block_range: [row.from.0, row.to.0],
+                    thread_range: [t_lo, t_hi],
+                    focus: row.focus,
+                });
+            }
+            None => self.threads_dropped = self.threads_dropped.saturating_add(row.count),
+        }
+    }
+
+    fn to_snapshot(&self) -> DeviceSnapshot {
+        let kframe = self.kernel_frame();
+        let chain = kframe
+            .map(GdbFrame::chain)
+            .filter(|c| !c.is_empty())
+            .or_else(|| self.frames.iter().map(GdbFrame::chain).find(|c| !c.is_empty()))
+            .unwrap_or_default();
+        let focus_row = self.kernels.iter().find(|k| k.current).or(self.kernels.first());
+        let kernel = kframe
+            .map(|k| k.function.clone())
+            .filter(|k| !k.is_empty())
+            .or_else(|| focus_row.map(|r| split_call(&r.invocation).0.to_string()).filter(|k| !k.is_empty()));
+        let mangled = self.instruction_symbol.clone().filter(|m| m.starts_with("_Z"));
+        let focus = self.focus.clone().unwrap_or_default();
+        DeviceSnapshot {
+            pid: self.pid,
+            rank: self.rank,
+            core: self.core.clone(),
+            kernel,
+            mangled,
+            chain,
+            block: focus.block,
+            thread: focus.thread,
+            device: focus.device.or(focus_row.and_then(|r| r.device)),
+            sm: focus.sm,
+            warp: focus.warp,
+            pc: self.instruction_pc,
+            instruction: self.instruction.clone(),
+            kernels: self
+                .kernels
+                .iter()
+                .map(|k| KernelInfo {
+                    id: k.id,
+                    device: k.device,
+                    status: k.status.clone(),
+                    grid: k.grid,
+                    block_dim: k.block_dim,
+                    invocation: k.invocation.clone(),
+                    focus: k.current,
+                })
+                .collect(),
+            threads: self.groups.clone(),
+            threads_dropped: self.threads_dropped,
+            warps: self.warps.clone(),
+            no_threads: self.no_threads && self.groups.is_empty(),
+            log_line: self.log_line,
+        }
     }
 
     /// The kernel frame of the device stack: the one printed with a launch shape.
@@ -149,7 +285,14 @@ impl Session {
             f.kernel = kframe.map(|k| k.function.clone()).filter(|k| !k.is_empty());
         }
         if f.location.is_none() {
-            f.location = self.frames.iter().chain(self.stop.as_ref()).find_map(GdbFrame::location);
+            // `bt`'s `at FILE:LINE in FN inlined from FILE:LINE`: as the exception line's chain.
+            let c = self.frames.iter().chain(self.stop.as_ref()).map(GdbFrame::chain).find(|c| !c.is_empty());
+            if let Some(c) = c {
+                f.location = c.last().cloned();
+                if c.len() > 1 {
+                    f.inlined = c;
+                }
+            }
         }
         if let Some(k) = kframe {
             f.grid = k.grid;
@@ -188,6 +331,10 @@ impl Session {
             f.access = Some(access);
         }
         f
+    }
+
+    fn instruction_sym(&mut self, sym: Option<&str>) {
+        self.instruction_symbol = sym.map(|s| cut(s, MAX_NAME));
     }
 
     /// A short account of what was kept, for the crash note.
@@ -231,11 +378,24 @@ pub struct CudaGdbParser {
     after_bt: bool,
     /// Inside the `info cuda kernels` table.
     in_table: bool,
+    /// Inside `info cuda threads`, with the kernel of the last `Kernel N` line.
+    in_threads: bool,
+    threads_kernel: Option<u32>,
+    /// Inside `info cuda warps`, with the device and SM of the last `Device D SM S` line.
+    in_warps: bool,
+    warps_at: (Option<u32>, Option<u32>),
+    snapshots: Vec<DeviceSnapshot>,
 }
 
 impl CudaGdbParser {
     fn session(&mut self, ctx: LineCtx) -> &mut Session {
-        self.cur.get_or_insert_with(|| Session { rank: ctx.rank, ..Session::default() })
+        self.cur.get_or_insert_with(|| Session { rank: ctx.rank, log_line: ctx.lineno, ..Session::default() })
+    }
+
+    fn end_tables(&mut self) {
+        self.in_table = false;
+        self.in_threads = false;
+        self.in_warps = false;
     }
 
     fn note(&mut self, note: String) {
@@ -262,9 +422,15 @@ impl CudaGdbParser {
     fn end_session(&mut self) {
         self.end_listing();
         self.after_bt = false;
-        self.in_table = false;
+        self.end_tables();
+        self.threads_kernel = None;
+        self.warps_at = (None, None);
         if let Some(s) = self.cur.take() {
-            if s.has_exception() && self.faults.len() < MAX_SESSIONS {
+            if s.is_snapshot() {
+                if self.snapshots.len() < MAX_SESSIONS {
+                    self.snapshots.push(s.to_snapshot());
+                }
+            } else if s.has_exception() && self.faults.len() < MAX_SESSIONS {
                 self.faults.push(s.to_fault());
             }
         }
@@ -276,7 +442,7 @@ impl CudaGdbParser {
         if !toks.any(|t| names::base_name(t) == "cuda-gdb") {
             return;
         }
-        let mut s = Session { rank: ctx.rank, ..Session::default() };
+        let mut s = Session { rank: ctx.rank, log_line: ctx.lineno, ..Session::default() };
         let mut prev = "";
         for t in toks {
             if t == "--args" {
@@ -414,8 +580,14 @@ impl CudaGdbParser {
         if matches!(first, b'*' | b'=') {
             // `x/i $errorpc`: `*> 0x7fd8... <_Z9histogramPKiPji+592>:\tATOMS.POPC.INC.32 RZ[R5+URZ]`.
             if let Some(ins) = errorpc_instruction(line) {
+                self.end_tables();
                 if let Some(s) = self.cur.as_mut() {
-                    s.instruction.get_or_insert(ins);
+                    if s.instruction.is_none() {
+                        s.instruction = Some(ins);
+                        let (pc, sym) = instruction_address(line);
+                        s.instruction_pc = pc;
+                        s.instruction_sym(sym);
+                    }
                 }
                 return;
             }
@@ -445,6 +617,9 @@ impl CudaGdbParser {
         }
         if self.in_table {
             if let Some(row) = parse_kernel_row(line) {
+                if s.kernels.len() < MAX_ITEMS {
+                    s.kernels.push(row.clone());
+                }
                 let better = match &s.kernel_row {
                     None => true,
                     Some(old) => row.current && !old.current,
@@ -455,6 +630,56 @@ impl CudaGdbParser {
                 return;
             }
             self.in_table = false;
+        }
+        let trimmed = line.trim_start();
+        if first == b' ' && trimmed.starts_with("BlockIdx ThreadIdx To BlockIdx ThreadIdx Count") {
+            self.seen = true;
+            s.output = true;
+            s.threads_table = true;
+            self.in_threads = true;
+            self.in_warps = false;
+            self.threads_kernel = None;
+            return;
+        }
+        if first == b' ' && trimmed.starts_with("Wp Active Lanes Mask") {
+            self.seen = true;
+            s.output = true;
+            self.in_warps = true;
+            self.in_threads = false;
+            self.warps_at = (None, None);
+            return;
+        }
+        if self.in_threads {
+            if let Some(k) = line.strip_prefix("Kernel ").and_then(|k| k.trim().parse().ok()) {
+                self.threads_kernel = Some(k);
+                return;
+            }
+            if let Some(mut row) = parse_thread_row(line) {
+                row.kernel_id = self.threads_kernel;
+                s.thread_row(row);
+                return;
+            }
+            self.in_threads = false;
+        }
+        if self.in_warps {
+            if let Some(at) = parse_device_sm(line) {
+                self.warps_at = at;
+                return;
+            }
+            if let Some(mut w) = parse_warp_row(line) {
+                (w.device, w.sm) = self.warps_at;
+                if s.warps.len() < MAX_ITEMS {
+                    s.warps.push(w);
+                }
+                return;
+            }
+            self.in_warps = false;
+        }
+        if first == b'N' && matches!(line.trim_end(), "No CUDA threads." | "No CUDA kernels.") {
+            self.seen = true;
+            s.output = true;
+            s.no_threads = true;
+            return;
         }
         if first == b'0' && line.starts_with("0x") && line.contains("<<<") {
             // The stop line of an attach: `0x... in KERNEL<<<...>>> (args) at FILE:LINE`.
@@ -498,7 +723,7 @@ impl LineParser for CudaGdbParser {
         let Some(&first) = line.as_bytes().first() else {
             if self.cur.is_some() {
                 self.end_listing();
-                self.in_table = false;
+                self.end_tables();
                 self.after_bt = false;
             }
             return;
@@ -511,7 +736,7 @@ impl LineParser for CudaGdbParser {
                 self.end_listing();
             }
             if self.opener(line, ctx) {
-                self.in_table = false;
+                self.end_tables();
                 self.after_bt = false;
                 return;
             }
@@ -530,8 +755,142 @@ impl LineParser for CudaGdbParser {
             ev.debugger_crashed = true;
         }
         ev.faults.append(&mut self.faults);
+        ev.snapshots.append(&mut self.snapshots);
         ev.notes.append(&mut self.notes);
     }
+}
+
+/// A row of `info cuda threads`, before it is merged into a [`ThreadGroup`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ThreadRow {
+    focus: bool,
+    kernel_id: Option<u32>,
+    /// (block, thread) of the first and the last thread of the row.
+    from: (Dim3, Dim3),
+    to: (Dim3, Dim3),
+    count: u64,
+    pc: u64,
+    file: Option<String>,
+    line: Option<u32>,
+}
+
+/// The order of CUDA's linear index: `z`, then `y`, then `x`.
+fn dim_key(d: Dim3) -> (u32, u32, u32) {
+    (d[2], d[1], d[0])
+}
+
+fn dim_min(a: Dim3, b: Dim3) -> Dim3 {
+    if dim_key(b) < dim_key(a) {
+        b
+    } else {
+        a
+    }
+}
+
+fn dim_max(a: Dim3, b: Dim3) -> Dim3 {
+    if dim_key(b) > dim_key(a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// The first `n` whitespace-separated tokens of `s` and the rest after them (trimmed).
+fn tokens(s: &str, n: usize) -> Option<(Vec<&str>, &str)> {
+    let mut out = Vec::with_capacity(n);
+    let mut rest = s;
+    for _ in 0..n {
+        rest = rest.trim_start();
+        if rest.is_empty() {
+            return None;
+        }
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        out.push(&rest[..end]);
+        rest = &rest[end..];
+    }
+    Some((out, rest.trim()))
+}
+
+/// A row of `info cuda threads`:
+/// `*  (4,0,0)   (0,0,0)     (4,0,0)  (31,0,0)    32 0x00007f197f7a0120   /tmp/x/hang_flag.cu     8 `.
+/// The file may hold spaces: it is what lies between the PC and the final line number.
+fn parse_thread_row(line: &str) -> Option<ThreadRow> {
+    let t = line.trim_start();
+    let (focus, t) = match t.strip_prefix('*') {
+        Some(r) => (true, r),
+        None => (false, t),
+    };
+    let (toks, rest) = tokens(t, 6)?;
+    let d = |i: usize| parse_dim3(toks[i]);
+    let (b1, t1, b2, t2) = (d(0)?, d(1)?, d(2)?, d(3)?);
+    let count: u64 = toks[4].parse().ok()?;
+    if !toks[5].starts_with("0x") {
+        return None;
+    }
+    let pc = parse_hex(toks[5])?;
+    let (file, line_no) = match rest.rsplit_once(char::is_whitespace) {
+        Some((f, l)) if l.bytes().all(|b| b.is_ascii_digit()) => (f.trim(), l.parse().ok()),
+        _ if rest.bytes().all(|b| b.is_ascii_digit()) && !rest.is_empty() => ("", rest.parse().ok()),
+        _ => (rest, None),
+    };
+    let file = (!file.is_empty()).then(|| cut(file, MAX_NAME));
+    Some(ThreadRow { focus, kernel_id: None, from: (b1, t1), to: (b2, t2), count, pc, file, line: line_no })
+}
+
+/// At most `max` bytes of `s`, cut at a character boundary.
+fn cut(s: &str, max: usize) -> String {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// `Device 0 SM 124` (in `info cuda warps`) -> (device, sm).
+fn parse_device_sm(line: &str) -> Option<(Option<u32>, Option<u32>)> {
+    let rest = line.trim().strip_prefix("Device ")?;
+    let (dev, sm) = rest.split_once(" SM ")?;
+    Some((Some(dev.trim().parse().ok()?), Some(sm.trim().parse().ok()?)))
+}
+
+/// A row of `info cuda warps`:
+/// `*  0        0xffffffff           0x00000000 0x00007f197f7a0120      0  (4,0,0)   (0,0,0) `.
+fn parse_warp_row(line: &str) -> Option<WarpRow> {
+    let t = line.trim_start();
+    let (focus, t) = match t.strip_prefix('*') {
+        Some(r) => (true, r),
+        None => (false, t),
+    };
+    let (toks, _) = tokens(t, 7)?;
+    let warp = toks[0].parse().ok()?;
+    if !toks[1].starts_with("0x") || !toks[2].starts_with("0x") {
+        return None;
+    }
+    Some(WarpRow {
+        device: None,
+        sm: None,
+        warp,
+        active_mask: parse_hex(toks[1])?,
+        divergent_mask: parse_hex(toks[2])?,
+        pc: toks[3].starts_with("0x").then(|| parse_hex(toks[3])).flatten(),
+        kernel_id: toks[4].parse().ok(),
+        block: parse_dim3(toks[5]),
+        thread: parse_dim3(toks[6]),
+        focus,
+    })
+}
+
+/// The address and the symbol of an `x/i` line: `=> 0x7f19.. <_Z7consumePViPiPf+288>:` ->
+/// (`0x7f19..`, `_Z7consumePViPiPf`).
+fn instruction_address(line: &str) -> (Option<u64>, Option<&str>) {
+    let rest = line.get(3..).unwrap_or("");
+    let (addr, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+    let sym = tail
+        .strip_prefix('<')
+        .and_then(|t| t.split_once(">:"))
+        .map(|(s, _)| s.rsplit_once('+').map(|(n, _)| n).unwrap_or(s))
+        .filter(|s| !s.is_empty());
+    (parse_hex(addr), sym)
 }
 
 /// The instruction of an `x/i` line marked as the current (`=>`) or error (`*>`) PC.
@@ -800,6 +1159,12 @@ fn parse_frame_body(body: &str) -> Option<GdbFrame> {
             f.file = Some(loc.file);
             f.line = Some(loc.line);
             s = head.trim_end();
+        } else if let Some((first, outer)) = inline_chain(tail) {
+            // `at hang_flag.cu:8 in _Z13wait_for_flagPViPi inlined from hang_flag.cu:15`.
+            f.file = Some(first.file);
+            f.line = Some(first.line);
+            f.inlined = outer;
+            s = head.trim_end();
         }
     }
     if f.file.is_none() {
@@ -839,6 +1204,21 @@ fn parse_frame_body(body: &str) -> Option<GdbFrame> {
     Some(f)
 }
 
+/// `FILE:LINE in FN inlined from FILE:LINE[ in FN inlined from FILE:LINE ...]` -> the first
+/// position and the `inlined from` ones, outwards. Every segment must be a position.
+fn inline_chain(s: &str) -> Option<(SourceLoc, Vec<SourceLoc>)> {
+    let mut segs = s.split(" inlined from ");
+    let first = segs.next().and_then(loc_of)?;
+    let mut outer = Vec::new();
+    for seg in segs {
+        let loc = loc_of(seg)?;
+        if outer.len() < MAX_ITEMS {
+            outer.push(loc);
+        }
+    }
+    (!outer.is_empty()).then_some((first, outer))
+}
+
 /// A row of the `info cuda kernels` table:
 /// `*      0      -   0    1 Active 0x0550... (4,1,1) (256,1,1) scatter_far(out=0x7f6f33e00000, n=1024) `.
 fn parse_kernel_row(line: &str) -> Option<KernelRow> {
@@ -870,8 +1250,12 @@ fn parse_kernel_row(line: &str) -> Option<KernelRow> {
     let block_dim = tok(g + 1).and_then(parse_dim3);
     block_dim?;
     let invocation = toks.get(g + 2).map(|&(a, _)| t[a..].trim()).unwrap_or("");
+    // `Kernel Parent Dev Grid Status SMs-Mask GridDim ...`: the status is the fifth column.
+    let status = (g >= 6).then(|| tok(4)).flatten().filter(|s| !s.starts_with("0x")).map(str::to_string);
     Some(KernelRow {
         current,
+        id: tok(0).and_then(|d| d.parse().ok()),
+        status,
         device: tok(2).and_then(|d| d.parse().ok()),
         grid,
         block_dim,
@@ -1349,6 +1733,108 @@ mod tests {
     crate::findings::fuzz::multi_byte_kernel_names_never_panic!(
         "cudagdb-core-1.log",
         "attach.log",
-        "cudagdb-merged-1.log"
+        "cudagdb-merged-1.log",
+        "cudagdb-hang.log"
     );
+
+    const HANG_FLAG: &str = recording!("h200/hang/hang_flag/cudagdb_1.log");
+    const HANG_PEER: &str = recording!("h200/hang/hang_two_procs/cudagdb_1.log");
+    const HANG_IDLE: &str = recording!("h200/hang/hang_two_procs/cudagdb_2.log");
+
+    #[test]
+    fn a_user_triggered_dump_of_a_hang_is_a_snapshot_not_a_fault() {
+        let ev = scan_str(HANG_FLAG, "cudagdb-584.log");
+        assert!(ev.faults.is_empty(), "{:?}", ev.faults);
+        assert_eq!(ev.snapshots.len(), 1);
+        let s = &ev.snapshots[0];
+        assert_eq!(s.pid, Some(584));
+        assert_eq!(s.kernel.as_deref(), Some("consume"));
+        assert_eq!(s.mangled.as_deref(), Some("_Z7consumePViPiPf"));
+        // `bt`: `at /tmp/ima-hang_flag/hang_flag.cu:8 in _Z13wait_for_flagPViPi inlined from hang_flag.cu:15`.
+        assert_eq!(s.chain, vec![loc("/tmp/ima-hang_flag/hang_flag.cu", 8), loc("hang_flag.cu", 15)]);
+        assert_eq!(
+            (s.block, s.thread, s.device, s.sm, s.warp),
+            (Some([4, 0, 0]), Some([0, 0, 0]), Some(0), Some(124), Some(0))
+        );
+        assert_eq!(s.pc, Some(0x7f197f7a0120));
+        assert_eq!(s.instruction.as_deref(), Some("ISETP.NE.AND P0,PT,R0,RZ,PT"));
+        assert_eq!(s.kernels.len(), 1);
+        let k = &s.kernels[0];
+        assert_eq!(
+            (k.id, k.status.as_deref(), k.grid, k.block_dim),
+            (Some(0), Some("Active"), Some([8, 1, 1]), Some([128, 1, 1]))
+        );
+        assert!(k.focus);
+        // 16 rows in three groups: the header's atomicAdd, line 8, line 18.
+        let g: Vec<(u64, u64, Option<&str>, Option<u32>)> = s
+            .threads
+            .iter()
+            .map(|g| (g.count, g.rows, g.file.as_deref().map(names::base_name), g.line))
+            .collect();
+        assert_eq!(
+            g,
+            vec![
+                (128, 4, Some("device_atomic_functions.hpp"), Some(107)),
+                (768, 8, Some("hang_flag.cu"), Some(18)),
+                (128, 4, Some("hang_flag.cu"), Some(8)),
+            ]
+        );
+        assert_eq!(
+            s.threads[0].file.as_deref(),
+            Some("/usr/local/cuda/bin/../targets/x86_64-linux/include/device_atomic_functions.hpp")
+        );
+        assert_eq!(s.threads[1].block_range, [[0, 0, 0], [7, 0, 0]]);
+        assert_eq!(s.threads[1].thread_range, [[32, 0, 0], [127, 0, 0]]);
+        assert_eq!(s.threads[2].block_range, [[3, 0, 0], [7, 0, 0]]);
+        assert!(s.threads[2].focus && !s.threads[1].focus);
+        assert_eq!(s.threads.iter().map(|g| g.kernel_id).collect::<Vec<_>>(), vec![Some(0); 3]);
+        assert_eq!(s.thread_count(), 1024);
+        // `info cuda warps`: the focused SM only.
+        assert_eq!(s.warps.len(), 4);
+        assert_eq!((s.warps[0].sm, s.warps[0].focus, s.warps[0].pc), (Some(124), true, Some(0x7f197f7a0120)));
+        assert_eq!(
+            (s.warps[3].warp, s.warps[3].block, s.warps[3].thread),
+            (3, Some([4, 0, 0]), Some([96, 0, 0]))
+        );
+    }
+
+    #[test]
+    fn a_row_spanning_blocks_covers_every_thread_of_the_block() {
+        let s = &scan_str(HANG_PEER, "cudagdb-1163.log").snapshots[0];
+        assert_eq!(s.pid, Some(1163));
+        assert_eq!(s.chain, vec![loc("/tmp/ima-hang_two_procs/hang_two_procs.py", 15)]);
+        // (1,0,0)(96,0,0) .. (2,0,0)(127,0,0), 160 threads, joins the rows at the same PC.
+        let at_f80 = s.threads.iter().find(|g| g.pc == 0x7eff8f7a0f80).unwrap();
+        assert_eq!((at_f80.count, at_f80.rows), (384, 4));
+        assert_eq!(at_f80.block_range, [[0, 0, 0], [3, 0, 0]]);
+        assert_eq!(at_f80.thread_range, [[0, 0, 0], [127, 0, 0]]);
+        assert_eq!(s.thread_count(), 512);
+    }
+
+    #[test]
+    fn a_dump_with_no_kernel_running_says_so() {
+        let ev = scan_str(HANG_IDLE, "cudagdb-1190.log");
+        assert!(ev.faults.is_empty());
+        let s = &ev.snapshots[0];
+        assert_eq!(s.pid, Some(1190));
+        assert!(s.no_threads && s.threads.is_empty() && s.kernels.is_empty());
+        assert_eq!(s.kernel, None);
+    }
+
+    #[test]
+    fn thread_rows_with_spaces_in_the_file_and_without_a_line() {
+        let row = HANG_FLAG.lines().find(|l| l.starts_with('*') && l.contains("hang_flag.cu")).unwrap();
+        let spaced = row.replace("/tmp/ima-hang_flag/hang_flag.cu", "/tmp/my project/hang flag.cu");
+        let r = parse_thread_row(&spaced).unwrap();
+        assert_eq!(
+            (r.file.as_deref(), r.line, r.count, r.focus),
+            (Some("/tmp/my project/hang flag.cu"), Some(8), 32, true)
+        );
+        let cut_line = row.trim_end().trim_end_matches(char::is_numeric).to_string();
+        let r = parse_thread_row(&cut_line).unwrap();
+        assert_eq!((r.file.as_deref(), r.line), (Some("/tmp/ima-hang_flag/hang_flag.cu"), None));
+        let header = HANG_FLAG.lines().find(|l| l.contains("BlockIdx ThreadIdx")).unwrap();
+        assert_eq!(parse_thread_row(header), None);
+        assert_eq!(parse_thread_row("Kernel 0"), None);
+    }
 }

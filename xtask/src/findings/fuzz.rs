@@ -60,7 +60,8 @@ impl Real {
 /// Real output of every tool the parsers read, from tests/fixtures/h200, with the kernel each
 /// names: memcheck (text and XML), cuda-gdb (coredump and attach, with and without `-G`), the
 /// coredump progress stream with its stack trace, the program (PyTorch's and CUDA's
-/// device-assert lines), a CPU core's `thread apply all bt`, the waits-on-exception notice.
+/// device-assert lines), a CPU core's `thread apply all bt`, the waits-on-exception notice, and
+/// a hang's: cuda-gdb on user-triggered dumps, py-spy, the NCCL flight recorder's JSON.
 pub const REAL: &[Real] = &[
     Real {
         file: "memcheck.log",
@@ -127,6 +128,44 @@ pub const REAL: &[Real] = &[
         text: recording!("h200/oob_write/waits.log"),
         kernel: "scale_write",
         lines: 20,
+    },
+    // A hang: cuda-gdb on user-triggered dumps (threads table with a CUDA header's long path,
+    // inline chain in `bt`, warps; a dump with no kernel), py-spy, the flight recorder's JSON.
+    Real {
+        file: "cudagdb-hang.log",
+        text: recording!("h200/hang/hang_flag/cudagdb_1.log"),
+        kernel: "consume",
+        lines: 40,
+    },
+    Real {
+        file: "cudagdb-hang.log",
+        text: recording!("h200/hang/hang_two_procs/cudagdb_1.log"),
+        kernel: "wait_for_peer",
+        lines: 40,
+    },
+    Real {
+        file: "cudagdb-hang.log",
+        text: recording!("h200/hang/hang_two_procs/cudagdb_2.log"),
+        kernel: "CUDA",
+        lines: 40,
+    },
+    Real {
+        file: "pyspy.log",
+        text: recording!("h200/hang/hang_triton/pyspy_845.log"),
+        kernel: "synchronize",
+        lines: 40,
+    },
+    Real {
+        file: "pyspy.log",
+        text: recording!("h200/hang/hang_two_procs/pyspy_1190.log"),
+        kernel: "worker",
+        lines: 40,
+    },
+    Real {
+        file: "nccl-trace-0.json",
+        text: recording!("h200/hang/nccl_trace/nccl_trace_0.json"),
+        kernel: "all_reduce",
+        lines: 400,
     },
 ];
 

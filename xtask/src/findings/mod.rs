@@ -31,6 +31,8 @@ pub mod hoststack;
 pub mod memcheck;
 pub mod memcheck_xml;
 pub mod names;
+pub mod nccl;
+pub mod pyspy;
 pub mod render;
 pub mod scan;
 pub mod verdict;
@@ -61,6 +63,10 @@ pub enum Tool {
     Memcheck,
     /// compute-sanitizer's `--xml --save` report.
     MemcheckXml,
+    /// `py-spy dump`: Python (and, with `--native`, native) stacks of a live process.
+    PySpy,
+    /// PyTorch's NCCL flight recorder dump, as JSON.
+    NcclFlightRecorder,
 }
 
 impl Tool {
@@ -72,6 +78,8 @@ impl Tool {
             Tool::Waits => "waits",
             Tool::Memcheck => "memcheck",
             Tool::MemcheckXml => "memcheck-xml",
+            Tool::PySpy => "py-spy",
+            Tool::NcclFlightRecorder => "nccl-flight-recorder",
         }
     }
 }
@@ -99,6 +107,9 @@ pub enum ErrorClass {
     MisalignedAccess,
     /// initcheck's `Uninitialized __global__ memory read`: a read of memory never written.
     UninitializedRead,
+    /// The program never returned: a GPU dump taken while kernels were running, with no
+    /// exception (a user-triggered coredump of a hang). Never from a message.
+    Hang,
     /// Anything else, as printed (normalised to lower case).
     Other(String),
 }
@@ -115,6 +126,7 @@ impl ErrorClass {
             ErrorClass::InvalidAccess => "invalid-access",
             ErrorClass::MisalignedAccess => "misaligned-access",
             ErrorClass::UninitializedRead => "uninitialized-read",
+            ErrorClass::Hang => "hang",
             ErrorClass::Other(s) => s,
         }
     }
@@ -148,9 +160,10 @@ impl ErrorClass {
         }
     }
 
-    /// True for errors that mean a kernel faulted (as opposed to, say, `invalid argument`).
+    /// True for errors that mean a kernel faulted (as opposed to, say, `invalid argument`, or
+    /// a hang, where nothing faulted).
     pub fn is_device_fault(&self) -> bool {
-        !matches!(self, ErrorClass::Other(_))
+        !matches!(self, ErrorClass::Other(_) | ErrorClass::Hang)
     }
 }
 
@@ -353,6 +366,244 @@ pub struct HostStack {
     pub log_line: u64,
 }
 
+/// One row of cuda-gdb's `info cuda threads`, or several rows of one kernel at the same PC
+/// and line merged: `count` threads from `block_range[0]`/`thread_range[0]` up to
+/// `block_range[1]`/`thread_range[1]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadGroup {
+    /// The `Kernel N` header the rows were under (cuda-gdb's kernel id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_id: Option<u32>,
+    /// Threads in the group (the `Count` column, summed).
+    pub count: u64,
+    /// Rows of the table merged into this group.
+    pub rows: u64,
+    #[serde(serialize_with = "ser_hex")]
+    pub pc: u64,
+    /// `Filename` and `Line` as printed (a full path, or a CUDA header's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// Smallest and largest block, and smallest and largest thread index, of the rows.
+    pub block_range: [Dim3; 2],
+    pub thread_range: [Dim3; 2],
+    /// The row of cuda-gdb's focus (`*`) is in this group.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub focus: bool,
+}
+
+/// One row of `info cuda warps` (cuda-gdb 13.0 lists only the focused SM).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WarpRow {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sm: Option<u32>,
+    pub warp: u32,
+    #[serde(serialize_with = "ser_hex")]
+    pub active_mask: u64,
+    #[serde(serialize_with = "ser_hex")]
+    pub divergent_mask: u64,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_hex_opt")]
+    pub pc: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_id: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block: Option<Dim3>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<Dim3>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub focus: bool,
+}
+
+/// A row of `info cuda kernels`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct KernelInfo {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<u32>,
+    /// `Active`, ... as printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grid: Option<Dim3>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_dim: Option<Dim3>,
+    /// The `Invocation` column: `consume()`, `scatter_far(out=0x7f.., n=1024)`.
+    pub invocation: String,
+    /// cuda-gdb's focus is in this kernel (`*`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub focus: bool,
+}
+
+/// What cuda-gdb showed of a GPU dump (or a live process) with no exception: the device as
+/// it was when the dump was triggered, which for a user-triggered dump of a program that
+/// never returned is a snapshot of the hang.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DeviceSnapshot {
+    /// The process (`core.<host>.<pid>.<time>`, `-p PID`), where known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// The dump read (`Opening GPU coredump: PATH`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub core: Option<String>,
+    /// The focus thread's kernel, as `bt` printed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mangled: Option<String>,
+    /// The focus thread's position: `bt`'s frame 0, innermost first, then each `inlined from`
+    /// position (`hang_flag.cu:8`, `hang_flag.cu:15`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<SourceLoc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block: Option<Dim3>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<Dim3>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sm: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warp: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "ser_hex_opt")]
+    pub pc: Option<u64>,
+    /// The instruction at the focus PC (`x/i $pc`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instruction: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<KernelInfo>,
+    /// `info cuda threads`, rows of one kernel, PC and line merged, in the order first seen.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadGroup>,
+    /// Rows of `info cuda threads` not kept (past the cap), and the threads they counted.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub threads_dropped: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warps: Vec<WarpRow>,
+    /// cuda-gdb said `No CUDA threads.` (or `No CUDA kernels.`): no kernel was running.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub no_threads: bool,
+    /// 1-based line of the log where the session starts.
+    pub log_line: u64,
+}
+
+impl DeviceSnapshot {
+    /// Threads the table counted (kept groups and dropped rows).
+    pub fn thread_count(&self) -> u64 {
+        self.threads.iter().map(|g| g.count).sum::<u64>().saturating_add(self.threads_dropped)
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// One Python thread of a `py-spy dump`, innermost frame first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PyThread {
+    /// The thread id as printed (`Thread 845 (active)`, or hex `Thread 0x7f..`).
+    pub id: u64,
+    /// The name in quotes (`MainThread`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `active` (running, or in native code) or `idle` (waiting), as py-spy judged it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Python frames (`main (hang.py:26)`, `python: true`) and, with `--native`, native ones
+    /// (`cudaDeviceSynchronize (libcudart.so.13)`, `0x7fb7.. (libcuda.so..)`), innermost first.
+    pub frames: Vec<Frame>,
+    /// Frames past the cap that were not kept.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub frames_dropped: u64,
+}
+
+/// One process of a `py-spy dump`: `Process PID: CMDLINE`, `Python vX.Y.Z (PATH)`, its threads.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PyProcess {
+    pub pid: u32,
+    pub command: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
+    pub threads: Vec<PyThread>,
+    /// 1-based line of the log where the process starts.
+    pub log_line: u64,
+}
+
+/// A collective of the NCCL flight recorder that was enqueued and not completed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct NcclCollective {
+    /// `profiling_name` (`nccl:all_reduce`).
+    pub op: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p2p_seq: Option<u64>,
+    /// `scheduled`, `started`, ... as recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub input_sizes: Vec<Vec<u64>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub output_sizes: Vec<Vec<u64>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dtypes: Vec<String>,
+    /// The innermost frame of the user's code that issued it (outside torch and the stdlib).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issued_at: Option<Frame>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// One process group of a flight recorder dump: the last collective enqueued, started and
+/// completed (`pg_status`), and the collectives enqueued but not completed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct NcclGroup {
+    pub id: String,
+    /// `desc` of `pg_config` (`default_pg`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub desc: Option<String>,
+    /// `ranks` of `pg_config`, as recorded (`[0, 1]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_enqueued: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_started: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_completed: Option<i64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<NcclCollective>,
+}
+
+impl NcclGroup {
+    /// Collectives enqueued and not completed: by the entries, else by `pg_status`.
+    pub fn incomplete(&self) -> u64 {
+        let by_status = match (self.last_enqueued, self.last_completed) {
+            (Some(e), Some(c)) if e > c => (e - c.max(0)) as u64,
+            _ => 0,
+        };
+        by_status.max(self.pending.len() as u64)
+    }
+}
+
+/// A NCCL flight recorder dump (`TORCH_FR_DUMP_TEMP_FILE`, converted to JSON).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct NcclTrace {
+    /// The rank: from the file name (`nccl-trace-<rank>.json`), else the entries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    pub groups: Vec<NcclGroup>,
+    /// Entries in the dump.
+    pub entries: u64,
+}
+
 /// `... You can now attach a debugger to the application (PID N) for inspection.`
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WaitNotice {
@@ -402,6 +653,15 @@ pub struct Evidence {
     /// Host threads inside a CUDA call, from a debugger's `thread apply all bt`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub host_stacks: Vec<HostStack>,
+    /// GPU dumps that cuda-gdb read with no exception in them: snapshots of a hang.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub snapshots: Vec<DeviceSnapshot>,
+    /// Python processes of a `py-spy dump`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub python: Vec<PyProcess>,
+    /// A NCCL flight recorder dump.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nccl: Option<NcclTrace>,
     /// The run that wrote this input had `CUDA_LAUNCH_BLOCKING=1`: every launch was
     /// synchronous, so a host stack or traceback in it points at the launch itself. Set by
     /// the reader of a bundle (from the rung's command), not by the parsers.

@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 use super::{
     names,
     scan::{EMPTY, NOT_RECOGNISED},
-    verdict::Analysis,
-    Fault, Frame,
+    verdict::{group_text, host_frame_text, Analysis, Hang, HangProcess},
+    Fault, Frame, NcclCollective,
 };
 
 /// The analysis as one JSON object (`verdict`, `findings`, `symptoms`, `inputs`, ...).
@@ -155,11 +155,17 @@ pub fn render_text(a: &Analysis) -> String {
                 let chain: Vec<String> = v.inlined.iter().map(|l| l.to_string()).collect();
                 writeln!(s, "  inlined:  {}", chain.join(" <- ")).unwrap();
             }
-            match &v.launch_site {
-                Some(h) => {
-                    writeln!(s, "  launched: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap()
+            if let Some(h) = &v.hang {
+                hang_text(&mut s, h);
+            } else {
+                match &v.launch_site {
+                    Some(h) => {
+                        writeln!(s, "  launched: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap()
+                    }
+                    None => {
+                        writeln!(s, "  launched: unknown (no synchronous source named the launch)").unwrap()
+                    }
                 }
-                None => writeln!(s, "  launched: unknown (no synchronous source named the launch)").unwrap(),
             }
             if let Some(h) = &v.surfaced_at {
                 writeln!(s, "  surfaced: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap();
@@ -244,6 +250,30 @@ pub fn render_text(a: &Analysis) -> String {
         for e in &i.api_errors {
             seen.push(format!("  {}: {} on `{}` ({}) x{}", i.origin, e.error, e.api, e.message, e.count));
         }
+        if let Some(t) = &i.nccl {
+            let groups: Vec<String> = t
+                .groups
+                .iter()
+                .map(|g| {
+                    let n = |v: Option<i64>| v.map_or("?".to_string(), |v| v.to_string());
+                    format!(
+                        "process group {}{}: last enqueued {}, started {}, completed {}",
+                        g.id,
+                        g.desc.as_deref().map(|d| format!(" ({d})")).unwrap_or_default(),
+                        n(g.last_enqueued),
+                        n(g.last_started),
+                        n(g.last_completed)
+                    )
+                })
+                .collect();
+            let rank = t.rank.map(|r| format!(" of rank {r}")).unwrap_or_default();
+            seen.push(format!(
+                "  {}: NCCL flight recorder{rank}, {} entries; {}",
+                i.origin,
+                t.entries,
+                groups.join("; ")
+            ));
+        }
         if let Some(n) = i.error_summary {
             seen.push(format!("  {}: compute-sanitizer ERROR SUMMARY: {} errors", i.origin, grouped(n)));
         }
@@ -258,6 +288,90 @@ pub fn render_text(a: &Analysis) -> String {
         for line in extra {
             writeln!(s, "{line}").unwrap();
         }
+    }
+    s
+}
+
+/// The parts of a hang verdict: the threads by line, each process, the NCCL ranks.
+fn hang_text(s: &mut String, h: &Hang) {
+    for (i, g) in h.groups.iter().enumerate() {
+        let label = if i == 0 { "  threads:  " } else { "            " };
+        writeln!(s, "{label}{}", group_text(g, i == 0)).unwrap();
+    }
+    for p in &h.processes {
+        writeln!(s, "  process:  {}", process_text(p)).unwrap();
+    }
+    for n in &h.nccl {
+        let rank = n.rank.map(|r| format!("rank {r}, ")).unwrap_or_default();
+        let desc = n.desc.as_deref().map(|d| format!(" ({d})")).unwrap_or_default();
+        let pending: Vec<String> = n.pending.iter().map(collective_text).collect();
+        let list = if pending.is_empty() { String::new() } else { format!(": {}", pending.join("; ")) };
+        writeln!(
+            s,
+            "  nccl:     {rank}process group {}{desc}: {} collective(s) not completed{list} [{}]",
+            n.group, n.incomplete, n.from
+        )
+        .unwrap();
+    }
+}
+
+/// `pid 584: `consume` spinning at hang_flag.cu:8 (1024 threads); host: main at hang_flag.cu:31
+/// in cudaDeviceSynchronize [cpucore-gdb]`.
+fn process_text(p: &HangProcess) -> String {
+    let mut s = match (p.pid, p.rank) {
+        (Some(pid), Some(r)) => format!("pid {pid} (rank {r}): "),
+        (Some(pid), None) => format!("pid {pid}: "),
+        (None, Some(r)) => format!("rank {r}: "),
+        (None, None) => "a process: ".to_string(),
+    };
+    match (&p.kernel, &p.spinning_at) {
+        (Some(k), Some(l)) => {
+            write!(s, "`{k}` spinning at {}:{} ({} threads)", names::base_name(&l.file), l.line, p.threads)
+                .unwrap()
+        }
+        (Some(k), None) => write!(s, "`{k}` running ({} threads, line unknown)", p.threads).unwrap(),
+        (None, _) if p.no_kernel => s.push_str("no kernel running"),
+        (None, _) if p.dumped => s.push_str("GPU dump with no thread listed"),
+        (None, _) => s.push_str("no GPU dump"),
+    }
+    if p.host.is_empty() {
+        s.push_str("; host: unknown (no py-spy or CPU core stack in your code)");
+    }
+    for (i, w) in p.host.iter().enumerate() {
+        s.push_str(if i == 0 { "; host: " } else { "; also " });
+        s.push_str(&host_frame_text(&w.frame));
+        if let Some(f) = &w.waiting_in {
+            write!(s, " in {}", host_frame_text(f)).unwrap();
+        }
+        if let Some(api) = &w.api {
+            let sep = if w.waiting_in.is_some() { ", " } else { " in " };
+            write!(s, "{sep}{api}").unwrap();
+        }
+        if let Some(t) = &w.thread {
+            write!(s, " ({t})").unwrap();
+        }
+        write!(s, " [{}; {}]", w.tool.as_str(), w.from).unwrap();
+    }
+    s
+}
+
+/// `nccl:all_reduce seq 5 (started), sizes [[1024]] Float, issued at train (train.py:40)`.
+fn collective_text(c: &NcclCollective) -> String {
+    let mut s = c.op.clone();
+    if let Some(n) = c.seq {
+        write!(s, " seq {n}").unwrap();
+    }
+    if let Some(st) = &c.state {
+        write!(s, " ({st})").unwrap();
+    }
+    if !c.input_sizes.is_empty() {
+        write!(s, ", sizes {:?}", c.input_sizes).unwrap();
+    }
+    if !c.dtypes.is_empty() {
+        write!(s, " {}", c.dtypes.join(",")).unwrap();
+    }
+    if let Some(f) = &c.issued_at {
+        write!(s, ", issued at {}", host_frame_text(f)).unwrap();
     }
     s
 }

@@ -9,7 +9,8 @@ use std::io::{BufRead, BufReader, Read};
 
 use super::{
     coredump::CoredumpParser, cudagdb::CudaGdbParser, host::HostParser, hoststack::HostStackParser,
-    memcheck::MemcheckParser, memcheck_xml, waits::WaitsParser, Evidence, LineCtx, LineParser,
+    memcheck::MemcheckParser, memcheck_xml, nccl, pyspy::PySpyParser, waits::WaitsParser, Evidence, LineCtx,
+    LineParser,
 };
 
 /// Lines longer than this are cut (the rest of the line is skipped, not buffered).
@@ -59,6 +60,7 @@ fn parsers() -> Vec<Box<dyn LineParser>> {
         Box::new(HostStackParser::default()),
         Box::new(WaitsParser::default()),
         Box::new(MemcheckParser::default()),
+        Box::new(PySpyParser::default()),
     ]
 }
 
@@ -95,6 +97,10 @@ pub fn scan_reader<R: Read>(reader: R, path: &str, origin: &str) -> Evidence {
         }
         Content::Xml => {
             memcheck_xml::parse(r, &mut ev);
+            return ev;
+        }
+        Content::Text if nccl::looks_like(head) => {
+            nccl::parse(r, path, &mut ev);
             return ev;
         }
         Content::Text => {}

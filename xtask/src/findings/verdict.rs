@@ -2,6 +2,10 @@
 //! the faulting kernel, the source line, the error, block and thread, the bad address,
 //! the first user frame on the host — and says which inputs support it and where they
 //! disagree. When no tool located a fault there is no verdict: this module never guesses.
+//! A GPU dump with kernels running and no exception (a user-triggered dump of a program that
+//! never returned) gives a verdict of class `hang` instead: the kernel and the user's line where
+//! its threads spin, the threads grouped by line, each process's host stack (py-spy, the CPU
+//! core) and the NCCL collectives not completed.
 //!
 //! Pure: takes [`Evidence`] values, returns an [`Analysis`]. No I/O, no printing.
 
@@ -9,7 +13,10 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use super::{names, Access, Dim3, ErrorClass, Evidence, Fault, Frame, HostStack, SourceLoc, Symptom, Tool};
+use super::{
+    names, pyspy, Access, DeviceSnapshot, Dim3, ErrorClass, Evidence, Fault, Frame, HostStack,
+    NcclCollective, SourceLoc, Symptom, Tool,
+};
 
 /// The verdict's kernel as compute-sanitizer's `--kernel-name kns=` takes it: a substring of
 /// the mangled name. The mangled name a tool printed for it; else its unqualified identifier
@@ -43,6 +50,8 @@ pub enum Part {
     Class,
     /// The host line that launched the kernel, from a synchronous source.
     LaunchSite,
+    /// For a hang: where the stuck process's host threads wait (py-spy, a CPU core).
+    HostStacks,
 }
 
 impl Part {
@@ -51,6 +60,7 @@ impl Part {
             Part::SourceLine => "source line",
             Part::Class => "error class",
             Part::LaunchSite => "launch site",
+            Part::HostStacks => "host stacks",
         }
     }
 }
@@ -113,6 +123,103 @@ pub struct Verdict {
     /// Things a reader should know about this verdict (graph replay, crashed debugger).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub remarks: Vec<String>,
+    /// For a verdict of class `hang`: the threads by line, the processes, the NCCL ranks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hang: Option<Hang>,
+}
+
+/// What a hang verdict rests on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hang {
+    /// The verdict's process's threads (`info cuda threads`) by the user's line, most first.
+    pub groups: Vec<HangGroup>,
+    /// Every process seen stuck: with a GPU dump, or a py-spy stack in the user's code.
+    pub processes: Vec<HangProcess>,
+    /// Collectives of the NCCL flight recorder enqueued and not completed, per rank and group.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nccl: Vec<NcclStuck>,
+}
+
+/// Threads of one kernel at one user line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HangGroup {
+    pub kernel: String,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub threads: u64,
+    /// The PCs of the rows merged (hex strings), at most 16.
+    pub pcs: Vec<String>,
+    pub block_range: [Dim3; 2],
+    pub thread_range: [Dim3; 2],
+    /// Rows whose own line was in a CUDA header or a library (`device_atomic_functions.hpp:107`),
+    /// placed at the user's line of cuda-gdb's focus (its `bt` inline chain), with their threads.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub via: Vec<(SourceLoc, u64)>,
+    /// cuda-gdb's focus thread is in this group.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub focus: bool,
+}
+
+/// One process of a hang.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct HangProcess {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// The command line (py-spy's `Process PID: ...`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// A GPU dump of it was read.
+    pub dumped: bool,
+    /// The kernel its threads spin in, and the user's line (the focus thread's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spinning_at: Option<SourceLoc>,
+    /// Threads on the device (`info cuda threads`); 0 with `no_kernel`.
+    pub threads: u64,
+    /// Its dump said `No CUDA threads.`: no kernel was running.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub no_kernel: bool,
+    /// Where its host threads wait.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub host: Vec<HostWait>,
+}
+
+/// A host thread of a stuck process: its innermost frame in the user's code and the call it
+/// waits in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostWait {
+    pub frame: Frame,
+    /// The library call the user's frame is in (`synchronize (torch/cuda/__init__.py:1162)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_in: Option<Frame>,
+    /// The CUDA API the thread is in (`cudaDeviceSynchronize`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    /// The thread (`MainThread`, `LWP 584`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
+    /// The input (`hang/pyspy-845`, `hang/cpucore-gdb`) and the tool.
+    pub from: String,
+    pub tool: Tool,
+}
+
+/// A process group of one rank with collectives not completed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NcclStuck {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    pub group: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub desc: Option<String>,
+    /// How many were enqueued and not completed (`pg_status`, or the entries).
+    pub incomplete: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_completed: Option<i64>,
+    pub pending: Vec<NcclCollective>,
+    pub from: String,
 }
 
 /// A finding together with the input it came from.
@@ -154,6 +261,13 @@ pub struct InputSummary {
     pub api_errors: Vec<super::ApiError>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub debugger_crashed: bool,
+    /// GPU dumps read with no exception (hang snapshots), py-spy's processes, a NCCL dump.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub snapshots: Vec<DeviceSnapshot>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub python: Vec<super::PyProcess>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nccl: Option<super::NcclTrace>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
@@ -418,7 +532,13 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         .map(|(idx, _)| idx);
 
     let Some(win) = winner else {
-        let conclusion = no_verdict_reason(&symptoms, inputs);
+        if let Some((verdict, conclusion)) = hang_verdict(inputs, roots) {
+            return Analysis { verdict: Some(verdict), conclusion, findings, symptoms, inputs: summaries };
+        }
+        let mut conclusion = no_verdict_reason(&symptoms, inputs);
+        if let Some(more) = hang_without_kernel(inputs) {
+            conclusion = format!("{conclusion}. {more}");
+        }
         return Analysis { verdict: None, conclusion, findings, symptoms, inputs: summaries };
     };
     let members = &clusters[win].1;
@@ -655,8 +775,422 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         rungs,
         disagreements,
         remarks,
+        hang: None,
     };
     Analysis { verdict: Some(verdict), conclusion, findings, symptoms, inputs: summaries }
+}
+
+/// The rung of an input's origin (`hang` of `hang/cudagdb-584`).
+fn rung_of(origin: &str) -> &str {
+    origin.split('/').next().unwrap_or_default()
+}
+
+/// A dim3 as text, `(4,0,0)`.
+fn dim_text(d: Dim3) -> String {
+    format!("({},{},{})", d[0], d[1], d[2])
+}
+
+/// The order of CUDA's linear index: `z`, then `y`, then `x`.
+fn dim_key(d: Dim3) -> (u32, u32, u32) {
+    (d[2], d[1], d[0])
+}
+
+/// A frame as py-spy prints it, `main (hang.py:26)`, or as gdb does, `main at hang.cu:31`.
+pub fn host_frame_text(f: &Frame) -> String {
+    let func = f.function.as_deref().unwrap_or("?");
+    match (&f.file, f.line, f.python) {
+        (Some(file), Some(line), true) => format!("{func} ({file}:{line})"),
+        (Some(file), Some(line), false) => format!("{func} at {file}:{line}"),
+        (Some(file), None, _) => format!("{func} in {file}"),
+        _ => match &f.module {
+            Some(m) => format!("{func} in {m}"),
+            None => func.to_string(),
+        },
+    }
+}
+
+/// The host threads of the processes: py-spy's threads with a frame in the user's code, and
+/// the CPU core's threads inside a CUDA call with a frame that has a source line. A CPU core's
+/// thread belongs to the process whose pid is its LWP (the main thread), else to the only
+/// process known; else to none.
+fn host_waits(inputs: &[Evidence], pids: &[u32]) -> Vec<(Option<u32>, HostWait)> {
+    let mut out = Vec::new();
+    for ev in inputs {
+        for p in &ev.python {
+            for t in p.threads.iter().take(64) {
+                let Some((_, frame)) = pyspy::user_frame(t) else { continue };
+                out.push((
+                    Some(p.pid),
+                    HostWait {
+                        frame: frame.clone(),
+                        waiting_in: pyspy::waiting_in(t).cloned(),
+                        api: pyspy::cuda_api(t).map(str::to_string),
+                        thread: t.name.clone().or_else(|| Some(t.id.to_string())),
+                        from: ev.origin.clone(),
+                        tool: Tool::PySpy,
+                    },
+                ));
+            }
+        }
+    }
+    for ev in inputs {
+        let lwps: Vec<u32> = ev.host_stacks.iter().filter_map(|st| st.lwp).collect();
+        let owner = pids.iter().copied().find(|p| lwps.contains(p)).or((pids.len() == 1).then(|| pids[0]));
+        for st in ev.host_stacks.iter().filter(|st| st.api.is_some()) {
+            let Some(at) =
+                st.frames.iter().position(|f| !is_runtime_frame(f) && f.file.is_some() && f.line.is_some())
+            else {
+                continue;
+            };
+            // The API the user's code called: the outermost CUDA frame inside it.
+            let api = st.frames[..at]
+                .iter()
+                .filter_map(|f| f.function.as_deref())
+                .rfind(|f| is_cuda_api(f))
+                .map(str::to_string)
+                .or(st.api.clone());
+            out.push((
+                owner,
+                HostWait {
+                    frame: st.frames[at].clone(),
+                    waiting_in: None,
+                    api,
+                    thread: st.lwp.map(|l| format!("LWP {l}")),
+                    from: ev.origin.clone(),
+                    tool: Tool::CudaGdb,
+                },
+            ));
+        }
+    }
+    out
+}
+
+/// The user's line of a snapshot's focus thread (its `bt` chain), and whether it is library
+/// code all the way.
+fn focus_line(s: &DeviceSnapshot, roots: &[String]) -> Option<(SourceLoc, bool)> {
+    user_loc(&s.chain, roots).map(|(l, lib)| (l.clone(), lib))
+}
+
+/// The threads of a snapshot by user line: a row in the user's code at its own line; a row in
+/// a CUDA header or library at the focus thread's user line (the `bt` inline chain, the only
+/// chain cuda-gdb printed), recorded in `via`; most threads first.
+fn hang_groups(
+    s: &DeviceSnapshot,
+    roots: &[String],
+    canonical: &dyn Fn(&SourceLoc) -> SourceLoc,
+) -> Vec<HangGroup> {
+    let focus = focus_line(s, roots).filter(|(_, lib)| !lib).map(|(l, _)| canonical(&l));
+    let kernel_name = |id: Option<u32>| {
+        let by_id = s.kernels.iter().find(|k| k.id == id && id.is_some());
+        let focus_kernel = by_id.is_none_or(|k| k.focus);
+        match (focus_kernel, &s.kernel) {
+            (true, Some(k)) => names::display_kernel(k),
+            _ => by_id.map(|k| names::display_kernel(&k.invocation)).unwrap_or_else(|| "?".to_string()),
+        }
+    };
+    let mut out: Vec<HangGroup> = Vec::new();
+    for g in &s.threads {
+        let own = g.file.as_ref().zip(g.line).map(|(f, l)| SourceLoc { file: f.clone(), line: l });
+        let kernel = kernel_name(g.kernel_id);
+        let same_kernel_as_focus = s.kernel.as_deref().is_some_and(|k| names::display_kernel(k) == kernel);
+        let (at, via) = match &own {
+            Some(l) if is_users(l, roots) => (Some(canonical(l)), None),
+            Some(l) if same_kernel_as_focus && focus.is_some() => (focus.clone(), Some(l.clone())),
+            Some(l) => (Some(canonical(l)), None),
+            None => (None, None),
+        };
+        let pc = format!("{:#x}", g.pc);
+        let slot = out.iter().position(|h| {
+            h.kernel == kernel
+                && h.file == at.as_ref().map(|l| l.file.clone())
+                && h.line == at.as_ref().map(|l| l.line)
+        });
+        let h = match slot {
+            Some(i) => &mut out[i],
+            None => {
+                out.push(HangGroup {
+                    kernel,
+                    file: at.as_ref().map(|l| l.file.clone()),
+                    line: at.as_ref().map(|l| l.line),
+                    threads: 0,
+                    pcs: Vec::new(),
+                    block_range: g.block_range,
+                    thread_range: g.thread_range,
+                    via: Vec::new(),
+                    focus: false,
+                });
+                out.last_mut().expect("pushed")
+            }
+        };
+        h.threads = h.threads.saturating_add(g.count);
+        if !h.pcs.contains(&pc) && h.pcs.len() < 16 {
+            h.pcs.push(pc);
+        }
+        let lo = |a: Dim3, b: Dim3| if dim_key(b) < dim_key(a) { b } else { a };
+        let hi = |a: Dim3, b: Dim3| if dim_key(b) > dim_key(a) { b } else { a };
+        h.block_range = [lo(h.block_range[0], g.block_range[0]), hi(h.block_range[1], g.block_range[1])];
+        h.thread_range = [lo(h.thread_range[0], g.thread_range[0]), hi(h.thread_range[1], g.thread_range[1])];
+        h.focus |= g.focus;
+        if let Some(v) = via {
+            let v = SourceLoc { file: names::base_name(&v.file).to_string(), line: v.line };
+            match h.via.iter().position(|(l, _)| *l == v) {
+                Some(i) => h.via[i].1 = h.via[i].1.saturating_add(g.count),
+                None if h.via.len() < 16 => h.via.push((v, g.count)),
+                None => {}
+            }
+        }
+    }
+    // Most threads first; among equals, the order cuda-gdb listed them.
+    out.sort_by_key(|h| std::cmp::Reverse(h.threads));
+    out
+}
+
+/// `768 threads at hang_flag.cu:18 (blocks (0,0,0)..(7,0,0), threads (32,0,0)..(127,0,0))`.
+pub fn group_text(g: &HangGroup, first: bool) -> String {
+    let at = match (&g.file, g.line) {
+        (Some(f), Some(l)) => format!("{}:{l}", names::base_name(f)),
+        _ => "an unknown line".to_string(),
+    };
+    let range = |r: [Dim3; 2]| {
+        if r[0] == r[1] {
+            dim_text(r[0])
+        } else {
+            format!("{}..{}", dim_text(r[0]), dim_text(r[1]))
+        }
+    };
+    let noun = if first { " threads" } else { "" };
+    let mut s = format!(
+        "{}{noun} at {at} (blocks {}, threads {}",
+        g.threads,
+        range(g.block_range),
+        range(g.thread_range)
+    );
+    for (l, n) in &g.via {
+        s.push_str(&format!("; {n} of them at {l}, a CUDA header inlined there"));
+    }
+    s.push(')');
+    s
+}
+
+/// A verdict of class `hang`: from the first GPU dump (in input order) with threads running
+/// and no exception. `None` when no input has one.
+fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, String)> {
+    let primary = inputs
+        .iter()
+        .flat_map(|e| &e.snapshots)
+        .find(|s| !s.threads.is_empty() || s.kernels.iter().any(|k| k.status.as_deref() == Some("Active")))?;
+    let spelt: Vec<String> = inputs
+        .iter()
+        .flat_map(|e| &e.snapshots)
+        .flat_map(|s| {
+            s.chain.iter().map(|l| l.file.clone()).chain(s.threads.iter().filter_map(|g| g.file.clone()))
+        })
+        .collect();
+    let canonical = |l: &SourceLoc| SourceLoc {
+        file: names::relative_to_roots(names::fullest(&l.file, spelt.iter().map(String::as_str)), roots),
+        line: l.line,
+    };
+    let kernel = primary
+        .kernel
+        .as_deref()
+        .or_else(|| primary.kernels.iter().find(|k| k.focus).map(|k| k.invocation.as_str()))
+        .map(names::display_kernel)
+        .unwrap_or_else(|| "?".to_string());
+    let (user, library_line) = match focus_line(primary, roots) {
+        Some((l, lib)) => (Some(canonical(&l)), lib),
+        None => (None, false),
+    };
+    let inlined: Vec<SourceLoc> =
+        if primary.chain.len() > 1 { primary.chain.iter().map(canonical).collect() } else { Vec::new() };
+    let groups = hang_groups(primary, roots, &canonical);
+
+    // The processes: those with a dump, in input order, then py-spy's, by first appearance.
+    let mut processes: Vec<HangProcess> = Vec::new();
+    for ev in inputs {
+        for s in &ev.snapshots {
+            if processes.iter().any(|p| p.pid.is_some() && p.pid == s.pid) {
+                continue;
+            }
+            let running = !s.threads.is_empty();
+            processes.push(HangProcess {
+                pid: s.pid,
+                rank: s.rank,
+                dumped: true,
+                kernel: running.then(|| s.kernel.as_deref().map(names::display_kernel)).flatten(),
+                spinning_at: running.then(|| focus_line(s, roots).map(|(l, _)| canonical(&l))).flatten(),
+                threads: s.thread_count(),
+                no_kernel: s.no_threads,
+                ..HangProcess::default()
+            });
+        }
+    }
+    for ev in inputs {
+        for p in &ev.python {
+            match processes.iter_mut().find(|h| h.pid == Some(p.pid)) {
+                Some(h) => h.command = h.command.take().or(Some(p.command.clone())),
+                None => processes.push(HangProcess {
+                    pid: Some(p.pid),
+                    command: Some(p.command.clone()),
+                    ..HangProcess::default()
+                }),
+            }
+        }
+    }
+    let pids: Vec<u32> = processes.iter().filter_map(|p| p.pid).collect();
+    for (pid, w) in host_waits(inputs, &pids) {
+        let slot = match pid {
+            Some(pid) => processes.iter().position(|p| p.pid == Some(pid)),
+            None => None,
+        };
+        let slot = slot.unwrap_or_else(|| {
+            processes.push(HangProcess::default());
+            processes.len() - 1
+        });
+        let p = &mut processes[slot];
+        let dup = p.host.iter().any(|h| h.frame == w.frame && h.thread == w.thread);
+        if !dup && p.host.len() < 16 {
+            p.host.push(w);
+        }
+    }
+    // Python processes with nothing of the user's (a resource tracker): said in a remark.
+    let mut remarks = Vec::new();
+    let idle: Vec<String> = processes
+        .iter()
+        .filter(|p| !p.dumped && p.host.is_empty())
+        .map(|p| match (p.pid, &p.command) {
+            (Some(pid), Some(c)) => format!("{pid} (`{}`)", c.chars().take(80).collect::<String>()),
+            (Some(pid), None) => pid.to_string(),
+            _ => "?".to_string(),
+        })
+        .collect();
+    processes.retain(|p| p.dumped || !p.host.is_empty());
+    if !idle.is_empty() {
+        remarks.push(format!("py-spy: no frame of your code in process {}", idle.join(", ")));
+    }
+
+    let mut nccl = Vec::new();
+    for ev in inputs {
+        let Some(t) = &ev.nccl else { continue };
+        for g in &t.groups {
+            if g.incomplete() > 0 {
+                nccl.push(NcclStuck {
+                    rank: t.rank,
+                    group: g.id.clone(),
+                    desc: g.desc.clone(),
+                    incomplete: g.incomplete(),
+                    last_completed: g.last_completed,
+                    pending: g.pending.iter().take(8).cloned().collect(),
+                    from: ev.origin.clone(),
+                });
+            }
+        }
+        if t.groups.iter().all(|g| g.incomplete() == 0) {
+            remarks.push(format!(
+                "NCCL flight recorder{}: every collective enqueued had completed ({} entries; {})",
+                t.rank.map(|r| format!(" of rank {r}")).unwrap_or_default(),
+                t.entries,
+                ev.origin
+            ));
+        }
+    }
+
+    let primary_host = processes.iter().find(|p| p.pid == primary.pid).is_some_and(|p| !p.host.is_empty());
+    let mut unknown = Vec::new();
+    if user.is_none() {
+        unknown.push(Part::SourceLine);
+        remarks.push(
+            "cuda-gdb printed no source line for the spinning threads: rebuild with `-lineinfo` (or `-G`) and \
+             rerun the hang rung"
+                .to_string(),
+        );
+    }
+    if !primary_host {
+        unknown.push(Part::HostStacks);
+    }
+    if groups.iter().any(|g| !g.via.is_empty()) {
+        remarks.push(
+            "threads whose line is in a CUDA header are counted at the user's line of cuda-gdb's focus thread \
+             (its `bt` inline chain): cuda-gdb prints the chain for the focus only"
+                .to_string(),
+        );
+    }
+    if library_line {
+        remarks.push("the spinning line is in library or toolkit code, not in your sources".to_string());
+    }
+    remarks.push(
+        "a snapshot, not a fault: the dump was triggered while the kernels ran; block and thread are \
+         cuda-gdb's focus"
+            .to_string(),
+    );
+    for ev in inputs.iter().filter(|e| e.debugger_crashed) {
+        remarks.push(format!("cuda-gdb crashed in {}; what it printed before the crash was kept", ev.origin));
+    }
+
+    let mut rungs: Vec<String> = Vec::new();
+    let host_from: HashSet<&str> = processes.iter().flat_map(|p| &p.host).map(|w| w.from.as_str()).collect();
+    let supports = |e: &Evidence| {
+        !e.snapshots.is_empty()
+            || !e.python.is_empty()
+            || e.nccl.is_some()
+            || host_from.contains(e.origin.as_str())
+    };
+    for ev in inputs.iter().filter(|e| supports(e)) {
+        let r = rung_of(&ev.origin).to_string();
+        if !rungs.contains(&r) {
+            rungs.push(r);
+        }
+    }
+    let threads: u64 = primary.thread_count();
+    let conclusion = match &user {
+        Some(l) => format!("hang: `{kernel}` spins at {l} ({threads} threads on the device)"),
+        None => format!("hang: `{kernel}` spins (source line unknown; {threads} threads on the device)"),
+    };
+    let verdict = Verdict {
+        kernel,
+        file: user.as_ref().map(|l| l.file.clone()),
+        line: user.as_ref().map(|l| l.line),
+        error: ErrorClass::Hang,
+        block: primary.block,
+        thread: primary.thread,
+        device: primary.device,
+        pid: primary.pid,
+        rank: primary.rank,
+        access: None,
+        inlined,
+        library_line,
+        launch_site: None,
+        surfaced_at: None,
+        unknown,
+        rungs,
+        disagreements: Vec::new(),
+        remarks,
+        hang: Some(Hang { groups, processes, nccl }),
+    };
+    Some((verdict, conclusion))
+}
+
+/// Without a spinning kernel: what the dumps and py-spy say of a program that waits on the host
+/// (`No CUDA threads.` in every dump), in one sentence; `None` when no input says anything.
+fn hang_without_kernel(inputs: &[Evidence]) -> Option<String> {
+    let idle: Vec<String> = inputs
+        .iter()
+        .flat_map(|e| &e.snapshots)
+        .map(|s| s.pid.map_or("?".to_string(), |p| p.to_string()))
+        .collect();
+    let waits: Vec<String> = host_waits(inputs, &[])
+        .into_iter()
+        .map(|(pid, w)| {
+            format!("{}{}", pid.map(|p| format!("pid {p}: ")).unwrap_or_default(), host_frame_text(&w.frame))
+        })
+        .collect();
+    let mut parts = Vec::new();
+    if !idle.is_empty() {
+        parts.push(format!("the GPU dumps of process {} show no kernel running", idle.join(", ")));
+    }
+    if !waits.is_empty() {
+        parts.push(format!("the host waits at {}", waits.join("; ")));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// The origins of the inputs whose host frames may be joined to the kernel (`kernel_key`):
@@ -926,6 +1460,9 @@ fn summarise(ev: &Evidence) -> InputSummary {
         coredumps: ev.coredumps.clone(),
         api_errors: ev.api_errors.clone(),
         debugger_crashed: ev.debugger_crashed,
+        snapshots: ev.snapshots.clone(),
+        python: ev.python.clone(),
+        nccl: ev.nccl.clone(),
         notes: ev.notes.clone(),
     }
 }

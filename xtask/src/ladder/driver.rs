@@ -14,7 +14,7 @@ use anyhow::Result;
 
 use super::collect::{self, Collected};
 use super::policy::{self, Facts, Next, Request, RungOutcome};
-use super::run::{place_for, run_logged};
+use super::run::{place_for, run_logged, run_logged_watched};
 use super::rung::{self, Beside, Debug, RungIo, Step, StepCx};
 use crate::bundle::inputs::{is_rung_output, last_line, scan_file};
 use crate::bundle::{self, layout, Bundle, CommandRecord, RungRecord, RungStatus};
@@ -24,7 +24,7 @@ use crate::findings::Evidence;
 use crate::launch::container::Containers;
 use crate::launch::{self, Place};
 use crate::model::{Exit, PromptEnd, Role, RungId};
-use crate::process::{self, Control, Interrupt, Stream};
+use crate::process::{self, Control, Interrupt, Running, Stream};
 use crate::recipe::Resolved;
 use crate::redact::Redaction;
 use crate::ui::{Choice, Progress, Prompter, RungBar};
@@ -240,10 +240,9 @@ impl State<'_, '_> {
             let cuda_error =
                 self.evidence[before..].iter().any(|e| e.symptoms.iter().any(|s| s.error.is_some()));
             let target_exit = record.commands.iter().find(|c| c.role == Role::Target).and_then(|c| c.exit);
-            let ordinary = id == RungId::Baseline
-                && matches!(target_exit, Some(Exit::Code(c)) if c != 0)
-                && !device_error
-                && !cuda_error;
+            let first = id == RungId::Baseline || (id == RungId::Hang && !ran.is_some_and(|r| r.hung));
+            let ordinary =
+                first && matches!(target_exit, Some(Exit::Code(c)) if c != 0) && !device_error && !cuda_error;
             let outcome = match ran {
                 Some(_) if ordinary => {
                     let quote = last_line(&dir.join(layout::STDERR))
@@ -255,6 +254,8 @@ impl State<'_, '_> {
                     ));
                     RungOutcome::FailedWithoutCuda
                 }
+                Some(r) if r.hung => RungOutcome::Hung,
+                Some(_) if target_exit == Some(Exit::TimedOut) => RungOutcome::TimedOut,
                 Some(r) => RungOutcome::Ran { faulted: r.faulted || device_error, yielded: r.yielded },
                 None => RungOutcome::Failed,
             };
@@ -282,7 +283,7 @@ impl State<'_, '_> {
                     // Every later rung writes logs too: stop here, with what is written.
                     return Err(e.context(format!("{id} could not write its files")));
                 }
-                if id == RungId::Baseline {
+                if id == RungId::Baseline || (id == RungId::Hang && self.done.len() == 1) {
                     // Every later rung runs the same target: if it cannot start, none can.
                     return Err(e.context("the baseline could not run the target, so no rung can"));
                 }
@@ -380,9 +381,10 @@ impl Io<'_, '_, '_> {
         step: &Step,
         place: &Place,
         on_line: &mut dyn FnMut(Stream, &str) -> Control,
+        on_tick: &mut dyn FnMut(&Running) -> Control,
     ) -> Result<Exit> {
         let mut found = Vec::new();
-        let (rec, result) = run_logged(
+        let (rec, result) = run_logged_watched(
             self.state.bundle.root(),
             step.role,
             &step.inv,
@@ -392,6 +394,7 @@ impl Io<'_, '_, '_> {
             &mut found,
             &self.state.climb.interrupt,
             on_line,
+            on_tick,
         )?;
         self.state.bundle.note_redactions(found);
         self.record.commands.push(rec);
@@ -443,12 +446,17 @@ impl RungIo for Io<'_, '_, '_> {
         let place = self.state.place(step);
         let bar = self.bar;
         let shows = shows_lines(step.role);
-        self.run_at(step, &place, &mut |_, line| {
-            if shows {
-                to_bar(bar, line);
-            }
-            Control::Continue
-        })
+        self.run_at(
+            step,
+            &place,
+            &mut |_, line| {
+                if shows {
+                    to_bar(bar, line);
+                }
+                Control::Continue
+            },
+            &mut |_| Control::Continue,
+        )
     }
 
     fn exec_watching(
@@ -468,10 +476,47 @@ impl RungIo for Io<'_, '_, '_> {
             notes: Vec::new(),
         };
         let bar = self.bar;
-        let result = self.run_at(step, &place, &mut |_, line| {
-            to_bar(bar, line);
-            watch(line, &mut beside)
-        });
+        let result = self.run_at(
+            step,
+            &place,
+            &mut |_, line| {
+                to_bar(bar, line);
+                watch(line, &mut beside)
+            },
+            &mut |_| Control::Continue,
+        );
+        self.record.commands.extend(beside.records);
+        self.record.notes.extend(beside.notes);
+        self.state.bundle.note_redactions(beside.found);
+        result
+    }
+
+    fn exec_ticking(
+        &mut self,
+        step: &Step,
+        tick: &mut dyn FnMut(&Running, &mut dyn Beside) -> Control,
+    ) -> Result<Exit> {
+        let place = self.state.place(step);
+        let mut beside = Side {
+            root: self.state.bundle.root().to_path_buf(),
+            dir: self.dir.to_path_buf(),
+            place: place.beside(),
+            interrupt: self.state.climb.interrupt.clone(),
+            bar: self.bar,
+            records: Vec::new(),
+            found: Vec::new(),
+            notes: Vec::new(),
+        };
+        let bar = self.bar;
+        let result = self.run_at(
+            step,
+            &place,
+            &mut |_, line| {
+                to_bar(bar, line);
+                Control::Continue
+            },
+            &mut |running| tick(running, &mut beside),
+        );
         self.record.commands.extend(beside.records);
         self.record.notes.extend(beside.notes);
         self.state.bundle.note_redactions(beside.found);

@@ -20,6 +20,10 @@ pub struct Request {
     pub disabled: Vec<RungId>,
     /// The target is a Python program (the recipe says so): its costs and sources differ.
     pub python: bool,
+    /// `--hang-after` or `run.hang_after` was given: a hang is expected, so the hang rung runs
+    /// first, in the baseline's place (one run; if the target ends by itself before, that run
+    /// stands for the baseline).
+    pub hang_after: bool,
 }
 
 /// The plan: the rungs in the order they will run.
@@ -31,8 +35,23 @@ pub fn plan(req: &Request) -> Vec<RungId> {
             r.dedup();
             r
         }
-        None => RungId::ALL.to_vec(),
+        // The hang rung runs when a hang is expected or seen (a timeout), not in a default
+        // climb or `--full`: a run that ends by itself gains nothing from it.
+        None => RungId::ALL.into_iter().filter(|r| *r != RungId::Hang).collect(),
     };
+    if req.hang_after {
+        if req.rungs.is_none() {
+            rungs.retain(|r| *r != RungId::Baseline);
+            if !req.disabled.contains(&RungId::Hang) {
+                rungs.push(RungId::Hang);
+            }
+        }
+        // First: it arms the dump before the target starts, and the rest would hang too.
+        if let Some(i) = rungs.iter().position(|r| *r == RungId::Hang) {
+            let hang = rungs.remove(i);
+            rungs.insert(0, hang);
+        }
+    }
     if !req.has_build {
         rungs.retain(|r| *r != RungId::Rebuild);
     }
@@ -78,6 +97,10 @@ pub enum RungOutcome {
     /// The target failed, but not with a CUDA error, a device assert or a fatal signal (a
     /// Python exception without CUDA, a missing file): no rung can locate that.
     FailedWithoutCuda,
+    /// The target ran into its time limit and was killed: a sign of a hang.
+    TimedOut,
+    /// The hang rung found the target still running at `hang_after` and took its evidence.
+    Hung,
     Ran {
         /// The target exited non-zero, died of a signal, or a tool saw a device error.
         faulted: bool,
@@ -152,11 +175,16 @@ pub fn next(
             None => "every planned rung has run and none located a fault".to_string(),
         });
     };
-    if req.full || req.rungs.is_some() || first == RungId::Baseline {
+    if req.rungs.is_none() {
+        if let Some(stop) = after_a_hang(req, done) {
+            return stop;
+        }
+    }
+    if req.full || req.rungs.is_some() || first == RungId::Baseline || done.is_empty() {
         return Next::Run(first);
     }
     // An ordinary failure is not a GPU fault: climbing would rerun it under every tool.
-    if done.iter().any(|(r, s)| *r == RungId::Baseline && *s == RungOutcome::FailedWithoutCuda) {
+    if done.iter().any(|(r, s)| stands_for_baseline(*r) && *s == RungOutcome::FailedWithoutCuda) {
         return Next::Stop(
             "the target failed without a CUDA error (the baseline's note quotes it): that is not a GPU \
              fault, so no rung can locate it. Fix it first, or pass `--rungs` (e.g. \
@@ -190,7 +218,7 @@ pub fn next(
     };
     // A skipped or failed baseline says nothing: the fault rungs still run. A clean one means
     // the symptom did not reproduce; not every bad access faults, so the sweep still runs.
-    let baseline_clean = done.iter().any(|(r, s)| *r == RungId::Baseline && s.ran_clean());
+    let baseline_clean = done.iter().any(|(r, s)| stands_for_baseline(*r) && s.ran_clean());
     let faulted = done.iter().any(|(_, s)| s.faulted());
     let fault_expected = faulted || !baseline_clean;
     let sweeping = !fault_expected && analysis.verdict.is_none();
@@ -250,6 +278,40 @@ pub fn next(
             None => format!("no remaining rung can locate the fault{}", skipping(&[])),
         }),
     }
+}
+
+/// The rungs whose run, when the target ended by itself, says what a baseline says: the
+/// baseline, and the hang rung, which takes its place when a hang is expected.
+fn stands_for_baseline(r: RungId) -> bool {
+    matches!(r, RungId::Baseline | RungId::Hang)
+}
+
+/// What a hang, or a sign of one, decides (the default climb and `--full`; `--rungs` runs
+/// what it names): after the hang rung found the target hung, stop (every other rung reruns
+/// the target, which would hang again until its time limit); after a rung timed out, the hang
+/// rung, unless it ran already or the recipe disabled it.
+fn after_a_hang(req: &Request, done: &[(RungId, RungOutcome)]) -> Option<Next> {
+    if done.iter().any(|(_, s)| *s == RungOutcome::Hung) {
+        return Some(Next::Stop(format!(
+            "the target hung: the {} rung took its stacks and GPU dumps (its notes and `cudagdb-<pid>.log` \
+             name the kernels and lines that spin); the other rungs rerun the target and would hang too, so \
+             the climb stops here",
+            RungId::Hang
+        )));
+    }
+    let (timed_out, _) = done.iter().find(|(_, s)| *s == RungOutcome::TimedOut)?;
+    if done.iter().any(|(r, _)| *r == RungId::Hang) {
+        return None;
+    }
+    if req.disabled.contains(&RungId::Hang) {
+        return Some(Next::Stop(format!(
+            "the target ran into its time limit in the {timed_out} rung, a sign of a hang; every other rung \
+             reruns it and would time out too, and the recipe disables the {} rung that would look at it: \
+             enable it (docs/hangs.md), or raise `run.timeout` if the run is only slow",
+            RungId::Hang
+        )));
+    }
+    Some(Next::Run(RungId::Hang))
 }
 
 /// `main at x.cu:34` for a stop reason.

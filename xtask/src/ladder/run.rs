@@ -64,6 +64,25 @@ pub fn run_logged(
     interrupt: &Interrupt,
     on_line: &mut dyn FnMut(Stream, &str) -> Control,
 ) -> Result<(CommandRecord, Result<process::Outcome>)> {
+    run_logged_watched(root, role, inv, place, logs, command_dir, found, interrupt, on_line, &mut |_| {
+        Control::Continue
+    })
+}
+
+/// [`run_logged`] with a tick while the process runs ([`process::run_watched`]).
+#[allow(clippy::too_many_arguments)]
+pub fn run_logged_watched(
+    root: &Path,
+    role: Role,
+    inv: &Invocation,
+    place: &Place,
+    logs: (PathBuf, PathBuf),
+    command_dir: Option<&Path>,
+    found: &mut Vec<Redaction>,
+    interrupt: &Interrupt,
+    on_line: &mut dyn FnMut(Stream, &str) -> Control,
+    on_tick: &mut dyn FnMut(&process::Running) -> Control,
+) -> Result<(CommandRecord, Result<process::Outcome>)> {
     let inv = &place.wrap(inv);
     let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
     let (out_rel, err_rel) = (rel(&logs.0), rel(&logs.1));
@@ -78,7 +97,7 @@ pub fn run_logged(
         std::fs::write(f, shown.shell_line() + "\n")
             .with_context(|| format!("cannot write `{}`", f.display()))?;
     }
-    let result = process::run(&to_spec(inv, logs, interrupt), on_line);
+    let result = process::run_watched(&to_spec(inv, logs, interrupt), on_line, on_tick);
     place.clean_up();
     if let Ok(o) = &result {
         rec.exit = Some(o.exit);

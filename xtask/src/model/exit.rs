@@ -56,6 +56,10 @@ pub enum Role {
     CudaGdb,
     /// A `collect:` command or the environment snapshot.
     Collect,
+    /// `py-spy dump` on a hung Python process.
+    PySpy,
+    /// `python3 -c ...` converting an NCCL flight-recorder dump (a pickle) to JSON.
+    Python,
 }
 
 impl Role {
@@ -66,6 +70,8 @@ impl Role {
             Role::Cuobjdump => "cuobjdump",
             Role::CudaGdb => "cuda-gdb",
             Role::Collect => "collect",
+            Role::PySpy => "py-spy",
+            Role::Python => "python3",
         }
     }
 }

@@ -25,6 +25,9 @@ pub enum Need {
     Tmpdir,
     /// Room for coredumps, and a core pattern that does not swallow them.
     CoredumpSpace,
+    /// `py-spy`, for the host stacks of a hung Python process (optional: the hang rung goes
+    /// on without them).
+    PySpy,
 }
 
 impl Need {

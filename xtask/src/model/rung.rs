@@ -29,11 +29,15 @@ pub enum RungId {
     Memcheck,
     /// `compute-sanitizer --tool initcheck`: reads of memory never written.
     Initcheck,
+    /// A run that does not end: after `hang_after` seconds, host stacks (py-spy), the NCCL
+    /// flight recorder and a user-triggered GPU coredump of every CUDA process, read with
+    /// `cuda-gdb`.
+    Hang,
 }
 
 impl RungId {
     /// Every rung, in ladder order.
-    pub const ALL: [RungId; 7] = [
+    pub const ALL: [RungId; 8] = [
         RungId::Baseline,
         RungId::Rebuild,
         RungId::LaunchBlocking,
@@ -41,6 +45,7 @@ impl RungId {
         RungId::Attach,
         RungId::Memcheck,
         RungId::Initcheck,
+        RungId::Hang,
     ];
 
     /// The name on the command line, in recipes and in the bundle (`rungs/03-launch-blocking`).
@@ -53,6 +58,7 @@ impl RungId {
             RungId::Attach => "attach",
             RungId::Memcheck => "memcheck",
             RungId::Initcheck => "initcheck",
+            RungId::Hang => "hang",
         }
     }
 
@@ -65,6 +71,7 @@ impl RungId {
             RungId::Coredump => &[Need::Cuobjdump, Need::CudaGdb, Need::Tmpdir, Need::CoredumpSpace],
             RungId::Attach => &[Need::CudaGdb, Need::DebuggerBackend, Need::Ptrace, Need::Tmpdir],
             RungId::Memcheck | RungId::Initcheck => &[Need::ComputeSanitizer],
+            RungId::Hang => &[Need::CudaGdb, Need::Tmpdir, Need::CoredumpSpace, Need::PySpy],
         }
     }
 

@@ -201,6 +201,53 @@ pub fn end() {
 /// stays registered for [`kill_all`]). If [`Spec::interrupt`] is already set, nothing is
 /// started.
 pub fn run(spec: &Spec, on_line: &mut dyn FnMut(Stream, &str) -> Control) -> anyhow::Result<Outcome> {
+    run_watched(spec, on_line, &mut |_| Control::Continue)
+}
+
+/// What [`run_watched`]'s `on_tick` sees of the run while it runs: its child, how long it has
+/// run, the live processes of its tree.
+pub struct Running<'a> {
+    group: &'a Group,
+    started: Instant,
+}
+
+impl Running<'_> {
+    /// The child's pid (its group's id).
+    pub fn pid(&self) -> u32 {
+        self.group.registered.pgid.as_raw() as u32
+    }
+
+    /// Since the start.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// The live processes of the run's tree, sorted: the child until it exits, every process
+    /// that carries the run's mark, the orphans it left, and their descendants (zombies left
+    /// out). A process that cleared its environment and kept its parent is found through that
+    /// parent.
+    pub fn tree(&self) -> Vec<u32> {
+        tree::members(&self.group.tree).into_iter().map(|p| p as u32).collect()
+    }
+
+    /// Whether the child has exited (it is not reaped before the run returns, so its pid
+    /// stays its own).
+    pub fn child_exited(&self) -> bool {
+        self.group.exited().unwrap_or(true)
+    }
+}
+
+/// [`run`], calling `on_tick` with the [`Running`] run every few tens of milliseconds while
+/// the child runs (not after it exited by itself, nor after a timeout, a Stop or an
+/// interruption). `on_tick` may block as long as it likes, as `on_line` may: the pipes keep
+/// being drained into the logs, and a child that exits meanwhile is reaped only after it
+/// returns, its tree untouched until then. Its [`Control::Stop`] ends the run as
+/// `on_line`'s does.
+pub fn run_watched(
+    spec: &Spec,
+    on_line: &mut dyn FnMut(Stream, &str) -> Control,
+    on_tick: &mut dyn FnMut(&Running) -> Control,
+) -> anyhow::Result<Outcome> {
     let cap = log_cap()?;
     let (out_log, err_log) = open_logs(spec, cap)?;
     if spec.interrupt.is_set() {
@@ -256,7 +303,7 @@ pub fn run(spec: &Spec, on_line: &mut dyn FnMut(Stream, &str) -> Control) -> any
     ];
 
     let deadline = spec.timeout.map(|t| start + t);
-    let reason = supervise(&mut group, &rx, &shared, deadline, &spec.interrupt, on_line)?;
+    let reason = supervise(&mut group, &rx, &shared, deadline, &spec.interrupt, on_line, on_tick, start)?;
     let duration = start.elapsed();
 
     let status = group.finish(reason.is_some())?;
@@ -322,6 +369,7 @@ pub fn run(spec: &Spec, on_line: &mut dyn FnMut(Stream, &str) -> Control) -> any
 
 /// Waits for the child to exit, delivering lines; returns why the group must be killed,
 /// or `None` when the child exited by itself.
+#[allow(clippy::too_many_arguments)]
 fn supervise(
     group: &mut Group,
     rx: &Receiver<Line>,
@@ -329,6 +377,8 @@ fn supervise(
     deadline: Option<Instant>,
     interrupt: &Interrupt,
     on_line: &mut dyn FnMut(Stream, &str) -> Control,
+    on_tick: &mut dyn FnMut(&Running) -> Control,
+    started: Instant,
 ) -> anyhow::Result<Option<Exit>> {
     let mut last_check: Option<Instant> = None;
     loop {
@@ -359,6 +409,9 @@ fn supervise(
         }
         if group.has_exited().context("cannot wait for the child")? {
             return Ok(None);
+        }
+        if on_tick(&Running { group, started }) == Control::Stop {
+            return Ok(Some(Exit::Stopped));
         }
     }
 }
@@ -464,6 +517,11 @@ impl Group {
     /// Whether the child has exited, without reaping it: while it is a zombie its pid
     /// cannot be reused, so killing its group afterwards cannot hit a stranger.
     fn has_exited(&mut self) -> io::Result<bool> {
+        self.exited()
+    }
+
+    /// [`Group::has_exited`] through a shared reference.
+    fn exited(&self) -> io::Result<bool> {
         use nix::errno::Errno;
         use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
         let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;

@@ -259,6 +259,12 @@ pub(super) fn signal(run: &Run, signal: Signal) -> usize {
     pids.len()
 }
 
+/// The live processes of `run` (its child among them while it lives), with their
+/// descendants, sorted.
+pub(super) fn members(run: &Run) -> Vec<i32> {
+    select(Scope::Run(run))
+}
+
 /// Whether a live process of `run` is left.
 pub(super) fn any_left(run: &Run) -> bool {
     !select(Scope::Run(run)).is_empty()

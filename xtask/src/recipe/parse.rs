@@ -120,6 +120,7 @@ pub fn parse(text: &str, source: RecipeSource, dir: PathBuf) -> Result<Recipe> {
     let recipe = raw.into_recipe(source, dir, text);
     check_references(&recipe, text)?;
     check_env_remove(&recipe)?;
+    check_hang_after(&recipe)?;
     Ok(recipe)
 }
 
@@ -266,6 +267,8 @@ struct RawRun {
     env_remove: Option<EnvNameList>,
     #[serde(default)]
     timeout: Option<Timeout>,
+    #[serde(default)]
+    hang_after: Option<Timeout>,
 }
 
 #[derive(Deserialize)]
@@ -288,6 +291,7 @@ struct RawRungs {
     attach: Option<RawRung>,
     memcheck: Option<RawMemcheckRung>,
     initcheck: Option<RawMemcheckRung>,
+    hang: Option<RawRung>,
 }
 
 #[derive(Deserialize)]
@@ -410,6 +414,7 @@ impl RawRecipe {
             timeout: self.run.timeout.map(|t| t.0),
             binaries: Words::List(Vec::new()),
         };
+        let hang_after = self.run.hang_after.map(|t| t.0);
         let mut rungs = BTreeMap::new();
         if let Some(r) = self.rungs {
             let plain = |r: RawRung| RungOptions {
@@ -446,6 +451,7 @@ impl RawRecipe {
             };
             put(RungId::Memcheck, r.memcheck.map(sanitizer));
             put(RungId::Initcheck, r.initcheck.map(sanitizer));
+            put(RungId::Hang, r.hang.map(plain));
         }
         let container = self.container.map(|RawContainer(c)| ContainerTemplate {
             runtime: c.runtime.map(|r| r.0),
@@ -461,6 +467,7 @@ impl RawRecipe {
             collect,
             build,
             run,
+            hang_after,
             rungs,
             container,
             source,

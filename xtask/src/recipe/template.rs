@@ -174,6 +174,21 @@ pub(super) fn check_env_remove(r: &Recipe) -> Result<()> {
     Ok(())
 }
 
+/// `run.hang_after` must come before `run.timeout`: the run would otherwise be killed as
+/// timed out before it is looked at as hung.
+pub(super) fn check_hang_after(r: &Recipe) -> Result<()> {
+    if let (Some(after), Some(timeout)) = (r.hang_after, r.run.timeout) {
+        if after >= timeout {
+            bail!(
+                "{}: run: `hang_after: {after}` is not below `timeout: {timeout}`: the run would be killed as \
+                 timed out before it is looked at as hung; lower `hang_after` or raise `timeout` (docs/hangs.md)",
+                r.label()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Line and column (1-based, in characters) of the first `needle` outside a comment that
 /// is not preceded by another `{` (an escaped brace).
 pub(super) fn locate(text: &str, needle: &str) -> Option<(usize, usize)> {
@@ -380,6 +395,7 @@ fn resolve_with(r: &Recipe, vars: BTreeMap<String, String>, cwd: &Path) -> Resul
         collect,
         build,
         run,
+        hang_after: r.hang_after.map(Duration::from_secs),
         rungs,
         container,
     })

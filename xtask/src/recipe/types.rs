@@ -233,6 +233,9 @@ pub struct Recipe {
     pub collect: Vec<CollectTemplate>,
     pub build: Option<StepTemplate>,
     pub run: StepTemplate,
+    /// `run.hang_after`, seconds: a run still going after this long is looked at as hung
+    /// (docs/hangs.md).
+    pub hang_after: Option<u64>,
     /// Keyed by rung, in ladder order.
     pub rungs: BTreeMap<RungId, RungOptions>,
     /// `container:`, if the recipe has one.
@@ -343,6 +346,10 @@ pub struct Resolved {
     pub collect: Vec<Collect>,
     pub build: Option<Step>,
     pub run: Step,
+    /// `run.hang_after` (or `--hang-after`): from the target's start, how long before a run
+    /// that has not exited is treated as hung; `None` when not given.
+    #[serde(serialize_with = "serialize_secs", skip_serializing_if = "Option::is_none")]
+    pub hang_after: Option<Duration>,
     /// Keyed by rung name; `env` and `args` expanded.
     pub rungs: BTreeMap<RungId, RungOptions>,
     /// `container:` with its variables filled and `mounts` absolute; the default (the host,

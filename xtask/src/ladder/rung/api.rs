@@ -11,7 +11,7 @@ use anyhow::Result;
 use crate::findings::verdict::Part;
 use crate::launch::container::Access;
 use crate::model::{Exit, Invocation, Role, RungId};
-use crate::process::Control;
+use crate::process::{Control, Running};
 use crate::recipe::Resolved;
 
 /// One rung: its identity, what it is for, the steps it runs and how.
@@ -80,6 +80,9 @@ pub struct Ran {
     /// Whether the target's binaries carry line info, where this rung learnt it (built them
     /// with it, or `cuobjdump` looked).
     pub lineinfo: Option<bool>,
+    /// The target was still running when its `hang_after` came (the hang rung): the rungs
+    /// that rerun it would hang too.
+    pub hung: bool,
 }
 
 /// What the steps are built from.
@@ -115,6 +118,12 @@ pub enum When {
     OnWaitMessage,
     /// Again while it still waits, with fewer commands, when cuda-gdb crashed attached.
     OnWaitMessageAfterCrash,
+    /// Once `hang_after` has passed, beside the running target, for every Python process of
+    /// its tree ([`PID`] stands for its pid).
+    PerPythonProcess,
+    /// Once per NCCL flight-recorder dump the target wrote when its pipe was triggered
+    /// ([`TRACE`] stands for the dump's path without the folder).
+    PerNcclTrace,
 }
 
 impl When {
@@ -130,6 +139,8 @@ impl When {
             When::PerDumpAfterCrash => "per dump, if cuda-gdb crashed",
             When::OnWaitMessage => "on the wait message",
             When::OnWaitMessageAfterCrash => "on the wait message, if cuda-gdb crashed",
+            When::PerPythonProcess => "after hang_after, per Python process of the target's tree",
+            When::PerNcclTrace => "per NCCL flight-recorder dump, once its pipe was triggered",
         }
     }
 }
@@ -149,6 +160,10 @@ pub const DUMP: &str = "core_<host>.<pid>.<time>";
 pub const KERNEL: &str = "<mangled name of the suspect kernel>";
 /// Stands for the pid in a [`When::OnWaitMessage`] step.
 pub const PID: &str = "<PID from the message>";
+/// Stands for a process's pid in a [`When::PerPythonProcess`] step.
+pub const TREE_PID: &str = "<PID>";
+/// Stands for an NCCL flight-recorder dump's name in a [`When::PerNcclTrace`] step.
+pub const TRACE: &str = "nccl-trace-<rank>";
 
 /// One process a rung runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,6 +238,14 @@ pub trait RungIo {
         &mut self,
         step: &Step,
         watch: &mut dyn FnMut(&str, &mut dyn Beside) -> Control,
+    ) -> Result<Exit>;
+    /// Runs `step` (the target), calling `tick` every few tens of milliseconds while it runs,
+    /// with the run (its tree, its time) and a runner for steps [`At::BesideTarget`]; `tick`
+    /// returning [`Control::Stop`] ends the target with its whole tree.
+    fn exec_ticking(
+        &mut self,
+        step: &Step,
+        tick: &mut dyn FnMut(&Running, &mut dyn Beside) -> Control,
     ) -> Result<Exit>;
     /// A note kept in the rung's record (and shown when the rung ends).
     fn note(&mut self, text: String);

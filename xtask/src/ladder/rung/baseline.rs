@@ -95,6 +95,6 @@ impl Rung for Baseline {
             }
             _ => None,
         };
-        Ok(Ran { faulted: !ran.success(), yielded: true, lineinfo })
+        Ok(Ran { faulted: !ran.success(), yielded: true, lineinfo, hung: false })
     }
 }

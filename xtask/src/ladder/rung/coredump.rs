@@ -82,6 +82,11 @@ pub fn cpu_gdb(binary: &str, core: &str) -> Invocation {
     inv
 }
 
+/// Where the CPU core lies in a rung folder while cuda-gdb reads it.
+pub fn cpu_core_path(dir: &Path) -> String {
+    dir.join(CPU_CORE_FILE).display().to_string()
+}
+
 /// The dumps in a rung folder, sorted.
 fn dumps(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut dumps: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -96,7 +101,7 @@ fn dumps(dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// The executable cuda-gdb loads with the CPU core: the run's first word, against the run's
 /// folder when it is a relative path (a bare name cuda-gdb finds on `PATH`).
-fn executable(r: &Resolved) -> String {
+pub fn executable(r: &Resolved) -> String {
     let first = r.run.argv.first().cloned().unwrap_or_default();
     match (&r.run.cwd, first.contains('/') && !first.starts_with('/')) {
         (Some(cwd), true) => cwd.join(&first).display().to_string(),
@@ -205,7 +210,7 @@ impl Rung for Coredump {
                 .when(When::PerDumpAfterCrash),
         ];
         if !cx.recipe.python {
-            let cpu = cx.dir.join(CPU_CORE_FILE).display().to_string();
+            let cpu = cpu_core_path(&cx.dir);
             steps.push(
                 Step::new(Role::CudaGdb, cpu_gdb(&executable(cx.recipe), &cpu), "cpucore-gdb")
                     .when(When::PerCpuCore),
@@ -248,58 +253,62 @@ impl Rung for Coredump {
         }
         if let Some(cpu) = steps.iter().find(|s| s.when == When::PerCpuCore) {
             if !dumps.is_empty() && !io.interrupted() {
-                self.read_cpu_core(io, cpu, started)?;
+                read_cpu_core(io, cpu, started)?;
             }
         }
-        Ok(Ran { faulted: !ran.success() || !dumps.is_empty(), yielded: !dumps.is_empty(), lineinfo: None })
+        Ok(Ran {
+            faulted: !ran.success() || !dumps.is_empty(),
+            yielded: !dumps.is_empty(),
+            lineinfo: None,
+            hung: false,
+        })
     }
 }
 
-impl Coredump {
-    /// Finds the CPU core the target's abort wrote, reads its threads' stacks with cuda-gdb,
-    /// and deletes it; what went wrong is a note (the launch site then stays unknown).
-    fn read_cpu_core(&self, io: &mut dyn RungIo, step: &Step, started: SystemTime) -> Result<()> {
-        let cwd = match &io.recipe().run.cwd {
-            Some(c) => c.clone(),
-            None => std::env::current_dir().context("cannot read the current folder")?,
-        };
-        let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
-        let (dir, prefix) = match core_place(&pattern, &cwd) {
-            Ok(p) => p,
-            Err(why) => {
-                io.note(format!("no CPU core to read, so the host launch line stays unknown here: {why}"));
-                return Ok(());
-            }
-        };
-        let exact = !pattern.contains('%');
-        let Some(core) = find_core(&dir, &prefix, exact, started) else {
-            io.note(format!(
-                "no CPU core was found in `{}` (`{prefix}*`): the core limit may be 0 for this user or \
-                 the process was not aborted; the host launch line stays unknown here",
-                dir.display()
-            ));
-            return Ok(());
-        };
-        let size = std::fs::metadata(&core).map(|m| m.len()).unwrap_or(0);
-        let to = io.dir().join(CPU_CORE_FILE);
-        if let Err(e) = take_core(&core, &to) {
-            io.note(format!("could not move the CPU core `{}` into the bundle: {e}", core.display()));
+/// Finds the CPU core the target's abort wrote (since `started`), reads its threads' stacks
+/// with cuda-gdb (`step`), and deletes it; what went wrong is a note (the host stacks then
+/// stay unknown). The coredump and hang rungs share it.
+pub fn read_cpu_core(io: &mut dyn RungIo, step: &Step, started: SystemTime) -> Result<()> {
+    let cwd = match &io.recipe().run.cwd {
+        Some(c) => c.clone(),
+        None => std::env::current_dir().context("cannot read the current folder")?,
+    };
+    let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
+    let (dir, prefix) = match core_place(&pattern, &cwd) {
+        Ok(p) => p,
+        Err(why) => {
+            io.note(format!("no CPU core to read, so the host launch line stays unknown here: {why}"));
             return Ok(());
         }
-        io.say("cuda-gdb on the CPU core (the host threads' stacks)");
-        let result = io.exec(step);
-        let removed = std::fs::remove_file(&to);
+    };
+    let exact = !pattern.contains('%');
+    let Some(core) = find_core(&dir, &prefix, exact, started) else {
         io.note(format!(
-            "read the CPU core (`{}`, {} MB) for the host stacks{}",
-            core.display(),
-            size / 1_000_000,
-            match removed {
-                Ok(()) => ", then deleted it".to_string(),
-                Err(e) => format!("; deleting it failed ({e}): remove `{}` before sharing", to.display()),
-            }
+            "no CPU core was found in `{}` (`{prefix}*`): the core limit may be 0 for this user or \
+                 the process was not aborted; the host launch line stays unknown here",
+            dir.display()
         ));
-        result.map(|_| ())
+        return Ok(());
+    };
+    let size = std::fs::metadata(&core).map(|m| m.len()).unwrap_or(0);
+    let to = io.dir().join(CPU_CORE_FILE);
+    if let Err(e) = take_core(&core, &to) {
+        io.note(format!("could not move the CPU core `{}` into the bundle: {e}", core.display()));
+        return Ok(());
     }
+    io.say("cuda-gdb on the CPU core (the host threads' stacks)");
+    let result = io.exec(step);
+    let removed = std::fs::remove_file(&to);
+    io.note(format!(
+        "read the CPU core (`{}`, {} MB) for the host stacks{}",
+        core.display(),
+        size / 1_000_000,
+        match removed {
+            Ok(()) => ", then deleted it".to_string(),
+            Err(e) => format!("; deleting it failed ({e}): remove `{}` before sharing", to.display()),
+        }
+    ));
+    result.map(|_| ())
 }
 
 #[cfg(test)]

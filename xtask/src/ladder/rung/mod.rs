@@ -14,6 +14,7 @@ pub mod attach;
 pub mod baseline;
 mod build;
 pub mod coredump;
+pub mod hang;
 pub mod initcheck;
 pub mod launch_blocking;
 pub mod memcheck;
@@ -24,7 +25,7 @@ pub use api::*;
 pub use build::*;
 
 /// The rungs, in ladder order.
-pub const ALL: [&dyn Rung; 7] = [
+pub const ALL: [&dyn Rung; 8] = [
     &baseline::Baseline,
     &rebuild::Rebuild,
     &launch_blocking::LaunchBlocking,
@@ -32,6 +33,7 @@ pub const ALL: [&dyn Rung; 7] = [
     &attach::Attach,
     &memcheck::Memcheck,
     &initcheck::Initcheck,
+    &hang::Hang,
 ];
 
 /// The rung of an id.

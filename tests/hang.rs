@@ -1,0 +1,202 @@
+//! The hang rung (`debug-ima --hang-after SECS`, `run.hang_after`, a baseline that times out),
+//! run as the real binary against the stand-ins, which replay the H200 hang recordings
+//! (tests/fixtures/h200/hang/<case>, tests/gpu/record_hang.sh): the stand-in target makes the
+//! real named pipe from `CUDA_COREDUMP_PIPE`, blocks reading it, writes its dump on the byte
+//! and dies of SIGABRT; cuda-gdb and py-spy replay what the real tools printed. Every test
+//! checks that no stand-in is left.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+mod support;
+use support::run::{target_recipe, Bundle, Run};
+use support::{alive, standins, Scratch};
+
+/// A `python3` in the scratch folder: a link to the stand-in target, so that its processes
+/// are named `python3` as a Python program's are.
+fn python_link(s: &Scratch) -> PathBuf {
+    let p = s.path("python3");
+    std::os::unix::fs::symlink(standins().join("target"), &p).unwrap();
+    p
+}
+
+fn pids(s: &Scratch, role: &str) -> Vec<i32> {
+    s.standin_pids().into_iter().filter(|(r, _)| r == role).map(|(_, p)| p).collect()
+}
+
+fn stopped(b: &Bundle) -> String {
+    b.manifest()["stopped"].as_str().unwrap_or_default().to_string()
+}
+
+fn two_procs_recipe(s: &Scratch) -> PathBuf {
+    let python = python_link(s);
+    s.write_recipe(&format!(
+        "version: 1\nname: two\ndescription: \"two hung processes\"\npython: true\n\
+         run:\n  command: [\"{}\", \"hang_two_procs.py\"]\n  timeout: 30\n  hang_after: 1\n",
+        python.display()
+    ))
+}
+
+/// A C++ kernel spinning on a flag (hang_flag), `--hang-after 1`: the hang rung runs first
+/// and alone, triggers the pipe, cuda-gdb reads the dump (`cudagdb-<pid>.log`: the recorded
+/// `info cuda threads` at hang_flag.cu:8 and :18) and the CPU core the abort left
+/// (`cpucore-gdb.log`, then deleted), and the climb stops saying the target hung.
+#[test]
+fn a_cuda_hang_is_dumped_through_its_pipe_and_the_climb_stops() {
+    let s = Scratch::for_run("hang-flag");
+    let recipe = s.write_recipe(&target_recipe(""));
+    let out = Run::new(&s, &recipe, "hang/hang_flag").arg("--hang-after").arg("1").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    assert!(out.took < Duration::from_secs(30), "took {:?}", out.took);
+    let b = s.only_bundle();
+    assert_eq!(b.rung_dirs(), ["01-hang"], "{}", out.both());
+    let pid = pids(&s, "target")[0];
+    let gdb = b.read(&format!("rungs/01-hang/cudagdb-{pid}.log"));
+    assert!(gdb.contains("hang_flag.cu    18"), "{gdb}");
+    assert!(
+        gdb.contains(&format!("Opening GPU coredump: {}", b.root.join("rungs/01-hang").display())),
+        "{gdb}"
+    );
+    let cpu = b.read("rungs/01-hang/cpucore-gdb.log");
+    assert!(cpu.contains("Program terminated with signal SIGABRT"), "{cpu}");
+    let files = b.files_in("rungs/01-hang");
+    assert!(!files.iter().any(|f| f == "cpu-core" || f.starts_with("corepipe.")), "{files:?}");
+    assert!(!s.path("core").exists(), "the CPU core was left in the run's folder");
+    assert_eq!(b.exit_of("hang", "target"), "signal 6", "{}", b.read("manifest.yaml"));
+    let notes = b.notes("hang");
+    assert!(notes.contains(&format!("triggered a GPU coredump of process {pid}")), "{notes}");
+    let why = stopped(&b);
+    assert!(why.contains("the target hung") && why.contains("would hang too"), "{why}");
+    let command = b.read("rungs/01-hang/command.txt");
+    for v in ["CUDA_ENABLE_USER_TRIGGERED_COREDUMP=1", "CUDA_COREDUMP_PIPE=", "skip_constbank_memory"] {
+        assert!(command.contains(v), "{command}");
+    }
+    assert!(!command.contains("TORCH_NCCL"), "a native target gets no flight recorder: {command}");
+    // The verdict: a hang, where the warps spin, with the host line from the CPU core.
+    let v = &b.findings()["verdict"];
+    assert_eq!(v["error"], "hang", "{v}");
+    assert_eq!(v["kernel"], "consume", "{v}");
+    assert_eq!(v["line"], 8, "{v}");
+    assert!(v["file"].as_str().unwrap().ends_with("hang_flag.cu"), "{v}");
+    let host = &v["hang"]["processes"][0]["host"][0]["frame"];
+    assert_eq!((host["function"].as_str(), host["line"].as_u64()), (Some("main"), Some(31)), "{v}");
+    assert!(out.stdout.starts_with("verdict: hang in `consume` at "), "{}", out.both());
+    s.assert_no_standin_left();
+}
+
+/// A Python parent spinning in a Triton kernel and a spawned worker blocked on the host
+/// (hang_two_procs), `hang_after` in the recipe: both processes' py-spy stacks, both pipes
+/// triggered, both dumps read; no CPU core (a Python target's is about 1 GB).
+#[test]
+fn a_hang_in_a_worker_gets_both_pipes_and_both_stacks() {
+    let s = Scratch::for_run("hang-two");
+    let recipe = two_procs_recipe(&s);
+    let out = Run::new(&s, &recipe, "hang/hang_two_procs").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+    assert_eq!(b.rung_dirs(), ["01-hang"], "{}", out.both());
+    let parent = pids(&s, "target")[0];
+    let worker = pids(&s, "worker")[0];
+    let d = "rungs/01-hang";
+    assert!(b.read(&format!("{d}/cudagdb-{parent}.log")).contains("wait_for_peer"));
+    assert!(b.read(&format!("{d}/cudagdb-{worker}.log")).contains("No CUDA threads."));
+    assert!(b.read(&format!("{d}/pyspy-{parent}.log")).contains(&format!("Process {parent}:")));
+    assert!(b.read(&format!("{d}/pyspy-{worker}.log")).contains("worker (hang_two_procs.py:21)"));
+    assert!(!b.exists(&format!("{d}/cpucore-gdb.log")));
+    let notes = b.notes("hang");
+    assert!(notes.contains("triggered a GPU coredump of processes"), "{notes}");
+    // Which process was stuck where: the parent in the kernel, the worker on the host.
+    let v = &b.findings()["verdict"];
+    assert_eq!(
+        (v["error"].as_str(), v["kernel"].as_str(), v["line"].as_u64()),
+        (Some("hang"), Some("wait_for_peer"), Some(15)),
+        "{v}"
+    );
+    let procs = v["hang"]["processes"].as_array().unwrap();
+    let of = |pid: i32| procs.iter().find(|p| p["pid"] == pid).unwrap_or_else(|| panic!("no pid {pid}: {v}"));
+    assert_eq!(of(parent)["kernel"], "wait_for_peer", "{v}");
+    let w = &of(worker)["host"][0]["frame"];
+    assert_eq!((w["function"].as_str(), w["line"].as_u64()), (Some("worker"), Some(21)), "{v}");
+    let command = b.read(&format!("{d}/command.txt"));
+    assert!(
+        command.contains("TORCH_NCCL_DEBUG_INFO_PIPE_FILE=") && command.contains("ulimit -c 0"),
+        "{command}"
+    );
+    s.assert_no_standin_left();
+}
+
+/// A worker that exits after making its pipe, before the trigger: a note, no error; the
+/// parent is dumped as before.
+#[test]
+fn a_process_gone_before_the_trigger_is_a_note() {
+    let s = Scratch::for_run("hang-gone");
+    let recipe = two_procs_recipe(&s);
+    let out = Run::new(&s, &recipe, "hang/hang_two_procs").env("STANDIN_WORKER_EXITS", "1").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+    let worker = pids(&s, "worker")[0];
+    let parent = pids(&s, "target")[0];
+    let notes = b.notes("hang");
+    assert!(notes.contains(&format!("process {worker} (`corepipe.")), "{notes}");
+    assert!(notes.contains("exited before its pipe was triggered"), "{notes}");
+    assert!(b.exists(&format!("rungs/01-hang/cudagdb-{parent}.log")));
+    assert_eq!(b.rung("hang")["status"].as_str(), Some("ran"), "{}", b.read("manifest.yaml"));
+    s.assert_no_standin_left();
+}
+
+/// A hang without CUDA (`sleep`): no pipe, a note that says so, the tree killed.
+#[test]
+fn a_hang_without_cuda_says_no_cuda_process_was_found() {
+    let s = Scratch::for_run("hang-sleep");
+    let recipe = s.write_recipe(
+        "version: 1\nname: sleep\ndescription: \"no CUDA\"\nrun:\n  command: [\"sleep\", \"1000\"]\n  timeout: 30\n",
+    );
+    let out = Run::new(&s, &recipe, "hang/hang_flag").arg("--hang-after").arg("1").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    assert!(out.took < Duration::from_secs(20), "took {:?}", out.took);
+    let b = s.only_bundle();
+    let notes = b.notes("hang");
+    assert!(notes.contains("no CUDA process was found"), "{notes}");
+    assert_eq!(b.exit_of("hang", "target"), "stopped", "{}", b.read("manifest.yaml"));
+    assert!(!sleeping_left(&s.dir), "a `sleep 1000` of the run is still alive");
+}
+
+/// Whether a `sleep 1000` started from `dir` is alive.
+fn sleeping_left(dir: &Path) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { return false };
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
+        cmd == b"sleep\x001000\x00" && cwd == dir && alive(pid)
+    })
+}
+
+/// A baseline that runs into its time limit (the recorded program without the trigger armed
+/// hangs) leads to the hang rung instead of the fault rungs, `hang_after` its timeout.
+#[test]
+fn a_baseline_timeout_leads_to_the_hang_rung() {
+    let s = Scratch::for_run("hang-timeout");
+    let recipe = s.write_recipe(
+        "version: 1\nname: standin\ndescription: \"the stand-in target\"\nrun:\n  command: [\"target\"]\n  timeout: 2\n",
+    );
+    let out = Run::new(&s, &recipe, "hang/hang_flag").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+    assert_eq!(b.rung_dirs(), ["01-baseline", "02-hang"], "{}", out.both());
+    assert_eq!(b.exit_of("baseline", "target"), "timed-out");
+    let pid = *pids(&s, "target").last().unwrap();
+    assert!(b.exists(&format!("rungs/02-hang/cudagdb-{pid}.log")), "{:?}", b.files_in("rungs/02-hang"));
+    assert!(stopped(&b).contains("the target hung"), "{}", stopped(&b));
+    s.assert_no_standin_left();
+}
+
+/// `--hang-after` at or past the run's own limit is refused before anything runs.
+#[test]
+fn hang_after_past_the_timeout_is_refused() {
+    let s = Scratch::for_run("hang-refused");
+    let recipe = s.write_recipe(&target_recipe(""));
+    let out = Run::new(&s, &recipe, "hang/hang_flag").arg("--hang-after").arg("30").run();
+    assert_eq!(out.code(), Some(2), "{}", out.both());
+    assert!(out.stderr.contains("is not below") && out.stderr.contains("--hang-after"), "{}", out.both());
+    assert!(!s.bundles().exists());
+}
