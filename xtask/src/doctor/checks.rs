@@ -104,6 +104,8 @@ pub fn parse_version(tool: &str, text: &str) -> Option<(String, String)> {
             "compute-sanitizer" => {
                 line.strip_prefix("Version ").and_then(|v| v.split_whitespace().next()).map(str::to_string)
             }
+            // `py-spy 0.4.3`
+            "py-spy" => line.strip_prefix("py-spy ").map(|v| v.trim().to_string()),
             _ => None,
         };
         if let Some(short) = short.filter(|s| !s.is_empty()) {
@@ -133,6 +135,12 @@ pub(super) fn install_fix(tool: &str) -> String {
                                 or use an `nvidia/cuda:*-devel` image (`cuda-command-line-tools`)"
                 .to_string()
         }
+        "py-spy" => {
+            "install it: `pip install py-spy` (a wheel from PyPI, nothing to compile); without it the \
+                     hang rung goes on and takes no Python host stacks (the GPU dumps still say where the \
+                     kernels spin)"
+                .to_string()
+        }
         _ => format!("install `{tool}`"),
     }
 }
@@ -146,6 +154,7 @@ pub(super) fn tool_need(name: &str) -> (Need, Status) {
         "cuda-gdb" => (Need::CudaGdb, Status::Missing),
         "compute-sanitizer" => (Need::ComputeSanitizer, Status::Missing),
         "cuda-debugger-backend" => (Need::DebuggerBackend, Status::Warn),
+        "py-spy" => (Need::PySpy, Status::Warn),
         "tmpdir" => (Need::Tmpdir, Status::Missing),
         _ => (Need::Gpu, Status::Missing),
     }

@@ -69,6 +69,7 @@ tool nvcc "$c/bin" /usr/local/cuda/bin
 tool cuobjdump "$c/bin" /usr/local/cuda/bin
 tool cuda-gdb "$c/bin" /usr/local/cuda/bin
 tool compute-sanitizer "$c/bin" /usr/local/cuda/bin "$c/compute-sanitizer" /usr/local/cuda/compute-sanitizer
+tool py-spy
 for l in ldconfig /sbin/ldconfig /usr/sbin/ldconfig; do
   if command -v "$l" >/dev/null 2>&1; then
     "$l" -p 2>/dev/null | while IFS= read -r e; do
@@ -678,6 +679,12 @@ pub fn check_gpu_plumbing(runtime: Runtime, p: &PlumbingFacts) -> Check {
 
 /// The fix for a tool the image lacks.
 pub(super) fn image_lacks_fix(tool: &str, image: &str) -> String {
+    if tool == "py-spy" {
+        return format!(
+            "the image `{image}` lacks py-spy: add `RUN pip install py-spy` to its Containerfile; without it \
+             the hang rung takes no Python host stacks"
+        );
+    }
     format!(
         "the image `{image}` lacks {tool}: build it on an `nvidia/cuda:*-devel` base, which has nvcc, \
          cuobjdump, cuda-gdb and compute-sanitizer (the project's images do: `cargo xtask container build \

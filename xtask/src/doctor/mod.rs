@@ -58,6 +58,7 @@ pub fn gather(probe: &dyn Probe, opts: &Options) -> Facts {
         ("cuobjdump", Need::Cuobjdump),
         ("cuda-gdb", Need::CudaGdb),
         ("compute-sanitizer", Need::ComputeSanitizer),
+        ("py-spy", Need::PySpy),
     ]
     .into_iter()
     .filter(|(_, need)| opts.wants(*need))
