@@ -179,6 +179,20 @@ fn json_has_the_documented_shape() {
     assert_eq!(render_json(&a).as_bytes(), &out.stdout[..]);
 }
 
+/// The recorded two-GPU job (tests/fixtures/h200/dist_two_gpu): of all its logs, the attach
+/// names the kernel on device 1, torchrun's summary of the same run makes pid 833 rank 1, and
+/// rank 0 was stopped by torchrun; the memcheck run's timeouts (another run) are not its reason.
+#[test]
+fn the_two_gpu_recordings_name_the_faulting_rank() {
+    let a = analyze(&[root().join("tests/fixtures/h200/dist_two_gpu")]).unwrap();
+    let v = a.verdict.expect("the attach located the kernel");
+    assert_eq!((v.rank, v.device, v.pid), (Some(1), Some(1), Some(833)));
+    let t = v.ranks.as_ref().expect("triaged");
+    assert_eq!((t.culprit.rank, t.culprit.node.as_deref()), (1, Some("vm")));
+    assert_eq!((t.collateral[0].rank, t.collateral[0].pid), (0, Some(832)));
+    assert!(t.collateral[0].reason.starts_with("stopped by the launcher after rank 1 failed"), "{t:?}");
+}
+
 #[test]
 fn clean_program_has_null_verdict_and_exit_zero() {
     let out =
@@ -246,9 +260,41 @@ fn bundles_written_by_debug_ima_on_the_gpu_are_read_whole() {
     assert!(v.inlined.iter().any(|l| l.line == 8), "{:?}", v.inlined);
     // Two ranks under torchrun on two H200s, rank 1 faulting on device 1.
     let a = analyze(&[b.join("dist_fault-full")]).unwrap();
-    let v = a.verdict.expect("the faulting rank is located");
+    let v = a.verdict.clone().expect("the faulting rank is located");
     assert_eq!((v.file.as_deref(), v.line), (Some("/work/main/tests/gpu/programs/vllm_shaped.py"), Some(22)));
     assert_eq!((v.rank, v.device), (Some(1), Some(1)));
+    // Triage across ranks: rank 1 faulted (its dump, pid 886 on `vm`); rank 0 was only
+    // stopped by torchrun, in the same run (the coredump rung's pid 885).
+    assert_eq!(v.culprit_rank(), Some(1));
+    let t = v.ranks.as_ref().expect("two ranks are triaged");
+    let c = &t.culprit;
+    assert_eq!((c.rank, c.device, c.pid, c.node.as_deref()), (1, Some(1), Some(886), Some("vm")));
+    assert_eq!(c.kernel.as_deref(), Some("gather_kv_kernel"));
+    assert_eq!(t.collateral.len(), 1);
+    assert_eq!((t.collateral[0].rank, t.collateral[0].pid), (0, Some(885)));
+    assert_eq!(
+        t.collateral[0].reason,
+        "stopped by the launcher after rank 1 failed (exit -15; Signal 15 (SIGTERM) received by PID 885)"
+    );
+    let json: serde_json::Value = serde_json::from_str(&render_json(&a)).unwrap();
+    let ranks = &json["verdict"]["ranks"];
+    assert_eq!(ranks["culprit"]["rank"], 1);
+    assert_eq!(ranks["culprit"]["node"], "vm");
+    assert_eq!(ranks["culprit"]["device"], 1);
+    assert_eq!(ranks["culprit"]["pid"], 886);
+    assert!(ranks["culprit"]["reason"].as_str().unwrap().contains("CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS"));
+    assert_eq!(ranks["collateral"][0]["rank"], 0);
+    assert!(ranks["collateral"][0]["node"].is_null());
+    let text = render_text(&a);
+    assert!(
+        text.contains(
+            "\n  culprit:  rank 1 (device 1, pid 886 on vm): illegal-address in gather_kv_kernel\n"
+        ),
+        "{text}"
+    );
+    // A single-rank job has no triage.
+    let a = analyze(&[b.join("oob_read-full")]).unwrap();
+    assert_eq!(a.verdict.expect("located").ranks, None);
     // An unchecked launch, default policy (issue 11): the coredump rung ran under launch-blocking
     // (its command.txt says so) and the CPU core's launching thread names the launch line, the
     // baseline's own check the line where it surfaced.

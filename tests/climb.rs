@@ -106,6 +106,7 @@ fn climb<'a>(r: &'a Resolved, req: &'a Request, plan: &'a [RungId]) -> Climb<'a>
         inherited_prepend: None,
         gpus: 1,
         containers: None,
+        slurm: None,
         interrupt: Interrupt::manual(),
     }
 }

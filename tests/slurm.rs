@@ -10,8 +10,13 @@
 //!
 //! Must not: need a GPU, or leave a job or a process behind.
 
+mod support;
+
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+
+use support::run::{target_recipe, Run};
+use support::{fixture, Scratch};
 
 fn cluster() -> Option<String> {
     match std::env::var("SLURM_CONF") {
@@ -96,4 +101,107 @@ fn a_running_step_is_reached_on_its_node_with_overlap_and_nothing_is_left() {
     // No `sleep 30` of the step is left on the host.
     let ps = run("pgrep", &["-f", "^sleep 30$"]);
     assert!(String::from_utf8_lossy(&ps.stdout).trim().is_empty(), "left running: {}", text(&ps));
+}
+
+/// A recipe that runs the two-rank stand-in through Slurm (`launch: slurm`).
+fn slurm_recipe(s: &Scratch) -> std::path::PathBuf {
+    s.write_recipe(&target_recipe("launch: slurm\n").replace("[\"target\"]", "[\"slurm-target\"]"))
+}
+
+/// `debug-ima` inside `salloc -N2 -n2 -J NAME`: rank 1 replays the H200 recording of
+/// `oob_write` (it faults), rank 0 that of a clean run (collateral).
+fn in_allocation(s: &Scratch, name: &str, args: &[&str]) -> support::run::Output {
+    let recipe = slurm_recipe(s);
+    let mut run =
+        Run::new(s, &recipe, "oob_write").env("STANDIN_RANK0_CASE", &fixture("clean").display().to_string());
+    for a in args {
+        run = run.arg(a);
+    }
+    let start = Instant::now();
+    let child = run.spawn_via(&["salloc", "-N2", "-n2", "-J", name].map(String::from));
+    run.finish(child, start)
+}
+
+#[test]
+fn outside_an_allocation_the_slurm_launcher_says_to_use_salloc_or_sbatch() {
+    let s = Scratch::for_run("slurm-no-alloc");
+    let recipe = slurm_recipe(&s);
+    let out = Run::new(&s, &recipe, "oob_write").env("SLURM_JOB_ID", "").run();
+    assert_eq!(out.code(), Some(2), "{}", out.both());
+    assert!(
+        out.stderr.contains("SLURM_JOB_ID is not set") && out.stderr.contains("salloc"),
+        "{}",
+        out.both()
+    );
+    assert!(!s.bundles().exists(), "nothing ran, no bundle");
+}
+
+#[test]
+fn the_dry_run_shows_the_srun_commands_of_the_allocation() {
+    let Some(_) = cluster() else { return };
+    let s = Scratch::for_run("slurm-dry-run");
+    let name = "debug-ima-dry-run";
+    let out = in_allocation(&s, name, &["--dry-run", "--rungs", "coredump,attach"]);
+    assert!(out.status.success(), "{}", out.both());
+    let plan = &out.stdout;
+    for want in [
+        "srun --label --kill-on-bad-exit=1 --job-name=debug-ima-utc-time_standin-0-01-target --ntasks=2 --nodes=2 \
+         --export=ALL,CUDA_ENABLE_COREDUMP_ON_EXCEPTION,",
+        "srun --label --kill-on-bad-exit=0 --job-name=debug-ima-utc-time_standin-0-02-target --ntasks=2 --nodes=2 \
+         --export=ALL,CUDA_DEVICE_WAITS_ON_EXCEPTION -- sh -c 'echo \"debug-ima: task $SLURM_PROCID on node \
+         $SLURMD_NODENAME\" >&2; exec \"$@\"' debug-ima slurm-target",
+        "on the wait message: srun --jobid=",
+        " --overlap -w '<node of the waiting task>' -N1 -n1 --job-name=debug-ima-utc-time_standin-0-02-target-beside \
+         --export=ALL -- cuda-gdb -batch -nx -p '<PID from the message>'",
+    ] {
+        assert!(plan.contains(want), "missing `{want}` in:\n{plan}");
+    }
+    // cuda-gdb on a dump stays on this host (the bundle is on the shared filesystem).
+    assert!(plan.contains("   per dump: cuda-gdb -batch"), "{plan}");
+    assert!(!s.bundles().exists());
+    assert_queue_empty(name);
+}
+
+#[test]
+fn the_ladder_runs_through_srun_on_both_nodes_and_attaches_on_the_faulting_ranks_node() {
+    let Some(_) = cluster() else { return };
+    let s = Scratch::for_run("slurm-ladder");
+    let name = "debug-ima-ladder";
+    let out = in_allocation(&s, name, &["--rungs", "coredump,attach"]);
+    assert!(out.status.success(), "{}", out.both());
+    assert!(out.stdout.contains("oob_write.cu:7"), "{}", out.both());
+    let b = s.only_bundle();
+    // Each rank's output, labelled by its task, in the rung's logs.
+    let err = b.read("rungs/02-attach/stderr.log");
+    for want in [
+        "0: debug-ima: task 0 on node node1",
+        "1: debug-ima: task 1 on node node2",
+        "1: launched scale_write",
+        "0: clean run finished",
+    ] {
+        assert!(err.contains(want), "missing `{want}`:\n{err}");
+    }
+    assert!(b.read("rungs/01-coredump/stderr.log").contains("1: "), "labelled");
+    // The dump is named by host and PID, under the bundle.
+    assert!(
+        b.files_in("rungs/01-coredump").iter().any(|f| f.starts_with("core_")),
+        "{:?}",
+        b.files_in("rungs/01-coredump")
+    );
+    // The target's command is srun's; cuda-gdb attached on rank 1's node through `--overlap`.
+    assert!(b.read("rungs/02-attach/command.txt").contains("srun --label --kill-on-bad-exit=0 --job-name="));
+    let gdb = b.read("rungs/02-attach/cudagdb-attach.command.txt");
+    assert!(
+        gdb.contains(" --overlap -w node2 -N1 -n1 ") && gdb.contains(" -- cuda-gdb -batch -nx -p "),
+        "{gdb}"
+    );
+    assert!(gdb.starts_with("srun --jobid="), "{gdb}");
+    assert!(b.notes("attach").contains("(task 1, node node2)"), "{}", b.notes("attach"));
+    // Nothing left: no job, no step, no stand-in.
+    assert_queue_empty(name);
+    // (Other tests' steps may be running: only ours, named after the bundle, count.)
+    let steps = run("squeue", &["-h", "-s", "-o", "%i %j"]);
+    let ours = String::from_utf8_lossy(&steps.stdout).lines().filter(|l| l.contains("_standin-")).count();
+    assert_eq!(ours, 0, "steps left: {}", text(&steps));
+    s.assert_no_standin_left();
 }

@@ -20,9 +20,10 @@ use crate::findings::render::render_text;
 use crate::ladder::driver::{rung_line, Climb, Stopped};
 use crate::ladder::policy::{self, Request};
 use crate::ladder::rung::{self, rebuild::create_binary_dirs, Debug};
-use crate::launch::container::Containers;
+use crate::launch::container::{self, Containers};
 use crate::launch::container_record;
-use crate::model::{PromptEnd, RungId, Runtime, Usage};
+use crate::launch::slurm::{self, Pyxis, Slurm};
+use crate::model::{Launcher, PromptEnd, RungId, Runtime, Usage};
 use crate::process::{while_prompting, Interrupt};
 use crate::recipe::{self, ContainerConfig, Resolved};
 use crate::ui::{self, Prompter};
@@ -68,14 +69,24 @@ pub struct Args {
     /// `cargo xtask container build cuda` makes `debug-ima/cuda:13.0`.
     #[arg(long, value_name = "IMAGE")]
     pub image: Option<String>,
+    /// How the target's runs start (overrides the recipe's `launch:`): `slurm` runs each
+    /// through `srun` inside the allocation (salloc, sbatch), an `--image` without
+    /// `--container` through pyxis (docs/slurm.md).
+    #[arg(long, value_enum, value_name = "LAUNCHER")]
+    pub launcher: Option<Launcher>,
 }
 
 /// The container every rung runs in, from the command line and the recipe: `None` on the
 /// host.
-fn container_choice(args: &Args, config: &ContainerConfig) -> Result<Option<(Runtime, String, bool)>> {
+fn container_choice(
+    args: &Args,
+    config: &ContainerConfig,
+    launcher: Launcher,
+) -> Result<Option<(Runtime, String, bool)>> {
     let runtime = args.container.or(config.runtime).unwrap_or(Runtime::None);
     if runtime == Runtime::None {
-        if args.image.is_some() && args.container.is_none() {
+        // Through Slurm, an image without a runtime is pyxis's (`srun --container-image`).
+        if args.image.is_some() && args.container.is_none() && launcher != Launcher::Slurm {
             return Err(Usage::error(
                 "`--image` needs a container runtime: add `--container docker` (or `podman`, `apptainer`), \
                  or set `container: { runtime: ... }` in the recipe",
@@ -108,6 +119,50 @@ fn containers_for(
         mounts.push(bundles.to_path_buf());
         Containers::new(*runtime, image, &mounts, *gpus, name, pid, workdir)
     })
+}
+
+/// The Slurm allocation the target's runs go into, for `--launcher slurm`: `None` on the host.
+/// Outside an allocation a run is refused (a plan is shown with the job id left open); an
+/// image without a container runtime becomes pyxis's, mounting the bundles and the work dir.
+#[allow(clippy::too_many_arguments)]
+fn slurm_for(
+    launcher: Launcher,
+    args: &Args,
+    config: &ContainerConfig,
+    resolved: &Resolved,
+    bundles: &Path,
+    name: &str,
+    pid: u32,
+    workdir: &Path,
+) -> Result<Option<Slurm>> {
+    if launcher != Launcher::Slurm {
+        return Ok(None);
+    }
+    let prefix = container::name_prefix(name, pid);
+    let mut s = match Slurm::from_env(&|k| std::env::var(k).ok(), &prefix) {
+        Ok(s) => s,
+        Err(_) if args.dry_run => {
+            Slurm { job_id: slurm::NO_JOB.to_string(), ntasks: None, nodes: None, pyxis: None, prefix }
+        }
+        Err(why) => return Err(Usage::error(why)),
+    };
+    let runtime = args.container.or(config.runtime).unwrap_or(Runtime::None);
+    if runtime == Runtime::None {
+        if let Some(image) = args.image.clone().or_else(|| config.image.clone()) {
+            let mut mounts = recipe::container_mounts(resolved);
+            mounts.push(bundles.to_path_buf());
+            mounts.push(workdir.to_path_buf());
+            mounts.sort();
+            mounts.dedup();
+            let outer: Vec<PathBuf> = mounts
+                .iter()
+                .filter(|p| !mounts.iter().any(|q| q != *p && p.starts_with(q)))
+                .cloned()
+                .collect();
+            s.pyxis = Some(Pyxis { image, mounts: outer, workdir: workdir.to_path_buf() });
+        }
+    }
+    Ok(Some(s))
 }
 
 /// Runs `debug-ima`.
@@ -154,7 +209,12 @@ pub fn run(args: Args) -> Result<Outcome> {
     if let Some(why) = policy::empty_plan(&req, &plan) {
         return Err(Usage::error(why));
     }
-    let choice = container_choice(&args, &resolved.container)?;
+    let launcher = args.launcher.or(resolved.launch).unwrap_or_default();
+    let choice = container_choice(&args, &resolved.container, launcher)?;
+    // Outside an allocation `--launcher slurm` cannot run: say so before anything else.
+    if launcher == Launcher::Slurm && !args.dry_run {
+        Slurm::from_env(&|k| std::env::var(k).ok(), "").map_err(Usage::error)?;
+    }
     if choice.is_some() && !args.dry_run {
         // The build's output folders are made now (the baseline would make them) so they
         // can be mounted. Another folder that does not exist would be created empty
@@ -183,6 +243,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         let bundle = root.join(format!("<UTC time>_{}", resolved.name));
         let name = format!("UTC-time_{}", resolved.name);
         let containers = containers_for(choice.as_ref(), &resolved, &root, &name, 0, &workdir);
+        let slurm = slurm_for(launcher, &args, &resolved.container, &resolved, &root, &name, 0, &workdir)?;
         let climb = Climb {
             recipe: &resolved,
             request: &req,
@@ -191,6 +252,7 @@ pub fn run(args: Args) -> Result<Outcome> {
             inherited_prepend,
             gpus: 0,
             containers,
+            slurm,
             interrupt: Interrupt::manual(),
         };
         // Redacted like everything the tool writes: a plan gets pasted into issues too.
@@ -272,6 +334,23 @@ pub fn run(args: Args) -> Result<Outcome> {
         ));
         bundle.set_container(record)?;
     }
+    let slurm = slurm_for(
+        launcher,
+        &args,
+        &resolved.container,
+        &resolved,
+        bundle.root(),
+        &name,
+        std::process::id(),
+        &workdir,
+    )?;
+    if let Some(s) = &slurm {
+        ui::status(&format!(
+            "slurm: job {}, target runs as job steps{}",
+            s.job_id,
+            s.pyxis.as_ref().map(|p| format!(" in pyxis image {}", p.image)).unwrap_or_default()
+        ));
+    }
     let climb = Climb {
         recipe: &resolved,
         request: &req,
@@ -280,6 +359,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         inherited_prepend,
         gpus: gpus.len(),
         containers,
+        slurm,
         interrupt: interrupt.clone(),
     };
     let climbed = climb.run(bundle, prompter.as_mut(), &ui::Terminal);

@@ -76,7 +76,7 @@ fn progress_body(line: &str) -> Option<&str> {
 /// `(k, N)` for a `SM k/N has finished state collection` line, with or without the
 /// `[time] coredump: ` and `[rankN]:` prefixes. For a progress bar.
 pub fn sm_progress(line: &str) -> Option<(u32, u32)> {
-    let (line, _) = super::strip_rank(line);
+    let (line, _) = super::strip_rank_in(line, false);
     let body = progress_body(line).unwrap_or(line).trim();
     parse_sm(body)
 }

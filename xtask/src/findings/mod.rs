@@ -33,6 +33,7 @@ pub mod memcheck_xml;
 pub mod names;
 pub mod nccl;
 pub mod pyspy;
+pub mod ranks;
 pub mod render;
 pub mod scan;
 pub mod verdict;
@@ -611,6 +612,40 @@ pub struct WaitNotice {
     pub pid: u32,
 }
 
+/// What a line said about a rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RankSignal {
+    /// The coredump progress stream's `Detected an exception of type X` (its timestamp kept).
+    DeviceException,
+    /// `Process group watchdog thread terminated with exception: X` (X not a timeout).
+    WatchdogError,
+    /// `Watchdog caught collective operation timeout: WorkNCCL(...)`.
+    Timeout,
+    /// ProcessGroupNCCL `taking the entire process down`.
+    Terminate,
+    /// One entry of torchrun's failure summary (`rank : 0 (local_rank: 0)`, `exitcode`, `host`).
+    Exit,
+    /// `RANK=N` (or `LOCAL_RANK`, `SLURM_PROCID`) in a printed environment: the file's rank.
+    Env,
+}
+
+/// One thing a line said about a rank, for the triage across ranks ([`ranks`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RankNote {
+    pub rank: Option<u32>,
+    pub signal: RankSignal,
+    /// The exception, the error, the collective, the exit as printed.
+    pub text: String,
+    pub pid: Option<u32>,
+    pub host: Option<String>,
+    /// Nanoseconds since midnight, from the line's `HH:MM:SS.frac` stamp.
+    pub time: Option<u64>,
+    /// torchrun's summary put this entry under `Root Cause (first observed failure)`.
+    pub root_cause: bool,
+    pub log_line: u64,
+}
+
 /// A coredump the driver said it wrote (`Writing ELF file to PATH`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CoredumpFile {
@@ -662,6 +697,10 @@ pub struct Evidence {
     /// A NCCL flight recorder dump.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nccl: Option<NcclTrace>,
+    /// What the lines said about the ranks of a distributed job (launcher summaries, NCCL's
+    /// watchdog, dump timestamps), for the triage across ranks ([`ranks`]). Not serialised.
+    #[serde(skip)]
+    pub rank_notes: Vec<RankNote>,
     /// The run that wrote this input had `CUDA_LAUNCH_BLOCKING=1`: every launch was
     /// synchronous, so a host stack or traceback in it points at the launch itself. Set by
     /// the reader of a bundle (from the rung's command), not by the parsers.
@@ -772,13 +811,66 @@ pub fn parse_source_loc(s: &str) -> Option<SourceLoc> {
     Some(SourceLoc { file: file.to_string(), line })
 }
 
-/// Strips a `[rankN]:` prefix (torchrun and PyTorch distributed print it), returning the rank.
+/// Strips a rank label, returning the rank: PyTorch distributed's `[rankN]:`, torchrun's
+/// `--tee` label `[defaultN]:`, and Slurm's `srun -l` task label (`0: `, ` 7: ` padded to the
+/// widest task id). Labels nest (`1: [rank1]: ...`): the innermost `[rankN]:` wins.
 pub fn strip_rank(line: &str) -> (&str, Option<u32>) {
-    if let Some(rest) = line.strip_prefix("[rank") {
-        if let Some((num, tail)) = rest.split_once("]:") {
-            if let Ok(r) = num.parse::<u32>() {
-                return (tail.strip_prefix(' ').unwrap_or(tail), Some(r));
+    strip_rank_in(line, true)
+}
+
+/// [`strip_rank`], with Slurm's bare `N: ` label only when `srun_labels` (a program's own
+/// numbered lines, `0: loss 1.2`, are no ranks: see [`SrunLabels`]).
+pub fn strip_rank_in(line: &str, srun_labels: bool) -> (&str, Option<u32>) {
+    let (line, outer) = strip_label(line, srun_labels);
+    match outer {
+        Some(r) => {
+            let (inner, own) = strip_label(line, false);
+            (inner, own.or(Some(r)))
+        }
+        None => (line, None),
+    }
+}
+
+/// Whether a stream's `N: ` prefixes are `srun -l` task labels: once a line is the Slurm
+/// launcher's placement line (`1: debug-ima: task 1 on node node2`, printed by each task
+/// before its program starts), the labels of that stream are taken as ranks; before it, and in
+/// output without it, `N: ` is the program's own text.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SrunLabels {
+    on: bool,
+}
+
+impl SrunLabels {
+    /// Looks at one raw line; returns whether its `N: ` label is a rank.
+    pub fn see(&mut self, raw: &str) -> bool {
+        if !self.on {
+            let (rest, label) = strip_label(raw, true);
+            self.on = label.is_some() && rest.starts_with("debug-ima: task ");
+        }
+        self.on
+    }
+}
+
+fn strip_label(line: &str, srun_labels: bool) -> (&str, Option<u32>) {
+    for open in ["[rank", "[default"] {
+        if let Some(rest) = line.strip_prefix(open) {
+            if let Some((num, tail)) = rest.split_once("]:") {
+                if let Ok(r) = num.parse::<u32>() {
+                    return (tail.strip_prefix(' ').unwrap_or(tail), Some(r));
+                }
             }
+        }
+    }
+    // `srun -l`: spaces, at most six digits, `: `.
+    if !srun_labels {
+        return (line, None);
+    }
+    let digits_at = line.len() - line.trim_start_matches(' ').len();
+    let b = line.as_bytes();
+    let digits = b[digits_at..].iter().take(7).take_while(|c| c.is_ascii_digit()).count();
+    if digits_at <= 6 && (1..=6).contains(&digits) && b[digits_at + digits..].starts_with(b": ") {
+        if let Ok(r) = line[digits_at..digits_at + digits].parse::<u32>() {
+            return (&line[digits_at + digits + 2..], Some(r));
         }
     }
     (line, None)
@@ -802,6 +894,24 @@ mod tests {
             Some(SourceLoc { file: "ima_far.cu".into(), line: 13 })
         );
         assert_eq!(parse_source_loc("C:\\x"), None);
+    }
+
+    #[test]
+    fn rank_labels() {
+        assert_eq!(strip_rank("[rank1]: Traceback"), ("Traceback", Some(1)));
+        assert_eq!(strip_rank("[default0]:rank 0 pid 614"), ("rank 0 pid 614", Some(0)));
+        assert_eq!(strip_rank("1: [rank1]:[E1130 x"), ("[E1130 x", Some(1)));
+        assert_eq!(strip_rank(" 7: vm: The application"), ("vm: The application", Some(7)));
+        assert_eq!(strip_rank("12:34: x"), ("12:34: x", None));
+        assert_eq!(strip_rank("#0  0x00007f"), ("#0  0x00007f", None));
+        // A program's numbered lines are no ranks until the launcher's placement line.
+        let mut srun = SrunLabels::default();
+        assert!(!srun.see("0: loss 1.25"));
+        assert_eq!(strip_rank_in("0: loss 1.25", false), ("0: loss 1.25", None));
+        assert_eq!(strip_rank_in("[rank1]: Traceback", false), ("Traceback", Some(1)));
+        assert!(srun.see("1: debug-ima: task 1 on node node2"));
+        assert!(srun.see("0: anything after it"));
+        assert_eq!(strip_rank("1:x"), ("1:x", None));
     }
 
     #[test]

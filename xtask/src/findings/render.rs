@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::{
-    names,
+    names, ranks,
     scan::{EMPTY, NOT_RECOGNISED},
     verdict::{group_text, host_frame_text, Analysis, Hang, HangProcess},
     Fault, Frame, NcclCollective,
@@ -147,6 +147,18 @@ pub fn render_text(a: &Analysis) -> String {
             }
             if !who.is_empty() {
                 writeln!(s, "  where:    {}", who.join(", ")).unwrap();
+            }
+            if let Some(t) = &v.ranks {
+                let c = &t.culprit;
+                let what = match (&c.error, &c.kernel) {
+                    (Some(e), Some(k)) => format!("{} in {k}", e.as_str()),
+                    _ => c.reason.clone(),
+                };
+                writeln!(s, "  culprit:  {}: {what}", ranks::entry_head(c)).unwrap();
+                for (i, e) in t.collateral.iter().enumerate() {
+                    let label = if i == 0 { "  collateral: " } else { "              " };
+                    writeln!(s, "{label}{}: {}", ranks::entry_head(e), e.reason).unwrap();
+                }
             }
             if let Some(acc) = &v.access {
                 writeln!(s, "  access:   {}", access_text(acc)).unwrap();

@@ -9,8 +9,8 @@ use std::io::{BufRead, BufReader, Read};
 
 use super::{
     coredump::CoredumpParser, cudagdb::CudaGdbParser, host::HostParser, hoststack::HostStackParser,
-    memcheck::MemcheckParser, memcheck_xml, nccl, pyspy::PySpyParser, waits::WaitsParser, Evidence, LineCtx,
-    LineParser,
+    memcheck::MemcheckParser, memcheck_xml, nccl, pyspy::PySpyParser, ranks::RankParser, waits::WaitsParser,
+    Evidence, LineCtx, LineParser,
 };
 
 /// Lines longer than this are cut (the rest of the line is skipped, not buffered).
@@ -61,6 +61,7 @@ fn parsers() -> Vec<Box<dyn LineParser>> {
         Box::new(WaitsParser::default()),
         Box::new(MemcheckParser::default()),
         Box::new(PySpyParser::default()),
+        Box::new(RankParser::default()),
     ]
 }
 
@@ -111,6 +112,7 @@ pub fn scan_reader<R: Read>(reader: R, path: &str, origin: &str) -> Evidence {
     let mut truncated_line = false;
     let mut long_lines = 0u64;
     let mut lineno = 0u64;
+    let mut srun = super::SrunLabels::default();
     let mut emit = |buf: &mut Vec<u8>, ev: &mut Evidence, parsers: &mut [Box<dyn LineParser>]| {
         lineno += 1;
         if buf.last() == Some(&b'\r') {
@@ -120,7 +122,8 @@ pub fn scan_reader<R: Read>(reader: R, path: &str, origin: &str) -> Evidence {
             Ok(s) => std::borrow::Cow::Borrowed(s),
             Err(_) => String::from_utf8_lossy(buf),
         };
-        let (line, rank) = strip_rank(&text);
+        let labelled = srun.see(&text);
+        let (line, rank) = super::strip_rank_in(&text, labelled);
         let ctx = LineCtx { lineno, rank };
         for p in parsers.iter_mut() {
             p.line(line, ctx);

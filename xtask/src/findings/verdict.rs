@@ -14,8 +14,10 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use super::{
-    names, pyspy, Access, DeviceSnapshot, Dim3, ErrorClass, Evidence, Fault, Frame, HostStack,
-    NcclCollective, SourceLoc, Symptom, Tool,
+    names, pyspy,
+    ranks::{self, RankTriage},
+    Access, DeviceSnapshot, Dim3, ErrorClass, Evidence, Fault, Frame, HostStack, NcclCollective, SourceLoc,
+    Symptom, Tool,
 };
 
 /// The verdict's kernel as compute-sanitizer's `--kernel-name kns=` takes it: a substring of
@@ -126,6 +128,16 @@ pub struct Verdict {
     /// For a verdict of class `hang`: the threads by line, the processes, the NCCL ranks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hang: Option<Hang>,
+    /// For a job of several ranks: the rank that faulted first and what each other rank saw.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<RankTriage>,
+}
+
+impl Verdict {
+    /// The rank that faulted first, in a job of several ranks.
+    pub fn culprit_rank(&self) -> Option<u32> {
+        self.ranks.as_ref().map(|t| t.culprit.rank)
+    }
 }
 
 /// What a hang verdict rests on.
@@ -776,7 +788,36 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         disagreements,
         remarks,
         hang: None,
+        ranks: None,
     };
+    let triage = ranks::triage(
+        inputs,
+        &ranks::Established {
+            kernel: &verdict.kernel,
+            error: &verdict.error,
+            rank: verdict.rank,
+            pid: verdict.pid,
+            device: verdict.device,
+        },
+    );
+    // The verdict's rank, where only the triage could tell it (a pid the launcher named).
+    let rank = verdict.rank.or_else(|| {
+        let c = &triage.as_ref()?.culprit;
+        (c.kernel.as_deref() == Some(verdict.kernel.as_str())).then_some(c.rank)
+    });
+    let mut remarks = verdict.remarks;
+    if let Some(c) = triage
+        .as_ref()
+        .map(|t| &t.culprit)
+        .filter(|c| c.kernel.as_deref().is_some_and(|k| k != verdict.kernel))
+    {
+        remarks.push(format!(
+            "rank {} faulted first, in {}; this kernel's fault is another rank's, later",
+            c.rank,
+            c.kernel.as_deref().unwrap_or_default()
+        ));
+    }
+    let verdict = Verdict { rank, ranks: triage, remarks, ..verdict };
     Analysis { verdict: Some(verdict), conclusion, findings, symptoms, inputs: summaries }
 }
 
@@ -1165,6 +1206,7 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
         disagreements: Vec::new(),
         remarks,
         hang: Some(Hang { groups, processes, nccl }),
+        ranks: None,
     };
     Some((verdict, conclusion))
 }
@@ -1389,21 +1431,10 @@ fn pick_error<'a>(
 /// unmapped while the job shuts down. Recognised when the kernel is a communication kernel
 /// and the program reported the error from its shutdown path (`destroy_process_group`,
 /// `shutdown`, `__del__`, `atexit`).
+/// Per rank, the triage across ranks ([`ranks`]) flags a rank that faulted only so.
 pub fn shutdown_false_positive(kernel: &str, symptoms: &[Located<Symptom>]) -> bool {
-    let k = kernel.to_ascii_lowercase();
-    let communication =
-        ["nccl", "all_reduce", "allreduce", "all_gather", "allgather", "reduce_scatter", "cross_device"]
-            .iter()
-            .any(|m| k.contains(m));
-    let in_shutdown = |f: &Frame| {
-        f.function.as_deref().is_some_and(|n| {
-            matches!(
-                n,
-                "destroy_process_group" | "shutdown" | "__del__" | "_exit_function" | "_run_finalizers"
-            ) || n.ends_with(".shutdown")
-        })
-    };
-    communication && symptoms.iter().any(|s| s.item.python_frames.iter().any(in_shutdown))
+    ranks::is_communication_kernel(kernel)
+        && symptoms.iter().any(|s| s.item.python_frames.iter().any(ranks::in_shutdown_path))
 }
 
 fn graph_replay(findings: &[Located<Fault>], symptoms: &[Located<Symptom>]) -> bool {

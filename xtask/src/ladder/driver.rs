@@ -22,6 +22,7 @@ use crate::findings::coredump::sm_progress;
 use crate::findings::verdict::{decide, decide_in, Analysis};
 use crate::findings::Evidence;
 use crate::launch::container::Containers;
+use crate::launch::slurm::Slurm;
 use crate::launch::{self, Place};
 use crate::model::{Exit, PromptEnd, Role, RungId};
 use crate::process::{self, Control, Interrupt, Running, Stream};
@@ -41,6 +42,8 @@ pub struct Climb<'a> {
     pub gpus: usize,
     /// The run's containers, when every rung runs in one.
     pub containers: Option<Containers>,
+    /// The Slurm allocation the target's runs go into as job steps (`--launcher slurm`).
+    pub slurm: Option<Slurm>,
     pub interrupt: Interrupt,
 }
 
@@ -312,7 +315,13 @@ impl State<'_, '_> {
     /// Where the next process of `step` runs: on the host, or in a new container named
     /// after its logs (or role), as the plan names it.
     fn place(&mut self, step: &Step) -> Place {
-        place_for(self.climb.containers.as_ref(), &mut self.started, step, &Place::Host)
+        place_for(
+            self.climb.containers.as_ref(),
+            self.climb.slurm.as_ref(),
+            &mut self.started,
+            step,
+            &Place::Host,
+        )
     }
 
     /// Files a root container wrote go back to their folder's owner: a rung's folder to the
@@ -411,6 +420,55 @@ impl Io<'_, '_, '_> {
     }
 }
 
+/// What watches each line of a run with steps beside it.
+type OnLine<'f> = dyn FnMut(&str, &mut dyn Beside) -> Control + 'f;
+/// What is called at each tick of a run with steps beside it.
+type OnTick<'f> = dyn FnMut(&Running, &mut dyn Beside) -> Control + 'f;
+
+impl Io<'_, '_, '_> {
+    /// Runs `step` with steps beside it (a [`Side`]): `watch` sees each line, `tick` each
+    /// tick of the run; what the side steps recorded joins the rung's record.
+    fn exec_beside(
+        &mut self,
+        step: &Step,
+        mut watch: Option<&mut OnLine<'_>>,
+        mut tick: Option<&mut OnTick<'_>>,
+    ) -> Result<Exit> {
+        let place = self.state.place(step);
+        let beside = std::cell::RefCell::new(Side {
+            root: self.state.bundle.root().to_path_buf(),
+            dir: self.dir.to_path_buf(),
+            place: place.beside(),
+            interrupt: self.state.climb.interrupt.clone(),
+            bar: self.bar,
+            records: Vec::new(),
+            found: Vec::new(),
+            notes: Vec::new(),
+        });
+        let bar = self.bar;
+        let result = self.run_at(
+            step,
+            &place,
+            &mut |_, line| {
+                to_bar(bar, line);
+                match watch.as_mut() {
+                    Some(w) => w(line, &mut *beside.borrow_mut()),
+                    None => Control::Continue,
+                }
+            },
+            &mut |running| match tick.as_mut() {
+                Some(t) => t(running, &mut *beside.borrow_mut()),
+                None => Control::Continue,
+            },
+        );
+        let beside = beside.into_inner();
+        self.record.commands.extend(beside.records);
+        self.record.notes.extend(beside.notes);
+        self.state.bundle.note_redactions(beside.found);
+        result
+    }
+}
+
 impl RungIo for Io<'_, '_, '_> {
     fn recipe(&self) -> &Resolved {
         self.state.climb.recipe
@@ -464,31 +522,7 @@ impl RungIo for Io<'_, '_, '_> {
         step: &Step,
         watch: &mut dyn FnMut(&str, &mut dyn Beside) -> Control,
     ) -> Result<Exit> {
-        let place = self.state.place(step);
-        let mut beside = Side {
-            root: self.state.bundle.root().to_path_buf(),
-            dir: self.dir.to_path_buf(),
-            place: place.beside(),
-            interrupt: self.state.climb.interrupt.clone(),
-            bar: self.bar,
-            records: Vec::new(),
-            found: Vec::new(),
-            notes: Vec::new(),
-        };
-        let bar = self.bar;
-        let result = self.run_at(
-            step,
-            &place,
-            &mut |_, line| {
-                to_bar(bar, line);
-                watch(line, &mut beside)
-            },
-            &mut |_| Control::Continue,
-        );
-        self.record.commands.extend(beside.records);
-        self.record.notes.extend(beside.notes);
-        self.state.bundle.note_redactions(beside.found);
-        result
+        self.exec_beside(step, Some(watch), None)
     }
 
     fn exec_ticking(
@@ -496,31 +530,7 @@ impl RungIo for Io<'_, '_, '_> {
         step: &Step,
         tick: &mut dyn FnMut(&Running, &mut dyn Beside) -> Control,
     ) -> Result<Exit> {
-        let place = self.state.place(step);
-        let mut beside = Side {
-            root: self.state.bundle.root().to_path_buf(),
-            dir: self.dir.to_path_buf(),
-            place: place.beside(),
-            interrupt: self.state.climb.interrupt.clone(),
-            bar: self.bar,
-            records: Vec::new(),
-            found: Vec::new(),
-            notes: Vec::new(),
-        };
-        let bar = self.bar;
-        let result = self.run_at(
-            step,
-            &place,
-            &mut |_, line| {
-                to_bar(bar, line);
-                Control::Continue
-            },
-            &mut |running| tick(running, &mut beside),
-        );
-        self.record.commands.extend(beside.records);
-        self.record.notes.extend(beside.notes);
-        self.state.bundle.note_redactions(beside.found);
-        result
+        self.exec_beside(step, None, Some(tick))
     }
 
     fn note(&mut self, text: String) {
@@ -574,6 +584,10 @@ impl Beside for Side<'_> {
 
     fn interrupted(&self) -> bool {
         self.interrupt.is_set()
+    }
+
+    fn on_node(&mut self, node: &str) {
+        self.place = self.place.on_node(node);
     }
 }
 

@@ -33,6 +33,14 @@ pub fn render(climb: &Climb, bundle: &Path) -> String {
             c.mounts.iter().map(|m| m.display().to_string()).collect::<Vec<_>>().join(", ")
         ));
     }
+    if let Some(sl) = &climb.slurm {
+        s.push_str(&format!(
+            "launcher: slurm, job {}: each target run is a job step (srun, output labelled by task); cuda-gdb \
+             attaches on the waiting task's node (srun --overlap); the other tools run here, on the shared \
+             filesystem\n",
+            sl.job_id
+        ));
+    }
     s.push_str("\ncollect (once, in the background beside the climb; a failure is noted, not fatal):\n");
     for job in collect::jobs(r, containers) {
         let inv = job.place.wrap(&job.inv);
@@ -90,7 +98,7 @@ pub fn steps(climb: &Climb, bundle: &Path) -> Vec<Planned> {
             }
             // Named as the first dump's (or the only attach's) would be.
             step.stem = step.stem.replace("{n}", "1");
-            let place = place_for(containers, &mut started, &step, &target);
+            let place = place_for(containers, climb.slurm.as_ref(), &mut started, &step, &target);
             if step.role == Role::Target {
                 target = place.clone();
             }

@@ -11,22 +11,42 @@ use anyhow::{Context, Result};
 use super::rung::{At, Step};
 use crate::bundle::{self, layout, CommandRecord};
 use crate::launch::container::Containers;
+use crate::launch::slurm::Slurm;
 use crate::launch::Place;
 use crate::model::{Invocation, Role};
 use crate::process::{self, Control, Interrupt, Spec, Stream};
 use crate::redact::Redaction;
 
 /// Where a step runs, with the run's containers: a new container named after its logs (or
-/// its role), numbered by `started`; beside the target, inside the target's.
-pub fn place_for(containers: Option<&Containers>, started: &mut usize, step: &Step, target: &Place) -> Place {
-    let Some(c) = containers else { return Place::Host };
-    match step.at {
-        At::BesideTarget => target.beside(),
-        At::New(access) => {
+/// its role), numbered by `started`; beside the target, inside the target's. Through Slurm,
+/// the target's run is a job step of the allocation (named as its container would be) wrapping
+/// that place, and what runs beside it runs on the waiting task's node; the other steps (a
+/// build, cuda-gdb on a dump, cuobjdump) stay where the bundle is (a shared filesystem).
+pub fn place_for(
+    containers: Option<&Containers>,
+    slurm: Option<&Slurm>,
+    started: &mut usize,
+    step: &Step,
+    target: &Place,
+) -> Place {
+    let what = if step.stem.is_empty() { step.role.name() } else { step.stem.as_str() };
+    let inner = match (containers, step.at) {
+        (None, _) => Place::Host,
+        (Some(_), At::BesideTarget) => return target.beside(),
+        (Some(c), At::New(access)) => {
             *started += 1;
-            let what = if step.stem.is_empty() { step.role.name() } else { step.stem.as_str() };
             Place::New(c.clone(), c.name(*started, what), access)
         }
+    };
+    match (slurm, step.at) {
+        (Some(_), At::BesideTarget) => target.beside(),
+        (Some(s), At::New(access)) if step.role == Role::Target => {
+            if containers.is_none() {
+                *started += 1;
+            }
+            Place::Slurm(s.clone(), s.step_name(*started, what), access, Box::new(inner))
+        }
+        _ => inner,
     }
 }
 

@@ -89,6 +89,20 @@ pub struct Containers {
     pub workdir: PathBuf,
 }
 
+/// `debug-ima-<bundle name>-<pid>`, lowercased and cut to what container (and job-step) names
+/// allow.
+pub fn name_prefix(bundle_name: &str, pid: u32) -> String {
+    let safe: String = bundle_name
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '-' })
+        .collect();
+    let mut prefix = format!("debug-ima-{safe}");
+    prefix.truncate(100);
+    prefix.push_str(&format!("-{pid}"));
+    prefix
+}
+
 /// What one wrapped command needs beyond the invocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
@@ -115,14 +129,7 @@ impl Containers {
         m.dedup();
         let outer: Vec<PathBuf> =
             m.iter().filter(|p| !m.iter().any(|q| q != *p && p.starts_with(q))).cloned().collect();
-        let safe: String = bundle_name
-            .to_ascii_lowercase()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '-' })
-            .collect();
-        let mut prefix = format!("debug-ima-{safe}");
-        prefix.truncate(100);
-        prefix.push_str(&format!("-{pid}"));
+        let prefix = name_prefix(bundle_name, pid);
         Containers {
             runtime,
             image: image.to_string(),

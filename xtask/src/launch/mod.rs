@@ -1,9 +1,11 @@
 //! Where a process runs: on the host, in a new container of the run, or inside the running
-//! container of another process (cuda-gdb beside the attach rung's target).
+//! container of another process (cuda-gdb beside the attach rung's target); and, through
+//! Slurm, any of these as a job step of the allocation or on one node of a running step.
 //!
 //! Must not: decide what runs (the ladder) or write the bundle.
 
 pub mod container;
+pub mod slurm;
 
 use std::path::Path;
 use std::time::Duration;
@@ -12,6 +14,7 @@ use crate::bundle::manifest::ContainerRecord;
 use crate::model::{Invocation, Runtime};
 use crate::process::short::{self, Output};
 use container::{Access, Containers, RuntimeArgv};
+use slurm::Slurm;
 
 /// How long removing a container, giving its files back or asking the runtime about an
 /// image may take.
@@ -25,6 +28,12 @@ pub enum Place {
     New(Containers, String, Access),
     /// Inside the running container of this name (cuda-gdb next to the attach rung's target).
     In(Containers, String),
+    /// As a job step named so (every task of the allocation, `srun`), each task at the inner
+    /// place on its node.
+    Slurm(Slurm, String, Access, Box<Place>),
+    /// On one node (`srun --overlap -w NODE`) of the running step named so, at the inner place
+    /// there (cuda-gdb beside the waiting task). The node is [`slurm::NODE`] until known.
+    SlurmOn(Slurm, String, String, Box<Place>),
 }
 
 impl Place {
@@ -34,28 +43,67 @@ impl Place {
             Place::Host => inv.clone(),
             Place::New(c, name, access) => c.wrap(inv, name, *access),
             Place::In(c, name) => c.exec_in(name, inv),
+            Place::Slurm(s, name, access, inner) => s.wrap(&inner.wrap(inv), name, *access),
+            Place::SlurmOn(s, node, name, inner) => s.on_node(node, name, &inner.wrap(inv)),
         }
+    }
+
+    /// The same place on another node: a [`Place::SlurmOn`] moved to `node`, any other
+    /// unchanged.
+    pub fn on_node(&self, node: &str) -> Place {
+        match self {
+            Place::SlurmOn(s, _, name, inner) => {
+                Place::SlurmOn(s.clone(), node.into(), name.clone(), inner.clone())
+            }
+            other => other.clone(),
+        }
+    }
+
+    /// Whether it runs through Slurm.
+    pub fn through_slurm(&self) -> bool {
+        matches!(self, Place::Slurm(..) | Place::SlurmOn(..))
     }
 
     /// Where a process beside this one runs: inside its container, or on the host.
     pub fn beside(&self) -> Place {
         match self {
             Place::New(c, name, _) => Place::In(c.clone(), name.clone()),
+            Place::Slurm(s, name, _, inner) => {
+                Place::SlurmOn(s.clone(), slurm::NODE.into(), name.clone(), Box::new(inner.beside()))
+            }
             _ => Place::Host,
         }
     }
 
     pub fn in_container(&self) -> bool {
-        !matches!(self, Place::Host)
+        match self {
+            Place::Host => false,
+            Place::Slurm(_, _, _, inner) | Place::SlurmOn(_, _, _, inner) => inner.in_container(),
+            _ => true,
+        }
     }
 
     /// Kills and removes the container a [`Place::New`] run started (a no-op when it has
     /// gone by itself with `--rm`).
+    /// Through Slurm, a step of its name still in the queue is cancelled (`scancel JOB.STEP`:
+    /// killing srun ends its step, but an srun killed with SIGKILL may leave it running).
     pub fn clean_up(&self) {
-        if let Place::New(c, name, _) = self {
-            if let Some(argv) = c.remove(name) {
-                run_short(&argv);
+        match self {
+            Place::New(c, name, _) => {
+                if let Some(argv) = c.remove(name) {
+                    run_short(&argv);
+                }
             }
+            Place::Slurm(s, name, _, inner) | Place::SlurmOn(s, _, name, inner) => {
+                let whole = matches!(self, Place::Slurm(..));
+                if let Some(out) = run_short(&s.steps_query()) {
+                    if let Some(argv) = s.cancel(&out.stdout, name, whole) {
+                        run_short(&argv);
+                    }
+                }
+                inner.clean_up();
+            }
+            _ => {}
         }
     }
 }

@@ -7,6 +7,7 @@
 pub mod error;
 pub mod exit;
 pub mod invocation;
+pub mod launcher;
 pub mod need;
 pub mod rung;
 pub mod runtime;
@@ -14,6 +15,7 @@ pub mod runtime;
 pub use error::{PromptEnd, Usage};
 pub use exit::{Exit, Role, Stream};
 pub use invocation::{quote, Invocation};
+pub use launcher::Launcher;
 pub use need::Need;
 pub use rung::RungId;
 pub use runtime::Runtime;

@@ -17,7 +17,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::findings::yaml_bounds::{self, Bound, Limits};
-use crate::model::{RungId, Runtime};
+use crate::model::{Launcher, RungId, Runtime};
 
 use super::template::*;
 use super::types::*;
@@ -228,6 +228,8 @@ struct RawRecipe {
     rungs: Option<RawRungs>,
     #[serde(default)]
     container: Option<RawContainer>,
+    #[serde(default)]
+    launch: Option<LauncherName>,
 }
 
 #[derive(Deserialize)]
@@ -470,6 +472,7 @@ impl RawRecipe {
             hang_after,
             rungs,
             container,
+            launch: self.launch.map(|l| l.0),
             source,
             dir,
             text: text.to_string(),
@@ -556,6 +559,27 @@ impl<'de> Deserialize<'de> for RuntimeName {
                         v.escape_debug(),
                         runtime_names()
                     ))
+                })
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// `launch`: one of [`Launcher::ALL`] by name.
+struct LauncherName(Launcher);
+
+impl<'de> Deserialize<'de> for LauncherName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = LauncherName;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "a launcher: `host` or `slurm`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<LauncherName, E> {
+                Launcher::parse(v).map(LauncherName).ok_or_else(|| {
+                    E::custom(format!("unknown launcher `{}`: use `host` or `slurm`", v.escape_debug()))
                 })
             }
         }

@@ -398,6 +398,7 @@ fn resolve_with(r: &Recipe, vars: BTreeMap<String, String>, cwd: &Path) -> Resul
         hang_after: r.hang_after.map(Duration::from_secs),
         rungs,
         container,
+        launch: r.launch,
     })
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::model::{RungId, Runtime};
+use crate::model::{Launcher, RungId, Runtime};
 
 use super::words::join_words;
 
@@ -240,6 +240,8 @@ pub struct Recipe {
     pub rungs: BTreeMap<RungId, RungOptions>,
     /// `container:`, if the recipe has one.
     pub container: Option<ContainerTemplate>,
+    /// `launch:` (`host` or `slurm`), if the recipe says; `--launcher` overrides it.
+    pub launch: Option<Launcher>,
     pub source: RecipeSource,
     /// `{recipe_dir}`: the directory of the recipe file.
     pub dir: PathBuf,
@@ -355,6 +357,9 @@ pub struct Resolved {
     /// `container:` with its variables filled and `mounts` absolute; the default (the host,
     /// unless `--container` says otherwise) when the recipe has none.
     pub container: ContainerConfig,
+    /// `launch:`, when the recipe says (`--launcher` overrides it; the host without either).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch: Option<Launcher>,
 }
 
 impl Resolved {

@@ -261,4 +261,6 @@ pub trait Beside {
     fn log(&self, step: &Step) -> PathBuf;
     fn say(&self, text: &str);
     fn interrupted(&self) -> bool;
+    /// Through Slurm: the steps beside run on this node (the waiting task's) from now on.
+    fn on_node(&mut self, _node: &str) {}
 }

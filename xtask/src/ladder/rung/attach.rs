@@ -6,7 +6,12 @@
 //! with them and 2.1 s without on an H200, and the host stack comes from the launch-blocking
 //! traceback anyway.
 //!
+//! Through Slurm the message comes labelled with its task (`1: HOST: The application ...`),
+//! and cuda-gdb runs on that task's node (`srun --overlap -w NODE`, see `launch::slurm`).
+//!
 //! Must not: parse the wait message itself (`findings::waits` does).
+
+use std::collections::BTreeMap;
 
 use anyhow::Result;
 
@@ -16,6 +21,7 @@ use crate::bundle::inputs::scan_file;
 use crate::findings::verdict::Part;
 use crate::findings::waits::wait_notice;
 use crate::launch::container::Access;
+use crate::launch::slurm::{placement, task_of};
 use crate::model::{Invocation, Role, RungId};
 use crate::process::Control;
 use crate::recipe::Resolved;
@@ -78,13 +84,27 @@ impl Rung for Attach {
         let mut attached: Option<u32> = None;
         let mut gdb_error: Option<anyhow::Error> = None;
         let mut notes: Vec<String> = Vec::new();
+        // Through Slurm: each task's node, from the line it printed before it started.
+        let mut nodes: BTreeMap<u32, String> = BTreeMap::new();
         io.exec_watching(target, &mut |line, beside| {
             if attached.is_some() {
                 return Control::Continue;
             }
+            if let Some((task, node)) = placement(line) {
+                nodes.insert(task, node);
+                return Control::Continue;
+            }
             let Some(notice) = wait_notice(line) else { return Control::Continue };
             attached = Some(notice.pid);
-            beside.say(&format!("process {} waits for a debugger: attaching cuda-gdb", notice.pid));
+            // srun labels the line with its task: cuda-gdb runs on that task's node (the host
+            // the message names when the task did not say).
+            let mut on = String::new();
+            if let Some(task) = task_of(line) {
+                let node = nodes.get(&task).cloned().unwrap_or_else(|| notice.host.clone());
+                beside.on_node(&node);
+                on = format!(" (task {task}, node {node})");
+            }
+            beside.say(&format!("process {} waits for a debugger{on}: attaching cuda-gdb", notice.pid));
             // A crash of the full session is retried with fewer commands while the target
             // still waits.
             let pid = notice.pid.to_string();
@@ -105,7 +125,7 @@ impl Rung for Attach {
                 );
             }
             notes.push(format!(
-                "attached to PID {} on {}; the target was killed afterwards",
+                "attached to PID {} on {}{on}; the target was killed afterwards",
                 notice.pid, notice.host
             ));
             Control::Stop

@@ -1,0 +1,33 @@
+//! The launchers by name: how the target's runs are started, on this host or through Slurm's
+//! `srun` inside an allocation (what `--launcher` and a recipe's `launch:` say). The commands
+//! each launcher is given are `launch::slurm`'s.
+//!
+//! Must not: build or run commands.
+
+use serde::{Deserialize, Serialize};
+
+/// How the target's runs are started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Launcher {
+    /// On this host (or in its container), as a child of the tool.
+    #[default]
+    Host,
+    /// Through `srun` in the Slurm allocation the tool runs in (salloc, sbatch).
+    Slurm,
+}
+
+impl Launcher {
+    pub const ALL: [Launcher; 2] = [Launcher::Host, Launcher::Slurm];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Launcher::Host => "host",
+            Launcher::Slurm => "slurm",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Launcher> {
+        Launcher::ALL.into_iter().find(|l| l.name() == s)
+    }
+}
