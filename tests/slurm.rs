@@ -170,7 +170,13 @@ fn the_ladder_runs_through_srun_on_both_nodes_and_attaches_on_the_faulting_ranks
     let out = in_allocation(&s, name, &["--rungs", "coredump,attach"]);
     assert!(out.status.success(), "{}", out.both());
     assert!(out.stdout.contains("oob_write.cu:7"), "{}", out.both());
+    // The triage across ranks: rank 1 (node2) faulted, rank 0 is collateral.
+    assert!(out.stdout.contains("  culprit:  rank 1 "), "{}", out.both());
+    assert!(out.stdout.contains("  collateral: rank 0"), "{}", out.both());
     let b = s.only_bundle();
+    let ranks = &b.findings()["verdict"]["ranks"];
+    assert_eq!(ranks["culprit"]["rank"], 1, "{ranks}");
+    assert_eq!(ranks["collateral"][0]["rank"], 0, "{ranks}");
     // Each rank's output, labelled by its task, in the rung's logs.
     let err = b.read("rungs/02-attach/stderr.log");
     for want in [

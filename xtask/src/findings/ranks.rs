@@ -206,6 +206,23 @@ impl LineParser for RankParser {
                 "ProcessGroupNCCL took the process down",
                 ctx.rank.or_else(|| rank_in(t)),
             ));
+        } else if let Some((task, node)) = placement(t) {
+            // The Slurm launcher's placement line: this task (rank) runs on that node.
+            let mut n = note(Signal::Env, t, Some(task));
+            n.time = None;
+            n.host = Some(node.to_string());
+            self.push(n);
+        } else if let Some((node, task, what)) = srun_error(t) {
+            // srun's own word on a task that ended badly: `srun: error: node2: task 1: Aborted`.
+            let signal = match what {
+                "Killed" => " (SIGKILL)",
+                "Terminated" => " (SIGTERM)",
+                _ => "",
+            };
+            let mut n = note(Signal::Exit, &format!("srun: task {task} {what}{signal}"), Some(task));
+            n.time = None;
+            n.host = Some(node.to_string());
+            self.push(n);
         } else if let Some(v) =
             ["RANK=", "LOCAL_RANK=", "SLURM_PROCID="].iter().find_map(|k| t.strip_prefix(k))
         {
@@ -221,6 +238,22 @@ impl LineParser for RankParser {
         self.close_entry();
         ev.rank_notes.append(&mut self.notes);
     }
+}
+
+/// The Slurm launcher's placement line, its label stripped: `debug-ima: task 1 on node node2`.
+fn placement(t: &str) -> Option<(u32, &str)> {
+    let rest = t.strip_prefix("debug-ima: task ")?;
+    let (task, node) = rest.split_once(" on node ")?;
+    let node = node.trim();
+    (!node.is_empty() && !node.contains(' ')).then_some((task.parse().ok()?, node))
+}
+
+/// `srun: error: NODE: task N: WHAT` (`Aborted`, `Killed`, `Exited with exit code 1`).
+fn srun_error(t: &str) -> Option<(&str, u32, &str)> {
+    let rest = t.strip_prefix("srun: error: ")?;
+    let (node, rest) = rest.split_once(": task ")?;
+    let (task, what) = rest.split_once(": ")?;
+    Some((node, task.parse().ok()?, what.trim()))
 }
 
 /// A kernel of inter-GPU communication: NCCL's, a custom all-reduce (vLLM's `cross_device`).
@@ -564,6 +597,31 @@ mod tests {
     fn triaged(inputs: &[Evidence]) -> RankTriage {
         let a = decide(inputs);
         a.verdict.expect("a verdict").ranks.expect("a triage")
+    }
+
+    #[test]
+    fn slurm_placement_and_srun_errors_name_ranks_and_nodes() {
+        // As srun printed them on CI's one-host cluster (tests/slurm.rs).
+        assert_eq!(placement("debug-ima: task 1 on node node2"), Some((1, "node2")));
+        assert_eq!(placement("debug-ima: task x on node node2"), None);
+        assert_eq!(srun_error("srun: error: node2: task 1: Aborted"), Some(("node2", 1, "Aborted")));
+        assert_eq!(
+            srun_error("srun: error: node1: task 0: Exited with exit code 1"),
+            Some(("node1", 0, "Exited with exit code 1"))
+        );
+        assert_eq!(srun_error("srun: error: Unable to allocate resources"), None);
+        let text = "1: debug-ima: task 1 on node node2\n0: debug-ima: task 0 on node node1\n\
+                    0: clean run finished\n1: launched scale_write\nsrun: error: node1: task 0: Killed\n";
+        let ev = scan_str(text, "stderr.log");
+        let env: Vec<_> = ev
+            .rank_notes
+            .iter()
+            .filter(|n| n.signal == Signal::Env)
+            .map(|n| (n.rank, n.host.clone()))
+            .collect();
+        assert_eq!(env, [(Some(1), Some("node2".into())), (Some(0), Some("node1".into()))]);
+        let exit = ev.rank_notes.iter().find(|n| n.signal == Signal::Exit).unwrap();
+        assert_eq!((exit.rank, exit.text.as_str()), (Some(0), "srun: task 0 Killed (SIGKILL)"));
     }
 
     /// Every line of `text` as `srun -l` prints a task's output under the Slurm launcher:
