@@ -781,12 +781,7 @@ fn dry_run_prints_every_command_and_creates_nothing() {
 /// fails within seconds and says what is missing.
 #[test]
 fn without_a_gpu_the_demo_fails_fast_naming_the_gpu() {
-    let real_smi = std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .chain(["/usr/bin", "/usr/local/nvidia/bin", "/usr/lib/wsl/lib"])
-        .any(|d| Path::new(d).join("nvidia-smi").is_file());
-    if real_smi {
+    if support::has_real_nvidia_smi() {
         eprintln!("skipped: this machine has an nvidia-smi");
         return;
     }

@@ -230,12 +230,7 @@ fn cargo_xtask_still_works_inside_the_clone() {
 
     // The README's main job, as pasted from it: on a machine without a GPU (CI) it stops at
     // once naming the GPU, with exit 1 and no bundle, through the alias too.
-    let real_smi = std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .chain(["/usr/bin", "/usr/local/nvidia/bin", "/usr/lib/wsl/lib"])
-        .any(|d| Path::new(d).join("nvidia-smi").is_file());
-    if real_smi {
+    if support::has_real_nvidia_smi() {
         eprintln!("the README's main job not run: this machine has an nvidia-smi (it would run the demo)");
         return;
     }

@@ -116,3 +116,13 @@ impl Drop for Scratch {
         }
     }
 }
+
+/// Whether this machine has a real `nvidia-smi` (on PATH or where drivers put it): a test of
+/// the no-GPU path cannot run there (it would run the demo).
+pub fn has_real_nvidia_smi() -> bool {
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .chain(["/usr/bin", "/usr/local/nvidia/bin", "/usr/lib/wsl/lib"])
+        .any(|d| Path::new(d).join("nvidia-smi").is_file())
+}

@@ -914,7 +914,7 @@ fn find_call(s: &str) -> Option<&str> {
 }
 
 /// `[PG ID 0 PG GUID 0(default_pg) Rank 1]` -> 1.
-fn infer_rank(s: &str) -> Option<u32> {
+pub(super) fn infer_rank(s: &str) -> Option<u32> {
     let mut from = 0;
     while let Some(p) = s[from..].find("Rank ") {
         let at = from + p + "Rank ".len();

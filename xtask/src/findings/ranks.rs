@@ -13,6 +13,8 @@
 //!
 //! Pure: reads [`Evidence`] values, returns values. No I/O, no printing.
 
+// `[PG ID 0 PG GUID 0(default_pg) Rank 1]` -> 1, as the host parser reads it.
+use super::host::infer_rank as rank_in;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -42,20 +44,6 @@ fn clock(s: &str) -> Option<u64> {
 pub fn clock_text(t: u64) -> String {
     let s = t / 1_000_000_000;
     format!("{:02}:{:02}:{:02}.{:06}", s / 3600, s / 60 % 60, s % 60, t % 1_000_000_000 / 1000)
-}
-
-/// `Rank N]` inside a NCCL line (`[PG ID 0 PG GUID 0(default_pg) Rank 1]`, `[Rank 0]`).
-fn rank_in(s: &str) -> Option<u32> {
-    let mut from = 0;
-    while let Some(p) = s[from..].find("Rank ") {
-        let at = from + p + "Rank ".len();
-        let digits = s.as_bytes()[at..].iter().take_while(|c| c.is_ascii_digit()).count();
-        if digits > 0 && s.as_bytes().get(at + digits) == Some(&b']') {
-            return s[at..at + digits].parse().ok();
-        }
-        from = at;
-    }
-    None
 }
 
 /// The number after `key` up to a non-digit (`(pid: 886)` with key `pid: `).
