@@ -188,6 +188,19 @@ fn the_ladder_runs_through_srun_on_both_nodes_and_attaches_on_the_faulting_ranks
         assert!(err.contains(want), "missing `{want}`:\n{err}");
     }
     assert!(b.read("rungs/01-coredump/stderr.log").contains("1: "), "labelled");
+    // And each rank's own lines, label stripped, in the rung's `ranks/` folder.
+    let r1 = b.read("rungs/02-attach/ranks/rank-1.stderr.log");
+    assert!(r1.lines().any(|l| l == "launched scale_write"), "{r1}");
+    assert!(!r1.contains("clean run finished"), "rank 0's line in rank 1's log: {r1}");
+    let r0 = b.read("rungs/02-attach/ranks/rank-0.stderr.log");
+    assert!(r0.lines().any(|l| l == "clean run finished"), "{r0}");
+    let files: Vec<String> = b.manifest()["rungs"][1]["files"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap().to_string())
+        .collect();
+    assert!(files.iter().any(|f| f == "rungs/02-attach/ranks/rank-1.stderr.log"), "{files:?}");
     // The dump is named by host and PID, under the bundle.
     assert!(
         b.files_in("rungs/01-coredump").iter().any(|f| f.starts_with("core_")),

@@ -80,7 +80,9 @@ fn collect_into(paths: &[PathBuf], out: &mut Vec<PathBuf>) -> Result<()> {
 /// not `command.txt`, not coredumps, which only cuda-gdb reads.
 pub fn is_rung_output(path: &Path) -> bool {
     let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-    name.ends_with(".log") || name.ends_with(".xml") || name.ends_with(".json")
+    // The per-rank views (`ranks/rank-N.stderr.log`) are copies of the combined logs.
+    let copy = path.parent().and_then(|p| p.file_name()).is_some_and(|p| p == super::ranks::RANKS_DIR);
+    !copy && (name.ends_with(".log") || name.ends_with(".xml") || name.ends_with(".json"))
 }
 
 /// A short name for an input: the rung name for a file inside a bundle's

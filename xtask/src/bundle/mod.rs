@@ -15,6 +15,7 @@ pub mod archive;
 pub mod inputs;
 pub mod layout;
 pub mod manifest;
+pub mod ranks;
 mod recorded;
 pub mod replay;
 pub mod report;

@@ -845,7 +845,7 @@ impl SrunLabels {
     pub fn see(&mut self, raw: &str) -> bool {
         if !self.on {
             let (rest, label) = strip_label(raw, true);
-            self.on = label.is_some() && rest.starts_with("debug-ima: task ");
+            self.on = label.is_some() && rest.starts_with(crate::model::launcher::PLACED);
         }
         self.on
     }

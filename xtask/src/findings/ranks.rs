@@ -230,7 +230,7 @@ impl LineParser for RankParser {
 
 /// The Slurm launcher's placement line, its label stripped: `debug-ima: task 1 on node node2`.
 fn placement(t: &str) -> Option<(u32, &str)> {
-    let rest = t.strip_prefix("debug-ima: task ")?;
+    let rest = t.strip_prefix(crate::model::launcher::PLACED)?;
     let (task, node) = rest.split_once(" on node ")?;
     let node = node.trim();
     (!node.is_empty() && !node.contains(' ')).then_some((task.parse().ok()?, node))

@@ -217,6 +217,12 @@ impl State<'_, '_> {
             record.duration_s = started.elapsed().as_secs_f64();
             self.give_back_after(&dir, &record);
             self.redact_reports(&dir, &mut record);
+            if self.climb.slurm.is_some() {
+                // One rank's output per file, beside the interleaved logs.
+                if let Err(e) = bundle::ranks::split(&dir) {
+                    record.notes.push(format!("{e:#}: the per-rank logs under `ranks/` are incomplete"));
+                }
+            }
             record.files = self.bundle.files_of(&dir);
             let ran = match &result {
                 Ok(r) => Some(*r),

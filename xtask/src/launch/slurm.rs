@@ -22,8 +22,7 @@ pub const NODE: &str = "<node of the waiting task>";
 /// Stands for the allocation's job id in a plan made outside one.
 pub const NO_JOB: &str = "<SLURM_JOB_ID>";
 
-/// What each task prints (to stderr, labelled by srun) before it becomes the command.
-const PLACED: &str = "debug-ima: task ";
+use crate::model::launcher::PLACED;
 
 /// The allocation the run's steps go into, and how they are shaped.
 #[derive(Debug, Clone, PartialEq, Eq)]

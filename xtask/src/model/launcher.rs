@@ -6,6 +6,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// What each task prints (to stderr, labelled by srun) before it becomes the command, as
+/// `debug-ima: task N on node NODE`: the launcher writes it, the triage and the per-rank logs
+/// read it (a program's own `N: ` lines before it are no task labels).
+pub const PLACED: &str = "debug-ima: task ";
+
 /// How the target's runs are started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
