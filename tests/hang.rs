@@ -125,6 +125,34 @@ fn a_hang_in_a_worker_gets_both_pipes_and_both_stacks() {
     s.assert_no_standin_left();
 }
 
+/// A torch.distributed target: the flight recorder is asked through its pipe (the stand-in
+/// answers with the pickle recorded on the H200), turned into JSON, and the pickle and the
+/// pipe PyTorch leaves are not kept; the bundle verifies (no special file in it); the
+/// verdict notes what the recorder says.
+#[test]
+fn a_torch_distributed_hang_gets_the_nccl_flight_recorder_as_json() {
+    let s = Scratch::for_run("hang-nccl");
+    let recipe = two_procs_recipe(&s);
+    let pickle = support::fixture("hang/nccl_trace").join("nccl_trace_0.pickle");
+    let out = Run::new(&s, &recipe, "hang/hang_two_procs")
+        .env("STANDIN_NCCL_TRACE", pickle.to_str().unwrap())
+        .run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+    let d = "rungs/01-hang";
+    let json = b.read(&format!("{d}/nccl-trace-0.json"));
+    assert!(json.contains("\"pg_status\"") && json.contains("nccl:all_reduce"), "{json}");
+    let files = b.files_in(d);
+    assert!(!files.iter().any(|f| f == "nccl-trace-0" || f.ends_with(".pipe")), "{files:?}");
+    assert!(out.stdout.contains("NCCL flight recorder of rank 0"), "{}", out.both());
+    let verify = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["bundle", "verify", b.root.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
+    s.assert_no_standin_left();
+}
+
 /// A worker that exits after making its pipe, before the trigger: a note, no error; the
 /// parent is dumped as before.
 #[test]

@@ -24,12 +24,12 @@ nvcc -arch=sm_90 -lineinfo -g -o "$BUILD/hang_flag" "$P/hang_flag.cu" > "$OUTDIR
 args_for() {
   case $1 in
     hang_flag) echo "--recipe cuda --set build=true --set run=$BUILD/hang_flag --set binaries=$BUILD/hang_flag" ;;
-    hang_triton|hang_two_procs) echo "--recipe tests/gpu/python.yaml --set script=$P/$1.py" ;;
+    hang_triton|hang_two_procs|hang_nccl) echo "--recipe tests/gpu/python.yaml --set script=$P/$1.py" ;;
   esac
 }
 
 want() { [ $# -eq 0 ] || [[ " $* " == *" $CASE "* ]]; }
-for CASE in hang_flag hang_triton hang_two_procs; do
+for CASE in hang_flag hang_triton hang_two_procs hang_nccl; do
   want "$@" || continue
   # shellcheck disable=SC2046
   t0=$(date +%s.%N)
@@ -39,7 +39,7 @@ for CASE in hang_flag hang_triton hang_two_procs; do
   secs=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}")
   sleep 1
   # The programs' own command lines only (this script's caller may name them too).
-  pat="gpu-hang/hang_flag|programs/hang_triton.py|programs/hang_two_procs.py|multiprocessing.spawn"
+  pat="gpu-hang/hang_flag|programs/hang_triton.py|programs/hang_two_procs.py|programs/hang_nccl.py|multiprocessing.spawn"
   left=$(pgrep -fa "$pat" | grep -v -e pgrep | tr '\n' ';')
   verdict=$(grep -m1 '^verdict:' "$OUTDIR/$CASE.out" || echo "(no verdict)")
   printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$CASE" "$verdict" "$secs" "$((HANG + 30))" "$rc" "${left:-none}" >> "$TSV"

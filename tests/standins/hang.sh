@@ -20,6 +20,17 @@ pipe=$(fill_template "${CUDA_COREDUMP_PIPE:-corepipe.%h.%p}" $$)
 rm -f "$pipe"
 mkfifo -m 640 "$pipe"
 
+# torch.distributed's flight recorder (STANDIN_NCCL_TRACE: a recorded dump, the pickle of
+# tests/fixtures/h200/hang/nccl_trace): PyTorch makes `<TORCH_NCCL_DEBUG_INFO_PIPE_FILE><rank>.pipe`
+# and, when something is written to it, dumps to `<TORCH_NCCL_DEBUG_INFO_TEMP_FILE><rank>`;
+# the pipe stays behind (PyTorch does not remove it).
+if [ -z "${STANDIN_HANG_ROLE:-}" ] && [ -n "${STANDIN_NCCL_TRACE:-}" ] && [ -n "${TORCH_NCCL_DEBUG_INFO_PIPE_FILE:-}" ]; then
+  npipe="${TORCH_NCCL_DEBUG_INFO_PIPE_FILE}0.pipe"
+  rm -f "$npipe"
+  mkfifo -m 600 "$npipe"
+  (cat "$npipe" >/dev/null && cp "$STANDIN_NCCL_TRACE" "${TORCH_NCCL_DEBUG_INFO_TEMP_FILE}0") &
+fi
+
 if [ -z "${STANDIN_HANG_ROLE:-}" ]; then
   worker=$(awk '/spawn_main/ { print $1; exit }' "$hdir/ps.log")
   if [ -n "$worker" ]; then

@@ -352,7 +352,7 @@ impl State<'_, '_> {
         let mut reports: Vec<PathBuf> = entries
             .flatten()
             .map(|e| e.path())
-            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "xml" || x == "tsv"))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "xml" || x == "tsv" || x == "json"))
             .collect();
         reports.sort();
         for p in reports {

@@ -379,6 +379,17 @@ impl Rung for Hang {
                 Control::Stop
             }
         })?;
+        // The tree has ended: the pipes it left (PyTorch does not remove the NCCL one) are no
+        // files a bundle holds, and a flight-recorder pickle turned into JSON is kept only as
+        // JSON (text, redacted like every report).
+        for p in fifos(&dir, "", "") {
+            let _ = std::fs::remove_file(p);
+        }
+        for t in files(&dir, NCCL_TRACE).into_iter().filter(|t| t.extension().is_none()) {
+            if t.with_extension("json").is_file() {
+                let _ = std::fs::remove_file(t);
+            }
+        }
         for n in std::mem::take(&mut seen.notes) {
             io.note(n);
         }
