@@ -50,25 +50,8 @@ impl Rung for Baseline {
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        let mut built = false;
         let build = io.recipe().build.clone();
-        if let Some(b) = &build {
-            if b.binaries_missing() {
-                io.say("building the target first, with line info (`-lineinfo -g`)");
-                rebuild::create_binary_dirs(b)?;
-                let build = step(steps, When::BinariesMissing)?;
-                let ran = io.exec(build)?;
-                if !ran.success() {
-                    bail!(
-                        "the recipe's build failed ({}): see `{}/{}.log`",
-                        ran.text(),
-                        io.shown_dir(),
-                        build.stem
-                    );
-                }
-                built = true;
-            }
-        }
+        let built = build_if_missing(io, steps)?;
         let ran = io.exec(step(steps, When::Always)?)?;
         // `--device-debug` (`-G`) on binaries that existed: cuobjdump cannot tell `-G` from
         // `-lineinfo`, so they are rebuilt for the locals.
@@ -97,4 +80,22 @@ impl Rung for Baseline {
         };
         Ok(Ran { faulted: !ran.success(), yielded: true, lineinfo, hung: false })
     }
+}
+
+/// Builds the target when the recipe's binaries are missing (the `BinariesMissing` step, with
+/// line info): true when it built. A failed build is the rung's error, naming its log. The
+/// baseline and the hang rung (which replaces the baseline) both start so.
+pub(super) fn build_if_missing(io: &mut dyn RungIo, steps: &[Step]) -> Result<bool> {
+    let Some(b) = io.recipe().build.clone() else { return Ok(false) };
+    if !b.binaries_missing() {
+        return Ok(false);
+    }
+    io.say("building the target first, with line info (`-lineinfo -g`)");
+    rebuild::create_binary_dirs(&b)?;
+    let build = step(steps, When::BinariesMissing)?;
+    let ran = io.exec(build)?;
+    if !ran.success() {
+        bail!("the recipe's build failed ({}): see `{}/{}.log`", ran.text(), io.shown_dir(), build.stem);
+    }
+    Ok(true)
 }

@@ -344,22 +344,7 @@ impl Rung for Hang {
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        if let Some(b) = io.recipe().build.clone() {
-            if b.binaries_missing() {
-                io.say("building the target first, with line info (`-lineinfo -g`)");
-                rebuild::create_binary_dirs(&b)?;
-                let build = step(steps, When::BinariesMissing)?;
-                let ran = io.exec(build)?;
-                if !ran.success() {
-                    bail!(
-                        "the recipe's build failed ({}): see `{}/{}.log`",
-                        ran.text(),
-                        io.shown_dir(),
-                        build.stem
-                    );
-                }
-            }
-        }
+        super::baseline::build_if_missing(io, steps)?;
         let after = hang_after(io.recipe());
         let dir = io.dir().to_path_buf();
         let started = SystemTime::now();
