@@ -998,8 +998,8 @@ fn split_top(s: &str, sep: u8) -> impl Iterator<Item = &str> {
     })
 }
 
-/// The index of the `(` matching a final `)`, if `s` ends with one.
-fn open_of_last_group(s: &str) -> Option<usize> {
+/// The index of the `(` matching a final `)`, if `s` ends with one (also py-spy's frames).
+pub(super) fn open_of_last_group(s: &str) -> Option<usize> {
     let b = s.as_bytes();
     if b.last() != Some(&b')') {
         return None;

@@ -14,6 +14,7 @@
 //! (every line of a log reaches every parser). Memory is bounded: processes, threads per
 //! process, frames per thread and the length of every name kept are capped.
 
+use super::cudagdb::open_of_last_group;
 use super::names;
 use super::{Evidence, Frame, LineCtx, LineParser, PyProcess, PyThread, Tool};
 
@@ -179,28 +180,6 @@ fn parse_frame(body: &str) -> Option<Frame> {
             python: false,
         }),
     }
-}
-
-/// The index of the `(` that opens the final `(...)` of `s`.
-fn open_of_last_group(s: &str) -> Option<usize> {
-    let b = s.as_bytes();
-    if b.last() != Some(&b')') {
-        return None;
-    }
-    let mut depth = 0usize;
-    for (i, &c) in b.iter().enumerate().rev() {
-        match c {
-            b')' => depth += 1,
-            b'(' => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
 }
 
 /// At most `max` bytes of `s`, cut at a character boundary.
