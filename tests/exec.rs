@@ -724,7 +724,14 @@ fn a_signal_while_doctor_waits_on_a_probe_kills_the_probe() {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert!(!holding(&format!("slow-probe-{mark}")).is_empty(), "the probe runs");
+        // The probe noted its pid, then execs the loop whose argv holds the mark: wait for it.
+        while holding(&format!("slow-probe-{mark}")).is_empty() {
+            if start.elapsed() > Duration::from_secs(8) {
+                let _ = child.kill();
+                panic!("the probe runs");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         kill(Pid::from_raw(child.id() as i32), sig).unwrap();
         let signalled = Instant::now();
         let status = loop {
