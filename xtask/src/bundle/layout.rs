@@ -36,6 +36,14 @@ pub const ARCHIVE_SUMS: &str = "ARCHIVE.sha256";
 pub const ENV_DIR: &str = "env";
 /// The folder of the rungs' folders.
 pub const RUNGS_DIR: &str = "rungs";
+/// Inside a rung's folder, under the Slurm launcher: one rank's lines per file
+/// ([`rank_log`]; `bundle/ranks.rs`).
+pub const RANKS_DIR: &str = "ranks";
+
+/// `rank-N.stdout.log` (`stream`: `stdout` or `stderr`) under [`RANKS_DIR`].
+pub fn rank_log(rank: u32, stream: &str) -> String {
+    format!("rank-{rank}.{stream}.log")
+}
 /// `git describe` of the target's source, in [`ENV_DIR`].
 pub const GIT_DESCRIBE: &str = "git-describe.txt";
 /// doctor's report, in [`ENV_DIR`].

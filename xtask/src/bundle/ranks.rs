@@ -16,8 +16,7 @@ use anyhow::{Context, Result};
 use super::layout;
 use crate::model::launcher::PLACED;
 
-/// The folder of the per-rank views inside a rung's folder.
-pub const RANKS_DIR: &str = "ranks";
+pub use super::layout::RANKS_DIR;
 /// The most ranks given a file of their own; the lines of others stay in the combined log.
 const MAX_RANKS: usize = 1024;
 
@@ -68,7 +67,7 @@ pub fn split(dir: &Path) -> Result<usize> {
                 let folder = dir.join(RANKS_DIR);
                 std::fs::create_dir_all(&folder)
                     .with_context(|| format!("cannot create `{}`", folder.display()))?;
-                let p = folder.join(format!("rank-{task}.{stream}.log"));
+                let p = folder.join(layout::rank_log(task, stream));
                 let w =
                     std::fs::File::create(&p).with_context(|| format!("cannot write `{}`", p.display()))?;
                 out.insert(task, BufWriter::new(w));
