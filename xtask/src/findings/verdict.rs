@@ -650,6 +650,15 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         &kernel,
     );
     let surfaced_at = pick_surfaced(&symptoms_related, &inputs_related);
+    // Host files in the same spelling as the device line: relative to the user's trees (a
+    // Python traceback prints absolute paths where a CPU core has the compiler's).
+    let in_roots = |mut h: HostSite| {
+        if let Some(f) = h.frame.file.take() {
+            h.frame.file = Some(names::relative_to_roots(&f, roots));
+        }
+        h
+    };
+    let (launch_site, surfaced_at) = (launch_site.map(in_roots), surfaced_at.map(in_roots));
 
     // Inputs in a bundle are named `rung/file`; the verdict names the rungs.
     let mut rungs: Vec<String> = Vec::new();
