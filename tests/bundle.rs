@@ -75,23 +75,6 @@ impl Planted {
     }
 }
 
-/// Every regular file under `dir`, read whole.
-fn every_file(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.clone(), std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out
-}
-
 fn contains(hay: &[u8], needle: &str) -> bool {
     hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
@@ -135,7 +118,7 @@ fn planted_secrets_reach_neither_the_bundle_nor_the_archive() {
     assert_eq!(out.code(), Some(0), "{}", out.both());
     let b = s.only_bundle();
 
-    for (path, bytes) in every_file(&b.root) {
+    for (path, bytes) in support::every_file(&b.root) {
         for secret in p.all() {
             assert!(!contains(&bytes, secret), "{} holds a planted secret {secret}", path.display());
         }
@@ -354,7 +337,7 @@ fn a_bundle_from_an_interrupted_run_verifies_packs_and_reports() {
 fn fixture_bundle(s: &Scratch, name: &str, into: &str) -> PathBuf {
     let from = root().join("tests/fixtures/bundles").join(name);
     let to = s.path(into);
-    for (path, bytes) in every_file(&from) {
+    for (path, bytes) in support::every_file(&from) {
         let dest = to.join(path.strip_prefix(&from).unwrap());
         std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
         std::fs::write(dest, bytes).unwrap();

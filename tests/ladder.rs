@@ -416,11 +416,11 @@ fn a_full_disk_fails_the_same_way_wherever_the_space_runs_out() {
         assert_eq!(out.code(), Some(1), "size {size}: {}", out.both());
         assert!(out.stderr.contains("a disk is full"), "size {size}: {}", out.both());
         assert!(!out.stderr.contains("panicked"), "size {size}: {}", out.both());
-        for entry in walk(&kept) {
+        for (entry, bytes) in support::every_file(&kept) {
             let name = entry.file_name().unwrap().to_string_lossy().into_owned();
             assert!(!name.ends_with(".partial"), "size {size}: a partial file was left: {}", entry.display());
             if name == "manifest.yaml" {
-                let text = std::fs::read_to_string(&entry).unwrap();
+                let text = String::from_utf8_lossy(&bytes);
                 serde_yaml::from_str::<serde_yaml::Value>(&text)
                     .unwrap_or_else(|e| panic!("size {size}: a broken manifest was left: {e}\n{text}"));
             }
@@ -431,19 +431,6 @@ fn a_full_disk_fails_the_same_way_wherever_the_space_runs_out() {
         "the disk filled too rarely: {codes:?}"
     );
     s.assert_no_standin_left();
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 /// (f) A recipe with an unknown key fails before anything runs: `file:line:column` in the

@@ -13,7 +13,7 @@
 //! that no scanner trips on this file), or write outside its scratch folder.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 mod support;
@@ -247,23 +247,6 @@ fn literal(s: &str) -> String {
     yaml(&s.replace('{', "{{").replace('}', "}}"))
 }
 
-/// Every regular file under `dir`, read whole.
-fn every_file(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.is_file() {
-                out.push((p.clone(), std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out
-}
-
 fn contains(hay: &[u8], needle: &str) -> bool {
     memchr::memmem::find(hay, needle.as_bytes()).is_some()
 }
@@ -383,7 +366,7 @@ fn no_planted_secret_reaches_the_bundle_its_archives_the_report_or_the_terminal(
     assert!(baseline.contains("CUDA_PLANT_00="), "{baseline}");
     assert!(b.read("rungs/01-baseline/stderr.log").contains("arg: [REDACTED]"));
     assert!(b.read("env/planted.txt").contains("machine api.example.com login ci password [REDACTED]"));
-    let files = every_file(&b.root);
+    let files = support::every_file(&b.root);
     let found = |what: &str| files.iter().any(|(_, bytes)| contains(bytes, what));
     assert!(
         found("planted: compute-sanitizer") && found("planted: cuda-gdb"),

@@ -126,3 +126,20 @@ pub fn has_real_nvidia_smi() -> bool {
         .chain(["/usr/bin", "/usr/local/nvidia/bin", "/usr/lib/wsl/lib"])
         .any(|d| Path::new(d).join("nvidia-smi").is_file())
 }
+
+/// Every regular file under `dir` (not following links), read whole: what a bundle holds.
+pub fn every_file(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.is_file() {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out
+}

@@ -142,9 +142,7 @@ impl Containers {
 
     /// The name of the container for one process of the run: `<prefix>-<NN>-<what>`.
     pub fn name(&self, index: usize, what: &str) -> String {
-        let what: String =
-            what.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' }).collect();
-        format!("{}-{index:02}-{what}", self.prefix)
+        super::run_name(&self.prefix, index, what)
     }
 
     /// `inv` run in a new container named `name`: the same command, working directory and

@@ -70,9 +70,7 @@ impl Slurm {
 
     /// The job-step name of one run: `<prefix>-<NN>-<what>`.
     pub fn step_name(&self, index: usize, what: &str) -> String {
-        let what: String =
-            what.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' }).collect();
-        format!("{}-{index:02}-{what}", self.prefix)
+        super::run_name(&self.prefix, index, what)
     }
 
     /// `inv` (already wrapped for its place on a node) as a job step of every task of the
