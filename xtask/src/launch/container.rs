@@ -142,7 +142,7 @@ impl Containers {
 
     /// The name of the container for one process of the run: `<prefix>-<NN>-<what>`.
     pub fn name(&self, index: usize, what: &str) -> String {
-        super::run_name(&self.prefix, index, what)
+        run_name(&self.prefix, index, what)
     }
 
     /// `inv` run in a new container named `name`: the same command, working directory and
@@ -335,6 +335,14 @@ impl ImageDef {
         argv.push(dir.display().to_string());
         argv
     }
+}
+
+/// The name of one process of the run, a container's or a Slurm job step's:
+/// `<prefix>-<NN>-<what>`, with what no runtime takes in a name turned into `-`.
+pub fn run_name(prefix: &str, index: usize, what: &str) -> String {
+    let what: String =
+        what.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' }).collect();
+    format!("{prefix}-{index:02}-{what}")
 }
 
 #[cfg(test)]

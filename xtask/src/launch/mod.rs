@@ -108,14 +108,6 @@ impl Place {
     }
 }
 
-/// The name of one process of the run, a container's or a Slurm job step's:
-/// `<prefix>-<NN>-<what>`, with what no runtime takes in a name turned into `-`.
-pub fn run_name(prefix: &str, index: usize, what: &str) -> String {
-    let what: String =
-        what.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' }).collect();
-    format!("{prefix}-{index:02}-{what}")
-}
-
 /// Runs a short runtime command (`docker rm -f`, `docker image inspect`), stdin closed,
 /// killed after [`CLEANUP_TIMEOUT`]; an empty `argv` runs nothing.
 pub fn run_short(argv: &[String]) -> Option<Output> {

@@ -70,7 +70,7 @@ impl Slurm {
 
     /// The job-step name of one run: `<prefix>-<NN>-<what>`.
     pub fn step_name(&self, index: usize, what: &str) -> String {
-        super::run_name(&self.prefix, index, what)
+        super::container::run_name(&self.prefix, index, what)
     }
 
     /// `inv` (already wrapped for its place on a node) as a job step of every task of the
