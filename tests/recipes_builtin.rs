@@ -98,7 +98,7 @@ fn env_remove_is_applied_and_validated() {
     let res = resolve_in(&r, &BTreeMap::new(), Path::new(CWD)).unwrap();
     assert_eq!(res.run.env_remove, strings(&["VLLM_USE_PRECOMPILED", "PYTHONPATH"]));
     // Every rung's run of the target removes them.
-    let inv = rungs::baseline::invocation(&res);
+    let inv = rungs::baseline::invocation(&res, Path::new("/b/rungs/01-baseline"), true);
     assert!(inv
         .shell_line()
         .starts_with("env -u VLLM_USE_PRECOMPILED -u PYTHONPATH -u TRITON_DISABLE_LINE_INFO"));
@@ -223,7 +223,8 @@ fn pytorch_runs_a_script_or_a_module_under_an_optional_launcher() {
 
     // What the rungs add for a Python target, and their time limits.
     let res = resolve_in(&r, &map(&[("script", "repro.py")]), Path::new(CWD)).unwrap();
-    let base = rungs::baseline::invocation(&res);
+    let base = rungs::baseline::invocation(&res, Path::new("/b/rungs/01-baseline"), true);
+    assert!(base.env_set.contains(&("PYTHONFAULTHANDLER".to_string(), "1".to_string())));
     assert!(base.env_set.contains(&("PYTHONUNBUFFERED".to_string(), "1".to_string())));
     let mem = rungs::memcheck::invocation(&res, Path::new("/b/memcheck.xml"));
     let line = mem.shell_line();

@@ -11,8 +11,9 @@
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::commands::{analyze, bench, bundle, container, debug_ima, doctor, recipe, Outcome};
+use crate::commands::{analyze, bench, bundle, container, debug_ima, doctor, recipe, watch, Outcome};
 use crate::files;
+use crate::model::Exit;
 use crate::process::{self, Cause, Interrupt};
 use crate::redact;
 use crate::ui;
@@ -82,6 +83,13 @@ pub enum Command {
     /// bundle keeps what was collected).
     #[command(visible_alias = "run")]
     DebugIma(debug_ima::Args),
+    /// Run a long job (a server, a training run) once, armed but at full speed: its output
+    /// passes through, and a device fault or a hang in it gets a bundle with the verdict from
+    /// that one occurrence (`watch [--hang-after SECS] -- CMD ARGS...`).
+    ///
+    /// Exit codes: the job's own (128 + the signal that ended it), 1 when it could not start,
+    /// 2 usage, 130 interrupted by Ctrl-C, 143 by SIGTERM.
+    Watch(watch::WatchArgs),
     /// Check what the ladder needs (GPU, driver, nvcc, cuda-gdb, compute-sanitizer,
     /// cuobjdump, ptrace, disk space) and say how to fix what is missing.
     Doctor(doctor::DoctorArgs),
@@ -228,6 +236,12 @@ pub fn exit_code_for(outcome: Outcome, cause: Option<Cause>) -> i32 {
         Outcome::Done => EXIT_OK,
         Outcome::Mismatch => EXIT_FAILURE,
         Outcome::Interrupted => interrupted_code(cause.unwrap_or(Cause::Asked)),
+        Outcome::Exited(exit) => match exit {
+            Exit::Code(c) => c,
+            Exit::Signal(s) => 128 + s,
+            Exit::Interrupted => interrupted_code(cause.unwrap_or(Cause::Asked)),
+            Exit::TimedOut | Exit::Stopped | Exit::NotStarted => EXIT_FAILURE,
+        },
     }
 }
 
@@ -249,6 +263,7 @@ fn run(cli: Cli) -> Result<i32> {
     let outcome = match cli.command {
         Command::Analyze(args) => analyze::run(args)?,
         Command::DebugIma(args) => debug_ima::run(args)?,
+        Command::Watch(args) => watch::run(args)?,
         Command::Doctor(args) => doctor::run(args)?,
         Command::Recipe(cmd) => recipe::run(cmd)?,
         Command::Bundle(cmd) => bundle::run(cmd)?,
@@ -319,5 +334,7 @@ mod tests {
         assert_eq!(exit_code_for(Outcome::Interrupted, Some(Cause::Hangup)), 129);
         assert_eq!(exit_code_for(Outcome::Interrupted, Some(Cause::Asked)), 130);
         assert_eq!(exit_code_for(Outcome::Done, Some(Cause::Terminate)), 0);
+        assert_eq!(exit_code_for(Outcome::Exited(Exit::Code(3)), None), 3);
+        assert_eq!(exit_code_for(Outcome::Exited(Exit::Signal(6)), None), 134);
     }
 }

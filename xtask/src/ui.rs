@@ -81,7 +81,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::model::{PromptEnd, Usage};
+use crate::model::{PromptEnd, Stream, Usage};
 
 /// True when a person is at the terminal: stdin and stderr are both terminals.
 pub fn is_tty() -> bool {
@@ -238,6 +238,50 @@ pub trait RungBar {
     fn note(&self, text: &str);
     /// The rung ended so.
     fn finish(&self, outcome: &str);
+    /// A line the target printed, for a progress that passes the target's output through
+    /// (`watch`); the others show it through [`RungBar::line`] only.
+    fn echo(&self, stream: Stream, line: &str) {
+        let _ = (stream, line);
+    }
+}
+
+/// `watch`'s progress: the job's output passes through as it was printed (stdout to stdout,
+/// stderr to stderr, unredacted: it is the user's own terminal); the tool's own lines go to
+/// stderr, prefixed, and only when something happens.
+pub struct Echo;
+
+impl Progress for Echo {
+    fn status(&self, text: &str) {
+        status(&format!("debug-ima: {text}"));
+    }
+
+    fn rung(&self, _index: usize, _total: usize, _rung: &str, _what: &str) -> Box<dyn RungBar + '_> {
+        Box::new(EchoBar)
+    }
+}
+
+/// The one rung of `watch`: its target's lines echoed, its notes prefixed.
+struct EchoBar;
+
+impl RungBar for EchoBar {
+    fn line(&self, _line: &str) {}
+
+    fn sm(&self, _k: u32, _n: u32) {}
+
+    fn note(&self, text: &str) {
+        status(&format!("debug-ima: {text}"));
+    }
+
+    fn finish(&self, _outcome: &str) {}
+
+    fn echo(&self, stream: Stream, line: &str) {
+        let r = match stream {
+            Stream::Stdout => writeln!(io::stdout().lock(), "{line}"),
+            Stream::Stderr => writeln!(io::stderr().lock(), "{line}"),
+        };
+        // A closed pipe on our side must not end the job: its output is in the bundle's log.
+        let _ = r;
+    }
 }
 
 /// Progress on stderr: indicatif bars on a terminal, plain lines otherwise.

@@ -63,9 +63,14 @@ pub const DUMP_PREFIX: &str = "core_";
 /// Where `replay.sh` puts what a replay writes (`replay/<rung>/`).
 pub const REPLAY_DIR: &str = "replay";
 
-/// `rungs/NN-<rung>` (relative).
-pub fn rung_dir(index: usize, rung: RungId) -> PathBuf {
-    Path::new(RUNGS_DIR).join(format!("{index:02}-{}", rung.name()))
+/// `rungs/NN-<rung>` (relative); a rung's later run (`attempt` 1, 2, ...: a retry) is
+/// `rungs/NN-<rung>-<attempt + 1>`, so that each run's files keep an origin of their own.
+pub fn rung_dir(index: usize, rung: RungId, attempt: usize) -> PathBuf {
+    let name = match attempt {
+        0 => format!("{index:02}-{}", rung.name()),
+        a => format!("{index:02}-{}-{}", rung.name(), a + 1),
+    };
+    Path::new(RUNGS_DIR).join(name)
 }
 
 /// `env/NAME` (relative), as the manifest names it.
@@ -106,7 +111,8 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(rung_dir(3, RungId::LaunchBlocking), Path::new("rungs/03-launch-blocking"));
+        assert_eq!(rung_dir(3, RungId::LaunchBlocking, 0), Path::new("rungs/03-launch-blocking"));
+        assert_eq!(rung_dir(5, RungId::Baseline, 1), Path::new("rungs/05-baseline-2"));
         assert_eq!(env_file("pip-freeze.txt"), "env/pip-freeze.txt");
         let (o, e) = logs(Path::new("/b/r"), "");
         assert_eq!((o.as_path(), e.as_path()), (Path::new("/b/r/stdout.log"), Path::new("/b/r/stderr.log")));

@@ -143,10 +143,16 @@ impl Bundle {
     }
 
     /// `rungs/NN-<rung>/`, created.
-    pub fn rung_dir(&self, index: usize, rung: RungId) -> Result<PathBuf> {
-        let d = self.root.join(layout::rung_dir(index, rung));
+    pub fn rung_dir(&self, index: usize, rung: RungId, attempt: usize) -> Result<PathBuf> {
+        let d = self.root.join(layout::rung_dir(index, rung, attempt));
         std::fs::create_dir_all(&d).with_context(|| format!("cannot create `{}`", d.display()))?;
         Ok(d)
+    }
+
+    /// Removes the bundle from disk (`watch` of a job in which nothing happened).
+    pub fn discard(self) -> Result<()> {
+        std::fs::remove_dir_all(&self.root)
+            .with_context(|| format!("cannot remove `{}`", self.root.display()))
     }
 
     /// A path relative to the bundle root, for the manifest.

@@ -732,8 +732,8 @@ pub fn write_coredump<W: Write>(mut w: W, bytes: u64) -> io::Result<()> {
 /// Small text files of a bundle (paths as `debug-ima` lays them out), and whether each is
 /// executable.
 fn pack_small_files() -> Vec<(PathBuf, &'static str, bool)> {
-    let baseline = layout::rung_dir(1, RungId::Baseline);
-    let coredump = layout::rung_dir(4, RungId::Coredump);
+    let baseline = layout::rung_dir(1, RungId::Baseline, 0);
+    let coredump = layout::rung_dir(4, RungId::Coredump, 0);
     vec![
         (
             layout::MANIFEST.into(),
@@ -753,7 +753,7 @@ fn pack_small_files() -> Vec<(PathBuf, &'static str, bool)> {
 
 /// The generated coredump, named as the driver names them (`core_%h.%p.%t`).
 pub fn pack_dump() -> PathBuf {
-    layout::rung_dir(4, RungId::Coredump).join(format!("{}bench.4242.1796034874", layout::DUMP_PREFIX))
+    layout::rung_dir(4, RungId::Coredump, 0).join(format!("{}bench.4242.1796034874", layout::DUMP_PREFIX))
 }
 
 /// Writes the bundle; returns its total size.

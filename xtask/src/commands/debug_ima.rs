@@ -44,6 +44,10 @@ pub struct Args {
     /// Runs every rung, even after one has located the fault.
     #[arg(long)]
     pub full: bool,
+    /// How many more times a run that did not reproduce the fault is repeated before the climb
+    /// concludes (an intermittent fault; the armed baseline after the sweep found nothing too).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub retries: u32,
     /// Treats a run still going SECS seconds after its start as hung: the hang rung runs first
     /// and takes host stacks and GPU dumps of it (overrides the recipe's `run.hang_after`;
     /// docs/hangs.md).
@@ -197,8 +201,19 @@ pub fn run(args: Args) -> Result<Outcome> {
         &serde_json::to_value(&resolved).unwrap_or_default(),
     ));
 
+    let launcher = args.launcher.or(resolved.launch).unwrap_or_default();
+    let slurm_env = Slurm::from_env(&|k| std::env::var(k).ok(), "").ok();
+    let blocking_unsafe = rung::armed::blocking_unsafe(
+        &resolved,
+        slurm_env.as_ref().and_then(|s| s.ntasks),
+        launcher == Launcher::Slurm,
+        std::env::var("WORLD_SIZE").ok().as_deref(),
+    );
     let req = Request {
         rungs: args.rungs.clone(),
+        retries: args.retries,
+        blocking_unsafe,
+        watch: false,
         full: args.full,
         has_build: rung::get(RungId::Rebuild).applies(&resolved),
         disabled: RungId::ALL.into_iter().filter(|id| !resolved.enabled(*id)).collect(),
@@ -209,7 +224,6 @@ pub fn run(args: Args) -> Result<Outcome> {
     if let Some(why) = policy::empty_plan(&req, &plan) {
         return Err(Usage::error(why));
     }
-    let launcher = args.launcher.or(resolved.launch).unwrap_or_default();
     let choice = container_choice(&args, &resolved.container, launcher)?;
     // Outside an allocation `--launcher slurm` cannot run: say so before anything else.
     if launcher == Launcher::Slurm && !args.dry_run {

@@ -11,6 +11,7 @@ pub mod container;
 pub mod debug_ima;
 pub mod doctor;
 pub mod recipe;
+pub mod watch;
 
 /// How a command ended, for `cli` to map to an exit status. Errors are `Err`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,4 +22,7 @@ pub enum Outcome {
     Mismatch,
     /// Ctrl-C or SIGTERM stopped it; what was collected is kept.
     Interrupted,
+    /// It ran a job whose exit status is its own (`watch`): the job's code, or 128 + the
+    /// signal that ended it.
+    Exited(crate::model::Exit),
 }

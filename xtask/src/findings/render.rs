@@ -187,6 +187,16 @@ pub fn render_text(a: &Analysis) -> String {
                 writeln!(s, "  unknown:  {}", parts.join(", ")).unwrap();
             }
             writeln!(s, "  found by: {}", v.rungs.join(", ")).unwrap();
+            if let Some(r) = a.reproduced.filter(|r| r.runs > 0) {
+                writeln!(
+                    s,
+                    "  seen in:  {} of {} run{} of the target",
+                    r.faulted,
+                    r.runs,
+                    if r.runs == 1 { "" } else { "s" }
+                )
+                .unwrap();
+            }
             for d in &v.disagreements {
                 writeln!(s, "  differs:  {d}").unwrap();
             }

@@ -254,6 +254,19 @@ pub struct Analysis {
     pub symptoms: Vec<Located<Symptom>>,
     /// Per input: what was recognised and what could not be read.
     pub inputs: Vec<InputSummary>,
+    /// In how many of the climb's runs of the target the fault showed; set by the ladder (a
+    /// folder of logs does not say how many runs it holds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reproduced: Option<Reproduced>,
+}
+
+/// `reproduced in k of n runs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Reproduced {
+    /// Runs in which a fault (or the hang) showed.
+    pub faulted: usize,
+    /// Runs of the target.
+    pub runs: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -545,13 +558,27 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
 
     let Some(win) = winner else {
         if let Some((verdict, conclusion)) = hang_verdict(inputs, roots) {
-            return Analysis { verdict: Some(verdict), conclusion, findings, symptoms, inputs: summaries };
+            return Analysis {
+                verdict: Some(verdict),
+                conclusion,
+                findings,
+                symptoms,
+                inputs: summaries,
+                reproduced: None,
+            };
         }
         let mut conclusion = no_verdict_reason(&symptoms, inputs);
         if let Some(more) = hang_without_kernel(inputs) {
             conclusion = format!("{conclusion}. {more}");
         }
-        return Analysis { verdict: None, conclusion, findings, symptoms, inputs: summaries };
+        return Analysis {
+            verdict: None,
+            conclusion,
+            findings,
+            symptoms,
+            inputs: summaries,
+            reproduced: None,
+        };
     };
     let members = &clusters[win].1;
 
@@ -827,7 +854,7 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         ));
     }
     let verdict = Verdict { rank, ranks: triage, remarks, ..verdict };
-    Analysis { verdict: Some(verdict), conclusion, findings, symptoms, inputs: summaries }
+    Analysis { verdict: Some(verdict), conclusion, findings, symptoms, inputs: summaries, reproduced: None }
 }
 
 /// The rung of an input's origin (`hang` of `hang/cudagdb-584`).

@@ -19,7 +19,7 @@ use super::rung::{self, Beside, Debug, RungIo, Step, StepCx};
 use crate::bundle::inputs::{is_rung_output, last_line, scan_file};
 use crate::bundle::{self, layout, Bundle, CommandRecord, RungRecord, RungStatus};
 use crate::findings::coredump::sm_progress;
-use crate::findings::verdict::{decide, decide_in, Analysis};
+use crate::findings::verdict::{decide, decide_in, Analysis, Reproduced};
 use crate::findings::Evidence;
 use crate::launch::container::Containers;
 use crate::launch::slurm::Slurm;
@@ -83,13 +83,16 @@ impl Stopped {
 }
 
 impl Climb<'_> {
-    /// The steps of one rung, as it will run them from its folder `dir`.
-    pub fn steps(&self, id: RungId, dir: PathBuf) -> Vec<Step> {
+    /// The steps of one rung, as its `attempt`-th run (0-based) will run them from its folder
+    /// `dir`.
+    pub fn steps(&self, id: RungId, dir: PathBuf, attempt: usize) -> Vec<Step> {
         let cx = StepCx {
             recipe: self.recipe,
             debug: self.debug,
             dir,
             inherited_prepend: self.inherited_prepend.clone(),
+            blocking: policy::armed_blocking(self.request, attempt),
+            watch: self.request.watch,
         };
         rung::get(id).steps(&cx)
     }
@@ -197,7 +200,8 @@ impl State<'_, '_> {
                 }
                 Choice::Stop => return Ok(Stopped::Done(format!("stopped at the prompt before {id}"))),
             }
-            let dir = self.bundle.rung_dir(index, id)?;
+            let attempt = policy::attempts(&self.done, id);
+            let dir = self.bundle.rung_dir(index, id, attempt)?;
             let bar = progress.rung(index, total, id.name(), rung.describe());
             let started = Instant::now();
             let mut record = RungRecord {
@@ -209,7 +213,10 @@ impl State<'_, '_> {
                 files: vec![],
                 notes: vec![],
             };
-            let steps = self.climb.steps(id, dir.clone());
+            let steps = self.climb.steps(id, dir.clone(), attempt);
+            if attempt > 0 {
+                record.notes.push(retry_note(self.climb.request, id, attempt));
+            }
             let result = {
                 let mut io = Io { state: self, dir: &dir, record: &mut record, bar: bar.as_ref() };
                 rung.run(&mut io, &steps)
@@ -280,9 +287,19 @@ impl State<'_, '_> {
             for n in &record.notes {
                 progress.status(&format!("    note: {n}"));
             }
-            self.bundle.push_rung(record)?;
+            let hid_before = policy::blocking_hid(self.climb.request, &self.done);
             self.done.push((id, outcome));
+            if !hid_before && policy::blocking_hid(self.climb.request, &self.done) {
+                record.notes.push(
+                    "this run, without launch-blocking, faulted where the launch-blocking ones did not: \
+                     launch-blocking hides this fault (a race between the host and the device, or between \
+                     streams), so the launch site cannot come from a launch-blocking run"
+                        .into(),
+                );
+            }
+            self.bundle.push_rung(record)?;
             self.analysis = decide_in(&self.evidence, &self.climb.recipe.source_roots());
+            self.analysis.reproduced = Some(reproduced(&self.done));
             self.bundle.write_analysis(&self.analysis)?;
             if let Err(e) = result {
                 if self.climb.interrupt.is_set() {
@@ -452,11 +469,15 @@ impl Io<'_, '_, '_> {
             notes: Vec::new(),
         });
         let bar = self.bar;
+        let echo = step.role == Role::Target;
         let result = self.run_at(
             step,
             &place,
-            &mut |_, line| {
+            &mut |stream, line| {
                 to_bar(bar, line);
+                if echo {
+                    bar.echo(stream, line);
+                }
                 match watch.as_mut() {
                     Some(w) => w(line, &mut *beside.borrow_mut()),
                     None => Control::Continue,
@@ -510,12 +531,16 @@ impl RungIo for Io<'_, '_, '_> {
         let place = self.state.place(step);
         let bar = self.bar;
         let shows = shows_lines(step.role);
+        let echo = step.role == Role::Target;
         self.run_at(
             step,
             &place,
-            &mut |_, line| {
+            &mut |stream, line| {
                 if shows {
                     to_bar(bar, line);
+                }
+                if echo {
+                    bar.echo(stream, line);
                 }
                 Control::Continue
             },
@@ -537,6 +562,15 @@ impl RungIo for Io<'_, '_, '_> {
         tick: &mut dyn FnMut(&Running, &mut dyn Beside) -> Control,
     ) -> Result<Exit> {
         self.exec_beside(step, None, Some(tick))
+    }
+
+    fn exec_observed(
+        &mut self,
+        step: &Step,
+        watch: &mut dyn FnMut(&str, &mut dyn Beside) -> Control,
+        tick: &mut dyn FnMut(&Running, &mut dyn Beside) -> Control,
+    ) -> Result<Exit> {
+        self.exec_beside(step, Some(watch), Some(tick))
     }
 
     fn note(&mut self, text: String) {
@@ -595,6 +629,50 @@ impl Beside for Side<'_> {
     fn on_node(&mut self, node: &str) {
         self.place = self.place.on_node(node);
     }
+
+    fn gpu_busy(&self) -> Option<bool> {
+        let out = process::short::run(
+            std::path::Path::new("nvidia-smi"),
+            &["--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+            std::time::Duration::from_secs(10),
+        );
+        if !out.success() {
+            return None;
+        }
+        let loads: Vec<u32> = out.stdout.lines().filter_map(|l| l.trim().parse().ok()).collect();
+        (!loads.is_empty()).then(|| loads.iter().any(|&l| l > 0))
+    }
+}
+
+/// Why a rung runs again, for its record: the attempt, and for the armed baseline whether
+/// this one is launch-blocking.
+fn retry_note(req: &Request, id: RungId, attempt: usize) -> String {
+    let blocking = if id == RungId::Baseline {
+        if policy::armed_blocking(req, attempt) {
+            ", launch-blocking"
+        } else {
+            ", without launch-blocking (a fault it hides may show so)"
+        }
+    } else {
+        ""
+    };
+    format!(
+        "run {} of {id} (`--retries {}`): the fault did not come back in the earlier run{}",
+        attempt + 1,
+        req.retries,
+        blocking
+    )
+}
+
+/// How many runs of the target this climb made and in how many a fault showed (a device
+/// error, a dump, a hang); rungs that did not run the target (skipped, the rebuild) do not count.
+fn reproduced(done: &[(RungId, RungOutcome)]) -> Reproduced {
+    let ran = done
+        .iter()
+        .filter(|(r, o)| *r != RungId::Rebuild && !matches!(o, RungOutcome::Skipped | RungOutcome::Failed));
+    let runs = ran.clone().count();
+    let faulted = ran.filter(|(_, o)| o.faulted() || *o == RungOutcome::Hung).count();
+    Reproduced { faulted, runs }
 }
 
 /// What a rung's record says of one step's run beyond its exit: a timeout, a log cut.

@@ -24,6 +24,84 @@ pub struct Request {
     /// first, in the baseline's place (one run; if the target ends by itself before, that run
     /// stands for the baseline).
     pub hang_after: bool,
+    /// `--retries N`: how many more times a rung that did not reproduce the fault runs before
+    /// the climb concludes (0 in tests that do not say).
+    pub retries: u32,
+    /// Why the armed first run must not be launch-blocking (`armed::blocking_unsafe`: collectives
+    /// it can deadlock, or the recipe says so); `None`: it may be.
+    pub blocking_unsafe: Option<String>,
+    /// `watch`: one armed run of a long job, at full speed (never launch-blocking), and no
+    /// other rung: the job cannot be rerun.
+    pub watch: bool,
+}
+
+/// Whether the baseline's `attempt`-th run (0-based) is launch-blocking: the first is where it
+/// is safe, so that one run gives the launch site; retries alternate without and with it, so
+/// that a fault launch-blocking hides (a race between the host and the device, or between
+/// streams) shows too.
+pub fn armed_blocking(req: &Request, attempt: usize) -> bool {
+    !req.watch && req.blocking_unsafe.is_none() && attempt % 2 == 0
+}
+
+/// How many times `r` has run (or been skipped or failed) so far.
+pub fn attempts(done: &[(RungId, RungOutcome)], r: RungId) -> usize {
+    done.iter().filter(|(d, _)| *d == r).count()
+}
+
+/// The baseline's runs so far, in order: whether each was launch-blocking, and its outcome.
+fn baseline_runs<'a>(
+    req: &'a Request,
+    done: &'a [(RungId, RungOutcome)],
+) -> impl Iterator<Item = (bool, RungOutcome)> + 'a {
+    done.iter()
+        .filter(|(r, _)| *r == RungId::Baseline)
+        .enumerate()
+        .map(|(k, (_, o))| (armed_blocking(req, k), *o))
+}
+
+/// Launch-blocking hid the fault: an armed run without it faulted, and every one with it ran
+/// clean (at least one did).
+pub fn blocking_hid(req: &Request, done: &[(RungId, RungOutcome)]) -> bool {
+    let runs: Vec<(bool, RungOutcome)> = baseline_runs(req, done).collect();
+    runs.iter().any(|(b, o)| !b && o.faulted())
+        && runs.iter().any(|(b, o)| *b && o.ran_clean())
+        && !runs.iter().any(|(b, o)| *b && o.faulted())
+}
+
+/// Whether an armed baseline run already did what rung `r` would: the coredump rung's run is
+/// the armed run's (dumps on exception, read by cuda-gdb), launch-blocking for a native target;
+/// so it is covered once an armed run faulted under the same conditions.
+/// A rebuild after it (the binaries lacked line info) makes the next dump worth having again.
+fn covered(req: &Request, done: &[(RungId, RungOutcome)], r: RungId) -> bool {
+    let rebuilt = done.iter().any(|(d, o)| *d == RungId::Rebuild && *o != RungOutcome::Skipped);
+    r == RungId::Coredump
+        && !rebuilt
+        && baseline_runs(req, done).any(|(b, o)| o.faulted() && (req.python || b))
+}
+
+/// The rung to run again because it did not reproduce the fault, within `--retries`: the last
+/// rung that needs a fault, when a fault was seen in an earlier run; or, when nothing faulted
+/// at all and the sweep has run (or is not planned), the armed baseline once more.
+fn retry(
+    req: &Request,
+    plan: &[RungId],
+    done: &[(RungId, RungOutcome)],
+    analysis: &Analysis,
+) -> Option<RungId> {
+    let &(last, outcome) = done.last()?;
+    if !outcome.ran_clean() {
+        return None;
+    }
+    let left = |r: RungId| attempts(done, r) <= req.retries as usize;
+    let seen = done.iter().any(|(_, o)| o.faulted());
+    if seen {
+        return (rung::get(last).needs_fault() && left(last)).then_some(last);
+    }
+    let sweep_pending =
+        [RungId::Memcheck, RungId::Initcheck].iter().any(|r| plan.contains(r) && attempts(done, *r) == 0);
+    let clean = analysis.verdict.is_none() && analysis.findings.is_empty();
+    (clean && !sweep_pending && plan.contains(&RungId::Baseline) && left(RungId::Baseline))
+        .then_some(RungId::Baseline)
 }
 
 /// The plan: the rungs in the order they will run.
@@ -166,6 +244,17 @@ pub fn next(
     facts: Facts,
 ) -> Next {
     let pending: Vec<RungId> = plan.iter().copied().filter(|r| !done.iter().any(|(d, _)| d == r)).collect();
+    if req.watch && !done.is_empty() {
+        return Next::Stop("the job was watched for its one run (`watch` never reruns it)".to_string());
+    }
+    if req.rungs.is_none() {
+        if let Some(stop) = after_a_hang(req, done) {
+            return stop;
+        }
+    }
+    if let Some(r) = retry(req, plan, done, analysis) {
+        return Next::Run(r);
+    }
     let Some(&first) = pending.first() else {
         return Next::Stop(match &analysis.verdict {
             Some(v) if !v.unknown.is_empty() => {
@@ -175,11 +264,6 @@ pub fn next(
             None => "every planned rung has run and none located a fault".to_string(),
         });
     };
-    if req.rungs.is_none() {
-        if let Some(stop) = after_a_hang(req, done) {
-            return stop;
-        }
-    }
     if req.full || req.rungs.is_some() || first == RungId::Baseline || done.is_empty() {
         return Next::Run(first);
     }
@@ -232,16 +316,15 @@ pub fn next(
             .filter(|(r, s)| matches!(r, RungId::Memcheck | RungId::Initcheck) && s.yielded())
             .map(|(r, _)| r.name())
             .collect();
+        let runs = attempts(done, RungId::Baseline);
+        let armed = match runs {
+            0 | 1 => "the target ran without a CUDA error".to_string(),
+            n => format!("the target ran {n} times armed without a CUDA error"),
+        };
         return Next::Stop(if swept.is_empty() {
-            "no fault was reproduced: the target ran without a CUDA error, and the sweep did not run \
-             (`--rungs memcheck,initcheck` runs it)"
-                .to_string()
+            format!("no fault was reproduced: {armed}, and the sweep did not run (`--rungs memcheck,initcheck` runs it)")
         } else {
-            format!(
-                "no fault was reproduced: the target ran without a CUDA error, and the sweep ({}) found \
-                 nothing",
-                swept.join(", ")
-            )
+            format!("no fault was reproduced: {armed}, and the sweep ({}) found nothing", swept.join(", "))
         });
     }
     // Source lines need line info: rebuild first when the binaries lack it (or it is unknown).
@@ -256,6 +339,8 @@ pub fn next(
         let rung = rung::get(r);
         pending.contains(&r)
             && (fault_expected || !rung.needs_fault())
+            // The armed baseline already ran it, and faulted.
+            && !covered(req, done, r)
             // Initcheck is the sweep's: it finds reads of unwritten memory, not faults.
             && (r != RungId::Initcheck || !faulted)
             && rung.answers(req.python).iter().any(|p| missing.contains(p))
@@ -405,17 +490,82 @@ mod tests {
             next(&req, &p, &done, &empty(), Facts { lineinfo: Some(false) }),
             Next::Run(RungId::Rebuild)
         );
-        // Native: the coredump rung (launch-blocking, CPU core) answers the line and the launch.
-        assert_eq!(next(&req, &p, &done, &empty(), with), Next::Run(RungId::Coredump));
+        // The armed baseline faulted under launch-blocking and said nothing (no dump): the
+        // coredump rung would run the same run again, so attach is next.
+        assert_eq!(next(&req, &p, &done, &empty(), with), Next::Run(RungId::Attach));
+        // After a rebuild the next dump has line info the first did not.
+        let rebuilt = vec![(RungId::Baseline, ran(true)), (RungId::Rebuild, ran(false))];
+        assert_eq!(next(&req, &p, &rebuilt, &empty(), with), Next::Run(RungId::Coredump));
+        // Without launch-blocking in the armed run (collectives), a native target's coredump
+        // rung adds it (and the CPU core of the launch).
+        let nccl = Request { blocking_unsafe: Some("torchrun".into()), ..req.clone() };
+        assert_eq!(next(&nccl, &p, &done, &empty(), with), Next::Run(RungId::Coredump));
         // Python: the dump for the line, then launch-blocking for the launch site.
-        let py = Request { python: true, ..req.clone() };
-        assert_eq!(next(&py, &p, &done, &empty(), with), Next::Run(RungId::Coredump));
-        let done_py = vec![(RungId::Baseline, ran(true)), (RungId::Coredump, ran(true))];
+        let py = Request { python: true, ..nccl.clone() };
         let a = shared_atomic(false);
         assert_eq!(a.verdict.as_ref().unwrap().unknown, vec![Part::LaunchSite]);
-        assert_eq!(next(&py, &p, &done_py, &a, with), Next::Run(RungId::LaunchBlocking));
-        // Native, with only the launch site missing: launch-blocking cannot give it, memcheck can.
-        assert_eq!(next(&req, &p, &done_py, &a, with), Next::Run(RungId::Memcheck));
+        assert_eq!(next(&py, &p, &done, &a, with), Next::Run(RungId::LaunchBlocking));
+        // Native, with only the launch site missing after the coredump rung: memcheck.
+        let done_nat = vec![(RungId::Baseline, ran(true)), (RungId::Coredump, ran(true))];
+        assert_eq!(next(&req, &p, &done_nat, &a, with), Next::Run(RungId::Memcheck));
+    }
+
+    #[test]
+    fn the_armed_baseline_alternates_launch_blocking_where_it_is_safe() {
+        let req = Request::default();
+        assert!(armed_blocking(&req, 0) && !armed_blocking(&req, 1) && armed_blocking(&req, 2));
+        let nccl = Request { blocking_unsafe: Some("torchrun".into()), ..req };
+        assert!(!armed_blocking(&nccl, 0) && !armed_blocking(&nccl, 1));
+    }
+
+    #[test]
+    fn a_fault_that_does_not_come_back_is_retried_within_the_bound() {
+        let req = Request { has_build: true, retries: 2, ..Request::default() };
+        let p = plan(&req);
+        let f = Facts { lineinfo: Some(true) };
+        // A fault seen once (no launch site yet): the launch-blocking rung that ran clean runs
+        // again, at most `retries` more times.
+        let py = Request { python: true, blocking_unsafe: Some("torchrun".into()), ..req.clone() };
+        let a = shared_atomic(false);
+        let mut done = vec![(RungId::Baseline, ran(true)), (RungId::LaunchBlocking, ran(false))];
+        assert_eq!(next(&py, &p, &done, &a, f), Next::Run(RungId::LaunchBlocking));
+        done.push((RungId::LaunchBlocking, ran(false)));
+        assert_eq!(next(&py, &p, &done, &a, f), Next::Run(RungId::LaunchBlocking));
+        done.push((RungId::LaunchBlocking, ran(false)));
+        assert_ne!(next(&py, &p, &done, &a, f), Next::Run(RungId::LaunchBlocking));
+        // Nothing faulted: the sweep first (a silent bug needs nothing more), then the armed
+        // baseline again, then the conclusion, which counts the armed runs.
+        let mut done = vec![(RungId::Baseline, ran(false))];
+        assert_eq!(next(&req, &p, &done, &empty(), f), Next::Run(RungId::Memcheck));
+        done.push((RungId::Memcheck, ran(false)));
+        assert_eq!(next(&req, &p, &done, &empty(), f), Next::Run(RungId::Initcheck));
+        done.push((RungId::Initcheck, ran(false)));
+        assert_eq!(next(&req, &p, &done, &empty(), f), Next::Run(RungId::Baseline));
+        done.push((RungId::Baseline, ran(false)));
+        assert_eq!(next(&req, &p, &done, &empty(), f), Next::Run(RungId::Baseline));
+        done.push((RungId::Baseline, ran(false)));
+        match next(&req, &p, &done, &empty(), f) {
+            Next::Stop(why) => assert!(why.contains("ran 3 times armed"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // The second armed run (without launch-blocking) faulted where the first did not.
+        let hid = vec![
+            (RungId::Baseline, ran(false)),
+            (RungId::Memcheck, ran(false)),
+            (RungId::Baseline, ran(true)),
+        ];
+        assert!(blocking_hid(&req, &hid));
+        assert!(!blocking_hid(&req, &hid[..2]));
+        // It is not covered: the coredump rung (launch-blocking) may still get the launch.
+        assert_eq!(next(&req, &p, &hid, &empty(), f), Next::Run(RungId::Coredump));
+        // Without retries nothing runs twice.
+        let once = Request { retries: 0, ..req };
+        let done = vec![
+            (RungId::Baseline, ran(false)),
+            (RungId::Memcheck, ran(false)),
+            (RungId::Initcheck, ran(false)),
+        ];
+        assert!(matches!(next(&once, &p, &done, &empty(), f), Next::Stop(_)));
     }
 
     #[test]

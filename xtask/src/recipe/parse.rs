@@ -271,6 +271,8 @@ struct RawRun {
     timeout: Option<Timeout>,
     #[serde(default)]
     hang_after: Option<Timeout>,
+    #[serde(default)]
+    launch_blocking: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -417,6 +419,7 @@ impl RawRecipe {
             binaries: Words::List(Vec::new()),
         };
         let hang_after = self.run.hang_after.map(|t| t.0);
+        let launch_blocking = self.run.launch_blocking;
         let mut rungs = BTreeMap::new();
         if let Some(r) = self.rungs {
             let plain = |r: RawRung| RungOptions {
@@ -470,6 +473,7 @@ impl RawRecipe {
             build,
             run,
             hang_after,
+            launch_blocking,
             rungs,
             container,
             launch: self.launch.map(|l| l.0),

@@ -396,6 +396,7 @@ fn resolve_with(r: &Recipe, vars: BTreeMap<String, String>, cwd: &Path) -> Resul
         build,
         run,
         hang_after: r.hang_after.map(Duration::from_secs),
+        launch_blocking: r.launch_blocking,
         rungs,
         container,
         launch: r.launch,

@@ -236,6 +236,9 @@ pub struct Recipe {
     /// `run.hang_after`, seconds: a run still going after this long is looked at as hung
     /// (docs/hangs.md).
     pub hang_after: Option<u64>,
+    /// `run.launch_blocking`: whether the armed first run may be launch-blocking (`None`: the
+    /// ladder decides, docs/ladder.md "The armed first run").
+    pub launch_blocking: Option<bool>,
     /// Keyed by rung, in ladder order.
     pub rungs: BTreeMap<RungId, RungOptions>,
     /// `container:`, if the recipe has one.
@@ -352,6 +355,9 @@ pub struct Resolved {
     /// that has not exited is treated as hung; `None` when not given.
     #[serde(serialize_with = "serialize_secs", skip_serializing_if = "Option::is_none")]
     pub hang_after: Option<Duration>,
+    /// `run.launch_blocking`, when the recipe says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch_blocking: Option<bool>,
     /// Keyed by rung name; `env` and `args` expanded.
     pub rungs: BTreeMap<RungId, RungOptions>,
     /// `container:` with its variables filled and `mounts` absolute; the default (the host,

@@ -94,6 +94,12 @@ pub struct StepCx<'a> {
     pub dir: PathBuf,
     /// `NVCC_PREPEND_FLAGS` of the ladder's own environment, which the rebuild keeps.
     pub inherited_prepend: Option<String>,
+    /// `watch`: the baseline is the one run of a long job, watched for a fault or a hang as
+    /// long as it runs.
+    pub watch: bool,
+    /// The armed run is launch-blocking (the policy decides, per attempt:
+    /// `policy::armed_blocking`).
+    pub blocking: bool,
 }
 
 /// When a step runs.
@@ -112,6 +118,8 @@ pub enum When {
     PerCpuCore,
     /// Once per dump the target left ([`DUMP`] in its argv stands for the dump's path).
     PerDump,
+    /// Instead, once per dump the job left after it counted as hung (`watch`).
+    PerHangDump,
     /// Again on that dump, with fewer commands, when cuda-gdb crashed on it.
     PerDumpAfterCrash,
     /// When a process announces it waits for a debugger ([`PID`] stands for its pid).
@@ -136,6 +144,7 @@ impl When {
             When::KernelKnown => "instead, when a suspect kernel is known",
             When::PerCpuCore => "on the CPU core, if one was written (then deleted)",
             When::PerDump => "per dump",
+            When::PerHangDump => "per dump, once the job counted as hung",
             When::PerDumpAfterCrash => "per dump, if cuda-gdb crashed",
             When::OnWaitMessage => "on the wait message",
             When::OnWaitMessageAfterCrash => "on the wait message, if cuda-gdb crashed",
@@ -247,6 +256,14 @@ pub trait RungIo {
         step: &Step,
         tick: &mut dyn FnMut(&Running, &mut dyn Beside) -> Control,
     ) -> Result<Exit>;
+    /// Runs `step` (the target) with both: `watch` sees every line, `tick` is called every
+    /// few tens of milliseconds; either returning [`Control::Stop`] ends the target.
+    fn exec_observed(
+        &mut self,
+        step: &Step,
+        watch: &mut dyn FnMut(&str, &mut dyn Beside) -> Control,
+        tick: &mut dyn FnMut(&Running, &mut dyn Beside) -> Control,
+    ) -> Result<Exit>;
     /// A note kept in the rung's record (and shown when the rung ends).
     fn note(&mut self, text: String);
     /// A remark shown now, while the rung runs.
@@ -263,4 +280,9 @@ pub trait Beside {
     fn interrupted(&self) -> bool;
     /// Through Slurm: the steps beside run on this node (the waiting task's) from now on.
     fn on_node(&mut self, _node: &str) {}
+    /// Whether a GPU is busy now (`nvidia-smi`'s utilization above 0 on any GPU); `None` when
+    /// that cannot be told.
+    fn gpu_busy(&self) -> Option<bool> {
+        None
+    }
 }

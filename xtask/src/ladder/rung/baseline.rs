@@ -1,23 +1,35 @@
-//! Rung 1, baseline: the target as it is, to capture the symptom. When a binary the build
+//! Rung 1, baseline: the target's first run, armed ([`armed`]: the GPU coredump on exception,
+//! the user-triggered dump pipe, the CPU core or Python's faulthandler, and launch-blocking
+//! where it is safe), so that the first occurrence of a fault yields the kernel, the line, the
+//! block and thread and, under launch-blocking, the launch site: the coredump rung's reading
+//! of the dumps runs here ([`coredump::read_dumps`]). What the program printed is the symptom.
+//! A retry of it (a fault that did not come back) alternates launch-blocking off and on, so
+//! that a race it hides shows too (the policy says which attempt blocks). When a binary the build
 //! makes does not exist yet, the recipe's build runs first, with line info and host debug info
 //! (`NVCC_PREPEND_FLAGS="-lineinfo -g"`, which leave the device code as it is), so that no
 //! rebuild is needed later; binaries that existed already are checked with `cuobjdump`
 //! instead, and the policy rebuilds only when they lack line info.
 //!
-//! Must not: change the target's environment beyond what every rung does (`build::target`).
+//! Must not: change the target's environment beyond the armed run's, or leave a pipe or a CPU
+//! core behind.
+
+use std::path::Path;
+use std::time::SystemTime;
 
 use anyhow::{bail, Result};
 
-use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When};
-use super::build::{target, with_options};
-use super::rebuild;
+use super::api::{step, Debug, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
+use super::build::with_options;
+use super::{armed, coredump, rebuild};
+use crate::findings::verdict::Part;
 use crate::model::{Invocation, Role, RungId};
 use crate::recipe::Resolved;
 
 pub struct Baseline;
 
-pub fn invocation(r: &Resolved) -> Invocation {
-    with_options(target(r), r, RungId::Baseline)
+/// The armed first run, into the rung's folder `dir`; launch-blocking when `blocking`.
+pub fn invocation(r: &Resolved, dir: &Path, blocking: bool) -> Invocation {
+    with_options(armed::invocation(r, dir, blocking), r, RungId::Baseline)
 }
 
 impl Rung for Baseline {
@@ -26,11 +38,21 @@ impl Rung for Baseline {
     }
 
     fn describe(&self) -> &'static str {
-        "run the target as it is, to capture the symptom (one normal run; a target not built yet \
-         is built first, with line info)"
+        "run the target armed (GPU coredump on exception, dump pipe, CPU core or faulthandler, \
+         launch-blocking where safe: free until it faults), then read any dump with `cuda-gdb` \
+         (one run; a target not built yet is built first, with line info)"
+    }
+
+    /// The armed run reads its dumps as the coredump rung does; under launch-blocking the CPU
+    /// core or the faulthandler stack names the launch.
+    fn answers(&self, _python: bool) -> &'static [Part] {
+        &[Part::SourceLine, Part::Class, Part::LaunchSite]
     }
 
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
+        if cx.watch {
+            return super::watch::steps(cx);
+        }
         let mut steps = Vec::new();
         if let Some(b) = &cx.recipe.build {
             let build = rebuild::invocation(
@@ -42,17 +64,43 @@ impl Rung for Baseline {
             );
             steps.push(Step::new(Role::Build, build, "build").when(When::BinariesMissing));
         }
-        steps.push(Step::target(invocation(cx.recipe)));
+        steps.push(Step::target(invocation(cx.recipe, &cx.dir, cx.blocking)));
         if let Some(b) = &cx.recipe.build {
             steps.extend(rebuild::lineinfo_checks(b, When::BinariesPresent));
+        }
+        let core = cx.dir.join(DUMP);
+        let locals = cx.debug == Debug::Full;
+        steps.push(
+            Step::new(Role::CudaGdb, coredump::gdb(&core, true, locals), "cudagdb-{n}").when(When::PerDump),
+        );
+        steps.push(
+            Step::new(Role::CudaGdb, coredump::gdb(&core, false, false), "cudagdb-{n}-retry")
+                .when(When::PerDumpAfterCrash),
+        );
+        if !cx.recipe.python {
+            let cpu = coredump::cpu_core_path(&cx.dir);
+            steps.push(
+                Step::new(
+                    Role::CudaGdb,
+                    coredump::cpu_gdb(&coredump::executable(cx.recipe), &cpu),
+                    "cpucore-gdb",
+                )
+                .when(When::PerCpuCore),
+            );
         }
         steps
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
+        if steps.iter().any(|s| s.when == When::PerHangDump) {
+            return super::watch::run(io, steps);
+        }
         let build = io.recipe().build.clone();
         let built = build_if_missing(io, steps)?;
+        let started = SystemTime::now();
         let ran = io.exec(step(steps, When::Always)?)?;
+        // The pipes the armed run's processes made are no files a bundle holds.
+        coredump::remove_fifos(io.dir());
         // `--device-debug` (`-G`) on binaries that existed: cuobjdump cannot tell `-G` from
         // `-lineinfo`, so they are rebuilt for the locals.
         let wants_g = steps.iter().any(|s| {
@@ -78,7 +126,11 @@ impl Rung for Baseline {
             }
             _ => None,
         };
-        Ok(Ran { faulted: !ran.success(), yielded: true, lineinfo, hung: false })
+        let read = coredump::read_dumps(io, steps, started, ran)?;
+        if !read.yielded && !ran.success() && !io.interrupted() {
+            io.note(coredump::no_dump_note(ran));
+        }
+        Ok(Ran { faulted: read.faulted, yielded: true, lineinfo, hung: false })
     }
 }
 

@@ -5,7 +5,7 @@
 //! For a native target the run is merged with launch-blocking (recorded on an H200, transcripts
 //! point 20): under `CUDA_LAUNCH_BLOCKING=1` the host thread is still inside the faulting
 //! launch when the driver aborts the process after the dump, so the CPU core that abort writes
-//! (the core limit raised for the target only, bounded at [`CPU_CORE_LIMIT_KB`]) holds the host
+//! (the core limit raised for the target only, bounded at [`armed::CPU_CORE_LIMIT_KB`]) holds the host
 //! line of the `<<<>>>` launch, even for unchecked launches. cuda-gdb reads that core in a run
 //! of its own (both cores in one session crashed cuda-gdb 13.0), then the core is deleted: it
 //! is large and holds the process's memory. A Python target's dump runs without
@@ -22,48 +22,29 @@ use std::time::SystemTime;
 use anyhow::{Context, Result};
 
 use super::api::{step, Debug, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
+use super::armed;
 use super::build::{target, with_options};
 use crate::bundle::inputs::scan_file;
 use crate::bundle::layout::{self, DUMP_PREFIX};
 use crate::findings::verdict::Part;
-use crate::model::{Invocation, Role, RungId};
+use crate::model::{Exit, Invocation, Role, RungId};
 use crate::recipe::Resolved;
 
 pub struct Coredump;
 
-/// Everything but the registers and the stack of the faulting warps is skipped: dumps stay
-/// megabytes, not gigabytes, and hold no model or user data from global memory.
-pub const GENERATION_FLAGS: &str = "skip_nonrelocated_elf_images,skip_global_memory,skip_shared_memory,\
-skip_local_memory,skip_constbank_memory";
-
-/// The bound on the CPU core of a native target, in KiB (`ulimit -c`): 8 GiB.
-pub const CPU_CORE_LIMIT_KB: u64 = 8 * 1024 * 1024;
-
 /// The CPU core's name in the rung folder while cuda-gdb reads it.
 const CPU_CORE_FILE: &str = "cpu-core";
 
+/// The seeds' coredump run: the dump on exception (no user-triggered pipe), launch-blocking
+/// and the raised core limit for a native target, none of them for Python.
 pub fn invocation(r: &Resolved, dump_dir: &Path) -> Invocation {
     let mut inv = target(r);
-    inv.set("CUDA_ENABLE_COREDUMP_ON_EXCEPTION", "1");
-    inv.set("CUDA_COREDUMP_SHOW_PROGRESS", "1");
-    inv.set("CUDA_COREDUMP_GENERATION_FLAGS", GENERATION_FLAGS);
-    inv.set("CUDA_COREDUMP_FILE", format!("{}/{DUMP_PREFIX}%h.%p.%t", dump_dir.display()));
+    armed::on_exception(&mut inv, dump_dir, DUMP_PREFIX);
     if r.python {
         inv.set("CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION", "0");
     } else {
         inv.set("CUDA_LAUNCH_BLOCKING", "1");
-        // The core limit for the target only: a shell raises it (to the hard limit where that
-        // is lower) and execs the target.
-        let mut argv = vec![
-            "sh".to_string(),
-            "-c".to_string(),
-            format!(
-                "ulimit -c {CPU_CORE_LIMIT_KB} 2>/dev/null || ulimit -c \"$(ulimit -H -c)\"; exec \"$@\""
-            ),
-            "core-limit".to_string(),
-        ];
-        argv.append(&mut inv.argv);
-        inv.argv = argv;
+        armed::core_limit(&mut inv, false);
     }
     with_options(inv, r, RungId::Coredump)
 }
@@ -85,6 +66,18 @@ pub fn cpu_gdb(binary: &str, core: &str) -> Invocation {
 /// Where the CPU core lies in a rung folder while cuda-gdb reads it.
 pub fn cpu_core_path(dir: &Path) -> String {
     dir.join(CPU_CORE_FILE).display().to_string()
+}
+
+/// Removes the named pipes in `dir` (the armed run's `corepipe.*`, PyTorch's NCCL pipe):
+/// left by the target's processes, they are no files a bundle can hold.
+pub fn remove_fifos(dir: &Path) {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_fifo()) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 /// The dumps in a rung folder, sorted.
@@ -222,47 +215,60 @@ impl Rung for Coredump {
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
         let started = SystemTime::now();
         let ran = io.exec(step(steps, When::Always)?)?;
-        let dumps = dumps(io.dir())?;
-        if dumps.is_empty() {
-            io.note(format!(
-                "no coredump was written ({}): the process may have been aborted before the GPU \
-                 exception was handled (an NCCL watchdog does that), or nothing faulted",
-                ran.text()
-            ));
+        let read = read_dumps(io, steps, started, ran)?;
+        if !read.yielded {
+            io.note(no_dump_note(ran));
         }
-        let placeholder = io.dir().join(DUMP).display().to_string();
-        for (i, core) in dumps.iter().enumerate() {
-            if io.interrupted() {
-                break;
-            }
-            io.say(&format!("cuda-gdb on {}", core.display()));
-            let core = core.display().to_string();
-            let first = step(steps, When::PerDump)?.filled(&placeholder, &core, i + 1);
-            io.exec(&first)?;
-            let crashed = scan_file(&layout::logs(io.dir(), &first.stem).0)?.debugger_crashed;
-            if crashed {
-                // What it printed is kept; fewer commands sometimes get further.
-                io.say("cuda-gdb crashed: retrying with fewer commands");
-                io.exec(&step(steps, When::PerDumpAfterCrash)?.filled(&placeholder, &core, i + 1))?;
-                io.note(
-                    "cuda-gdb crashed on this dump (kept what it printed); a `-G` rebuild \
-                     (`--device-debug`) often avoids that and shows locals"
-                        .into(),
-                );
-            }
-        }
-        if let Some(cpu) = steps.iter().find(|s| s.when == When::PerCpuCore) {
-            if !dumps.is_empty() && !io.interrupted() {
-                read_cpu_core(io, cpu, started)?;
-            }
-        }
-        Ok(Ran {
-            faulted: !ran.success() || !dumps.is_empty(),
-            yielded: !dumps.is_empty(),
-            lineinfo: None,
-            hung: false,
-        })
+        Ok(read)
     }
+}
+
+/// Why a run that was armed left no dump, for its notes.
+pub fn no_dump_note(ran: Exit) -> String {
+    format!(
+        "no coredump was written ({}): the process may have been aborted before the GPU exception was \
+         handled (an NCCL watchdog does that), or nothing faulted",
+        ran.text()
+    )
+}
+
+/// After the target's run (`ran`, started at `started`): each dump it left in the rung's
+/// folder read with cuda-gdb (again with fewer commands after a crash), then the CPU core of
+/// the abort when the steps read one. The coredump rung and the armed baseline share it.
+pub fn read_dumps(io: &mut dyn RungIo, steps: &[Step], started: SystemTime, ran: Exit) -> Result<Ran> {
+    let dumps = dumps(io.dir())?;
+    let placeholder = io.dir().join(DUMP).display().to_string();
+    for (i, core) in dumps.iter().enumerate() {
+        if io.interrupted() {
+            break;
+        }
+        io.say(&format!("cuda-gdb on {}", core.display()));
+        let core = core.display().to_string();
+        let first = step(steps, When::PerDump)?.filled(&placeholder, &core, i + 1);
+        io.exec(&first)?;
+        let crashed = scan_file(&layout::logs(io.dir(), &first.stem).0)?.debugger_crashed;
+        if crashed {
+            // What it printed is kept; fewer commands sometimes get further.
+            io.say("cuda-gdb crashed: retrying with fewer commands");
+            io.exec(&step(steps, When::PerDumpAfterCrash)?.filled(&placeholder, &core, i + 1))?;
+            io.note(
+                "cuda-gdb crashed on this dump (kept what it printed); a `-G` rebuild \
+                 (`--device-debug`) often avoids that and shows locals"
+                    .into(),
+            );
+        }
+    }
+    if let Some(cpu) = steps.iter().find(|s| s.when == When::PerCpuCore) {
+        if !dumps.is_empty() && !io.interrupted() {
+            read_cpu_core(io, cpu, started)?;
+        }
+    }
+    Ok(Ran {
+        faulted: !ran.success() || !dumps.is_empty(),
+        yielded: !dumps.is_empty(),
+        lineinfo: None,
+        hung: false,
+    })
 }
 
 /// Finds the CPU core the target's abort wrote (since `started`), reads its threads' stacks

@@ -24,8 +24,9 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{bail, Result};
 
 use super::api::{step, At, Beside, Ran, Rung, RungIo, Step, StepCx, When, TRACE, TREE_PID};
+use super::armed;
 use super::build::{from_step, target, with_options, DEFAULT_RUN_TIMEOUT, GDB_TIMEOUT};
-use super::coredump::{self, GENERATION_FLAGS};
+use super::coredump;
 use super::rebuild;
 use crate::launch::container::Access;
 use crate::model::{Invocation, Role, RungId};
@@ -34,18 +35,11 @@ use crate::recipe::Resolved;
 
 pub struct Hang;
 
-/// The GPU pipe's name start in the rung folder (`corepipe.<host>.<pid>`).
-pub const PIPE_PREFIX: &str = "corepipe.";
+pub use super::armed::{NCCL_BUFFER, NCCL_PIPE, NCCL_TRACE, PIPE_PREFIX};
 /// The user-triggered dump's name start (`core.<host>.<pid>.<time>`).
 pub const DUMP_PREFIX: &str = "core.";
 /// Stands for a dump's path in the per-dump step.
 pub const HANG_DUMP: &str = "core.<host>.<pid>.<time>";
-/// The NCCL flight recorder's pipe prefix: PyTorch makes `nccl-pipe-<rank>.pipe`.
-pub const NCCL_PIPE: &str = "nccl-pipe-";
-/// The NCCL flight recorder's dump prefix: PyTorch writes `nccl-trace-<rank>` (a pickle).
-pub const NCCL_TRACE: &str = "nccl-trace-";
-/// The flight recorder's ring size, in entries.
-pub const NCCL_BUFFER: &str = "2000";
 /// How long a triggered process may take to write its dump and abort (the H200's took
 /// 0.3 s native, 1.8 s for two Python processes) before the tree is ended anyway.
 pub const DUMP_WAIT: Duration = Duration::from_secs(60);
@@ -75,30 +69,11 @@ pub fn hang_after(r: &Resolved) -> Duration {
 /// Python target gets it set to 0 (its CPU core is about 1 GB, and py-spy gives its stacks).
 pub fn invocation(r: &Resolved, dir: &Path) -> Invocation {
     let mut inv = target(r);
-    let d = dir.display();
-    inv.set("CUDA_ENABLE_USER_TRIGGERED_COREDUMP", "1");
-    inv.set("CUDA_COREDUMP_PIPE", format!("{d}/{PIPE_PREFIX}%h.%p"));
-    inv.set("CUDA_COREDUMP_FILE", format!("{d}/{DUMP_PREFIX}%h.%p.%t"));
-    inv.set("CUDA_COREDUMP_SHOW_PROGRESS", "1");
-    inv.set("CUDA_COREDUMP_GENERATION_FLAGS", GENERATION_FLAGS);
+    armed::user_triggered(&mut inv, dir, DUMP_PREFIX);
     if r.python {
-        inv.set("TORCH_NCCL_TRACE_BUFFER_SIZE", NCCL_BUFFER);
-        inv.set("TORCH_FR_BUFFER_SIZE", NCCL_BUFFER);
-        inv.set("TORCH_NCCL_DEBUG_INFO_PIPE_FILE", format!("{d}/{NCCL_PIPE}"));
-        inv.set("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", format!("{d}/{NCCL_TRACE}"));
-        inv.set("TORCH_FR_DUMP_TEMP_FILE", format!("{d}/{NCCL_TRACE}"));
+        armed::flight_recorder(&mut inv, dir);
     }
-    let limit = if r.python {
-        "ulimit -c 0 2>/dev/null; exec \"$@\"".to_string()
-    } else {
-        format!(
-            "ulimit -c {} 2>/dev/null || ulimit -c \"$(ulimit -H -c)\"; exec \"$@\"",
-            coredump::CPU_CORE_LIMIT_KB
-        )
-    };
-    let mut argv = vec!["sh".to_string(), "-c".to_string(), limit, "core-limit".to_string()];
-    argv.append(&mut inv.argv);
-    inv.argv = argv;
+    armed::core_limit(&mut inv, r.python);
     let mut inv = with_options(inv, r, RungId::Hang);
     // The run must outlive its `hang_after` and what follows it.
     let least = hang_after(r) + HANG_MARGIN;
@@ -151,7 +126,9 @@ pub fn pid_in(name: &str) -> Option<u32> {
     if let Some(rest) = name.strip_prefix(PIPE_PREFIX) {
         return rest.rsplit('.').next()?.parse().ok();
     }
-    let rest = name.strip_prefix(DUMP_PREFIX)?;
+    // The armed run's dumps (`watch`) are named as the coredump rung's: `core_<host>.<pid>.<time>`.
+    let rest =
+        name.strip_prefix(DUMP_PREFIX).or_else(|| name.strip_prefix(crate::bundle::layout::DUMP_PREFIX))?;
     let mut parts = rest.rsplit('.');
     parts.next()?;
     parts.next()?.parse().ok()
@@ -254,7 +231,7 @@ fn poke(p: &Path, byte: &[u8]) -> Wrote {
 
 /// The size of the newest dump of `pid` in `dir`, if it wrote one.
 fn dump_size(dir: &Path, pid: u32) -> Option<u64> {
-    files(dir, DUMP_PREFIX)
+    files(dir, "")
         .into_iter()
         .filter(|p| pid_in(&name_of(p)) == Some(pid))
         .filter_map(|p| std::fs::metadata(p).ok().map(|m| m.len()))
@@ -292,10 +269,10 @@ fn wait_for_dumps(dir: &Path, pids: &[u32], beside: &dyn Beside) -> Vec<(u32, &'
 
 /// What the watch found, for the notes after the run.
 #[derive(Default)]
-struct Seen {
-    hung: bool,
-    notes: Vec<String>,
-    error: Option<anyhow::Error>,
+pub(super) struct Seen {
+    pub(super) hung: bool,
+    pub(super) notes: Vec<String>,
+    pub(super) error: Option<anyhow::Error>,
 }
 
 impl Rung for Hang {
@@ -416,7 +393,7 @@ impl Rung for Hang {
 /// Everything taken once the run counts as hung, in the order that keeps the evidence: host
 /// stacks first (py-spy only reads memory), then the NCCL traces (the processes keep running),
 /// then the GPU dumps (the driver aborts each process after its dump), then the wait for them.
-fn collect(
+pub(super) fn collect(
     dir: &Path,
     running: &Running,
     beside: &mut dyn Beside,
@@ -586,6 +563,7 @@ mod tests {
         assert_eq!(pid_in("corepipe.node-1.example.org.1163"), Some(1163));
         assert_eq!(pid_in("core.vm.1190.1796145869"), Some(1190));
         assert_eq!(pid_in("core.a.b.7.99"), Some(7));
+        assert_eq!(pid_in("core_vm.1190.1796145869"), Some(1190));
         assert_eq!(pid_in("core"), None);
         assert_eq!(pid_in("cpu-core"), None);
         assert_eq!(pid_in("corepipe.vm.x"), None);

@@ -10,6 +10,7 @@
 //! (every step runs through [`RungIo`], which the driver implements).
 
 mod api;
+pub mod armed;
 pub mod attach;
 pub mod baseline;
 mod build;
@@ -19,6 +20,7 @@ pub mod initcheck;
 pub mod launch_blocking;
 pub mod memcheck;
 pub mod rebuild;
+pub mod watch;
 
 use crate::model::RungId;
 pub use api::*;

@@ -1,0 +1,198 @@
+//! The baseline as `watch` runs it: the one run of a long job (a server, a training run),
+//! armed ([`super::armed`]) but at full speed (never launch-blocking), with no time limit, for as
+//! long as it runs. A device fault leaves its dumps, read after the job ends as the armed run's
+//! are; a hang is taken while the job runs, with the hang rung's evidence (py-spy stacks, the
+//! NCCL flight recorder, a user-triggered dump of every CUDA process), when:
+//! - nothing was printed for `hang_after` and a GPU is busy (a server idle between requests
+//!   prints nothing either, but leaves the GPU idle), checked every [`GPU_CHECK`];
+//! - PyTorch's NCCL watchdog prints its timeout line: taken at once, before the watchdog's
+//!   abort ends the job.
+//!
+//! Must not: stop a job that runs normally, make it launch-blocking, or leave a process, a
+//! pipe or a CPU core behind.
+
+use std::cell::Cell;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Result;
+
+use super::api::{step, At, Debug, Ran, RungIo, Step, StepCx, When, DUMP, TREE_PID};
+use super::{baseline, coredump, hang};
+use crate::launch::container::Access;
+use crate::model::{Exit, Role};
+use crate::process::Control;
+
+/// How often a silent job's GPUs are looked at once `hang_after` has passed.
+pub const GPU_CHECK: Duration = Duration::from_secs(5);
+
+/// What PyTorch's NCCL watchdog prints when a collective timed out (recorded on two H200s,
+/// tests/fixtures/h200/dist_two_gpu); it aborts the process soon after.
+const WATCHDOG_TIMEOUT: &str = "Watchdog caught collective operation timeout";
+
+/// Whether `line` is the NCCL watchdog's timeout report.
+pub fn is_watchdog_timeout(line: &str) -> bool {
+    line.contains(WATCHDOG_TIMEOUT)
+}
+
+/// The steps of a watched run: the armed job (no time limit, never launch-blocking), the hang
+/// rung's steps beside it, and the reading of its dumps.
+pub fn steps(cx: &StepCx) -> Vec<Step> {
+    let r = cx.recipe;
+    let mut job = baseline::invocation(r, &cx.dir, false);
+    job.timeout = None;
+    let core = cx.dir.join(DUMP);
+    let locals = cx.debug == Debug::Full;
+    let mut steps = vec![
+        Step::target(job).at(At::New(Access::Ptrace)),
+        Step::new(Role::PySpy, hang::pyspy(TREE_PID), "pyspy-{n}")
+            .at(At::BesideTarget)
+            .when(When::PerPythonProcess),
+    ];
+    if r.python {
+        steps.push(
+            Step::new(Role::Python, hang::trace_to_json(&cx.dir), "nccl-trace-{n}-json")
+                .at(At::BesideTarget)
+                .when(When::PerNcclTrace),
+        );
+    }
+    steps.push(
+        Step::new(Role::CudaGdb, coredump::gdb(&core, true, locals), "cudagdb-{n}").when(When::PerDump),
+    );
+    steps.push(
+        Step::new(Role::CudaGdb, coredump::gdb(&core, false, false), "cudagdb-{n}-retry")
+            .when(When::PerDumpAfterCrash),
+    );
+    steps.push(Step::new(Role::CudaGdb, hang::gdb(&core), "cudagdb-{n}").when(When::PerHangDump));
+    if !r.python {
+        let cpu = coredump::cpu_core_path(&cx.dir);
+        steps.push(
+            Step::new(Role::CudaGdb, coredump::cpu_gdb(&coredump::executable(r), &cpu), "cpucore-gdb")
+                .when(When::PerCpuCore),
+        );
+    }
+    steps
+}
+
+/// Why the job counts as hung now, if it does.
+fn hung_now(
+    after: Option<Duration>,
+    silent_since: Instant,
+    watchdog: bool,
+    next_check: &mut Instant,
+    busy: &dyn Fn() -> Option<bool>,
+) -> Option<String> {
+    if watchdog {
+        return Some("PyTorch's NCCL watchdog reported a collective timeout".into());
+    }
+    let after = after?;
+    let now = Instant::now();
+    if now.duration_since(silent_since) < after || now < *next_check {
+        return None;
+    }
+    *next_check = now + GPU_CHECK;
+    match busy() {
+        Some(false) => None,
+        Some(true) => Some(format!("nothing printed for {} s while a GPU was busy", after.as_secs())),
+        None => Some(format!("nothing printed for {} s (the GPUs' load could not be read)", after.as_secs())),
+    }
+}
+
+/// Runs the watched job to its end (or its hang), then reads what it left.
+pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
+    let after = io.recipe().hang_after;
+    let dir = io.dir().to_path_buf();
+    let started = SystemTime::now();
+    let pyspy = step(steps, When::PerPythonProcess)?.clone();
+    let convert = steps.iter().find(|s| s.when == When::PerNcclTrace).cloned();
+    let silent_since = Cell::new(Instant::now());
+    let watchdog = Cell::new(false);
+    let mut next_check = Instant::now();
+    let mut seen = hang::Seen::default();
+    let exit = io.exec_observed(
+        step(steps, When::Always)?,
+        &mut |line, _| {
+            silent_since.set(Instant::now());
+            if is_watchdog_timeout(line) {
+                watchdog.set(true);
+            }
+            Control::Continue
+        },
+        &mut |running, beside| {
+            if seen.hung {
+                return Control::Continue;
+            }
+            let busy = || beside.gpu_busy();
+            let Some(why) = hung_now(after, silent_since.get(), watchdog.get(), &mut next_check, &busy)
+            else {
+                return Control::Continue;
+            };
+            seen.hung = true;
+            beside.say(&format!("{why}: taking the hang's evidence"));
+            seen.notes
+                .push(format!("the job counted as hung after {} s: {why}", running.elapsed().as_secs()));
+            hang::collect(&dir, running, beside, &pyspy, convert.as_ref(), &mut seen);
+            if running.child_exited() {
+                Control::Continue
+            } else {
+                Control::Stop
+            }
+        },
+    )?;
+    coredump::remove_fifos(&dir);
+    for n in std::mem::take(&mut seen.notes) {
+        io.note(n);
+    }
+    if let Some(e) = seen.error.take() {
+        return Err(e);
+    }
+    if !seen.hung {
+        let read = coredump::read_dumps(io, steps, started, exit)?;
+        if !read.yielded && !exit.success() && !io.interrupted() && exit != Exit::Interrupted {
+            io.note(coredump::no_dump_note(exit));
+        }
+        return Ok(Ran { faulted: read.faulted, yielded: true, lineinfo: None, hung: false });
+    }
+    let hang_step: Vec<Step> = steps
+        .iter()
+        .map(|s| match s.when {
+            When::PerHangDump => s.clone().when(When::PerDump),
+            When::PerDump => s.clone().when(When::PerHangDump),
+            _ => s.clone(),
+        })
+        .collect();
+    let read = coredump::read_dumps(io, &hang_step, started, exit)?;
+    Ok(Ran { faulted: read.yielded, yielded: read.yielded, lineinfo: None, hung: true })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_watchdog_line_is_known() {
+        let line = "[rank1]:[E1130 01:12:25.997042394 ProcessGroupNCCL.cpp:689] [Rank 1] Watchdog caught collective \
+                    operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=4096, NumelOut=4096, \
+                    Timeout(ms)=30000) ran for 30067 milliseconds before timing out.";
+        assert!(is_watchdog_timeout(line));
+        assert!(!is_watchdog_timeout("step 12: loss 0.31"));
+    }
+
+    #[test]
+    fn a_silent_job_is_hung_only_while_a_gpu_is_busy() {
+        let long_ago = Instant::now() - Duration::from_secs(100);
+        let mut next = Instant::now();
+        assert_eq!(hung_now(None, long_ago, false, &mut next, &|| Some(true)), None);
+        assert!(hung_now(None, Instant::now(), true, &mut next, &|| Some(false))
+            .unwrap()
+            .contains("watchdog"));
+        let after = Some(Duration::from_secs(30));
+        assert_eq!(hung_now(after, Instant::now(), false, &mut next, &|| Some(true)), None);
+        // Idle GPUs: a server waiting for requests; looked at again only after GPU_CHECK.
+        assert_eq!(hung_now(after, long_ago, false, &mut next, &|| Some(false)), None);
+        assert_eq!(hung_now(after, long_ago, false, &mut next, &|| Some(true)), None);
+        let mut now = Instant::now();
+        assert!(hung_now(after, long_ago, false, &mut now, &|| Some(true)).unwrap().contains("busy"));
+        let mut now = Instant::now();
+        assert!(hung_now(after, long_ago, false, &mut now, &|| None).unwrap().contains("could not be read"));
+    }
+}
