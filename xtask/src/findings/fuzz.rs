@@ -60,8 +60,9 @@ impl Real {
 /// Real output of every tool the parsers read, from tests/fixtures/h200, with the kernel each
 /// names: memcheck (text and XML), cuda-gdb (coredump and attach, with and without `-G`), the
 /// coredump progress stream with its stack trace, the program (PyTorch's and CUDA's
-/// device-assert lines), a CPU core's `thread apply all bt`, the waits-on-exception notice, and
-/// a hang's: cuda-gdb on user-triggered dumps, py-spy, the NCCL flight recorder's JSON.
+/// device-assert lines), Python's faulthandler stacks, a CPU core's `thread apply all bt`, the
+/// waits-on-exception notice, and a hang's: cuda-gdb on user-triggered dumps, py-spy, the NCCL
+/// flight recorder's JSON.
 pub const REAL: &[Real] = &[
     Real {
         file: "memcheck.log",
@@ -115,6 +116,20 @@ pub const REAL: &[Real] = &[
         file: "baseline.log",
         text: recording!("h200/device_assert/baseline.log"),
         kernel: "check_labels",
+        lines: 20,
+    },
+    // Python's faulthandler stacks at the driver's abort: a Triton launch (the kernel's
+    // launching function), a spawned worker (its name is in the path too).
+    Real {
+        file: "faulthandler.log",
+        text: recording!("h200/faulthandler/E1_p01_triton_rope_partial.1.log"),
+        kernel: "apply_rope",
+        lines: 20,
+    },
+    Real {
+        file: "faulthandler.log",
+        text: recording!("h200/faulthandler/E1_p03_spawn_worker.1.log"),
+        kernel: "worker",
         lines: 20,
     },
     Real {

@@ -26,6 +26,7 @@ macro_rules! transcript {
 
 pub mod coredump;
 pub mod cudagdb;
+pub mod faulthandler;
 pub mod host;
 pub mod hoststack;
 pub mod memcheck;
@@ -52,7 +53,8 @@ pub type Dim3 = [u32; 3];
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Tool {
-    /// The program itself: CUDA runtime errors, Python tracebacks, PyTorch's assert line.
+    /// The program itself: CUDA runtime errors, Python tracebacks and faulthandler stacks,
+    /// PyTorch's assert line.
     Host,
     /// The CUDA driver's coredump progress stream (`CUDA_COREDUMP_SHOW_PROGRESS=1`).
     Coredump,
@@ -324,7 +326,9 @@ pub struct Symptom {
     /// Python exception type (`torch.AcceleratorError`, `RuntimeError`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exception: Option<String>,
-    /// Python traceback frames, outermost first as Python prints them.
+    /// Python traceback frames, outermost first as Python prints them; or the frames of
+    /// faulthandler's stack at a fatal error (`Fatal Python error: ...` as the message, no
+    /// exception: [`faulthandler::is_stack`]), in the same order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub python_frames: Vec<Frame>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -706,6 +710,11 @@ pub struct Evidence {
     /// the reader of a bundle (from the rung's command), not by the parsers.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub launch_blocking: bool,
+    /// The CUDA driver said it was writing a GPU coredump (`Starting GPU coredump generation`,
+    /// with or without its progress stream): a process of this input faulted on the device, so
+    /// Python's faulthandler stack at the abort after it is that fault's ([`faulthandler`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub gpu_dump_started: bool,
     /// The run of the program this input belongs to, where the reader knows it (the bundle
     /// the file is in): a host frame is joined to a kernel only from the same run, or from an
     /// input that names the kernel or the program's own sources. Set by the reader, not the

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::{
-    names, ranks,
+    faulthandler, names, ranks,
     scan::{EMPTY, NOT_RECOGNISED},
     verdict::{group_text, host_frame_text, Analysis, Hang, HangProcess},
     Fault, Frame, NcclCollective,
@@ -216,7 +216,8 @@ pub fn render_text(a: &Analysis) -> String {
             if let Some(r) = &sy.item.reported_at {
                 write!(line, " (reported at {r})").unwrap();
             } else if let Some(f) = sy.item.user_frame() {
-                write!(line, " (raised at {})", frame_text(f)).unwrap();
+                let at = if faulthandler::is_stack(&sy.item) { "Python stack:" } else { "raised at" };
+                write!(line, " ({at} {})", frame_text(f)).unwrap();
             }
             if let Some(r) = sy.item.rank {
                 write!(line, " [rank {r}]").unwrap();

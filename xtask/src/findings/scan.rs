@@ -8,9 +8,9 @@
 use std::io::{BufRead, BufReader, Read};
 
 use super::{
-    coredump::CoredumpParser, cudagdb::CudaGdbParser, host::HostParser, hoststack::HostStackParser,
-    memcheck::MemcheckParser, memcheck_xml, nccl, pyspy::PySpyParser, ranks::RankParser, waits::WaitsParser,
-    Evidence, LineCtx, LineParser,
+    coredump::CoredumpParser, cudagdb::CudaGdbParser, faulthandler::FaultHandlerParser, host::HostParser,
+    hoststack::HostStackParser, memcheck::MemcheckParser, memcheck_xml, nccl, pyspy::PySpyParser,
+    ranks::RankParser, waits::WaitsParser, Evidence, LineCtx, LineParser,
 };
 
 /// Lines longer than this are cut (the rest of the line is skipped, not buffered).
@@ -55,6 +55,7 @@ pub fn sniff(head: &[u8]) -> Content {
 fn parsers() -> Vec<Box<dyn LineParser>> {
     vec![
         Box::new(HostParser::default()),
+        Box::new(FaultHandlerParser::default()),
         Box::new(CoredumpParser::default()),
         Box::new(CudaGdbParser::default()),
         Box::new(HostStackParser::default()),

@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use super::{
-    names, pyspy,
+    faulthandler, names, pyspy,
     ranks::{self, RankTriage},
     Access, DeviceSnapshot, Dim3, ErrorClass, Evidence, Fault, Frame, HostStack, NcclCollective, SourceLoc,
     Symptom, Tool,
@@ -1340,10 +1340,38 @@ fn site_in_stack(st: &HostStack, kernel_key: &str) -> Option<Frame> {
     callers().find(|f| f.file.is_some() && f.line.is_some()).or_else(|| callers().next()).cloned()
 }
 
+/// Python's faulthandler stack at the driver's abort, as `how` says it (launch, surfaced).
+const FATAL_LAUNCH: &str = "the Python stack at the driver's abort, under launch-blocking";
+const FATAL_SURFACED: &str =
+    "asynchronous: the Python stack at the driver's abort, a later call, not the launch";
+
+/// Whether a symptom's frames may name a host site of the kernel: a traceback's always (it
+/// ended in a CUDA error); faulthandler's stack at a fatal error only when it is of a device
+/// fault: the process aborted (as the driver does after its GPU coredump) and its input shows
+/// the fault (the driver's dump, a finding) or is of the same run (group) as an input that does.
+fn of_a_fault(s: &Located<Symptom>, inputs: &[Evidence]) -> bool {
+    if !faulthandler::is_stack(&s.item) {
+        return true;
+    }
+    let shows = |e: &Evidence| {
+        e.gpu_dump_started
+            || !e.faults.is_empty()
+            || !e.coredumps.is_empty()
+            || e.tools.contains(&Tool::Coredump)
+    };
+    let runs: Vec<Option<&str>> =
+        inputs.iter().filter(|e| e.origin == s.origin).map(|e| e.group.as_deref()).collect();
+    faulthandler::is_abort(&s.item)
+        && inputs.iter().any(|e| {
+            shows(e) && (e.origin == s.origin || (e.group.is_some() && runs.contains(&e.group.as_deref())))
+        })
+}
+
 /// The host line that launched the kernel, from synchronous sources only: memcheck's host
 /// backtrace (taken at the launch) where it names a Python file the tracebacks show as the
 /// user's; the launching thread in a stack taken under launch-blocking (a CPU core); the
-/// launch-blocking traceback; then memcheck's C++ frames.
+/// launch-blocking traceback or faulthandler stack (of a device fault: [`of_a_fault`]); then
+/// memcheck's C++ frames.
 fn pick_launch_site<'a>(
     members: impl Iterator<Item = &'a Fault> + Clone,
     symptoms: &[Located<Symptom>],
@@ -1384,14 +1412,12 @@ fn pick_launch_site<'a>(
     }
     if let Some((s, f)) = symptoms
         .iter()
-        .filter(|s| blocking(&s.origin))
+        .filter(|s| blocking(&s.origin) && of_a_fault(s, inputs))
         .find_map(|s| s.item.user_frame().filter(|f| !is_runtime_frame(f)).map(|f| (s, f)))
     {
-        return Some(HostSite {
-            frame: f.clone(),
-            from: s.origin.clone(),
-            how: "the launch-blocking traceback".into(),
-        });
+        let how =
+            if faulthandler::is_stack(&s.item) { FATAL_LAUNCH } else { "the launch-blocking traceback" };
+        return Some(HostSite { frame: f.clone(), from: s.origin.clone(), how: how.into() });
     }
     members
         .flat_map(|f| f.host_frames.iter())
@@ -1400,12 +1426,12 @@ fn pick_launch_site<'a>(
 }
 
 /// Where the error surfaced on the host, from the runs whose launches were asynchronous: the
-/// traceback's user frame, the program's own `CUDA error at FILE:LINE`, or the thread that
-/// was inside a CUDA call.
+/// traceback's (or the faulthandler stack's, [`of_a_fault`]) user frame, the program's own
+/// `CUDA error at FILE:LINE`, or the thread that was inside a CUDA call.
 fn pick_surfaced(symptoms: &[Located<Symptom>], inputs: &[Evidence]) -> Option<HostSite> {
     let how = "asynchronous: a later call reported it, not the launch";
     let asynchronous = |origin: &str| !inputs.iter().any(|e| e.launch_blocking && e.origin == origin);
-    for s in symptoms.iter().filter(|s| asynchronous(&s.origin)) {
+    for s in symptoms.iter().filter(|s| asynchronous(&s.origin) && of_a_fault(s, inputs)) {
         let frame = s.item.user_frame().filter(|f| !is_runtime_frame(f)).cloned().or_else(|| {
             // PyTorch names its own check (`c10/cuda/CUDAEvent.h:111`): not the user's line.
             let at = s.item.reported_at.as_ref().filter(|l| !names::is_toolkit_source(&l.file));
@@ -1417,6 +1443,7 @@ fn pick_surfaced(symptoms: &[Located<Symptom>], inputs: &[Evidence]) -> Option<H
             })
         });
         if let Some(frame) = frame {
+            let how = if faulthandler::is_stack(&s.item) { FATAL_SURFACED } else { how };
             return Some(HostSite { frame, from: s.origin.clone(), how: how.into() });
         }
     }
@@ -1571,6 +1598,36 @@ mod tests {
         let a = decide(&[Evidence::new("x.log", "baseline")]);
         assert!(a.verdict.is_none());
         assert!(a.conclusion.contains("no CUDA error"), "{}", a.conclusion);
+    }
+
+    /// Python's faulthandler stack (tests/fixtures/h200/faulthandler) names a host site only
+    /// after a device fault: its input shows the driver's dump or a finding, or its run does.
+    #[test]
+    fn a_fatal_stack_counts_only_after_a_device_fault() {
+        let log = recording!("h200/faulthandler/E1_p01_triton_rope_partial.1.log");
+        let scan = |text: &str, group: Option<&str>| {
+            let mut ev = super::super::scan::scan_reader(text.as_bytes(), "run.log", "run");
+            ev.group = group.map(String::from);
+            ev
+        };
+        let counts = |ev: &Evidence, others: &[Evidence]| {
+            let s = Located { origin: ev.origin.clone(), item: ev.symptoms[0].clone() };
+            of_a_fault(&s, &[std::slice::from_ref(ev), others].concat())
+        };
+        let gdb = recording!("h200/triton_eager/cudagdb-core-1.log");
+        let fault = |group: &str| {
+            let mut ev = super::super::scan::scan_reader(gdb.as_bytes(), "gdb.log", "coredump");
+            ev.group = Some(group.into());
+            ev
+        };
+        // The driver's `Starting GPU coredump generation` before it (the log's first line).
+        assert!(counts(&scan(log, None), &[]));
+        let without = log.split_once('\n').unwrap().1;
+        assert!(!counts(&scan(without, None), &[]));
+        assert!(counts(&scan(without, Some("b")), &[fault("b")]));
+        assert!(!counts(&scan(without, Some("b")), &[fault("c")]));
+        // A segmentation fault's stack is not the driver's abort (the header relabelled).
+        assert!(!counts(&scan(&log.replace("Aborted", "Segmentation fault"), Some("b")), &[fault("b")]));
     }
 
     fn symptom_in(functions: &[&str]) -> Located<Symptom> {
