@@ -463,7 +463,7 @@ fn ctrl_c_kills_and_removes_the_running_container() {
 /// `--dry-run` with `--container podman` shows every command as it will run: in Podman with
 /// the CDI GPU device, the native coredump rung's CPU-core cuda-gdb in a container of its own,
 /// ptrace for the attach rung, cuda-gdb through `podman exec` in the target's container (the
-/// seventh command: the coredump rung has three). Needs no engine.
+/// tenth command: the armed baseline and the coredump rung have four each). Needs no engine.
 #[test]
 fn the_dry_run_shows_every_command_in_its_container() {
     let s = Scratch::for_run("dry-run-podman");
@@ -485,13 +485,13 @@ fn the_dry_run_shows_every_command_in_its_container() {
         "podman run --rm --name debug-ima-utc-time_planned-0-01-target --init --ipc=host --device \
          nvidia.com/gpu=all --security-opt label=disable -v ",
         "--cap-add SYS_PTRACE --security-opt seccomp=unconfined",
-        "--name debug-ima-utc-time_planned-0-06-cpucore-gdb ",
+        "--name debug-ima-utc-time_planned-0-09-cpucore-gdb ",
         "debug-ima/cuda:13.0 cuda-gdb -batch -nx target ",
         "/rungs/03-coredump/cpu-core' -ex 'set pagination off' -ex 'thread apply all bt'",
-        "podman run --rm --name debug-ima-utc-time_planned-0-07-target ",
-        "podman exec -e TMPDIR debug-ima-utc-time_planned-0-07-target cuda-gdb -batch -nx -p '<PID from the message>'",
+        "podman run --rm --name debug-ima-utc-time_planned-0-10-target ",
+        "podman exec -e TMPDIR debug-ima-utc-time_planned-0-10-target cuda-gdb -batch -nx -p '<PID from the message>'",
         "debug-ima/cuda:13.0 env -u TRITON_DISABLE_LINE_INFO compute-sanitizer --tool initcheck ",
-        "-e HF_TOKEN -e TMPDIR debug-ima/cuda:13.0 env -u TRITON_DISABLE_LINE_INFO target",
+        "-e HF_TOKEN -e CUDA_LAUNCH_BLOCKING -e TMPDIR debug-ima/cuda:13.0 env -u TRITON_DISABLE_LINE_INFO target",
     ] {
         assert!(o.contains(want), "`{want}` missing from the plan:\n{o}");
     }
@@ -554,8 +554,10 @@ fn the_vllm_image_recipe_plans_every_rung_in_its_image() {
         ),
         "{o}"
     );
-    // A Python target: no CPU-core step, and cuda-gdb attaches without the host libraries.
-    assert!(!o.contains("cpucore-gdb") && !o.contains("core-limit"), "{o}");
+    // A Python target: no CPU-core step (its core limit is 0, faulthandler gives its stacks),
+    // and cuda-gdb attaches without the host libraries.
+    assert!(!o.contains("cpucore-gdb") && !o.contains("ulimit -c 8388608"), "{o}");
+    assert!(o.contains("PYTHONFAULTHANDLER"), "{o}");
     assert!(
         o.contains("cuda-gdb -batch -nx -iex 'set auto-solib-add off' -p '<PID from the message>'"),
         "{o}"

@@ -380,10 +380,20 @@ fn vllm_dry_run_prints_the_full_plan() {
     );
     // Nothing to check yet: the build it runs gives line info.
     assert!(!baseline.contains("cuobjdump"), "{baseline}");
-    assert!(baseline.contains(
-        "target: env -u TRITON_DISABLE_LINE_INFO PYTHONUNBUFFERED=1 vllm serve facebook/opt-125m --port 8000 \
-         --enforce-eager\n      timeout: 1800 s"
-    ));
+    // The armed first run: a single vLLM server with no parallel size, so launch-blocking;
+    // faulthandler for the launching Python line, the core limit 0 (faulthandler gives the
+    // stacks), the run's time limit.
+    for want in [
+        "PYTHONUNBUFFERED=1",
+        "CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1",
+        "CUDA_ENABLE_USER_TRIGGERED_COREDUMP=1",
+        "PYTHONFAULTHANDLER=1",
+        "CUDA_LAUNCH_BLOCKING=1",
+        "sh -c 'ulimit -c 0 2>/dev/null; exec \"$@\"' core-limit vllm serve facebook/opt-125m --port 8000 \
+         --enforce-eager\n      timeout: 1800 s",
+    ] {
+        assert!(baseline.contains(want), "`{want}` missing: {baseline}");
+    }
     // MAX_JOBS: a whole number, at least 1.
     let jobs: usize = baseline
         .split("MAX_JOBS=")

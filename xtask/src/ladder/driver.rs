@@ -92,9 +92,8 @@ impl Climb<'_> {
             dir,
             inherited_prepend: self.inherited_prepend.clone(),
             blocking: policy::armed_blocking(self.request, attempt),
-            watch: self.request.watch,
         };
-        rung::get(id).steps(&cx)
+        rung::get_for(id, self.request.watch).steps(&cx)
     }
 
     /// Climbs into `bundle`: starts the `collect` commands beside the climb, runs the rungs
@@ -171,7 +170,7 @@ impl State<'_, '_> {
                 Next::Stop(why) => return Ok(Stopped::Done(why)),
                 Next::Run(r) => r,
             };
-            let rung = rung::get(id);
+            let rung = rung::get_for(id, self.climb.request.watch);
             index += 1;
             let choice = match process::while_prompting(|| prompter.before_rung(id.name(), rung.describe())) {
                 Ok(c) => c,

@@ -40,7 +40,7 @@ pub struct Request {
 /// that a fault launch-blocking hides (a race between the host and the device, or between
 /// streams) shows too.
 pub fn armed_blocking(req: &Request, attempt: usize) -> bool {
-    !req.watch && req.blocking_unsafe.is_none() && attempt % 2 == 0
+    !req.watch && req.blocking_unsafe.is_none() && attempt.is_multiple_of(2)
 }
 
 /// How many times `r` has run (or been skipped or failed) so far.

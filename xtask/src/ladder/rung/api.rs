@@ -94,9 +94,6 @@ pub struct StepCx<'a> {
     pub dir: PathBuf,
     /// `NVCC_PREPEND_FLAGS` of the ladder's own environment, which the rebuild keeps.
     pub inherited_prepend: Option<String>,
-    /// `watch`: the baseline is the one run of a long job, watched for a fault or a hang as
-    /// long as it runs.
-    pub watch: bool,
     /// The armed run is launch-blocking (the policy decides, per attempt:
     /// `policy::armed_blocking`).
     pub blocking: bool,

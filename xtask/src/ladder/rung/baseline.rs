@@ -18,7 +18,7 @@ use std::time::SystemTime;
 
 use anyhow::{bail, Result};
 
-use super::api::{step, Debug, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
+use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When};
 use super::build::with_options;
 use super::{armed, coredump, rebuild};
 use crate::findings::verdict::Part;
@@ -50,9 +50,6 @@ impl Rung for Baseline {
     }
 
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
-        if cx.watch {
-            return super::watch::steps(cx);
-        }
         let mut steps = Vec::new();
         if let Some(b) = &cx.recipe.build {
             let build = rebuild::invocation(
@@ -68,33 +65,11 @@ impl Rung for Baseline {
         if let Some(b) = &cx.recipe.build {
             steps.extend(rebuild::lineinfo_checks(b, When::BinariesPresent));
         }
-        let core = cx.dir.join(DUMP);
-        let locals = cx.debug == Debug::Full;
-        steps.push(
-            Step::new(Role::CudaGdb, coredump::gdb(&core, true, locals), "cudagdb-{n}").when(When::PerDump),
-        );
-        steps.push(
-            Step::new(Role::CudaGdb, coredump::gdb(&core, false, false), "cudagdb-{n}-retry")
-                .when(When::PerDumpAfterCrash),
-        );
-        if !cx.recipe.python {
-            let cpu = coredump::cpu_core_path(&cx.dir);
-            steps.push(
-                Step::new(
-                    Role::CudaGdb,
-                    coredump::cpu_gdb(&coredump::executable(cx.recipe), &cpu),
-                    "cpucore-gdb",
-                )
-                .when(When::PerCpuCore),
-            );
-        }
+        steps.extend(coredump::reading_steps(cx));
         steps
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        if steps.iter().any(|s| s.when == When::PerHangDump) {
-            return super::watch::run(io, steps);
-        }
         let build = io.recipe().build.clone();
         let built = build_if_missing(io, steps)?;
         let started = SystemTime::now();

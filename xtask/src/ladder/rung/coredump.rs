@@ -194,21 +194,8 @@ impl Rung for Coredump {
     }
 
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
-        let core = cx.dir.join(DUMP);
-        let locals = cx.debug == Debug::Full;
-        let mut steps = vec![
-            Step::target(invocation(cx.recipe, &cx.dir)),
-            Step::new(Role::CudaGdb, gdb(&core, true, locals), "cudagdb-{n}").when(When::PerDump),
-            Step::new(Role::CudaGdb, gdb(&core, false, false), "cudagdb-{n}-retry")
-                .when(When::PerDumpAfterCrash),
-        ];
-        if !cx.recipe.python {
-            let cpu = cpu_core_path(&cx.dir);
-            steps.push(
-                Step::new(Role::CudaGdb, cpu_gdb(&executable(cx.recipe), &cpu), "cpucore-gdb")
-                    .when(When::PerCpuCore),
-            );
-        }
+        let mut steps = vec![Step::target(invocation(cx.recipe, &cx.dir))];
+        steps.extend(reading_steps(cx));
         steps
     }
 
@@ -221,6 +208,26 @@ impl Rung for Coredump {
         }
         Ok(read)
     }
+}
+
+/// The steps that read what an armed run left in `cx.dir`: cuda-gdb on each dump (again with
+/// fewer commands after a crash) and, for a native target, on the CPU core. The coredump rung,
+/// the armed baseline and `watch` share them.
+pub fn reading_steps(cx: &StepCx) -> Vec<Step> {
+    let core = cx.dir.join(DUMP);
+    let locals = cx.debug == Debug::Full;
+    let mut steps = vec![
+        Step::new(Role::CudaGdb, gdb(&core, true, locals), "cudagdb-{n}").when(When::PerDump),
+        Step::new(Role::CudaGdb, gdb(&core, false, false), "cudagdb-{n}-retry").when(When::PerDumpAfterCrash),
+    ];
+    if !cx.recipe.python {
+        let cpu = cpu_core_path(&cx.dir);
+        steps.push(
+            Step::new(Role::CudaGdb, cpu_gdb(&executable(cx.recipe), &cpu), "cpucore-gdb")
+                .when(When::PerCpuCore),
+        );
+    }
+    steps
 }
 
 /// Why a run that was armed left no dump, for its notes.

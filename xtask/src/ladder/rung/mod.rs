@@ -38,6 +38,16 @@ pub const ALL: [&dyn Rung; 8] = [
     &hang::Hang,
 ];
 
+/// The rung of an id, as a climb that watches one run of a job (`watch`) or not runs it:
+/// the baseline of a watch is [`watch::Watched`].
+pub fn get_for(id: RungId, watching: bool) -> &'static dyn Rung {
+    if watching && id == RungId::Baseline {
+        &watch::Watched
+    } else {
+        get(id)
+    }
+}
+
 /// The rung of an id.
 pub fn get(id: RungId) -> &'static dyn Rung {
     // ALL is in RungId order; the test below holds it so.

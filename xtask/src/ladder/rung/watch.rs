@@ -16,10 +16,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
 
-use super::api::{step, At, Debug, Ran, RungIo, Step, StepCx, When, DUMP, TREE_PID};
-use super::{baseline, coredump, hang};
+use super::api::{step, At, Ran, Rung, RungIo, Step, StepCx, When, DUMP, TREE_PID};
+use super::build::with_options;
+use super::{armed, coredump, hang};
+use crate::findings::verdict::Part;
 use crate::launch::container::Access;
-use crate::model::{Exit, Role};
+use crate::model::{Exit, Role, RungId};
 use crate::process::Control;
 
 /// How often a silent job's GPUs are looked at once `hang_after` has passed.
@@ -34,14 +36,39 @@ pub fn is_watchdog_timeout(line: &str) -> bool {
     line.contains(WATCHDOG_TIMEOUT)
 }
 
+/// The baseline as `watch` runs it (`rung::get_for` picks it when the climb watches).
+pub struct Watched;
+
+impl Rung for Watched {
+    fn id(&self) -> RungId {
+        RungId::Baseline
+    }
+
+    fn describe(&self) -> &'static str {
+        "run the job once, armed at full speed (GPU coredump on exception, dump pipe, CPU core or \
+         faulthandler; never launch-blocking), for as long as it runs; a hang's evidence is taken \
+         while it runs, a fault's dumps are read after it ends"
+    }
+
+    fn answers(&self, _python: bool) -> &'static [Part] {
+        &[Part::SourceLine, Part::Class]
+    }
+
+    fn steps(&self, cx: &StepCx) -> Vec<Step> {
+        steps(cx)
+    }
+
+    fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
+        run(io, steps)
+    }
+}
+
 /// The steps of a watched run: the armed job (no time limit, never launch-blocking), the hang
 /// rung's steps beside it, and the reading of its dumps.
 pub fn steps(cx: &StepCx) -> Vec<Step> {
     let r = cx.recipe;
-    let mut job = baseline::invocation(r, &cx.dir, false);
+    let mut job = with_options(armed::invocation(r, &cx.dir, false), r, RungId::Baseline);
     job.timeout = None;
-    let core = cx.dir.join(DUMP);
-    let locals = cx.debug == Debug::Full;
     let mut steps = vec![
         Step::target(job).at(At::New(Access::Ptrace)),
         Step::new(Role::PySpy, hang::pyspy(TREE_PID), "pyspy-{n}")
@@ -55,21 +82,9 @@ pub fn steps(cx: &StepCx) -> Vec<Step> {
                 .when(When::PerNcclTrace),
         );
     }
-    steps.push(
-        Step::new(Role::CudaGdb, coredump::gdb(&core, true, locals), "cudagdb-{n}").when(When::PerDump),
-    );
-    steps.push(
-        Step::new(Role::CudaGdb, coredump::gdb(&core, false, false), "cudagdb-{n}-retry")
-            .when(When::PerDumpAfterCrash),
-    );
-    steps.push(Step::new(Role::CudaGdb, hang::gdb(&core), "cudagdb-{n}").when(When::PerHangDump));
-    if !r.python {
-        let cpu = coredump::cpu_core_path(&cx.dir);
-        steps.push(
-            Step::new(Role::CudaGdb, coredump::cpu_gdb(&coredump::executable(r), &cpu), "cpucore-gdb")
-                .when(When::PerCpuCore),
-        );
-    }
+    steps.extend(coredump::reading_steps(cx));
+    steps
+        .push(Step::new(Role::CudaGdb, hang::gdb(&cx.dir.join(DUMP)), "cudagdb-{n}").when(When::PerHangDump));
     steps
 }
 
