@@ -228,3 +228,81 @@ fn hang_after_past_the_timeout_is_refused() {
     assert!(out.stderr.contains("is not below") && out.stderr.contains("--hang-after"), "{}", out.both());
     assert!(!s.bundles().exists());
 }
+
+/// `debug-ima watch -- CMD`: the job runs once, armed at full speed, with its own arguments.
+fn watch<'a>(s: &'a Scratch, case: &str, extra: &[&str], job: &[&str]) -> Run<'a> {
+    let mut run = Run::new(s, Path::new("unused"), case);
+    run.args = ["watch", "--bundle-dir", &s.bundles().display().to_string()].map(String::from).to_vec();
+    run.args.extend(extra.iter().map(|a| a.to_string()));
+    run.args.push("--".into());
+    run.args.extend(job.iter().map(|a| a.to_string()));
+    run
+}
+
+/// A watched job that faults (the out-of-bounds write, replayed): its output passes through,
+/// `watch` exits as the job did (SIGABRT after the dump: 134), and the one run's dump gives
+/// the verdict in a bundle; the run was never launch-blocking and had no time limit.
+#[test]
+fn watch_passes_the_job_through_and_bundles_its_one_fault() {
+    let s = Scratch::for_run("watch-fault");
+    let run = watch(&s, "oob_write", &[], &["target"]);
+    let out = run.run();
+    assert_eq!(out.code(), Some(134), "{}", out.both());
+    // What the job printed reached the terminal as it printed it.
+    assert!(out.stderr.contains("launched scale_write"), "{}", out.both());
+    assert!(out
+        .stderr
+        .contains("coredump: Detected an exception of type CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS"));
+    assert!(out.stderr.contains("debug-ima: verdict: illegal-address in `scale_write"), "{}", out.both());
+    let b = s.only_bundle();
+    assert_eq!(b.rung_dirs(), ["01-baseline"], "{}", out.both());
+    let command = b.read("rungs/01-baseline/command.txt");
+    assert!(command.contains("CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1"), "{command}");
+    assert!(command.contains("CUDA_ENABLE_USER_TRIGGERED_COREDUMP=1"), "{command}");
+    assert!(!command.contains("CUDA_LAUNCH_BLOCKING"), "watch launch-blocked the job: {command}");
+    let v = &b.findings()["verdict"];
+    assert_eq!(v["line"], 7, "{v}");
+    assert_eq!(b.findings()["reproduced"], serde_json::json!({"faulted": 1, "runs": 1}));
+    assert!(stopped(&b).contains("watched for its one run"), "{}", stopped(&b));
+    assert_eq!(pids(&s, "target").len(), 1, "the job ran more than once");
+    s.assert_no_standin_left();
+}
+
+/// A watched job that ends without a device fault or a hang leaves no bundle and exits
+/// with its own status; its stdout and stderr pass through apart.
+#[test]
+fn watch_of_a_job_that_ends_normally_keeps_its_status_and_no_bundle() {
+    let s = Scratch::for_run("watch-clean");
+    let run = watch(&s, "oob_write", &[], &["sh", "-c", "echo out-line; echo err-line >&2; exit 3"]);
+    let out = run.run();
+    assert_eq!(out.code(), Some(3), "{}", out.both());
+    assert!(out.stdout.contains("out-line") && !out.stdout.contains("err-line"), "{}", out.both());
+    assert!(out.stderr.contains("err-line"), "{}", out.both());
+    assert!(out.stderr.contains("no bundle kept"), "{}", out.both());
+    let left: Vec<_> = std::fs::read_dir(s.bundles()).map(|d| d.flatten().collect()).unwrap_or_default();
+    assert!(left.is_empty(), "a bundle was kept: {left:?}");
+    // Without a command there is nothing to watch: a usage error.
+    let mut bare = watch(&s, "oob_write", &[], &[]);
+    bare.args.pop();
+    assert_eq!(bare.run().code(), Some(2));
+}
+
+/// A watched job that goes silent while the GPU is busy (the recorded flag spin): after
+/// `--hang-after` the hang's evidence is taken while it runs, its dump read, and the verdict
+/// names where the warps spin.
+#[test]
+fn watch_takes_a_silent_busy_job_as_hung() {
+    let s = Scratch::for_run("watch-hang");
+    let run = watch(&s, "hang/hang_flag", &["--hang-after", "1"], &["target"]);
+    let out = run.run();
+    assert_eq!(out.code(), Some(134), "{}", out.both());
+    assert!(out.took < Duration::from_secs(40), "took {:?}", out.took);
+    let b = s.only_bundle();
+    let notes = b.notes("baseline");
+    assert!(notes.contains("the job counted as hung") && notes.contains("while a GPU was busy"), "{notes}");
+    let v = &b.findings()["verdict"];
+    assert_eq!(v["error"], "hang", "{v}");
+    assert_eq!(v["kernel"], "consume", "{v}");
+    assert_eq!(v["line"], 8, "{v}");
+    s.assert_no_standin_left();
+}
