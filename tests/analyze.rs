@@ -611,3 +611,67 @@ fn hang_analyses_are_stable_in_text_and_json() {
         });
     }
 }
+
+/// Bundles `debug-ima` wrote on an H200 with the armed first run (issue 21,
+/// tests/gpu/one_occurrence.sh; dumps left out): one run gives the whole verdict, the launch
+/// site from the CPU core (native) or Python's faulthandler stack at the driver's abort
+/// (Triton, a spawned worker, an ATen assert, a graph replay), each under launch-blocking; an
+/// intermittent fault that did not come back in the first run took the sweep, a rerun without
+/// launch-blocking and the coredump rung, and the verdict counts the runs it showed in.
+#[test]
+fn armed_first_runs_recorded_on_the_gpu_give_the_whole_verdict() {
+    let b = root().join("tests/fixtures/bundles/armed");
+    // case, kernel, file and line, launch file and line, how the launch was known
+    let cases = [
+        (
+            "late_fault",
+            "scatter_tail",
+            "late_fault.cu",
+            31,
+            "late_fault.cu",
+            74,
+            "the launching thread, under launch-blocking",
+        ),
+        (
+            "unchecked_launch",
+            "scatter_rows",
+            "unchecked_launch.cu",
+            20,
+            "unchecked_launch.cu",
+            34,
+            "under launch-blocking",
+        ),
+        ("triton_eager", "gather_kv_kernel", "vllm_shaped.py", 22, "vllm_shaped.py", 27, "faulthandler"),
+        ("triton_worker", "gather_kv_kernel", "vllm_shaped.py", 22, "vllm_shaped.py", 27, "faulthandler"),
+        ("triton_graph", "gather_kv_kernel", "vllm_shaped.py", 22, "vllm_shaped.py", 44, "faulthandler"),
+        ("aten_async", "indexSelectSmallIndex", "Indexing.cu", 1515, "aten_async.py", 11, "faulthandler"),
+        ("intermittent", "gather", "intermittent.cu", 12, "intermittent.cu", 40, "under launch-blocking"),
+    ];
+    for (case, kernel, file, line, launch_file, launch_line, how) in cases {
+        let a = analyze(&[b.join(case)]).unwrap();
+        let v = a.verdict.unwrap_or_else(|| panic!("{case}: no verdict"));
+        assert!(v.kernel.contains(kernel), "{case}: {}", v.kernel);
+        assert!(v.file.as_deref().is_some_and(|f| f.ends_with(file)), "{case}: {:?}", v.file);
+        assert_eq!(v.line, Some(line), "{case}");
+        assert!(v.unknown.is_empty(), "{case}: {:?} unknown", v.unknown);
+        let site = v.launch_site.as_ref().unwrap_or_else(|| panic!("{case}: no launch site"));
+        assert!(site.frame.file.as_deref().is_some_and(|f| f.ends_with(launch_file)), "{case}: {site:?}");
+        assert_eq!(site.frame.line, Some(launch_line), "{case}: {site:?}");
+        let said = format!("{} {}", site.how, site.from);
+        assert!(
+            said.contains(how)
+                || (how == "faulthandler" && said.contains("the Python stack at the driver's abort")),
+            "{case}: {said}"
+        );
+        // One run of the target gave it, except the intermittent fault's climb.
+        let rungs = std::fs::read_dir(b.join(case).join("rungs")).unwrap().count();
+        assert_eq!(rungs == 1, case != "intermittent", "{case}: {rungs} rung folders");
+    }
+    // The intermittent climb: the armed baseline did not fault, nor the sweep; its rerun
+    // without launch-blocking did, and the coredump rung (launch-blocking) gave the launch.
+    let m = std::fs::read_to_string(b.join("intermittent/manifest.yaml")).unwrap();
+    assert!(m.contains("run 2 of baseline (`--retries 3`)"), "{m}");
+    assert!(m.contains("launch-blocking hides it") || m.contains("without launch-blocking"), "{m}");
+    let findings = std::fs::read_to_string(b.join("intermittent/findings.json")).unwrap();
+    assert!(findings.contains("\"reproduced\": {\n    \"faulted\": 2,\n    \"runs\": 5"), "{findings}");
+}

@@ -105,10 +105,33 @@ fn climb<'a>(r: &'a Resolved, req: &'a Request, plan: &'a [RungId]) -> Climb<'a>
         debug: Debug::LineInfo,
         inherited_prepend: None,
         gpus: 1,
+        path: None,
         containers: None,
         slurm: None,
         interrupt: Interrupt::manual(),
     }
+}
+
+/// Tools doctor found outside the tool's own `PATH` reach every process of the climb
+/// through each step's environment (what the dry-run shows), not a process-wide variable.
+#[test]
+fn the_tools_path_is_given_to_every_step() {
+    let s = Scratch::create("climb", "path");
+    let r = resolved(&s);
+    let req = Request::default();
+    let plan = policy::plan(&req);
+    let mut c = climb(&r, &req, &plan);
+    c.path = Some("/usr/local/cuda/bin:/usr/bin".into());
+    for id in &plan {
+        for step in c.steps(*id, s.path("rungs/x"), 0) {
+            assert!(
+                step.inv.env_set.contains(&("PATH".to_string(), "/usr/local/cuda/bin:/usr/bin".to_string())),
+                "{id}: {:?}",
+                step.inv
+            );
+        }
+    }
+    assert_ne!(std::env::var("PATH").ok().as_deref(), Some("/usr/local/cuda/bin:/usr/bin"));
 }
 
 fn bundle(s: &Scratch, r: &Resolved) -> Bundle {

@@ -169,6 +169,181 @@ fn slurm_for(
     Ok(Some(s))
 }
 
+/// Everything `debug-ima` runs with, made from its arguments in one step: the recipe and its
+/// values resolved, the request and its plan, where the target runs. The dry-run and the run
+/// build their climb from it with [`Config::climb`], so that the plan shown is the one run.
+struct Config {
+    recipe: recipe::Recipe,
+    sets: BTreeMap<String, String>,
+    /// The built-in variables' values (`{max_jobs}`; `{gpu_arch}` once doctor knows it).
+    supplied: BTreeMap<String, String>,
+    resolved: Resolved,
+    req: Request,
+    plan: Vec<RungId>,
+    launcher: Launcher,
+    choice: Option<(Runtime, String, bool)>,
+    debug: Debug,
+    bundle_root: PathBuf,
+    inherited_prepend: Option<String>,
+    workdir: PathBuf,
+    /// `PATH` for every process of a climb on the host, when doctor found tools outside the
+    /// tool's own `PATH` (`/usr/local/cuda/bin`); passed to each step, never set process-wide.
+    path: Option<String>,
+}
+
+impl Config {
+    /// The configuration of `args` with the recipe and values gathered: resolved with what is
+    /// known without a GPU (`{gpu_arch}` a placeholder), so that a mistake in the recipe, a
+    /// `--set` or the plan is reported before doctor runs.
+    fn new(args: &Args, recipe: recipe::Recipe, sets: BTreeMap<String, String>) -> Result<Config> {
+        let supplied = host_builtins();
+        let mut resolved = recipe::resolve(&recipe, &sets, &supplied)?;
+        with_hang_after(&mut resolved, args)?;
+        // Values known to be secret (a `--set password=...`, an inherited `HF_TOKEN`) are
+        // redacted wherever they show up again: in a positional argument, in what the target
+        // prints.
+        let env =
+            std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+        crate::redact::remember(crate::redact::secret_values(
+            env,
+            &serde_json::to_value(&resolved).unwrap_or_default(),
+        ));
+        let launcher = args.launcher.or(resolved.launch).unwrap_or_default();
+        let slurm_env = Slurm::from_env(&|k| std::env::var(k).ok(), "").ok();
+        let blocking_unsafe = rung::armed::blocking_unsafe(
+            &resolved,
+            slurm_env.as_ref().and_then(|s| s.ntasks),
+            launcher == Launcher::Slurm,
+            std::env::var("WORLD_SIZE").ok().as_deref(),
+        );
+        let req = Request {
+            rungs: args.rungs.clone(),
+            retries: args.retries,
+            blocking_unsafe,
+            watch: false,
+            full: args.full,
+            has_build: rung::get(RungId::Rebuild).applies(&resolved),
+            disabled: RungId::ALL.into_iter().filter(|id| !resolved.enabled(*id)).collect(),
+            python: resolved.python,
+            hang_after: resolved.hang_after.is_some(),
+        };
+        let plan = policy::plan(&req);
+        if let Some(why) = policy::empty_plan(&req, &plan) {
+            return Err(Usage::error(why));
+        }
+        let choice = container_choice(args, &resolved.container, launcher)?;
+        // Outside an allocation `--launcher slurm` cannot run: say so before anything else.
+        if launcher == Launcher::Slurm && !args.dry_run {
+            Slurm::from_env(&|k| std::env::var(k).ok(), "").map_err(Usage::error)?;
+        }
+        if choice.is_some() && !args.dry_run {
+            check_mounts(&resolved)?;
+        }
+        let debug = if args.device_debug { Debug::Full } else { debug_from_recipe(&resolved) };
+        Ok(Config {
+            recipe,
+            sets,
+            supplied,
+            resolved,
+            req,
+            plan,
+            launcher,
+            choice,
+            debug,
+            bundle_root: args.bundle_dir.clone().unwrap_or_else(|| PathBuf::from(layout::DEFAULT_ROOT)),
+            inherited_prepend: std::env::var("NVCC_PREPEND_FLAGS").ok(),
+            workdir: std::env::current_dir().context("cannot read the current directory")?,
+            path: None,
+        })
+    }
+
+    /// What doctor learnt: the rungs that can run here, GPU 0's compute capability for
+    /// `{gpu_arch}` (the recipe resolved again with it), the tool folders outside `PATH`.
+    fn after_doctor(&mut self, args: &Args, report: &doctor::Report, runnable: Vec<RungId>) -> Result<()> {
+        self.plan = runnable;
+        match report.gpus().first().and_then(|g| g.compute_cap.clone()) {
+            Some(cc) => {
+                self.supplied.insert("gpu_arch".to_string(), cc);
+            }
+            None if recipe::uses_variable(&self.recipe, "gpu_arch") => bail!(
+                "recipe `{}` uses `{{gpu_arch}}`, but `nvidia-smi` did not report GPU 0's compute capability (a \
+                 driver too old for `--query-gpu=compute_cap`): copy the recipe (`cargo xtask recipe show {} > \
+                 mine.yaml`), write the architecture (`9.0` for an H100 or H200) in place of `{{gpu_arch}}`, and \
+                 pass `--recipe mine.yaml`",
+                self.recipe.name,
+                args.recipe.as_deref().unwrap_or(&self.recipe.name)
+            ),
+            None => {}
+        }
+        self.resolved = recipe::resolve(&self.recipe, &self.sets, &self.supplied)?;
+        with_hang_after(&mut self.resolved, args)?;
+        let additions = report.path_additions();
+        if !additions.is_empty() {
+            let old = std::env::var_os("PATH").unwrap_or_default();
+            let joined = std::env::join_paths(additions.iter().cloned().chain(std::env::split_paths(&old)))
+                .context("cannot extend PATH with the CUDA tool directories")?;
+            self.path = Some(joined.to_string_lossy().into_owned());
+        }
+        Ok(())
+    }
+
+    /// The climb of this configuration, for the bundle at `bundle` (named `name`, its
+    /// containers' and steps' names made from it and `pid`), `gpus` seen.
+    fn climb(
+        &self,
+        args: &Args,
+        bundle: &Path,
+        name: &str,
+        pid: u32,
+        gpus: usize,
+        interrupt: Interrupt,
+    ) -> Result<Climb<'_>> {
+        let containers =
+            containers_for(self.choice.as_ref(), &self.resolved, bundle, name, pid, &self.workdir);
+        let slurm = slurm_for(
+            self.launcher,
+            args,
+            &self.resolved.container,
+            &self.resolved,
+            bundle,
+            name,
+            pid,
+            &self.workdir,
+        )?;
+        Ok(Climb {
+            recipe: &self.resolved,
+            request: &self.req,
+            plan: &self.plan,
+            debug: self.debug,
+            inherited_prepend: self.inherited_prepend.clone(),
+            gpus,
+            path: self.path.clone().filter(|_| containers.is_none()),
+            containers,
+            slurm,
+            interrupt,
+        })
+    }
+}
+
+/// Before a run in containers: the build's output folders are made now (the baseline would
+/// make them) so they can be mounted; another folder that does not exist would be created
+/// empty (Docker) or refused at the first rung: say which now.
+fn check_mounts(resolved: &Resolved) -> Result<()> {
+    if let Some(b) = &resolved.build {
+        create_binary_dirs(b)?;
+    }
+    for m in recipe::container_mounts(resolved) {
+        if !m.is_dir() {
+            bail!(
+                "`{}` is to be mounted in the container but is not a folder here: check the recipe's \
+                 `container: mounts:`, `cwd` and paths, or the `--set` values",
+                m.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Runs `debug-ima`.
 pub fn run(args: Args) -> Result<Outcome> {
     // Interrupts are this command's from the start: Ctrl-C at a prompt comes as a key (the
@@ -188,98 +363,16 @@ pub fn run(args: Args) -> Result<Outcome> {
         Ok(v) => v,
         Err(e) => return prompt_ended(e, &interrupt),
     };
-    // Resolved first with what is known without a GPU (`{gpu_arch}` a placeholder): a
-    // mistake in the recipe or a `--set` is reported before doctor runs.
-    let mut supplied = host_builtins();
-    let mut resolved = recipe::resolve(&recipe, &sets, &supplied)?;
-    with_hang_after(&mut resolved, &args)?;
-    // Values known to be secret (a `--set password=...`, an inherited `HF_TOKEN`) are redacted
-    // wherever they show up again: in a positional argument, in what the target prints.
-    let env = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
-    crate::redact::remember(crate::redact::secret_values(
-        env,
-        &serde_json::to_value(&resolved).unwrap_or_default(),
-    ));
-
-    let launcher = args.launcher.or(resolved.launch).unwrap_or_default();
-    let slurm_env = Slurm::from_env(&|k| std::env::var(k).ok(), "").ok();
-    let blocking_unsafe = rung::armed::blocking_unsafe(
-        &resolved,
-        slurm_env.as_ref().and_then(|s| s.ntasks),
-        launcher == Launcher::Slurm,
-        std::env::var("WORLD_SIZE").ok().as_deref(),
-    );
-    let req = Request {
-        rungs: args.rungs.clone(),
-        retries: args.retries,
-        blocking_unsafe,
-        watch: false,
-        full: args.full,
-        has_build: rung::get(RungId::Rebuild).applies(&resolved),
-        disabled: RungId::ALL.into_iter().filter(|id| !resolved.enabled(*id)).collect(),
-        python: resolved.python,
-        hang_after: resolved.hang_after.is_some(),
-    };
-    let mut plan = policy::plan(&req);
-    if let Some(why) = policy::empty_plan(&req, &plan) {
-        return Err(Usage::error(why));
-    }
-    let choice = container_choice(&args, &resolved.container, launcher)?;
-    // Outside an allocation `--launcher slurm` cannot run: say so before anything else.
-    if launcher == Launcher::Slurm && !args.dry_run {
-        Slurm::from_env(&|k| std::env::var(k).ok(), "").map_err(Usage::error)?;
-    }
-    if choice.is_some() && !args.dry_run {
-        // The build's output folders are made now (the baseline would make them) so they
-        // can be mounted. Another folder that does not exist would be created empty
-        // (Docker) or refused at the first rung: say which now.
-        if let Some(b) = &resolved.build {
-            create_binary_dirs(b)?;
-        }
-        for m in recipe::container_mounts(&resolved) {
-            if !m.is_dir() {
-                bail!(
-                    "`{}` is to be mounted in the container but is not a folder here: check the recipe's \
-                     `container: mounts:`, `cwd` and paths, or the `--set` values",
-                    m.display()
-                );
-            }
-        }
-    }
-    let debug = if args.device_debug { Debug::Full } else { debug_from_recipe(&resolved) };
-    let bundle_root = args.bundle_dir.clone().unwrap_or_else(|| PathBuf::from(layout::DEFAULT_ROOT));
-    let inherited_prepend = std::env::var("NVCC_PREPEND_FLAGS").ok();
-    let workdir = std::env::current_dir().context("cannot read the current directory")?;
-
+    let mut cfg = Config::new(&args, recipe, sets)?;
     if args.dry_run {
-        // Absolute, as the run makes it: commands get paths into the bundle.
-        let root = std::path::absolute(&bundle_root).unwrap_or_else(|_| bundle_root.clone());
-        let bundle = root.join(format!("<UTC time>_{}", resolved.name));
-        let name = format!("UTC-time_{}", resolved.name);
-        let containers = containers_for(choice.as_ref(), &resolved, &root, &name, 0, &workdir);
-        let slurm = slurm_for(launcher, &args, &resolved.container, &resolved, &root, &name, 0, &workdir)?;
-        let climb = Climb {
-            recipe: &resolved,
-            request: &req,
-            plan: &plan,
-            debug,
-            inherited_prepend,
-            gpus: 0,
-            containers,
-            slurm,
-            interrupt: Interrupt::manual(),
-        };
-        // Redacted like everything the tool writes: a plan gets pasted into issues too.
-        let text = crate::ladder::plan::render(&climb, &bundle);
-        ui::out(&crate::redact::redact_text(&text, "plan", &mut Vec::new()))?;
-        return Ok(Outcome::Done);
+        return dry_run(&args, &cfg);
     }
 
     // Preflight: on a machine without what the plan needs, stop now and say what is missing.
     let report = doctor::run_checks(&doctor::Options {
-        coredump_dir: bundle_root.clone(),
-        need: plan.clone(),
-        container: choice.as_ref().map(|(runtime, image, gpus)| doctor::ContainerTarget {
+        coredump_dir: cfg.bundle_root.clone(),
+        need: cfg.plan.clone(),
+        container: cfg.choice.as_ref().map(|(runtime, image, gpus)| doctor::ContainerTarget {
             runtime: *runtime,
             image: image.clone(),
             gpus: *gpus,
@@ -291,52 +384,48 @@ pub fn run(args: Args) -> Result<Outcome> {
     }
     // What cannot run here is left out of the default plan, saying so; what is needed stops
     // the run now, naming what is missing.
-    let builds_with_nvcc = resolved
+    let builds_with_nvcc = cfg
+        .resolved
         .build
         .as_ref()
         .is_some_and(|b| Path::new(b.program()).file_name().is_some_and(|n| n == "nvcc"));
-    let (runnable, skipped) = doctor::gate(&report, &plan, args.rungs.is_some(), builds_with_nvcc)?;
+    let (runnable, skipped) = doctor::gate(&report, &cfg.plan, args.rungs.is_some(), builds_with_nvcc)?;
     for why in &skipped {
         ui::status(why);
     }
-    plan = runnable;
-    // Now the GPU is known: `{gpu_arch}` gets GPU 0's compute capability.
-    let gpus = report.gpus();
-    match gpus.first().and_then(|g| g.compute_cap.clone()) {
-        Some(cc) => {
-            supplied.insert("gpu_arch".to_string(), cc);
-        }
-        None if recipe::uses_variable(&recipe, "gpu_arch") => bail!(
-            "recipe `{}` uses `{{gpu_arch}}`, but `nvidia-smi` did not report GPU 0's compute capability (a \
-             driver too old for `--query-gpu=compute_cap`): copy the recipe (`cargo xtask recipe show {} > \
-             mine.yaml`), write the architecture (`9.0` for an H100 or H200) in place of `{{gpu_arch}}`, and \
-             pass `--recipe mine.yaml`",
-            recipe.name,
-            args.recipe.as_deref().unwrap_or(&recipe.name)
-        ),
-        None => {}
-    }
-    resolved = recipe::resolve(&recipe, &sets, &supplied)?;
-    with_hang_after(&mut resolved, &args)?;
-    // Tools found outside PATH (`/usr/local/cuda/bin`) are put on it for the rungs.
-    let additions = report.path_additions();
-    if !additions.is_empty() {
-        let old = std::env::var_os("PATH").unwrap_or_default();
-        let joined = std::env::join_paths(additions.iter().cloned().chain(std::env::split_paths(&old)))
-            .context("cannot extend PATH with the CUDA tool directories")?;
-        // Safe: set once, before any thread of ours starts a process.
-        unsafe { std::env::set_var("PATH", joined) };
-    }
+    cfg.after_doctor(&args, &report, runnable)?;
 
-    let recipe_value = serde_json::to_value(&resolved).context("cannot record the recipe")?;
-    let mut bundle = Bundle::create(&bundle_root, &resolved.name, &recipe_value)?;
-    bundle.start(doctor::versions(&report), plan.clone())?;
+    let recipe_value = serde_json::to_value(&cfg.resolved).context("cannot record the recipe")?;
+    let mut bundle = Bundle::create(&cfg.bundle_root, &cfg.resolved.name, &recipe_value)?;
+    bundle.start(doctor::versions(&report), cfg.plan.clone())?;
     bundle.write_file(&layout::env_file(layout::DOCTOR), &doctor::render(&report))?;
     ui::status(&format!("bundle: {}", bundle.root().display()));
     let name = bundle.root().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let containers =
-        containers_for(choice.as_ref(), &resolved, bundle.root(), &name, std::process::id(), &workdir);
-    if let Some(c) = &containers {
+    let climb =
+        cfg.climb(&args, bundle.root(), &name, std::process::id(), report.gpus().len(), interrupt.clone())?;
+    say_where(&climb, &mut bundle)?;
+    let climbed = climb.run(bundle, prompter.as_mut(), &ui::Terminal);
+    finish(climbed, &interrupt)
+}
+
+/// `--dry-run`: the plan of the climb the run would build (every rung's exact command and
+/// environment), redacted like everything the tool writes (a plan gets pasted into issues
+/// too); nothing runs and no bundle is made.
+fn dry_run(args: &Args, cfg: &Config) -> Result<Outcome> {
+    // Absolute, as the run makes it: commands get paths into the bundle.
+    let root = std::path::absolute(&cfg.bundle_root).unwrap_or_else(|_| cfg.bundle_root.clone());
+    let bundle = root.join(format!("<UTC time>_{}", cfg.resolved.name));
+    let name = format!("UTC-time_{}", cfg.resolved.name);
+    let climb = cfg.climb(args, &root, &name, 0, 0, Interrupt::manual())?;
+    let text = crate::ladder::plan::render(&climb, &bundle);
+    ui::out(&crate::redact::redact_text(&text, "plan", &mut Vec::new()))?;
+    Ok(Outcome::Done)
+}
+
+/// Says where the climb's processes run (a container, a Slurm allocation) and records the
+/// container in the bundle.
+fn say_where(climb: &Climb, bundle: &mut Bundle) -> Result<()> {
+    if let Some(c) = &climb.containers {
         let record = container_record(c);
         ui::status(&format!(
             "container: {} {} ({}), image {} {}",
@@ -348,35 +437,19 @@ pub fn run(args: Args) -> Result<Outcome> {
         ));
         bundle.set_container(record)?;
     }
-    let slurm = slurm_for(
-        launcher,
-        &args,
-        &resolved.container,
-        &resolved,
-        bundle.root(),
-        &name,
-        std::process::id(),
-        &workdir,
-    )?;
-    if let Some(s) = &slurm {
+    if let Some(s) = &climb.slurm {
         ui::status(&format!(
             "slurm: job {}, target runs as job steps{}",
             s.job_id,
             s.pyxis.as_ref().map(|p| format!(" in pyxis image {}", p.image)).unwrap_or_default()
         ));
     }
-    let climb = Climb {
-        recipe: &resolved,
-        request: &req,
-        plan: &plan,
-        debug,
-        inherited_prepend,
-        gpus: gpus.len(),
-        containers,
-        slurm,
-        interrupt: interrupt.clone(),
-    };
-    let climbed = climb.run(bundle, prompter.as_mut(), &ui::Terminal);
+    Ok(())
+}
+
+/// Seals the climbed bundle (`SHA256SUMS`), prints the verdict, where it stopped and the
+/// bundle, and turns the climb's end into the command's outcome.
+fn finish(climbed: crate::ladder::driver::Climbed, interrupt: &Interrupt) -> Result<Outcome> {
     let (bundle, analysis, outcome) = (climbed.bundle, climbed.analysis, climbed.outcome);
     // Sealed last, so that `bundle verify` can tell later edits (also after Ctrl-C).
     // The rungs' files were hashed as each rung ended (the manifest has them).

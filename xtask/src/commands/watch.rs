@@ -144,6 +144,7 @@ pub fn run(args: WatchArgs) -> Result<Outcome> {
         debug: Debug::LineInfo,
         inherited_prepend: None,
         gpus: report.gpus().len(),
+        path: None,
         containers: None,
         slurm: None,
         interrupt: interrupt.clone(),

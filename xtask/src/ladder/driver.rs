@@ -40,6 +40,9 @@ pub struct Climb<'a> {
     pub inherited_prepend: Option<String>,
     /// How many GPUs doctor saw (`nvidia-smi --query-gpu`).
     pub gpus: usize,
+    /// `PATH` for every process of the climb, when doctor found tools outside the tool's own
+    /// (the host only: a container has its own): given to each step, never set process-wide.
+    pub path: Option<String>,
     /// The run's containers, when every rung runs in one.
     pub containers: Option<Containers>,
     /// The Slurm allocation the target's runs go into as job steps (`--launcher slurm`).
@@ -93,14 +96,25 @@ impl Climb<'_> {
             inherited_prepend: self.inherited_prepend.clone(),
             blocking: policy::armed_blocking(self.request, attempt),
         };
-        rung::get_for(id, self.request.watch).steps(&cx)
+        let mut steps = rung::get_for(id, self.request.watch).steps(&cx);
+        if let Some(p) = &self.path {
+            for s in &mut steps {
+                s.inv.set("PATH", p.clone());
+            }
+        }
+        steps
     }
 
     /// Climbs into `bundle`: starts the `collect` commands beside the climb, runs the rungs
     /// the policy asks for, and writes the analysis after each. Whatever happens the bundle
     /// keeps what was collected.
     pub fn run(self, bundle: Bundle, prompter: &mut dyn Prompter, progress: &dyn Progress) -> Climbed {
-        let jobs = collect::jobs(self.recipe, self.containers.as_ref());
+        let mut jobs = collect::jobs(self.recipe, self.containers.as_ref());
+        if let Some(p) = &self.path {
+            for j in &mut jobs {
+                j.inv.set("PATH", p.clone());
+            }
+        }
         for job in jobs.iter().filter(|j| !j.quiet) {
             let shown = crate::redact::invocation(&job.place.wrap(&job.inv), "terminal", &mut Vec::new());
             progress.status(&format!(
@@ -290,9 +304,9 @@ impl State<'_, '_> {
             self.done.push((id, outcome));
             if !hid_before && policy::blocking_hid(self.climb.request, &self.done) {
                 record.notes.push(
-                    "this run, without launch-blocking, faulted where the launch-blocking ones did not: \
-                     launch-blocking hides this fault (a race between the host and the device, or between \
-                     streams), so the launch site cannot come from a launch-blocking run"
+                    "this run, without launch-blocking, faulted where the launch-blocking ones did not: the \
+                     fault is intermittent, or launch-blocking hides it (a race between the host and the \
+                     device, or between streams); a launch site needs a launch-blocking run that faults"
                         .into(),
                 );
             }
