@@ -82,6 +82,15 @@ pub enum Command {
     /// bundle keeps what was collected).
     #[command(visible_alias = "run")]
     DebugIma(debug_ima::Args),
+    /// Take the evidence of a process that already runs (a hang): host stacks (py-spy, gdb),
+    /// the GPU state through a cuda-gdb attach that leaves it running, the NCCL flight
+    /// recorder; with `--kill`, its user-triggered GPU dump, then its tree ended. Into a
+    /// bundle, with the verdict (docs/hangs.md).
+    ///
+    /// Exit codes: 0 done (with or without a verdict), 1 it could not (ptrace not permitted),
+    /// 2 usage (no such PID, PID 1, this tool), 130 interrupted by Ctrl-C (the bundle keeps
+    /// what was collected).
+    Dump(crate::commands::dump::Args),
     /// Check what the ladder needs (GPU, driver, nvcc, cuda-gdb, compute-sanitizer,
     /// cuobjdump, ptrace, disk space) and say how to fix what is missing.
     Doctor(doctor::DoctorArgs),
@@ -249,6 +258,7 @@ fn run(cli: Cli) -> Result<i32> {
     let outcome = match cli.command {
         Command::Analyze(args) => analyze::run(args)?,
         Command::DebugIma(args) => debug_ima::run(args)?,
+        Command::Dump(args) => crate::commands::dump::run(args)?,
         Command::Doctor(args) => doctor::run(args)?,
         Command::Recipe(cmd) => recipe::run(cmd)?,
         Command::Bundle(cmd) => bundle::run(cmd)?,

@@ -10,6 +10,7 @@ pub mod bundle;
 pub mod container;
 pub mod debug_ima;
 pub mod doctor;
+pub mod dump;
 pub mod recipe;
 
 /// How a command ended, for `cli` to map to an exit status. Errors are `Err`.

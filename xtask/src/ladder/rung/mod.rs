@@ -14,6 +14,7 @@ pub mod attach;
 pub mod baseline;
 mod build;
 pub mod coredump;
+pub mod evidence;
 pub mod hang;
 pub mod initcheck;
 pub mod launch_blocking;
@@ -36,7 +37,8 @@ pub const ALL: [&dyn Rung; 8] = [
     &hang::Hang,
 ];
 
-/// The rung of an id.
+/// The rung of an id of the ladder ([`RungId::ALL`]; `RungId::Dump`, `debug-ima dump`'s folder,
+/// has no rung and is never asked for: the climb plans from `RungId::ALL`).
 pub fn get(id: RungId) -> &'static dyn Rung {
     // ALL is in RungId order; the test below holds it so.
     ALL[RungId::ALL.iter().position(|r| *r == id).unwrap_or(0)]
