@@ -56,8 +56,17 @@ const LAYERS: &[(&str, u32, &str)] = &[
 const EXEMPT: &[&str] = &["lib.rs", "main.rs"];
 
 /// The rung ids: spelt as literals only in `model/`.
-const RUNG_NAMES: &[&str] =
-    &["baseline", "rebuild", "launch-blocking", "coredump", "attach", "memcheck", "initcheck", "hang"];
+const RUNG_NAMES: &[&str] = &[
+    "baseline",
+    "rebuild",
+    "launch-blocking",
+    "coredump",
+    "attach",
+    "memcheck",
+    "initcheck",
+    "hang",
+    "dump",
+];
 
 /// Literals equal to a rung name that are not the rung id: (file, literal, reason).
 const RUNG_NAME_ALLOWED: &[(&str, &str, &str)] = &[
@@ -68,6 +77,7 @@ const RUNG_NAME_ALLOWED: &[(&str, &str, &str)] = &[
         "compute-sanitizer's `--tool` value, not the rung id",
     ),
     ("xtask/src/findings/cudagdb.rs", "attach", "cuda-gdb's `attach PID` command, not the rung id"),
+    ("xtask/src/ladder/rung/evidence.rs", "dump", "py-spy's `dump` subcommand, not the dump's folder id"),
     ("xtask/src/findings/mod.rs", "coredump", "the name of the tool whose output was read, not the rung id"),
     ("xtask/src/findings/mod.rs", "memcheck", "the name of the tool whose output was read, not the rung id"),
     ("xtask/src/findings/mod.rs", "hang", "the error class of a verdict, not the rung id"),

@@ -90,6 +90,15 @@ pub enum Command {
     /// Exit codes: the job's own (128 + the signal that ended it), 1 when it could not start,
     /// 2 usage, 130 interrupted by Ctrl-C, 143 by SIGTERM.
     Watch(watch::WatchArgs),
+    /// Take the evidence of a process that already runs (a hang): host stacks (py-spy, gdb),
+    /// the GPU state through a cuda-gdb attach that leaves it running, the NCCL flight
+    /// recorder; with `--kill`, its user-triggered GPU dump, then its tree ended. Into a
+    /// bundle, with the verdict (docs/hangs.md).
+    ///
+    /// Exit codes: 0 done (with or without a verdict), 1 it could not (ptrace not permitted),
+    /// 2 usage (no such PID, PID 1, this tool), 130 interrupted by Ctrl-C (the bundle keeps
+    /// what was collected).
+    Dump(crate::commands::dump::Args),
     /// Check what the ladder needs (GPU, driver, nvcc, cuda-gdb, compute-sanitizer,
     /// cuobjdump, ptrace, disk space) and say how to fix what is missing.
     Doctor(doctor::DoctorArgs),
@@ -264,6 +273,7 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Analyze(args) => analyze::run(args)?,
         Command::DebugIma(args) => debug_ima::run(args)?,
         Command::Watch(args) => watch::run(args)?,
+        Command::Dump(args) => crate::commands::dump::run(args)?,
         Command::Doctor(args) => doctor::run(args)?,
         Command::Recipe(cmd) => recipe::run(cmd)?,
         Command::Bundle(cmd) => bundle::run(cmd)?,

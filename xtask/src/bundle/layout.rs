@@ -12,6 +12,10 @@
 //!   LEFT_OUT.tsv    what an archive left out (coredumps), with sizes and why
 //!   env/            doctor's report, git describe, pip freeze, what `collect` commands printed
 //!   rungs/NN-<rung>/  stdout.log, stderr.log, command.txt, artifacts (dumps, XML, cuda-gdb logs)
+//!   rungs/01-dump/    (`debug-ima dump PID`) pyspy-<pid>.log, gdb-<pid>.log,
+//!                     cudagdb-attach-<pid>.log, nccl-trace-<rank>.json, cudagdb-<pid>.log and
+//!                     the GPU dump it read (`--kill`: core_<host>.<pid>.<time>), each tool's
+//!                     `<stem>.command.txt`
 //! ```
 //!
 //! Must not: read or write files.
@@ -62,6 +66,45 @@ pub const LINEINFO_TABLE: &str = "lineinfo.tsv";
 pub const DUMP_PREFIX: &str = "core_";
 /// Where `replay.sh` puts what a replay writes (`replay/<rung>/`).
 pub const REPLAY_DIR: &str = "replay";
+
+/// `debug-ima dump`: the stem of py-spy's log of process `pid` (`pyspy-<pid>.log`).
+pub fn pyspy_stem(pid: u32) -> String {
+    format!("pyspy-{pid}")
+}
+
+/// `debug-ima dump`: the stem of gdb's host stacks of the native process `pid`.
+pub fn host_stacks_stem(pid: u32) -> String {
+    format!("gdb-{pid}")
+}
+
+/// `debug-ima dump`: the stem of cuda-gdb's log attached to the live process `pid`.
+pub fn attach_stem(pid: u32) -> String {
+    format!("cudagdb-attach-{pid}")
+}
+
+/// `debug-ima dump --kill`: the stem of cuda-gdb's log on the user-triggered dump of `pid`.
+pub fn dump_read_stem(pid: u32) -> String {
+    format!("cudagdb-{pid}")
+}
+
+/// A flight-recorder dump as JSON (`nccl-trace-<rank>.json`), or `None` when its file name
+/// (`nccl_trace_rank_0`, PyTorch's `TORCH_NCCL_DEBUG_INFO_TEMP_FILE` plus the rank) does not
+/// end in a rank.
+pub fn nccl_json(trace_name: &str) -> Option<String> {
+    let digits = trace_name.bytes().rev().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || digits > 9 {
+        return None;
+    }
+    Some(format!("nccl-trace-{}.json", &trace_name[trace_name.len() - digits..]))
+}
+
+/// The name a user-triggered GPU dump gets in `debug-ima dump`'s folder, whatever the driver
+/// named it (`core_<time>_<host>_<pid>.nvcudmp` by default): `core_<host>.<pid>.<time>`, the
+/// coredump rung's, which names the pid for cuda-gdb's log and which `bundle pack` leaves out
+/// like every coredump.
+pub fn dump_file(host: &str, pid: u32, time: u64) -> String {
+    format!("{DUMP_PREFIX}{host}.{pid}.{time}")
+}
 
 /// `rungs/NN-<rung>` (relative); a rung's later run (`attempt` 1, 2, ...: a retry) is
 /// `rungs/NN-<rung>-<attempt + 1>`, so that each run's files keep an origin of their own.
@@ -119,5 +162,9 @@ mod tests {
         assert_eq!(command_file(Path::new("/b/r"), &o), Path::new("/b/r/command.txt"));
         let (g, _) = logs(Path::new("/b/r"), "cudagdb-1");
         assert_eq!(command_file(Path::new("/b/r"), &g), Path::new("/b/r/cudagdb-1.command.txt"));
+        assert_eq!(rung_dir(1, RungId::Dump, 0), Path::new("rungs/01-dump"));
+        assert_eq!(nccl_json("nccl_trace_rank_12").as_deref(), Some("nccl-trace-12.json"));
+        assert_eq!(nccl_json("nccl_trace_rank_"), None);
+        assert_eq!(dump_file("vm", 738, 1796162904), "core_vm.738.1796162904");
     }
 }

@@ -10,6 +10,7 @@ pub mod bundle;
 pub mod container;
 pub mod debug_ima;
 pub mod doctor;
+pub mod dump;
 pub mod recipe;
 pub mod watch;
 

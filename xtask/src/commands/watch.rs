@@ -21,7 +21,7 @@ use crate::doctor;
 use crate::findings::render::render_text;
 use crate::ladder::driver::{Climb, Stopped};
 use crate::ladder::policy::Request;
-use crate::ladder::rung::{hang, Debug};
+use crate::ladder::rung::Debug;
 use crate::model::{Exit, Role, RungId, Usage};
 use crate::process::Interrupt;
 use crate::recipe::{self, ContainerConfig, Resolved, Step};
@@ -54,7 +54,7 @@ pub struct WatchArgs {
 
 /// Whether the job is a Python program: its first word is an interpreter, or a `.py` file.
 fn is_python(argv: &[String]) -> bool {
-    argv.first().is_some_and(|a| hang::is_python_name(a) || a.ends_with(".py"))
+    argv.first().is_some_and(|a| crate::ladder::rung::evidence::is_python_name(a) || a.ends_with(".py"))
 }
 
 /// The job as a recipe's run: the recipe's (its command replaced by `CMD` when given), or

@@ -561,6 +561,13 @@ impl CudaGdbParser {
                     self.end_session();
                     return true;
                 }
+                // `[Inferior 1 (process 2963) detached]`: an attach's `detach` names its pid.
+                if let Some(pid) = detached_pid(line) {
+                    if let Some(s) = self.cur.as_mut() {
+                        s.pid = s.pid.or(Some(pid));
+                        return true;
+                    }
+                }
             }
             b'A' if line.starts_with("A fatal error internal to GDB has been detected") => {
                 if self.cur.is_some() {
@@ -716,6 +723,13 @@ impl CudaGdbParser {
             self.note(note);
         }
     }
+}
+
+/// The pid in gdb's `[Inferior N (process PID) detached]`.
+fn detached_pid(line: &str) -> Option<u32> {
+    let rest = line.strip_prefix("[Inferior ")?.strip_suffix(" detached]")?;
+    let (_, pid) = rest.split_once(" (process ")?;
+    pid.strip_suffix(')')?.parse().ok()
 }
 
 impl LineParser for CudaGdbParser {
@@ -1740,6 +1754,38 @@ mod tests {
     const HANG_FLAG: &str = recording!("h200/hang/hang_flag/cudagdb_1.log");
     const HANG_PEER: &str = recording!("h200/hang/hang_two_procs/cudagdb_1.log");
     const HANG_IDLE: &str = recording!("h200/hang/hang_two_procs/cudagdb_2.log");
+
+    /// A real attach to the hung `hang_flag` (`-ex 'thread apply all bt' -ex detach`).
+    const ATTACHED: &str = recording!("h200/hang/hang_flag_attached/attach_host.log");
+    /// `debug-ima dump`'s attach to the hung `hang_flag` and `hang_triton` (tests/fixtures/h200/dump).
+    const LIVE_FLAG: &str = recording!("h200/dump/hang_flag/attach.log");
+    const LIVE_TRITON: &str = recording!("h200/dump/hang_triton/attach.log");
+
+    #[test]
+    fn an_attach_names_its_pid_when_it_detaches() {
+        let last = ATTACHED.lines().last().unwrap();
+        assert_eq!(last, "[Inferior 1 (process 2963) detached]");
+        assert_eq!(detached_pid(last), Some(2963));
+        assert_eq!(detached_pid("[Inferior 1 (process x) detached]"), None);
+        assert_eq!(detached_pid("[Inferior 1 (process 2963) exited normally]"), None);
+    }
+
+    #[test]
+    fn an_attach_to_a_hung_process_is_a_snapshot_with_its_pid() {
+        let ev = scan_str(LIVE_FLAG, "cudagdb-attach-467.log");
+        assert!(ev.faults.is_empty(), "{:?}", ev.faults);
+        assert_eq!(ev.snapshots.len(), 1, "{ev:?}");
+        let s = &ev.snapshots[0];
+        assert_eq!((s.pid, s.kernel.as_deref(), s.core.as_deref()), (Some(467), Some("consume"), None));
+        assert_eq!(
+            s.chain,
+            vec![loc("/work/main/tests/gpu/programs/hang_flag.cu", 8), loc("hang_flag.cu", 15)]
+        );
+        let lines: Vec<(u64, Option<u32>)> = s.threads.iter().map(|g| (g.count, g.line)).collect();
+        assert_eq!(lines, vec![(256, Some(8)), (768, Some(18))], "{:?}", s.threads);
+        let s = &scan_str(LIVE_TRITON, "cudagdb-attach-571.log").snapshots[0];
+        assert_eq!((s.pid, s.kernel.as_deref(), s.thread_count()), (Some(571), Some("wait_then_copy"), 512));
+    }
 
     #[test]
     fn a_user_triggered_dump_of_a_hang_is_a_snapshot_not_a_fault() {

@@ -1194,11 +1194,17 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
     if library_line {
         remarks.push("the spinning line is in library or toolkit code, not in your sources".to_string());
     }
-    remarks.push(
-        "a snapshot, not a fault: the dump was triggered while the kernels ran; block and thread are \
-         cuda-gdb's focus"
+    remarks.push(match primary.core {
+        Some(_) => {
+            "a snapshot, not a fault: the dump was triggered while the kernels ran; block and thread are \
+                    cuda-gdb's focus"
+                .to_string()
+        }
+        // `debug-ima dump PID`: cuda-gdb attached to the running process, no dump.
+        None => "a snapshot, not a fault: cuda-gdb attached while the kernels ran; block and thread are its \
+                 focus"
             .to_string(),
-    );
+    });
     for ev in inputs.iter().filter(|e| e.debugger_crashed) {
         remarks.push(format!("cuda-gdb crashed in {}; what it printed before the crash was kept", ev.origin));
     }

@@ -58,6 +58,8 @@ pub enum Role {
     Collect,
     /// `py-spy dump` on a hung Python process.
     PySpy,
+    /// `gdb -p PID` (`thread apply all bt`): a running native process's host stacks.
+    Gdb,
     /// `python3 -c ...` converting an NCCL flight-recorder dump (a pickle) to JSON.
     Python,
 }
@@ -71,6 +73,7 @@ impl Role {
             Role::CudaGdb => "cuda-gdb",
             Role::Collect => "collect",
             Role::PySpy => "py-spy",
+            Role::Gdb => "gdb",
             Role::Python => "python3",
         }
     }

@@ -9,7 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use super::need::Need;
 
-/// One rung of the escalation ladder, cheapest first.
+/// One rung of the escalation ladder, cheapest first; and [`RungId::Dump`], which is no rung of
+/// the ladder (it is not in [`RungId::ALL`]) but names the one folder `debug-ima dump PID`
+/// writes its evidence into (`rungs/01-dump`), so that every reader of a bundle (`analyze`,
+/// `bundle show|report|verify`, the verdict's `rungs`) takes that folder as it takes a rung's.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, clap::ValueEnum,
 )]
@@ -33,10 +36,15 @@ pub enum RungId {
     /// flight recorder and a user-triggered GPU coredump of every CUDA process, read with
     /// `cuda-gdb`.
     Hang,
+    /// Not a rung: what `debug-ima dump PID` took of a process it did not start (host stacks,
+    /// a cuda-gdb attach, the NCCL flight recorder, a user-triggered dump with `--kill`). Not
+    /// in [`RungId::ALL`], not a value of `--rungs`, no recipe key.
+    #[value(skip)]
+    Dump,
 }
 
 impl RungId {
-    /// Every rung, in ladder order.
+    /// Every rung of the ladder, in ladder order ([`RungId::Dump`] is none).
     pub const ALL: [RungId; 8] = [
         RungId::Baseline,
         RungId::Rebuild,
@@ -59,6 +67,7 @@ impl RungId {
             RungId::Memcheck => "memcheck",
             RungId::Initcheck => "initcheck",
             RungId::Hang => "hang",
+            RungId::Dump => "dump",
         }
     }
 
@@ -72,6 +81,7 @@ impl RungId {
             RungId::Attach => &[Need::CudaGdb, Need::DebuggerBackend, Need::Ptrace, Need::Tmpdir],
             RungId::Memcheck | RungId::Initcheck => &[Need::ComputeSanitizer],
             RungId::Hang => &[Need::CudaGdb, Need::Tmpdir, Need::CoredumpSpace, Need::PySpy],
+            RungId::Dump => &[Need::CudaGdb, Need::DebuggerBackend, Need::Ptrace, Need::PySpy],
         }
     }
 
@@ -107,5 +117,13 @@ mod tests {
             assert_eq!(serde_json::to_string(&r).unwrap(), format!("\"{}\"", r.name()));
         }
         assert_eq!(RungId::from_name("nope"), None);
+        // The dump's folder is named like a rung's, but it is no rung of the ladder.
+        assert_eq!(serde_json::to_string(&RungId::Dump).unwrap(), format!("\"{}\"", RungId::Dump.name()));
+        assert!(!RungId::ALL.contains(&RungId::Dump));
+        assert_eq!(RungId::from_name(RungId::Dump.name()), None);
+        use clap::ValueEnum;
+        assert!(
+            !RungId::value_variants().contains(&RungId::Dump) && RungId::Dump.to_possible_value().is_none()
+        );
     }
 }

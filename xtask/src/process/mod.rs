@@ -9,7 +9,9 @@
 //! direct child exits by itself, whatever is left of its tree is killed at once. The tree is
 //! the group and every process outside it that carries the run's mark or that the tool,
 //! its subreaper, inherited as an orphan ([`tree`]), so a descendant that calls `setsid()`
-//! is killed too. [`short`] runs short commands whose output is wanted as text.
+//! is killed too. [`short`] runs short commands whose output is wanted as text. [`foreign`]
+//! knows the tree of a process the tool did not start (`debug-ima dump PID`), resumes one a
+//! debugger left stopped and, for `dump --kill`, ends that tree.
 //!
 //! [`init`], at the start of the tool, makes it the subreaper of what it starts and
 //! installs the signal handler; [`end`], at its end, kills whatever is left.
@@ -25,6 +27,7 @@
 //! open, its output stops being logged [`READERS_GRACE`] after the run ends, and
 //! [`Outcome::output_abandoned`] says so.
 
+pub mod foreign;
 mod groups;
 mod interrupt;
 mod log;

@@ -10,23 +10,27 @@
 //! line) and, for a native target, the CPU core the abort left (`thread apply all bt`).
 //!
 //! Recorded on an H200 (tests/fixtures/h200/hang/README.md): one byte is enough; a cuda-gdb
-//! attached before the trigger prevents the dump, so nothing attaches before it.
+//! attached before the trigger prevents the dump, so nothing attaches before it. What it shares
+//! with `debug-ima dump PID` (py-spy, the pipes, the waits, cuda-gdb on a dump) is in
+//! `evidence.rs`.
 //!
 //! Must not: attach a debugger or signal a process of the target before its dump is written
 //! (or the wait for it has run out), read the dumps itself (cuda-gdb does), leave a process or
 //! a CPU core behind.
 
-use std::io::Write;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::path::Path;
+use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Result};
 
 use super::api::{step, At, Beside, Ran, Rung, RungIo, Step, StepCx, When, TRACE, TREE_PID};
 use super::armed;
-use super::build::{from_step, target, with_options, DEFAULT_RUN_TIMEOUT, GDB_TIMEOUT};
+use super::build::{from_step, target, with_options, DEFAULT_RUN_TIMEOUT};
 use super::coredump;
+use super::evidence::{
+    alive, fifos, files, gdb, is_python, name_of, poke, pyspy, trace_to_json, wait_for_dumps,
+    wait_for_traces, Wrote, DUMP_WAIT, OPEN_RETRY, TRACE_WAIT,
+};
 use super::rebuild;
 use crate::launch::container::Access;
 use crate::model::{Invocation, Role, RungId};
@@ -40,21 +44,8 @@ pub use super::armed::{NCCL_BUFFER, NCCL_PIPE, NCCL_TRACE, PIPE_PREFIX};
 pub const DUMP_PREFIX: &str = "core.";
 /// Stands for a dump's path in the per-dump step.
 pub const HANG_DUMP: &str = "core.<host>.<pid>.<time>";
-/// How long a triggered process may take to write its dump and abort (the H200's took
-/// 0.3 s native, 1.8 s for two Python processes) before the tree is ended anyway.
-pub const DUMP_WAIT: Duration = Duration::from_secs(60);
-/// A dump whose size has not changed for this long is taken as written.
-const DUMP_STILL: Duration = Duration::from_secs(2);
-/// How long an open of a pipe nobody reads yet (ENXIO) is retried.
-const OPEN_RETRY: Duration = Duration::from_secs(2);
-/// How long the NCCL traces may take to appear once their pipes were written.
-const TRACE_WAIT: Duration = Duration::from_secs(10);
 /// What the target's time limit adds to `hang_after`: the stacks, the triggers, the wait.
 pub const HANG_MARGIN: Duration = Duration::from_secs(300);
-/// Converts a flight-recorder pickle (`argv[1]`) to JSON (`argv[2]`); what JSON cannot hold
-/// (bytes) is written as its `repr`.
-const PICKLE_TO_JSON: &str = "import pickle,json,sys; d=pickle.load(open(sys.argv[1],'rb')); \
-json.dump(d,open(sys.argv[2],'w'),indent=1,default=repr)";
 
 /// When the run counts as hung: `hang_after` (`--hang-after`, `run.hang_after`), else the
 /// target's own time limit (`run.timeout`, else [`DEFAULT_RUN_TIMEOUT`]): a baseline that
@@ -81,45 +72,6 @@ pub fn invocation(r: &Resolved, dir: &Path) -> Invocation {
     inv
 }
 
-/// `py-spy dump --native --pid PID`: every thread's Python and native frames.
-pub fn pyspy(pid: &str) -> Invocation {
-    let argv = ["py-spy", "dump", "--native", "--pid", pid].map(String::from).to_vec();
-    Invocation { timeout: Some(Duration::from_secs(60)), ..Invocation::new(argv) }
-}
-
-/// `python3 -c PICKLE_TO_JSON DUMP DUMP.json` on a flight-recorder dump in `dir`.
-pub fn trace_to_json(dir: &Path) -> Invocation {
-    let trace = dir.join(TRACE).display().to_string();
-    let argv = vec![
-        "python3".to_string(),
-        "-c".to_string(),
-        PICKLE_TO_JSON.to_string(),
-        trace.clone(),
-        format!("{trace}.json"),
-    ];
-    Invocation { timeout: Some(Duration::from_secs(60)), ..Invocation::new(argv) }
-}
-
-/// cuda-gdb on a user-triggered dump, with the commands the recordings were made with: the
-/// kernels, the focused thread's stack, every thread grouped by PC and line, the warps of the
-/// focused SM, the instruction at the PC.
-pub fn gdb(dump: &Path) -> Invocation {
-    let mut argv: Vec<String> = ["cuda-gdb", "-batch", "-nx"].map(String::from).to_vec();
-    for c in [
-        "set pagination off".to_string(),
-        format!("target cudacore {}", dump.display()),
-        "info cuda kernels".to_string(),
-        "bt".to_string(),
-        "info cuda threads".to_string(),
-        "info cuda warps".to_string(),
-        "x/i $pc".to_string(),
-    ] {
-        argv.push("-ex".into());
-        argv.push(c);
-    }
-    Invocation { timeout: Some(GDB_TIMEOUT), ..Invocation::new(argv) }
-}
-
 /// The pid in a pipe's or a dump's name: `corepipe.<host>.<pid>`, `core.<host>.<pid>.<time>`.
 /// The host may hold dots, so the pid is counted from the end.
 pub fn pid_in(name: &str) -> Option<u32> {
@@ -134,101 +86,6 @@ pub fn pid_in(name: &str) -> Option<u32> {
     parts.next()?.parse().ok()
 }
 
-/// Whether a command line (`/proc/PID/cmdline`'s first word), an executable or a `comm` is a
-/// Python interpreter's: `python`, `python3`, `python3.12`, a venv's `.../bin/python3`.
-pub fn is_python_name(name: &str) -> bool {
-    let base = name.rsplit('/').next().unwrap_or(name);
-    base.strip_prefix("python").is_some_and(|v| v.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
-}
-
-/// Whether the live process `pid` runs Python: its `comm` (a script run through a `#!`
-/// line is named after the script), its executable or its first word.
-fn is_python(pid: u32) -> bool {
-    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-    let exe =
-        std::fs::read_link(format!("/proc/{pid}/exe")).map(|p| p.display().to_string()).unwrap_or_default();
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let first = String::from_utf8_lossy(cmdline.split(|&b| b == 0).next().unwrap_or_default()).into_owned();
-    [comm.trim(), exe.as_str(), first.as_str()].iter().any(|n| is_python_name(n))
-}
-
-/// Whether `pid` is alive and not a zombie.
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()) != Some("Z"),
-        Err(_) => false,
-    }
-}
-
-/// The FIFOs in `dir` whose names start with `prefix` (and end with `suffix`), sorted.
-fn fifos(dir: &Path, prefix: &str, suffix: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_fifo()))
-                .map(|e| e.path())
-                .filter(|p| {
-                    let n = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                    n.starts_with(prefix) && n.ends_with(suffix)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
-}
-
-/// The regular files in `dir` whose names start with `prefix`, sorted.
-fn files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-                .map(|e| e.path())
-                .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(prefix)))
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
-}
-
-fn name_of(p: &Path) -> String {
-    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-}
-
-/// How a write to a pipe went.
-#[derive(Debug, PartialEq, Eq)]
-enum Wrote {
-    Done,
-    /// Nobody opened it for reading within [`OPEN_RETRY`] (ENXIO).
-    NoReader,
-    Failed(String),
-}
-
-/// Writes `byte` to the FIFO `p` without blocking: opened `O_WRONLY|O_NONBLOCK`, retried
-/// while nobody reads it yet (ENXIO) for up to [`OPEN_RETRY`].
-fn poke(p: &Path, byte: &[u8]) -> Wrote {
-    let until = Instant::now() + OPEN_RETRY;
-    loop {
-        match std::fs::OpenOptions::new().write(true).custom_flags(nix::libc::O_NONBLOCK).open(p) {
-            Ok(mut f) => {
-                return match f.write_all(byte) {
-                    Ok(()) => Wrote::Done,
-                    Err(e) => Wrote::Failed(e.to_string()),
-                }
-            }
-            Err(e) if e.raw_os_error() == Some(nix::libc::ENXIO) => {
-                if Instant::now() >= until {
-                    return Wrote::NoReader;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(e) => return Wrote::Failed(e.to_string()),
-        }
-    }
-}
-
 /// The size of the newest dump of `pid` in `dir`, if it wrote one.
 fn dump_size(dir: &Path, pid: u32) -> Option<u64> {
     files(dir, "")
@@ -236,35 +93,6 @@ fn dump_size(dir: &Path, pid: u32) -> Option<u64> {
         .filter(|p| pid_in(&name_of(p)) == Some(pid))
         .filter_map(|p| std::fs::metadata(p).ok().map(|m| m.len()))
         .max()
-}
-
-/// Waits until every triggered process has exited or its dump has stopped growing, up to
-/// [`DUMP_WAIT`]; returns those still running at the end with their state.
-fn wait_for_dumps(dir: &Path, pids: &[u32], beside: &dyn Beside) -> Vec<(u32, &'static str)> {
-    let until = Instant::now() + DUMP_WAIT;
-    let mut sizes: Vec<(u32, Option<u64>, Instant)> =
-        pids.iter().map(|&p| (p, None, Instant::now())).collect();
-    loop {
-        let mut pending = Vec::new();
-        for (pid, size, since) in &mut sizes {
-            if !alive(*pid) {
-                continue;
-            }
-            let now = dump_size(dir, *pid);
-            if now != *size {
-                *size = now;
-                *since = Instant::now();
-            }
-            let still = size.is_some() && since.elapsed() >= DUMP_STILL;
-            if !still {
-                pending.push((*pid, if size.is_some() { "writing its dump" } else { "no dump yet" }));
-            }
-        }
-        if pending.is_empty() || Instant::now() >= until || beside.interrupted() {
-            return pending;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// What the watch found, for the notes after the run.
@@ -430,7 +258,7 @@ pub(super) fn collect(
                 }
             }
         }
-        let traces = wait_for_traces(dir, triggered, beside);
+        let traces = wait_for_traces(dir, NCCL_TRACE, triggered, None, &|| beside.interrupted());
         match convert {
             Some(c) => {
                 for (i, t) in traces.iter().enumerate() {
@@ -500,7 +328,7 @@ pub(super) fn collect(
         return;
     }
     beside.say(&format!("GPU dump triggered in {} process(es): waiting for the dumps", triggered.len()));
-    let left = wait_for_dumps(dir, &triggered, beside);
+    let left = wait_for_dumps(&triggered, &|pid| dump_size(dir, pid), &|| beside.interrupted());
     seen.notes.push(format!(
         "triggered a GPU coredump of process{} {} (one byte into each pipe)",
         if triggered.len() == 1 { "" } else { "es" },
@@ -511,29 +339,6 @@ pub(super) fn collect(
             "process {pid} had not exited {} s after its trigger ({state}); it was killed with the tree",
             DUMP_WAIT.as_secs()
         ));
-    }
-}
-
-/// Waits up to [`TRACE_WAIT`] for `want` flight-recorder dumps (`nccl-trace-<rank>`, not the
-/// `.json` made from them) to appear and stop growing; returns those there.
-fn wait_for_traces(dir: &Path, want: usize, beside: &dyn Beside) -> Vec<PathBuf> {
-    let until = Instant::now() + TRACE_WAIT;
-    let mut last: Vec<(PathBuf, u64)> = Vec::new();
-    loop {
-        let now: Vec<(PathBuf, u64)> = files(dir, NCCL_TRACE)
-            .into_iter()
-            .filter(|p| !name_of(p).ends_with(".json"))
-            .map(|p| {
-                let n = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
-                (p, n)
-            })
-            .collect();
-        let settled = now == last && now.len() >= want && now.iter().all(|(_, n)| *n > 0);
-        if settled || Instant::now() >= until || beside.interrupted() {
-            return now.into_iter().map(|(p, _)| p).collect();
-        }
-        last = now;
-        std::thread::sleep(Duration::from_millis(250));
     }
 }
 
@@ -567,45 +372,5 @@ mod tests {
         assert_eq!(pid_in("core"), None);
         assert_eq!(pid_in("cpu-core"), None);
         assert_eq!(pid_in("corepipe.vm.x"), None);
-    }
-
-    #[test]
-    fn python_interpreters_are_known_by_name() {
-        for n in ["python", "python3", "python3.12", "/opt/torch/.venv/bin/python3"] {
-            assert!(is_python_name(n), "{n}");
-        }
-        for n in ["pythonista", "sh", "hang_flag", "", "/usr/bin/ipython"] {
-            assert!(!is_python_name(n), "{n}");
-        }
-    }
-
-    #[test]
-    fn the_gdb_command_is_the_recordings() {
-        let inv = gdb(Path::new("/b/core.vm.1.2"));
-        assert_eq!(
-            inv.shell_line(),
-            "cuda-gdb -batch -nx -ex 'set pagination off' -ex 'target cudacore /b/core.vm.1.2' -ex 'info cuda \
-             kernels' -ex bt -ex 'info cuda threads' -ex 'info cuda warps' -ex 'x/i $pc'"
-        );
-    }
-
-    #[test]
-    fn a_pipe_nobody_reads_is_reported_and_one_read_gets_its_byte() {
-        let d = std::env::temp_dir().join(format!("xtask-hang-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        let p = d.join("corepipe.h.1");
-        let _ = std::fs::remove_file(&p);
-        let c = std::ffi::CString::new(p.display().to_string()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { nix::libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        assert_eq!(fifos(&d, PIPE_PREFIX, ""), vec![p.clone()]);
-        assert_eq!(poke(&p, b"1"), Wrote::NoReader);
-        let reader = {
-            let p = p.clone();
-            std::thread::spawn(move || std::fs::read(&p).unwrap())
-        };
-        assert_eq!(poke(&p, b"1"), Wrote::Done);
-        assert_eq!(reader.join().unwrap(), b"1");
-        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -15,6 +15,7 @@ pub mod attach;
 pub mod baseline;
 mod build;
 pub mod coredump;
+pub mod evidence;
 pub mod hang;
 pub mod initcheck;
 pub mod launch_blocking;
@@ -48,7 +49,8 @@ pub fn get_for(id: RungId, watching: bool) -> &'static dyn Rung {
     }
 }
 
-/// The rung of an id.
+/// The rung of an id of the ladder ([`RungId::ALL`]; `RungId::Dump`, `debug-ima dump`'s folder,
+/// has no rung and is never asked for: the climb plans from `RungId::ALL`).
 pub fn get(id: RungId) -> &'static dyn Rung {
     // ALL is in RungId order; the test below holds it so.
     ALL[RungId::ALL.iter().position(|r| *r == id).unwrap_or(0)]

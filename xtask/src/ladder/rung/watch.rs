@@ -18,7 +18,7 @@ use anyhow::Result;
 
 use super::api::{step, At, Ran, Rung, RungIo, Step, StepCx, When, DUMP, TREE_PID};
 use super::build::with_options;
-use super::{armed, coredump, hang};
+use super::{armed, coredump, evidence, hang};
 use crate::findings::verdict::Part;
 use crate::launch::container::Access;
 use crate::model::{Exit, Role, RungId};
@@ -71,20 +71,21 @@ pub fn steps(cx: &StepCx) -> Vec<Step> {
     job.timeout = None;
     let mut steps = vec![
         Step::target(job).at(At::New(Access::Ptrace)),
-        Step::new(Role::PySpy, hang::pyspy(TREE_PID), "pyspy-{n}")
+        Step::new(Role::PySpy, evidence::pyspy(TREE_PID), "pyspy-{n}")
             .at(At::BesideTarget)
             .when(When::PerPythonProcess),
     ];
     if r.python {
         steps.push(
-            Step::new(Role::Python, hang::trace_to_json(&cx.dir), "nccl-trace-{n}-json")
+            Step::new(Role::Python, evidence::trace_to_json(&cx.dir), "nccl-trace-{n}-json")
                 .at(At::BesideTarget)
                 .when(When::PerNcclTrace),
         );
     }
     steps.extend(coredump::reading_steps(cx));
-    steps
-        .push(Step::new(Role::CudaGdb, hang::gdb(&cx.dir.join(DUMP)), "cudagdb-{n}").when(When::PerHangDump));
+    steps.push(
+        Step::new(Role::CudaGdb, evidence::gdb(&cx.dir.join(DUMP)), "cudagdb-{n}").when(When::PerHangDump),
+    );
     steps
 }
 
