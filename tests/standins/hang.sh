@@ -63,6 +63,13 @@ awk -v rec=".$rec_pid." -v dump="$dump" -v cwd="$(pwd)" '
     mine = 0
   }' "$hdir/stderr.log" >&2
 printf '\177ELF\002\001\001\000\000\000\000\000\000\000\000\000stand-in GPU coredump (hang) of recorded pid %s\n' "$rec_pid" >"$dump"
+case ${CUDA_COREDUMP_GENERATION_FLAGS:-} in
+  *skip_abort*)
+    # No abort after the dump: the kernel spins on, until whoever triggered the dump ends it.
+    rm -f "$pipe"
+    while :; do sleep 1; done
+    ;;
+esac
 
 # The kernel writes the abort's CPU core where core_pattern says, if the limit allows.
 limit=$(ulimit -c 2>/dev/null || echo 0)

@@ -85,23 +85,41 @@ pub fn core_limit(inv: &mut Invocation, python: bool) {
     inv.argv = argv;
 }
 
-/// The armed run of the target (the baseline's, and `watch`'s): dumps and pipes in `dir`,
-/// launch-blocking when `blocking`.
+/// The armed run of the target (the baseline's): dumps and pipes in `dir`, launch-blocking
+/// when `blocking`, the core limit raised for a native target (the CPU core of the abort).
 pub fn invocation(r: &Resolved, dir: &Path, blocking: bool) -> Invocation {
     let mut inv = target(r);
-    on_exception(&mut inv, dir, DUMP_PREFIX);
-    user_triggered(&mut inv, dir, DUMP_PREFIX);
-    if r.python {
-        // Its CPU core would be about 1 GB; faulthandler gives the Python stacks instead.
-        inv.set("CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION", "0");
-        inv.set("PYTHONFAULTHANDLER", "1");
-        flight_recorder(&mut inv, dir);
-    }
+    arm(&mut inv, r.python, dir);
     if blocking {
         inv.set("CUDA_LAUNCH_BLOCKING", "1");
     }
     core_limit(&mut inv, r.python);
     inv
+}
+
+/// `watch`'s run of a job: armed as [`invocation`], never launch-blocking, and with
+/// `skip_abort`: the driver writes the dump and returns the error to the job, which then ends
+/// (or logs it and goes on) as it would without the tool, its exit status its own. No CPU core
+/// is written and the job's core limit is left as it is.
+pub fn watched(r: &Resolved, dir: &Path) -> Invocation {
+    let mut inv = target(r);
+    arm(&mut inv, r.python, dir);
+    inv.set("CUDA_COREDUMP_GENERATION_FLAGS", format!("{GENERATION_FLAGS},skip_abort"));
+    inv.set("CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION", "0");
+    inv
+}
+
+/// The dumps on exception and on request into `dir`; for Python, faulthandler (its stack at
+/// the driver's abort replaces the traceback the abort prevents) and the flight recorder.
+fn arm(inv: &mut Invocation, python: bool, dir: &Path) {
+    on_exception(inv, dir, DUMP_PREFIX);
+    user_triggered(inv, dir, DUMP_PREFIX);
+    if python {
+        // Its CPU core would be about 1 GB; faulthandler gives the Python stacks instead.
+        inv.set("CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION", "0");
+        inv.set("PYTHONFAULTHANDLER", "1");
+        flight_recorder(inv, dir);
+    }
 }
 
 /// Launchers of several processes that talk through collectives: launch-blocking can

@@ -1,7 +1,8 @@
 //! The baseline as `watch` runs it: the one run of a long job (a server, a training run),
-//! armed ([`super::armed`]) but at full speed (never launch-blocking), with no time limit, for as
-//! long as it runs. A device fault leaves its dumps, read after the job ends as the armed run's
-//! are; a hang is taken while the job runs, with the hang rung's evidence (py-spy stacks, the
+//! armed ([`super::armed::watched`]) but at full speed (never launch-blocking), with no time
+//! limit, for as long as it runs, and without the driver's abort after a dump (`skip_abort`),
+//! so that the job ends as it would without the tool. A device fault leaves its dumps, read
+//! after the job ends; a hang is taken while the job runs, with the hang rung's evidence (py-spy stacks, the
 //! NCCL flight recorder, a user-triggered dump of every CUDA process), when:
 //! - nothing was printed for `hang_after` and a GPU is busy (a server idle between requests
 //!   prints nothing either, but leaves the GPU idle), checked every [`GPU_CHECK`];
@@ -67,7 +68,7 @@ impl Rung for Watched {
 /// rung's steps beside it, and the reading of its dumps.
 pub fn steps(cx: &StepCx) -> Vec<Step> {
     let r = cx.recipe;
-    let mut job = with_options(armed::invocation(r, &cx.dir, false), r, RungId::Baseline);
+    let mut job = with_options(armed::watched(r, &cx.dir), r, RungId::Baseline);
     job.timeout = None;
     let mut steps = vec![
         Step::target(job).at(At::New(Access::Ptrace)),
@@ -82,7 +83,8 @@ pub fn steps(cx: &StepCx) -> Vec<Step> {
                 .when(When::PerNcclTrace),
         );
     }
-    steps.extend(coredump::reading_steps(cx));
+    // No abort, so no CPU core to read.
+    steps.extend(coredump::reading_steps(cx).into_iter().filter(|s| s.when != When::PerCpuCore));
     steps.push(
         Step::new(Role::CudaGdb, evidence::gdb(&cx.dir.join(DUMP)), "cudagdb-{n}").when(When::PerHangDump),
     );
