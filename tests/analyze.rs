@@ -675,3 +675,37 @@ fn armed_first_runs_recorded_on_the_gpu_give_the_whole_verdict() {
     let findings = std::fs::read_to_string(b.join("intermittent/findings.json")).unwrap();
     assert!(findings.contains("\"reproduced\": {\n    \"faulted\": 2,\n    \"runs\": 5"), "{findings}");
 }
+
+/// Bundles `debug-ima watch` wrote on an H200 (tests/gpu/one_occurrence.sh, part C; dumps
+/// left out): a job that faulted after 35 s of running, never launch-blocking, gets the
+/// kernel, line and access from its one run and says where the error surfaced (its launch
+/// site unknown, as without launch-blocking it must be); a C++ job and a PyTorch/Triton job
+/// that went silent with the GPU busy get a hang verdict with the spinning line and each
+/// process's host stack (the CPU core; py-spy).
+#[test]
+fn watch_bundles_recorded_on_the_gpu_give_their_verdicts() {
+    let b = root().join("tests/fixtures/bundles/watch");
+    let a = analyze(&[b.join("late_fault")]).unwrap();
+    let v = a.verdict.expect("the late fault is located");
+    assert!(v.kernel.contains("scatter_tail"), "{}", v.kernel);
+    assert_eq!(v.line, Some(31));
+    assert!(v.launch_site.is_none(), "{:?}", v.launch_site);
+    let surfaced = v.surfaced_at.as_ref().expect("where it surfaced");
+    assert_eq!(surfaced.frame.line, Some(76), "{surfaced:?}");
+    assert!(surfaced.how.starts_with("asynchronous"), "{surfaced:?}");
+    let text = render_text(&analyze(&[b.join("late_fault")]).unwrap());
+    assert!(text.contains("access:   write (global)"), "{text}");
+
+    for (case, kernel, line, host) in [
+        ("hang_flag", "consume", 8, "hang_flag.cu:31"),
+        ("hang_serving", "wait_then_copy", 23, "hang_serving.py:54"),
+    ] {
+        let a = analyze(&[b.join(case)]).unwrap();
+        let text = render_text(&a);
+        let v = a.verdict.unwrap_or_else(|| panic!("{case}: no verdict"));
+        assert_eq!(v.kernel, kernel, "{case}");
+        assert_eq!(v.line, Some(line), "{case}");
+        assert_eq!(v.error.as_str(), "hang", "{case}");
+        assert!(text.contains(host), "{case}: {text}");
+    }
+}
