@@ -149,6 +149,20 @@ impl Bundle {
         Ok(d)
     }
 
+    /// Writes `SHA256SUMS`, reusing the hashes the manifest has of every rung's files (taken
+    /// as each rung ended). Done last, so that `bundle verify` can tell later edits (also
+    /// after Ctrl-C).
+    pub fn seal(&self) -> Result<()> {
+        let known = self
+            .manifest()
+            .rungs
+            .iter()
+            .flat_map(|r| &r.files)
+            .map(|f| (f.path.clone(), (f.bytes, f.sha256.clone())))
+            .collect();
+        super::archive::write_sums_reusing(self.root(), &known).map(|_| ())
+    }
+
     /// Removes the bundle from disk (`watch` of a job in which nothing happened).
     pub fn discard(self) -> Result<()> {
         std::fs::remove_dir_all(&self.root)

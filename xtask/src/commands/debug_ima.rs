@@ -31,13 +31,8 @@ use crate::ui::{self, Prompter};
 /// The options of `debug-ima`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// A built-in recipe (`demo`, `cuda`, `pytorch`, `vllm`) or a path to a recipe file.
-    /// Asked for when absent on a terminal.
-    #[arg(long, value_name = "NAME|PATH")]
-    pub recipe: Option<String>,
-    /// Sets a recipe variable (repeatable): `--set script=repro.py`.
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
+    #[command(flatten)]
+    pub recipe: super::args::RecipeArgs,
     /// Runs exactly these rungs, in ladder order (comma-separated).
     #[arg(long, value_delimiter = ',', value_enum)]
     pub rungs: Option<Vec<RungId>>,
@@ -271,7 +266,7 @@ impl Config {
                  mine.yaml`), write the architecture (`9.0` for an H100 or H200) in place of `{{gpu_arch}}`, and \
                  pass `--recipe mine.yaml`",
                 self.recipe.name,
-                args.recipe.as_deref().unwrap_or(&self.recipe.name)
+                args.recipe.recipe.as_deref().unwrap_or(&self.recipe.name)
             ),
             None => {}
         }
@@ -453,15 +448,8 @@ fn finish(climbed: crate::ladder::driver::Climbed, interrupt: &Interrupt) -> Res
     let (bundle, analysis, outcome) = (climbed.bundle, climbed.analysis, climbed.outcome);
     // Sealed last, so that `bundle verify` can tell later edits (also after Ctrl-C).
     // The rungs' files were hashed as each rung ended (the manifest has them).
-    let known = bundle
-        .manifest()
-        .rungs
-        .iter()
-        .flat_map(|r| &r.files)
-        .map(|f| (f.path.clone(), (f.bytes, f.sha256.clone())))
-        .collect();
     let mut outcome = outcome;
-    if let Err(e) = crate::bundle::archive::write_sums_reusing(bundle.root(), &known) {
+    if let Err(e) = bundle.seal() {
         let full = crate::files::out_of_space(&e);
         if full && outcome.is_ok() {
             outcome = Err(e.context(format!("cannot write {}", layout::SUMS)));
@@ -549,16 +537,12 @@ fn recipe_and_values(
     prompter: &mut dyn Prompter,
     interactive: bool,
 ) -> Result<(recipe::Recipe, BTreeMap<String, String>)> {
-    let name = match &args.recipe {
+    let name = match &args.recipe.recipe {
         Some(n) => n.clone(),
         None => while_prompting(|| prompter.choose_recipe(recipe::builtin_names()))?,
     };
     let recipe = recipe::load(&name)?;
-    let mut sets: BTreeMap<String, String> = BTreeMap::new();
-    for s in &args.sets {
-        let (k, v) = recipe::parse_set(s)?;
-        sets.insert(k, v);
-    }
+    let mut sets = args.recipe.values()?;
     if interactive {
         for (k, var) in recipe::missing_variables(&recipe, &sets) {
             let v = while_prompting(|| prompter.variable(&k, &var.description, var.default.as_deref()))?;

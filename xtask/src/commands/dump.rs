@@ -97,14 +97,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     let dumped = dump::run(&target, &opts, &ui::Terminal)?;
     let (bundle, analysis, mut outcome) = (dumped.bundle, dumped.analysis, dumped.outcome);
     // Sealed last, so that `bundle verify` can tell later edits (also after Ctrl-C).
-    let known = bundle
-        .manifest()
-        .rungs
-        .iter()
-        .flat_map(|r| &r.files)
-        .map(|f| (f.path.clone(), (f.bytes, f.sha256.clone())))
-        .collect();
-    if let Err(e) = crate::bundle::archive::write_sums_reusing(bundle.root(), &known) {
+    if let Err(e) = bundle.seal() {
         let full = crate::files::out_of_space(&e);
         if full && outcome.is_ok() {
             outcome = Err(e.context(format!("cannot write {}", layout::SUMS)));

@@ -5,6 +5,7 @@
 //! processes other than through `process`.
 
 pub mod analyze;
+pub mod args;
 pub mod bench;
 pub mod bundle;
 pub mod container;

@@ -30,13 +30,10 @@ use crate::ui;
 /// The options of `watch`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct WatchArgs {
-    /// A recipe whose run (its environment, its folder) the job is; the command after `--`,
+    /// The recipe whose run (its environment, its folder) the job is; the command after `--`,
     /// when given, replaces the recipe's run command.
-    #[arg(long, value_name = "NAME|PATH")]
-    pub recipe: Option<String>,
-    /// Sets a recipe variable (repeatable): `--set model=...`.
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
+    #[command(flatten)]
+    pub recipe: super::args::RecipeArgs,
     /// Counts the job as hung when it has printed nothing for SECS seconds while a GPU is
     /// busy; without it only PyTorch's NCCL watchdog timeout counts as a hang.
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=2_592_000))]
@@ -61,16 +58,8 @@ fn is_python(argv: &[String]) -> bool {
 /// one made of `CMD` alone.
 fn job(args: &WatchArgs) -> Result<Resolved> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let mut resolved = match &args.recipe {
-        Some(name) => {
-            let r = recipe::load(name)?;
-            let mut sets = BTreeMap::new();
-            for s in &args.sets {
-                let (k, v) = recipe::parse_set(s)?;
-                sets.insert(k, v);
-            }
-            recipe::resolve(&r, &sets, &BTreeMap::new())?
-        }
+    let mut resolved = match &args.recipe.recipe {
+        Some(name) => recipe::resolve(&recipe::load(name)?, &args.recipe.values()?, &BTreeMap::new())?,
         None if args.command.is_empty() => {
             return Err(Usage::error(
                 "`watch` needs the job to run: `debug-ima watch -- CMD ARGS...` (or `--recipe R`)",
@@ -166,14 +155,7 @@ pub fn run(args: WatchArgs) -> Result<Outcome> {
             root.display()
         ));
     } else {
-        let known = bundle
-            .manifest()
-            .rungs
-            .iter()
-            .flat_map(|r| &r.files)
-            .map(|f| (f.path.clone(), (f.bytes, f.sha256.clone())))
-            .collect();
-        if let Err(e) = crate::bundle::archive::write_sums_reusing(bundle.root(), &known) {
+        if let Err(e) = bundle.seal() {
             ui::status(&format!(
                 "debug-ima: warning: {e:#}; `debug-ima bundle pack` writes {} later",
                 layout::SUMS
@@ -198,8 +180,7 @@ mod tests {
 
     fn args(command: &[&str]) -> WatchArgs {
         WatchArgs {
-            recipe: None,
-            sets: vec![],
+            recipe: Default::default(),
             hang_after: Some(30),
             bundle_dir: None,
             yes: true,
