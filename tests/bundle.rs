@@ -607,7 +607,7 @@ fn an_archive_packed_on_the_h200_unpacks_verifies_and_packs_to_the_same_bytes() 
 /// `LEFT_OUT.tsv`), and its verdict is the one the README quotes.
 #[test]
 fn the_readme_showcase_bundle_verifies_and_gives_the_quoted_verdict() {
-    let b = root().join("tests/fixtures/bundles/unchecked_launch");
+    let b = root().join("tests/fixtures/bundles/armed/unchecked_launch");
     let dir = root();
     let v = xtask(&dir, &["bundle", "verify", b.to_str().unwrap()]);
     assert!(v.status.success(), "{}", text(&v));

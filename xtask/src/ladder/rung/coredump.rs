@@ -130,28 +130,44 @@ pub fn core_place(pattern: &str, cwd: &Path) -> std::result::Result<(PathBuf, St
     Ok((dir, prefix))
 }
 
-/// Whether a file name is a core of the pattern whose fixed start is `prefix`: the name itself
-/// (`core`), the name with the `.PID` that `core_uses_pid` adds (`core.4461`), or, for a
-/// pattern with `%` specifiers, any name that starts with it.
-fn is_core_name(name: &str, prefix: &str, exact: bool) -> bool {
+/// Whether a file name is a core of the pattern whose fixed start is `prefix`, of one of the
+/// processes `pids` (those that wrote a GPU dump): the name itself (`core`, a pattern that
+/// names no pid: only the timing tells), the name with the `.PID` that `core_uses_pid` adds
+/// (`core.4461`), or, for a pattern with `%` specifiers, a name that starts with it and holds
+/// one of the pids as a number of its own (`core.python3.4461`). A user's `core.77` or
+/// `core.txt` is never taken for the target's.
+fn is_core_name(name: &str, prefix: &str, exact: bool, pids: &[u32]) -> bool {
+    let has_pid = |rest: &str| {
+        rest.split(|c: char| !c.is_ascii_digit())
+            .filter_map(|n| n.parse::<u32>().ok())
+            .any(|n| pids.contains(&n))
+    };
     match name.strip_prefix(prefix) {
         Some("") => true,
-        Some(rest) if exact => {
-            rest.strip_prefix('.').is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-        }
-        Some(_) => true,
+        Some(rest) if exact => rest
+            .strip_prefix('.')
+            .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && has_pid(p)),
+        Some(rest) => has_pid(rest),
         None => false,
     }
 }
 
-/// The newest regular file in `dir` named as a core of the pattern (`prefix`, `exact` as
-/// [`is_core_name`] takes them) that was modified since `since`: the core the target's abort
-/// wrote.
-fn find_core(dir: &Path, prefix: &str, exact: bool, since: SystemTime) -> Option<PathBuf> {
+/// The pids of the processes whose GPU dumps lie in `dir` (`core_<host>.<pid>.<time>`).
+fn dump_pids(dir: &Path) -> Vec<u32> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    rd.flatten()
+        .filter_map(|e| crate::findings::coredump::pid_from_dump_path(&e.file_name().to_string_lossy()))
+        .collect()
+}
+
+/// The newest regular file in `dir` named as a core of the pattern and of one of `pids`
+/// (`prefix`, `exact` as [`is_core_name`] takes them) that was modified since `since`: the core
+/// the target's abort wrote.
+fn find_core(dir: &Path, prefix: &str, exact: bool, pids: &[u32], since: SystemTime) -> Option<PathBuf> {
     std::fs::read_dir(dir)
         .ok()?
         .flatten()
-        .filter(|e| is_core_name(&e.file_name().to_string_lossy(), prefix, exact))
+        .filter(|e| is_core_name(&e.file_name().to_string_lossy(), prefix, exact, pids))
         .filter_map(|e| {
             let m = e.metadata().ok().filter(|m| m.is_file())?;
             let t = m.modified().ok().filter(|t| *t >= since)?;
@@ -295,7 +311,8 @@ pub fn read_cpu_core(io: &mut dyn RungIo, step: &Step, started: SystemTime) -> R
         }
     };
     let exact = !pattern.contains('%');
-    let Some(core) = find_core(&dir, &prefix, exact, started) else {
+    let pids = dump_pids(io.dir());
+    let Some(core) = find_core(&dir, &prefix, exact, &pids, started) else {
         io.note(format!(
             "no CPU core was found in `{}` (`{prefix}*`): the core limit may be 0 for this user or \
                  the process was not aborted; the host launch line stays unknown here",
@@ -347,13 +364,27 @@ mod tests {
         let before = SystemTime::now() - std::time::Duration::from_secs(5);
         std::fs::write(d.join("core"), b"x").unwrap();
         std::fs::write(d.join("cores.txt"), b"x").unwrap();
-        assert_eq!(find_core(&d, "core", true, before), Some(d.join("core")));
+        assert_eq!(find_core(&d, "core", true, &[4461], before), Some(d.join("core")));
         let later = SystemTime::now() + std::time::Duration::from_secs(60);
-        assert_eq!(find_core(&d, "core", true, later), None);
-        assert!(is_core_name("core.4461", "core", true));
-        assert!(!is_core_name("cores.txt", "core", true));
-        assert!(!is_core_name("core.txt", "core", true));
-        assert!(is_core_name("core.python3.77", "core.", false));
+        assert_eq!(find_core(&d, "core", true, &[4461], later), None);
+        assert!(is_core_name("core.4461", "core", true, &[4461]));
+        assert!(!is_core_name("cores.txt", "core", true, &[4461]));
+        assert!(!is_core_name("core.txt", "core", true, &[4461]));
+        assert!(is_core_name("core.python3.77", "core.", false, &[77]));
+        // A user's own cores (another pid), and a `core/` folder, are never the target's.
+        assert!(!is_core_name("core.4462", "core", true, &[4461]));
+        assert!(!is_core_name("core.python3.78", "core.", false, &[77]));
+        assert!(!is_core_name("core.python3.177", "core.", false, &[77]));
+        std::fs::write(d.join("core.12"), b"a user's").unwrap();
+        std::fs::create_dir_all(d.join("core.4461")).unwrap();
+        assert_eq!(find_core(&d, "core", true, &[4461], before), Some(d.join("core")));
+        std::fs::remove_file(d.join("core")).unwrap();
+        assert_eq!(
+            find_core(&d, "core", true, &[4461], before),
+            None,
+            "a folder or another pid's core was taken"
+        );
+        assert!(d.join("core.12").is_file());
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

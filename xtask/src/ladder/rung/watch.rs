@@ -28,6 +28,41 @@ use crate::process::Control;
 /// How often a silent job's GPUs are looked at once `hang_after` has passed.
 pub const GPU_CHECK: Duration = Duration::from_secs(5);
 
+/// The most bytes of GPU dumps a watched job keeps: a long job whose workers are restarted
+/// after a fault can fault again and again; past this the oldest dumps are removed (each one
+/// a note), so the disk stays bounded. With the five skip flags a dump is a few MB.
+pub const DUMP_CAP: u64 = 8 << 30;
+/// How often the dumps' sizes are looked at.
+const DUMP_CHECK: Duration = Duration::from_secs(1);
+
+/// The dumps to remove so that the rest fit in `cap`: the oldest first, never the newest.
+/// `dumps` are (path, bytes, modified).
+pub fn over_cap(mut dumps: Vec<(std::path::PathBuf, u64, SystemTime)>, cap: u64) -> Vec<std::path::PathBuf> {
+    dumps.sort_by_key(|(p, _, t)| (*t, p.clone()));
+    let mut total: u64 = dumps.iter().map(|(_, b, _)| b).sum();
+    let mut gone = Vec::new();
+    for (p, b, _) in dumps.iter().take(dumps.len().saturating_sub(1)) {
+        if total <= cap {
+            break;
+        }
+        total -= b;
+        gone.push(p.clone());
+    }
+    gone
+}
+
+/// The GPU dumps in `dir` with their sizes and times.
+fn dumps_in(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64, SystemTime)> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    rd.flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(crate::bundle::layout::DUMP_PREFIX))
+        .filter_map(|e| {
+            let m = e.metadata().ok().filter(|m| m.is_file())?;
+            Some((e.path(), m.len(), m.modified().ok()?))
+        })
+        .collect()
+}
+
 /// What PyTorch's NCCL watchdog prints when a collective timed out (recorded on two H200s,
 /// tests/fixtures/h200/dist_two_gpu); it aborts the process soon after.
 const WATCHDOG_TIMEOUT: &str = "Watchdog caught collective operation timeout";
@@ -125,6 +160,7 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
     let silent_since = Cell::new(Instant::now());
     let watchdog = Cell::new(false);
     let mut next_check = Instant::now();
+    let mut next_dump_check = Instant::now();
     let mut seen = hang::Seen::default();
     let exit = io.exec_observed(
         step(steps, When::Always)?,
@@ -136,6 +172,18 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
             Control::Continue
         },
         &mut |running, beside| {
+            if Instant::now() >= next_dump_check {
+                next_dump_check = Instant::now() + DUMP_CHECK;
+                for p in over_cap(dumps_in(&dir), DUMP_CAP) {
+                    if std::fs::remove_file(&p).is_ok() {
+                        seen.notes.push(format!(
+                            "removed the oldest dump `{}`: the job's dumps were over {} GiB",
+                            p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                            DUMP_CAP >> 30
+                        ));
+                    }
+                }
+            }
             if seen.hung {
                 return Control::Continue;
             }
@@ -185,6 +233,18 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_oldest_dumps_go_first_and_the_newest_stays() {
+        let t = |s| SystemTime::UNIX_EPOCH + Duration::from_secs(s);
+        let d = |n: &str, b, s| (std::path::PathBuf::from(n), b, t(s));
+        let dumps = vec![d("c", 5, 30), d("a", 5, 10), d("b", 5, 20)];
+        assert!(over_cap(dumps.clone(), 15).is_empty());
+        assert_eq!(over_cap(dumps.clone(), 10), [std::path::PathBuf::from("a")]);
+        assert_eq!(over_cap(dumps.clone(), 1), ["a", "b"].map(std::path::PathBuf::from));
+        // One dump alone over the cap is kept: it is the occurrence.
+        assert!(over_cap(vec![d("x", 100, 1)], 1).is_empty());
+    }
 
     #[test]
     fn the_watchdog_line_is_known() {
