@@ -1036,3 +1036,30 @@ fn a_failing_collect_command_is_noted_and_the_ladder_goes_on() {
     assert_eq!(b.exit_of("baseline", "target"), "signal 6");
     s.assert_no_standin_left();
 }
+
+/// A prebuilt program after `--` needs no recipe (as `compute-sanitizer ./app` takes one),
+/// and the ladder is the default command: `debug-ima --yes -- ./app` is `debug-ima run --yes
+/// -- ./app`. Its arguments reach it as given, braces too; a recipe and a command together are
+/// a usage error.
+#[test]
+fn a_program_after_the_dashes_needs_no_recipe() {
+    let s = Scratch::for_run("dashes");
+    let mut run = Run::new(&s, Path::new("unused"), "oob_write");
+    run.args = ["--yes", "--bundle-dir", &s.bundles().display().to_string(), "--", "target", "{x}"]
+        .map(String::from)
+        .to_vec();
+    let out = run.run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+    assert_eq!(b.rung_dirs(), ["01-baseline", "02-memcheck"], "{}", out.both());
+    assert!(
+        b.read("rungs/01-baseline/command.txt").contains("core-limit target '{x}'"),
+        "{}",
+        b.read("rungs/01-baseline/command.txt")
+    );
+    assert_eq!(b.findings()["verdict"]["line"], 7, "{}", b.read("findings.json"));
+    assert!(b.manifest()["recipe"]["name"].as_str() == Some("command"), "{}", b.read("manifest.yaml"));
+    let mut both = Run::new(&s, Path::new("demo"), "oob_write");
+    both.args.extend(["--", "target"].map(String::from));
+    assert_eq!(both.run().code(), Some(2));
+}

@@ -152,17 +152,17 @@ pub fn main() -> i32 {
     let name: &'static str = Box::leak(invoked_as().into_boxed_str());
     ui::set_invoked_as(name);
     // Help and clap's errors are printed before the parse could hand over `--color`.
-    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let args = with_default_command(std::env::args_os().collect());
     ui::set_color(color_arg(&args).unwrap_or(ui::ColorChoice::Auto));
     let width = ui::help_width();
     // `--version` says `xtask 0.1.0 (...)` under the alias, `debug-ima 0.1.0 (...)` installed.
     let display = if name == "cargo xtask" { "xtask" } else { name };
-    let parsed = Cli::command()
-        .name(name)
-        .bin_name(name)
-        .display_name(display)
-        .term_width(width)
-        .try_get_matches_from(&args);
+    let mut command = Cli::command().name(name).bin_name(name).display_name(display).term_width(width);
+    if name != "cargo xtask" {
+        // Installed, the ladder is `debug-ima run` (its alias), not `debug-ima debug-ima`.
+        command = command.mut_subcommand("debug-ima", |s| s.override_usage(format!("{name} run [OPTIONS]")));
+    }
+    let parsed = command.try_get_matches_from(&args);
     let cli = match parsed.and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,
         Err(e) => {
@@ -198,6 +198,29 @@ pub fn main() -> i32 {
         }
         Err(panic) => std::panic::resume_unwind(panic),
     }
+}
+
+/// The command line with the ladder's subcommand put in where none is named: the installed
+/// tool is named after its main job, so `debug-ima --recipe demo` and `debug-ima -- ./app`
+/// are `debug-ima run --recipe demo` and `debug-ima run -- ./app`. Only an option that is
+/// neither global (`-C DIR`, `--color WHEN`) nor the help's or the version's, or a `--`, in
+/// the place of the subcommand, does it.
+pub fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut i = 1;
+    while i < args.len() {
+        let a = args[i].to_string_lossy().into_owned();
+        match a.as_str() {
+            "-C" | "--color" => i += 2,
+            _ if a.starts_with("--color=") || (a.starts_with("-C") && a.len() > 2) => i += 1,
+            "-h" | "--help" | "-V" | "--version" => return args,
+            _ if a.starts_with('-') => {
+                args.insert(i, "run".into());
+                return args;
+            }
+            _ => return args,
+        }
+    }
+    args
 }
 
 /// The last `--color WHEN` or `--color=WHEN` before a `--`, read ahead of the parse so that
@@ -291,6 +314,22 @@ mod tests {
 
     fn os(args: &[&str]) -> Vec<std::ffi::OsString> {
         args.iter().map(|a| a.into()).collect()
+    }
+
+    #[test]
+    fn the_ladder_is_the_default_command() {
+        let run = |a: &[&str]| with_default_command(os(a));
+        assert_eq!(run(&["debug-ima", "--recipe", "demo"]), os(&["debug-ima", "run", "--recipe", "demo"]));
+        assert_eq!(run(&["debug-ima", "-C", "/p", "--yes"]), os(&["debug-ima", "-C", "/p", "run", "--yes"]));
+        assert_eq!(
+            run(&["debug-ima", "--color=never", "--", "./app"]),
+            os(&["debug-ima", "--color=never", "run", "--", "./app"])
+        );
+        for kept in
+            [&["debug-ima", "doctor"][..], &["debug-ima", "--help"], &["debug-ima", "-V"], &["debug-ima"]]
+        {
+            assert_eq!(run(kept), os(kept));
+        }
     }
 
     #[test]

@@ -33,6 +33,10 @@ use crate::ui::{self, Prompter};
 pub struct Args {
     #[command(flatten)]
     pub recipe: super::args::RecipeArgs,
+    /// The program and its arguments, after `--`, in place of a recipe: `run -- ./app --n 4`
+    /// (its run only; no build, so no rebuild rung).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
     /// Runs exactly these rungs, in ladder order (comma-separated).
     #[arg(long, value_delimiter = ',', value_enum)]
     pub rungs: Option<Vec<RungId>>,
@@ -537,11 +541,20 @@ fn recipe_and_values(
     prompter: &mut dyn Prompter,
     interactive: bool,
 ) -> Result<(recipe::Recipe, BTreeMap<String, String>)> {
-    let name = match &args.recipe.recipe {
-        Some(n) => n.clone(),
-        None => while_prompting(|| prompter.choose_recipe(recipe::builtin_names()))?,
+    let recipe = match (&args.recipe.recipe, args.command.is_empty()) {
+        (Some(_), false) => {
+            return Err(Usage::error(
+                "give the program either with `--recipe` or after `--`, not both (a recipe's run is its \
+                 command: set its variables with `--set`)",
+            ))
+        }
+        (None, false) => super::args::command_recipe(
+            &args.command,
+            std::env::current_dir().context("cannot read the current directory")?,
+        )?,
+        (Some(n), true) => recipe::load(n)?,
+        (None, true) => recipe::load(&while_prompting(|| prompter.choose_recipe(recipe::builtin_names()))?)?,
     };
-    let recipe = recipe::load(&name)?;
     let mut sets = args.recipe.values()?;
     if interactive {
         for (k, var) in recipe::missing_variables(&recipe, &sets) {

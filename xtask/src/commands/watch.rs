@@ -49,11 +49,6 @@ pub struct WatchArgs {
     pub command: Vec<String>,
 }
 
-/// Whether the job is a Python program: its first word is an interpreter, or a `.py` file.
-fn is_python(argv: &[String]) -> bool {
-    argv.first().is_some_and(|a| crate::ladder::rung::evidence::is_python_name(a) || a.ends_with(".py"))
-}
-
 /// The job as a recipe's run: the recipe's (its command replaced by `CMD` when given), or
 /// one made of `CMD` alone.
 fn job(args: &WatchArgs) -> Result<Resolved> {
@@ -68,7 +63,7 @@ fn job(args: &WatchArgs) -> Result<Resolved> {
         None => Resolved {
             name: "watch".into(),
             source: "watch".into(),
-            python: is_python(&args.command),
+            python: super::args::runs_python(&args.command),
             vars: BTreeMap::from([("cwd".to_string(), cwd.display().to_string())]),
             collect: Vec::new(),
             build: None,
@@ -89,7 +84,7 @@ fn job(args: &WatchArgs) -> Result<Resolved> {
     };
     if !args.command.is_empty() {
         resolved.run.argv = args.command.clone();
-        resolved.python = resolved.python || is_python(&args.command);
+        resolved.python = resolved.python || super::args::runs_python(&args.command);
     }
     if let Some(secs) = args.hang_after {
         resolved.hang_after = Some(Duration::from_secs(secs));
