@@ -627,3 +627,56 @@ fn the_readme_showcase_bundle_verifies_and_gives_the_quoted_verdict() {
     assert!(readme.contains(verdict), "the README does not quote `{verdict}`");
     assert!(readme.contains(launched.trim()), "the README does not quote `{launched}`");
 }
+
+/// What a target leaves in a rung folder (issue 22): a text file is redacted in place like
+/// every log, a file whose name holds a token is renamed without it (so the manifest,
+/// `SHA256SUMS`, `LEFT_OUT.tsv` and the archive's member names never carry it), and a binary
+/// file, which nothing reads, stays out of the archive with the reason in `LEFT_OUT.tsv`.
+#[test]
+fn files_the_target_leaves_are_redacted_renamed_or_left_out() {
+    let s = Scratch::for_run("left-files");
+    let token = "ghp_Zq8vN2xLw4Rt6Yp0Bc3Dk5Fm7Hj9Gs1AeQ0u";
+    let hf = "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";
+    let script = format!(
+        "d=$(dirname \"$CUDA_COREDUMP_FILE\"); echo 'HF_TOKEN={hf}' > \"$d/notes.txt\"; \
+         printf '\\000\\001\\002 {hf}' > \"$d/blob.bin\"; echo plain > \"$d/{token}.txt\"; exit 0"
+    );
+    let recipe = s.write_recipe(&format!(
+        "version: 1\nname: left\ndescription: \"a target that leaves files\"\nrun:\n  command: [\"sh\", \"-c\", {}]\n",
+        serde_json::to_string(&script.replace('{', "{{").replace('}', "}}")).unwrap()
+    ));
+    let out =
+        Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline").arg("--retries").arg("0").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+    let notes = b.read("rungs/01-baseline/notes.txt");
+    assert!(!notes.contains(hf) && notes.contains("[REDACTED]"), "{notes}");
+    let names = b.files_in("rungs/01-baseline");
+    assert!(!names.iter().any(|n| n.contains(token)), "{names:?}");
+    assert!(names.iter().any(|n| n.contains("REDACTED")), "{names:?}");
+    for f in ["manifest.yaml", "SHA256SUMS", "findings.json"] {
+        assert!(!b.read(f).contains(token) && !b.read(f).contains(hf), "{f} holds a secret");
+    }
+    let p = xtask(&s.dir, &["bundle", "pack", b.root.to_str().unwrap()]);
+    assert!(p.status.success(), "{}", text(&p));
+    let archive = format!("{}.tar.zst", b.root.display());
+    let listed = std::process::Command::new("tar").args(["--zstd", "-tf", &archive]).output().unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(!listed.contains("blob.bin") && !listed.contains(token), "{listed}");
+    let unpacked = s.path("unpacked");
+    std::fs::create_dir_all(&unpacked).unwrap();
+    let u = xtask(&s.dir, &["bundle", "unpack", &archive, unpacked.to_str().unwrap()]);
+    assert!(u.status.success(), "{}", text(&u));
+    let left = walk_text(&unpacked, "LEFT_OUT.tsv");
+    assert!(left.contains("blob.bin") && left.contains("binary file the target left"), "{left}");
+}
+
+/// The text of the first file named `name` under `dir`.
+fn walk_text(dir: &Path, name: &str) -> String {
+    for e in walkdir::WalkDir::new(dir).into_iter().flatten() {
+        if e.file_name() == name {
+            return std::fs::read_to_string(e.path()).unwrap();
+        }
+    }
+    panic!("no {name} under {}", dir.display())
+}

@@ -36,6 +36,24 @@ pub const SUMS: &str = layout::SUMS;
 pub const LEFT_OUT: &str = layout::LEFT_OUT;
 /// Why a coredump is left out of an archive by default (the `why` column of `LEFT_OUT.tsv`).
 pub const COREDUMP_WHY: &str = "coredump: may hold model or user data; pack with --with-coredumps to include";
+/// Why a binary file the target left in a rung folder is not in an archive: nothing read it,
+/// so nothing could take a secret out of it.
+pub const BINARY_WHY: &str = "binary file the target left: not read, so not shared";
+
+/// Why `rel` (a file of `bundle`) stays out of an archive, if it does: a coredump, unless
+/// `with_coredumps`; a binary file in a rung folder (what the target left there beside the
+/// tool's logs and reports, which are text and redacted), always.
+fn left_out_why(bundle: &Path, rel: &str, with_coredumps: bool) -> Option<&'static str> {
+    if is_coredump(rel) {
+        return (!with_coredumps).then_some(COREDUMP_WHY);
+    }
+    if !rel.starts_with(&format!("{}/", layout::RUNGS_DIR)) {
+        return None;
+    }
+    let mut head = [0u8; 8192];
+    let n = File::open(bundle.join(rel)).and_then(|mut f| f.read(&mut head)).ok()?;
+    (crate::findings::scan::sniff(&head[..n]) == crate::findings::scan::Content::Binary).then_some(BINARY_WHY)
+}
 /// The modification time of every archive entry: the tar crate's `HeaderMode::Deterministic`
 /// time (2006-07-24), not 0, which some tools mishandle.
 pub const MTIME: u64 = 1_153_704_088;
@@ -277,8 +295,8 @@ fn render_sums(sums: &[(String, String)]) -> String {
     sorted.iter().map(|(path, hash)| format!("{hash}  {path}\n")).collect()
 }
 
-fn render_left_out(left: &[(String, u64)]) -> String {
-    left.iter().map(|(path, bytes)| format!("{path}\t{bytes}\t{COREDUMP_WHY}\n")).collect()
+fn render_left_out(left: &[(String, u64, String)]) -> String {
+    left.iter().map(|(path, bytes, why)| format!("{path}\t{bytes}\t{why}\n")).collect()
 }
 
 /// `<path><suffix>`, e.g. `x.tar.zst.partial`.
@@ -652,10 +670,12 @@ pub fn pack_until(
     let mut left_out = Vec::new();
     let mut kept = Vec::with_capacity(items.len());
     for item in items {
-        match item.kind {
-            Kind::File { bytes, .. } if !opts.with_coredumps && is_coredump(&item.rel) => {
-                left_out.push((item.rel, bytes))
-            }
+        let why = match item.kind {
+            Kind::File { .. } => left_out_why(bundle, &item.rel, opts.with_coredumps),
+            _ => None,
+        };
+        match (item.kind, why) {
+            (Kind::File { bytes, .. }, Some(why)) => left_out.push((item.rel, bytes, why.to_string())),
             _ => kept.push(item),
         }
     }
@@ -663,10 +683,10 @@ pub fn pack_until(
     // out (with the sizes they had), so that packing it again gives the same archive.
     let previous = bundle.join(LEFT_OUT);
     if previous.is_file() {
-        for (rel, bytes) in parse_left_out_sizes(&read_capped(&previous, LIST_MAX)?, LEFT_OUT)? {
-            let present = kept.iter().any(|i| i.rel == rel) || left_out.iter().any(|(p, _)| *p == rel);
+        for (rel, bytes, why) in parse_left_out_sizes(&read_capped(&previous, LIST_MAX)?, LEFT_OUT)? {
+            let present = kept.iter().any(|i| i.rel == rel) || left_out.iter().any(|(p, _, _)| *p == rel);
             if !present && fs::symlink_metadata(bundle.join(&rel)).is_err() {
-                left_out.push((rel, bytes));
+                left_out.push((rel, bytes, why));
             }
         }
     }
@@ -752,6 +772,7 @@ pub fn pack_until(
     })?;
     guard.disarm();
     write_atomic(&with_suffix(archive, ".sha256"), format!("{sha256}  {archive_name}\n").as_bytes())?;
+    let left_out = left_out.into_iter().map(|(p, b, _)| (p, b)).collect();
     Ok(Packed { archive: archive.to_path_buf(), bytes, files, input_bytes, left_out, sha256 })
 }
 
@@ -1573,28 +1594,28 @@ fn parse_sums(text: &[u8], what: &str) -> Result<Vec<(String, String)>> {
 
 /// Parses `LEFT_OUT.tsv`: the paths, in file order.
 fn parse_left_out(text: &[u8], what: &str) -> Result<Vec<String>> {
-    Ok(parse_left_out_sizes(text, what)?.into_iter().map(|(p, _)| p).collect())
+    Ok(parse_left_out_sizes(text, what)?.into_iter().map(|(p, _, _)| p).collect())
 }
 
 /// Parses `LEFT_OUT.tsv`: the paths with their sizes, in file order.
-fn parse_left_out_sizes(text: &[u8], what: &str) -> Result<Vec<(String, u64)>> {
+fn parse_left_out_sizes(text: &[u8], what: &str) -> Result<Vec<(String, u64, String)>> {
     let text = std::str::from_utf8(text)
         .map_err(|_| anyhow!("{what} is not UTF-8 text; it is damaged: get a fresh copy of the bundle"))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let mut cols = line.split('\t');
         let ok = match (cols.next(), cols.next(), cols.next()) {
-            (Some(p), Some(b), Some(_)) if safe_list_path(p) => b.parse::<u64>().ok().map(|b| (p, b)),
+            (Some(p), Some(b), Some(why)) if safe_list_path(p) => b.parse::<u64>().ok().map(|b| (p, b, why)),
             _ => None,
         };
-        let Some((p, bytes)) = ok else {
+        let Some((p, bytes, why)) = ok else {
             bail!(
                 "{what} line {} is not `<path>\\t<bytes>\\t<why>`: `{}`; the file is damaged: get a fresh copy",
                 i + 1,
                 line.escape_debug()
             );
         };
-        out.push((p.to_string(), bytes));
+        out.push((p.to_string(), bytes, why.to_string()));
     }
     Ok(out)
 }

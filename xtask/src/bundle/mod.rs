@@ -22,5 +22,7 @@ pub mod report;
 pub mod writer;
 
 pub use manifest::{CommandRecord, ContainerRecord, FileRecord, Manifest, RungRecord, RungStatus};
-pub use recorded::{log_redactions, recorded_environment, redact_file, ENV_ALLOW, ENV_ALLOW_PREFIXES};
+pub use recorded::{
+    log_redactions, recorded_environment, redact_file, redact_left, ENV_ALLOW, ENV_ALLOW_PREFIXES,
+};
 pub use writer::{utc_stamp, Bundle};

@@ -2,7 +2,8 @@
 //! manifest, the redactions of a run's logs as the manifest lists them, and tool reports
 //! redacted in place.
 //!
-//! Must not: write anything but the report it redacts, or copy a secret into a record.
+//! Must not: write anything but the report it redacts (and rename a file whose name holds a
+//! secret), or copy a secret into a record.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -145,4 +146,89 @@ pub fn redact_file(path: &Path, place: &str, out: &mut Vec<Redaction>) -> Result
     w.flush().map_err(write_err)?;
     drop(w);
     std::fs::rename(&tmp, path).with_context(|| format!("cannot replace `{}`", path.display()))
+}
+
+/// Everything in a rung folder `dir` that the tool did not write through the redactor
+/// itself (`logged`: its logs and command files were): the tools' own reports
+/// (compute-sanitizer's `--save` XML, the rebuild's table) and whatever the target left
+/// there. Text is redacted in place; a name that holds a secret is renamed, the secret taken
+/// out; a binary file is left as it is, unread, and archives leave it out
+/// (`archive::BINARY_WHY`). `root` is the bundle's, for the places recorded. Returns notes
+/// for the rung's record.
+pub fn redact_left(
+    dir: &Path,
+    root: &Path,
+    logged: &[std::path::PathBuf],
+    out: &mut Vec<Redaction>,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+    let files: Vec<std::path::PathBuf> = walkdir::WalkDir::new(dir)
+        .min_depth(1)
+        .max_depth(4)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.into_path())
+        .collect();
+    for p in files {
+        let p = match renamed_if_secret(&p) {
+            Ok(Some((to, what))) => {
+                out.push(Redaction { place: rel(&to), what: format!("{what} in a file name") });
+                notes.push(format!("a file name held a secret ({what}): renamed to `{}`", rel(&to)));
+                to
+            }
+            Ok(None) => p,
+            Err(e) => {
+                notes.push(format!(
+                    "cannot rename a file whose name holds a secret: {e}; remove it before sharing"
+                ));
+                continue;
+            }
+        };
+        if logged.contains(&p) || crate::bundle::archive::is_coredump(&rel(&p)) {
+            continue;
+        }
+        let mut head = [0u8; 8192];
+        let n = match crate::files::open_regular(&p).and_then(|mut f| {
+            use std::io::Read;
+            f.read(&mut head)
+        }) {
+            Ok(n) => n,
+            Err(_) => continue,
+        };
+        if crate::findings::scan::sniff(&head[..n]) == crate::findings::scan::Content::Binary {
+            continue;
+        }
+        let place = rel(&p);
+        if let Err(e) = redact_file(&p, &place, out) {
+            notes.push(format!("{e:#}: check `{place}` for secrets before sharing the bundle"));
+        }
+    }
+    notes
+}
+
+/// Renames `p` when its file name holds a secret (the redactor's rules on the name): the
+/// secret replaced by `REDACTED` (no brackets, a plain file name). `None` when it holds none.
+fn renamed_if_secret(p: &Path) -> std::io::Result<Option<(std::path::PathBuf, String)>> {
+    let Some(name) = p.file_name().map(|n| n.to_string_lossy().into_owned()) else { return Ok(None) };
+    let (red, what) = crate::redact::redact_line(&name);
+    if !matches!(red, std::borrow::Cow::Owned(_)) {
+        return Ok(None);
+    }
+    let clean: String = red
+        .replace(crate::redact::MARK, "REDACTED")
+        .chars()
+        .map(|c| if c == '/' || c.is_control() { '_' } else { c })
+        .collect();
+    let mut to = p.with_file_name(&clean);
+    let mut n = 1;
+    while to.exists() {
+        n += 1;
+        to = p.with_file_name(format!("{clean}.{n}"));
+    }
+    std::fs::rename(p, &to)?;
+    Ok(Some((to, what.first().copied().unwrap_or("secret").to_string())))
 }

@@ -375,25 +375,36 @@ impl State<'_, '_> {
         }
     }
 
-    /// Redacts what the tools wrote themselves (compute-sanitizer's `--save` XML, the
-    /// rebuild's table) in place; logs were redacted as they were written.
+    /// Redacts what the tool did not write through the redactor as it ran (the tools'
+    /// reports, what the target left in the rung's folder) in place, and the names that hold a
+    /// secret; its own logs were redacted as they were written.
     fn redact_reports(&mut self, dir: &Path, record: &mut RungRecord) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
-        let mut reports: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "xml" || x == "tsv" || x == "json"))
+        let root = self.bundle.root().to_path_buf();
+        let logged: Vec<PathBuf> = record
+            .commands
+            .iter()
+            .flat_map(|c| [&c.stdout, &c.stderr])
+            .map(|l| root.join(l))
+            .chain(walk_commands(dir))
             .collect();
-        reports.sort();
-        for p in reports {
-            let mut found = Vec::new();
-            let place = self.bundle.rel(&p);
-            if let Err(e) = bundle::redact_file(&p, &place, &mut found) {
-                record.notes.push(format!("{e:#}: check `{place}` for secrets before sharing the bundle"));
-            }
-            self.bundle.note_redactions(found);
-        }
+        let mut found = Vec::new();
+        let notes = bundle::redact_left(dir, &root, &logged, &mut found);
+        record.notes.extend(notes);
+        self.bundle.note_redactions(found);
     }
+}
+
+/// The command files (`command.txt`, `<stem>.command.txt`) of a rung folder: written by the
+/// tool, redacted as they were.
+fn walk_commands(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(layout::COMMAND)))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A rung's view of the climb while it runs.
