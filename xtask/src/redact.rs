@@ -33,6 +33,23 @@ pub struct Redaction {
 /// What a secret is replaced with.
 pub const MARK: &str = "[REDACTED]";
 
+/// A name (a variable's, a flag's, a key's) as a redaction record may quote it: as it is when
+/// it is a plain name (letters, digits, `_`, `-`, `.`, at most 64 of them), else only what it
+/// is, since a "name" that is not one can be the secret itself (`-----BEGIN PRIVATE KEY...`
+/// taken for a flag, a key of a JSON object that is a token). A record names the kind and the
+/// place, never the text.
+fn record_name<'a>(name: &'a str, kind: &'a str) -> &'a str {
+    let plain = !name.is_empty()
+        && name.len() <= 64
+        && name.trim_start_matches('-').bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+        && redact_line(name).1.is_empty();
+    if plain {
+        name
+    } else {
+        kind
+    }
+}
+
 /// The kind of the lines of a PEM private key (and of what a one-line key holds).
 const PEM: &str = "PEM private key";
 /// The kind of a value [`remember`]ed for the run, found again.
@@ -131,7 +148,8 @@ fn redact_env_learning(
     vars.iter()
         .map(|(name, value)| {
             if secret_name(name) && !value.is_empty() && value != MARK {
-                out.push(Redaction { place: place.to_string(), what: format!("{name} (by name)") });
+                let name_ = record_name(name, "a secret-named variable");
+                out.push(Redaction { place: place.to_string(), what: format!("{name_} (by name)") });
                 learned.push(value.clone());
                 return (name.clone(), MARK.to_string());
             }
@@ -140,7 +158,7 @@ fn redact_env_learning(
                 (Cow::Owned(new), labels) => {
                     out.extend(labels.into_iter().map(|label| Redaction {
                         place: place.to_string(),
-                        what: format!("{name}: {label} (by value)"),
+                        what: format!("{}: {label} (by value)", record_name(name, "a variable")),
                     }));
                     (name.clone(), new)
                 }
@@ -206,7 +224,7 @@ fn redact_args_learning(
     let mut got = Vec::with_capacity(args.len());
     for arg in args {
         let asked = asks.take();
-        if arg.starts_with("--") && !arg.contains('=') && secret_name(arg) {
+        if arg.starts_with("--") && !arg.starts_with("-----") && !arg.contains('=') && secret_name(arg) {
             asks = Some(Asks::Secret(arg.as_str()));
         } else if arg == "-p"
             && ![base_name(last_word), base_name(args.first().map_or("", String::as_str))]
@@ -224,9 +242,11 @@ fn redact_args_learning(
             got.push(format!("-p{MARK}"));
             continue;
         }
-        let whole = !arg.is_empty() && !arg.starts_with('-') && arg != MARK;
+        // A PEM block (`-----BEGIN ...`) is a value, not a flag, though it starts with `-`.
+        let whole = !arg.is_empty() && (!arg.starts_with('-') || arg.starts_with("-----")) && arg != MARK;
         match asked {
             Some(Asks::Secret(flag)) if whole => {
+                let flag = record_name(flag, "a secret-named flag");
                 out.push(Redaction { place: place.to_string(), what: format!("value of {flag} (by name)") });
                 learned.push(arg.clone());
                 got.push(MARK.to_string());
@@ -242,7 +262,10 @@ fn redact_args_learning(
                 if let Some((a, b)) = user_pass(arg.as_bytes()) {
                     out.push(Redaction {
                         place: place.to_string(),
-                        what: format!("password of {flag} user:password (by name)"),
+                        what: format!(
+                            "password of {} user:password (by name)",
+                            record_name(flag, "a user flag")
+                        ),
                     });
                     learned.push(arg[a..b].to_string());
                     got.push(format!("{}{MARK}{}", &arg[..a], &arg[b..]));
@@ -421,7 +444,8 @@ fn json_learning(
                 .map(|(k, v)| {
                     let redacted = match v {
                         Value::String(s) if secret_name(k) && !s.is_empty() && s != MARK => {
-                            out.push(Redaction { place: place.to_string(), what: format!("{k} (by name)") });
+                            let k_ = record_name(k, "a secret-named key");
+                            out.push(Redaction { place: place.to_string(), what: format!("{k_} (by name)") });
                             learned.push(s.clone());
                             Value::String(MARK.to_string())
                         }
@@ -1643,6 +1667,41 @@ pub fn invocation(inv: &Invocation, place: &str, out: &mut Vec<Redaction>) -> In
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A redaction record names the kind and the place, never the text: not when the "flag"
+    /// before a value is a PEM block, a key passed after a secret-named flag starts with
+    /// `-----`, or a variable's name is itself a token (issue 22).
+    #[test]
+    fn records_never_quote_what_they_redact() {
+        let pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----";
+        for argv in [
+            vec!["tool", "--private-key", pem],
+            vec!["tool", pem, "next"],
+            vec!["tool", "--token", "ghp_Zq8vN2xLw4Rt6Yp0Bc3Dk5Fm7Hj9Gs1AeQ0u"],
+        ] {
+            let args: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+            let mut out = Vec::new();
+            let red = redact_args(&args, "command", &mut out);
+            let joined = red.join(" ");
+            assert!(!joined.contains("MIIEvQ") && !joined.contains("Zq8vN2"), "{joined}");
+            for r in &out {
+                assert!(
+                    !r.what.contains("MIIEvQ") && !r.what.contains("BEGIN") && !r.what.contains("Zq8vN2"),
+                    "{r:?}"
+                );
+            }
+            assert!(!out.is_empty(), "{argv:?}");
+        }
+        let mut out = Vec::new();
+        let vars = vec![(
+            "ghp_Zq8vN2xLw4Rt6Yp0Bc3Dk5Fm7Hj9Gs1AeQ0u_TOKEN".to_string(),
+            "s3cr3t-value-1".to_string(),
+        )];
+        let _ = redact_env(&vars, "env", &mut out);
+        assert!(out.iter().all(|r| !r.what.contains("Zq8vN2")), "{out:?}");
+        assert_eq!(record_name("HF_TOKEN", "x"), "HF_TOKEN");
+        assert_eq!(record_name("--hf-token", "x"), "--hf-token");
+    }
     use proptest::prelude::*;
 
     /// Fake but well-formed secrets, built at run time so that no scanner trips on this file.
