@@ -1187,11 +1187,18 @@ fn quote_at(s: &[u8], j: usize) -> Option<Quote> {
     }
 }
 
-/// The end of a quoted value that starts at `start`: its closing quote, the end of the line,
-/// or (after an XML entity) the next tag.
+/// The end of a quoted value that starts at `start`: its closing quote (one a backslash
+/// escapes, as JSON, Python and C++ literals write a quote inside a string, does not close
+/// it), the end of the line, or (after an XML entity) the next tag.
 fn closing(s: &[u8], start: usize, q: Quote) -> usize {
     match q {
-        Quote::Byte(b) => run(s, start, |c| c != b && c != b'\n'),
+        Quote::Byte(b) => {
+            let mut k = start;
+            while k < s.len() && s[k] != b'\n' && s[k] != b {
+                k += if s[k] == b'\\' && s.get(k + 1).is_some_and(|&n| n != b'\n') { 2 } else { 1 };
+            }
+            k.min(s.len())
+        }
         Quote::Entity(e) => {
             let mut k = start;
             while k < s.len() && s[k] != b'\n' && s[k] != b'<' && !s[k..].starts_with(e) {
@@ -1671,6 +1678,19 @@ mod tests {
     /// A redaction record names the kind and the place, never the text: not when the "flag"
     /// before a value is a PEM block, a key passed after a secret-named flag starts with
     /// `-----`, or a variable's name is itself a token (issue 22).
+    #[test]
+    fn a_quoted_value_runs_to_its_real_closing_quote() {
+        for (line, kept) in [
+            (r#"{"password": "ab\"cd-the-rest-of-it", "user": "u"}"#, r#""user": "u""#),
+            (r#"cfg = {'api_key': 'x\'y-the-rest-of-it', 'n': 1}"#, "'n': 1"),
+            (r#"auto token = "s3\"cr3t-the-rest-of-it"; // C++"#, "// C++"),
+        ] {
+            let (red, _) = redact_line(line);
+            assert!(!red.contains("the-rest-of-it"), "{line} -> {red}");
+            assert!(red.contains(kept), "{line} -> {red}");
+        }
+    }
+
     #[test]
     fn records_never_quote_what_they_redact() {
         let pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----";
