@@ -1353,6 +1353,11 @@ fn name_value(s: &[u8], i: usize, spans: &mut Vec<Span>) -> Option<usize> {
     let kind = name_kind(s, left, name, equals)?;
     let mut v = run(s, i + 1, is_blank);
     let value_spaced = v > i + 1;
+    if !equals && !value_spaced && file_position(name, &s[v..]) {
+        // `unknown-key.yaml:3:1:`, `secret_key.rs:42:5: warning`: a file name and a position,
+        // which a compiler or a parser prints; no secret.
+        return None;
+    }
     // cuda-gdb prints a `char *` as its address and its string: `password = 0x5555… "hunter2"`.
     if s[v..].starts_with(b"0x") {
         let h = run(s, v + 2, is_hex);
@@ -1384,6 +1389,31 @@ fn name_value(s: &[u8], i: usize, spans: &mut Vec<Span>) -> Option<usize> {
         }
     }
     None
+}
+
+/// Whether `name` followed by `:` and `rest` is a file and a position (`x.yaml:3:1`,
+/// `a.rs:42`): a name with an extension, then a line number, a column or not, and the end of
+/// the token.
+fn file_position(name: &[u8], rest: &[u8]) -> bool {
+    let extension = name.iter().rposition(|&b| b == b'.').is_some_and(|d| {
+        let ext = &name[d + 1..];
+        (1..=8).contains(&ext.len()) && ext.iter().all(u8::is_ascii_alphanumeric) && d > 0
+    });
+    if !extension {
+        return false;
+    }
+    let line = run(rest, 0, |b| b.is_ascii_digit());
+    if line == 0 || line > 9 {
+        return false;
+    }
+    let mut k = line;
+    if rest.get(k) == Some(&b':') {
+        let col = run(rest, k + 1, |b| b.is_ascii_digit());
+        if col > k + 1 && col - k - 1 <= 9 {
+            k = col;
+        }
+    }
+    rest.get(k).is_none_or(|&b| b == b':' || b.is_ascii_whitespace() || b == b',' || b == b')')
 }
 
 /// Whether a token that a prefix scanner redacts (keeping its prefix) starts at `i`.
@@ -1678,6 +1708,23 @@ mod tests {
     /// A redaction record names the kind and the place, never the text: not when the "flag"
     /// before a value is a PEM block, a key passed after a secret-named flag starts with
     /// `-----`, or a variable's name is itself a token (issue 22).
+    #[test]
+    fn a_file_and_its_position_are_no_secret() {
+        for line in [
+            "error: recipes/unknown-key.yaml:3:1: run.commnd: unknown field",
+            "src/secret_key.rs:42:5: warning: unused variable",
+            "  File \"/x/token.py\", line 3; at token.py:12",
+        ] {
+            let (red, _) = redact_line(line);
+            assert_eq!(red, line, "a position was taken for a secret");
+        }
+        // A secret-named key's value is still a secret.
+        for line in ["api_key:Zq8vN2xLw4Rt6Yp0Bc3D", "password: hunter2hunter2", "secret_key.rs: hunter2hunter2"] {
+            let (red, _) = redact_line(line);
+            assert!(red.contains(MARK), "{line} -> {red}");
+        }
+    }
+
     #[test]
     fn a_quoted_value_runs_to_its_real_closing_quote() {
         for (line, kept) in [
