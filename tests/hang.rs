@@ -310,3 +310,25 @@ fn watch_takes_a_silent_busy_job_as_hung() {
     assert_eq!(v["line"], 8, "{v}");
     s.assert_no_standin_left();
 }
+
+/// Pipes in the rung's folder that are not of the target's tree (20 of them, pid 1 among
+/// them) are left alone: the rung triggers only its own processes' pipes, under one deadline,
+/// and ends as fast as without them (issue 22: 20 pipes took 40 s, pid 1's 60 s more).
+#[test]
+fn stray_pipes_are_left_alone_within_the_deadline() {
+    let s = Scratch::for_run("hang-stray");
+    let recipe = s.write_recipe(&target_recipe(""));
+    let out = Run::new(&s, &recipe, "hang/hang_flag")
+        .env("STANDIN_STRAY_PIPES", "20")
+        .arg("--hang-after")
+        .arg("1")
+        .run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    assert!(out.took < Duration::from_secs(30), "took {:?}", out.took);
+    let b = s.only_bundle();
+    let notes = b.notes("hang");
+    assert_eq!(notes.matches("not of the target's tree: left alone").count(), 20, "{notes}");
+    assert!(notes.contains("corepipe.stray.1`") && !notes.contains("did not read its pipe"), "{notes}");
+    assert_eq!(b.findings()["verdict"]["kernel"], "consume");
+    s.assert_no_standin_left();
+}

@@ -1719,7 +1719,9 @@ mod tests {
             assert_eq!(red, line, "a position was taken for a secret");
         }
         // A secret-named key's value is still a secret.
-        for line in ["api_key:Zq8vN2xLw4Rt6Yp0Bc3D", "password: hunter2hunter2", "secret_key.rs: hunter2hunter2"] {
+        for line in
+            ["api_key:Zq8vN2xLw4Rt6Yp0Bc3D", "password: hunter2hunter2", "secret_key.rs: hunter2hunter2"]
+        {
             let (red, _) = redact_line(line);
             assert!(red.contains(MARK), "{line} -> {red}");
         }

@@ -378,9 +378,9 @@ fn stands_for_baseline(r: RungId) -> bool {
 fn after_a_hang(req: &Request, done: &[(RungId, RungOutcome)]) -> Option<Next> {
     if done.iter().any(|(_, s)| *s == RungOutcome::Hung) {
         return Some(Next::Stop(format!(
-            "the target hung: the {} rung took its stacks and GPU dumps (its notes and `cudagdb-<pid>.log` \
-             name the kernels and lines that spin); the other rungs rerun the target and would hang too, so \
-             the climb stops here",
+            "the target hung: the {} rung took what it could while it ran (its notes say which host stacks \
+             and GPU dumps; each `cudagdb-<pid>.log` names the kernels and lines that spin); the other rungs \
+             rerun the target and would hang too, so the climb stops here",
             RungId::Hang
         )));
     }

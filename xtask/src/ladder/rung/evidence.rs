@@ -150,7 +150,12 @@ pub enum Wrote {
 /// Writes `byte` to the FIFO `p` without blocking: opened `O_WRONLY|O_NONBLOCK`, retried
 /// while nobody reads it yet (ENXIO) for up to [`OPEN_RETRY`].
 pub fn poke(p: &Path, byte: &[u8]) -> Wrote {
-    let until = Instant::now() + OPEN_RETRY;
+    poke_until(p, byte, Instant::now() + OPEN_RETRY, &|| false)
+}
+
+/// [`poke`], retried until `until` at most (one deadline for every pipe of a tree), and not
+/// after `interrupted` says so (Ctrl-C is looked at between tries).
+pub fn poke_until(p: &Path, byte: &[u8], until: Instant, interrupted: &dyn Fn() -> bool) -> Wrote {
     loop {
         match std::fs::OpenOptions::new().write(true).custom_flags(nix::libc::O_NONBLOCK).open(p) {
             Ok(mut f) => {
@@ -160,7 +165,7 @@ pub fn poke(p: &Path, byte: &[u8]) -> Wrote {
                 }
             }
             Err(e) if e.raw_os_error() == Some(nix::libc::ENXIO) => {
-                if Instant::now() >= until {
+                if Instant::now() >= until || interrupted() {
                     return Wrote::NoReader;
                 }
                 std::thread::sleep(Duration::from_millis(50));

@@ -19,7 +19,7 @@
 //! a CPU core behind.
 
 use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Result};
 
@@ -28,7 +28,7 @@ use super::armed;
 use super::build::{from_step, target, with_options, DEFAULT_RUN_TIMEOUT};
 use super::coredump;
 use super::evidence::{
-    alive, fifos, files, gdb, is_python, name_of, poke, pyspy, trace_to_json, wait_for_dumps,
+    alive, fifos, files, gdb, is_python, name_of, poke, poke_until, pyspy, trace_to_json, wait_for_dumps,
     wait_for_traces, Wrote, DUMP_WAIT, OPEN_RETRY, TRACE_WAIT,
 };
 use super::rebuild;
@@ -300,16 +300,27 @@ pub(super) fn collect(
         return;
     }
     let mut triggered = Vec::new();
+    // One deadline for every pipe: a tree of many processes, or pipes nobody reads, cannot
+    // make the wait grow with their number.
+    let until = Instant::now() + OPEN_RETRY;
     for p in &pipes {
+        if beside.interrupted() {
+            break;
+        }
         let name = name_of(p);
         let Some(pid) = pid_in(&name) else { continue };
+        if !tree.contains(&pid) {
+            seen.notes
+                .push(format!("the pipe `{name}` is of process {pid}, not of the target's tree: left alone"));
+            continue;
+        }
         if !alive(pid) {
             seen.notes.push(format!(
                 "process {pid} (`{name}`) exited before its pipe was triggered: no dump of it"
             ));
             continue;
         }
-        match poke(p, b"1") {
+        match poke_until(p, b"1", until, &|| beside.interrupted()) {
             Wrote::Done => triggered.push(pid),
             Wrote::NoReader if !alive(pid) => seen.notes.push(format!(
                 "process {pid} (`{name}`) exited before its pipe was triggered: no dump of it"
