@@ -20,12 +20,12 @@ pipe=$(fill_template "${CUDA_COREDUMP_PIPE:-corepipe.%h.%p}" $$)
 rm -f "$pipe"
 mkfifo -m 640 "$pipe"
 # Test switch: STANDIN_STRAY_PIPES=N also makes N pipes named as other processes' (pid 1 among
-# them), which nobody reads: the hang rung must leave them alone, within its deadline.
+# all: alive, and never of the target's tree), which nobody reads: the hang rung must leave them alone, within its deadline.
 if [ -n "${STANDIN_STRAY_PIPES:-}" ]; then
   d=$(dirname "$pipe")
   i=0
   while [ "$i" -lt "$STANDIN_STRAY_PIPES" ]; do
-    mkfifo -m 640 "$d/corepipe.stray.$((i + 1))" 2>/dev/null
+    mkfifo -m 640 "$d/corepipe.stray$((i + 1)).1" 2>/dev/null
     i=$((i + 1))
   done
 fi

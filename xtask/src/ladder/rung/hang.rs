@@ -309,15 +309,15 @@ pub(super) fn collect(
         }
         let name = name_of(p);
         let Some(pid) = pid_in(&name) else { continue };
-        if !tree.contains(&pid) {
-            seen.notes
-                .push(format!("the pipe `{name}` is of process {pid}, not of the target's tree: left alone"));
-            continue;
-        }
         if !alive(pid) {
             seen.notes.push(format!(
                 "process {pid} (`{name}`) exited before its pipe was triggered: no dump of it"
             ));
+            continue;
+        }
+        if !tree.contains(&pid) {
+            seen.notes
+                .push(format!("the pipe `{name}` is of process {pid}, not of the target's tree: left alone"));
             continue;
         }
         match poke_until(p, b"1", until, &|| beside.interrupted()) {
