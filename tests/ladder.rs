@@ -1063,3 +1063,32 @@ fn a_program_after_the_dashes_needs_no_recipe() {
     both.args.extend(["--", "target"].map(String::from));
     assert_eq!(both.run().code(), Some(2));
 }
+
+/// SIGKILL of the tool, which no handler sees, in the middle of a rung: its guardian ends
+/// the target's whole tree (the target and the child it started) within seconds (issue 22:
+/// it kept running).
+#[test]
+fn sigkill_of_the_tool_leaves_no_process_of_its_runs() {
+    let s = Scratch::for_run("sigkill");
+    let recipe = s.write_recipe(&target_recipe(
+        "rungs:\n  baseline:\n    env: { STANDIN_HANG: \"1\", STANDIN_CHILD: \"1\" }\n",
+    ));
+    let run = Run::new(&s, &recipe, "oob_write");
+    let start = Instant::now();
+    let child = run.spawn();
+    let xtask = Pid::from_raw(child.id() as i32);
+    let running = wait_for(Duration::from_secs(30), || {
+        s.standin_pids().iter().any(|(r, _)| r == "target")
+            && s.standin_pids().iter().any(|(r, _)| r == "child")
+    });
+    kill(xtask, Signal::SIGKILL).unwrap();
+    let _ = run.finish(child, start);
+    assert!(running, "the target did not start: {:?}", s.standin_pids());
+    let pids = s.standin_pids();
+    assert!(
+        wait_for(Duration::from_secs(10), || pids.iter().all(|(_, p)| !alive(*p))),
+        "left running after SIGKILL of the tool: {:?}",
+        pids.iter().filter(|(_, p)| alive(*p)).collect::<Vec<_>>()
+    );
+    s.assert_no_standin_left();
+}

@@ -152,7 +152,11 @@ pub fn main() -> i32 {
     let name: &'static str = Box::leak(invoked_as().into_boxed_str());
     ui::set_invoked_as(name);
     // Help and clap's errors are printed before the parse could hand over `--color`.
-    let args = with_default_command(std::env::args_os().collect());
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if process::guard::serve_if_asked(&raw) {
+        return EXIT_OK;
+    }
+    let args = with_default_command(raw);
     ui::set_color(color_arg(&args).unwrap_or(ui::ColorChoice::Auto));
     let width = ui::help_width();
     // `--version` says `xtask 0.1.0 (...)` under the alias, `debug-ima 0.1.0 (...)` installed.

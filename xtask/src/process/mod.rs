@@ -29,6 +29,7 @@
 
 pub mod foreign;
 mod groups;
+pub mod guard;
 mod interrupt;
 mod log;
 pub mod short;
@@ -178,6 +179,7 @@ impl Spec {
 /// started (a probe of doctor) before the tool ends by it.
 pub fn init() -> anyhow::Result<()> {
     tree::become_subreaper()?;
+    guard::start(tree::own_token());
     interrupt::install_handler()
 }
 

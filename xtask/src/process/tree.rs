@@ -178,6 +178,38 @@ fn mark_in(env: &[u8]) -> Option<&[u8]> {
     env.split(|&b| b == 0).find_map(|entry| entry.strip_prefix(key)?.strip_prefix(b"="))
 }
 
+/// The live processes that carry a mark of the tool whose token is `token` (the guardian's
+/// look, from outside that tool).
+pub(super) fn marked_by(token: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    list()
+        .into_iter()
+        .filter(|p| !p.zombie && p.pid != me)
+        .filter(|p| {
+            mark_of(p.pid).is_some_and(|m| m.strip_prefix(token).is_some_and(|rest| rest.starts_with('.')))
+        })
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// The guardian's pid (0: none: `process/guard.rs`), which the tool's own sweeps leave
+/// alone: it carries no mark and is a child of the tool, as an orphan of a finished run is.
+static GUARD_PID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Records the guardian's pid.
+pub(super) fn set_guardian(pid: i32) {
+    GUARD_PID.store(pid, Ordering::SeqCst);
+}
+
+fn is_guardian(pid: i32) -> bool {
+    pid != 0 && GUARD_PID.load(Ordering::SeqCst) == pid
+}
+
+/// This tool's token, as the guardian is given it.
+pub(super) fn own_token() -> &'static str {
+    token()
+}
+
 /// Whether `mark` is one of this tool's.
 fn is_ours(mark: &str) -> bool {
     mark.strip_prefix(token()).is_some_and(|rest| rest.starts_with('.'))
@@ -195,7 +227,7 @@ fn select(scope: Scope) -> Vec<i32> {
     };
     let mut picked: HashSet<i32> = HashSet::new();
     let tool_start = own_start().unwrap_or(0);
-    for p in procs.iter().filter(|p| !p.zombie) {
+    for p in procs.iter().filter(|p| !p.zombie && !is_guardian(p.pid)) {
         let hit = match scope {
             Scope::Run(run) => p.start >= run.since && mark_of(p.pid).is_some_and(|m| m == run.mark),
             Scope::Tool => p.start >= tool_start && mark_of(p.pid).is_some_and(|m| is_ours(&m)),
@@ -205,7 +237,7 @@ fn select(scope: Scope) -> Vec<i32> {
         }
     }
     if SUBREAPER.load(Ordering::SeqCst) {
-        for p in procs.iter().filter(|p| !p.zombie && p.ppid == me) {
+        for p in procs.iter().filter(|p| !p.zombie && p.ppid == me && !is_guardian(p.pid)) {
             let orphan = match scope {
                 Scope::Tool => true,
                 // An orphan that no other live run claims: its run is over, or it cleared its
