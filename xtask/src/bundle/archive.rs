@@ -1429,6 +1429,31 @@ impl Drop for TempUnpacked {
     }
 }
 
+/// The name start of the folders [`unpack_temp`] makes: `.debug-ima-read-<pid>-<n>-<nanos>`.
+const READ_DIR_PREFIX: &str = ".debug-ima-read-";
+
+/// Removes the folders earlier readers left in `base` when they were killed (a SIGKILL
+/// runs no `Drop`): those whose pid is no live process, and that are this user's.
+fn sweep_stale_reads(base: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(rd) = fs::read_dir(base) else { return };
+    let Ok(me) = fs::metadata("/proc/self").map(|m| m.uid()) else { return };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) =
+            name.strip_prefix(READ_DIR_PREFIX).and_then(|r| r.split('-').next()?.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(m) = fs::symlink_metadata(e.path()) else { continue };
+        let gone =
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH);
+        if m.is_dir() && m.uid() == me && gone && pid > 0 {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// [`unpack_until`] into a new private folder under the system's temporary folder, with the
 /// same checks and limits as `bundle unpack`; removed when the value is dropped, and at once
 /// when the archive is refused.
@@ -1436,10 +1461,11 @@ pub fn unpack_temp(archive: &Path, limits: &Limits, stop: &dyn Fn() -> bool) -> 
     use std::sync::atomic::{AtomicUsize, Ordering};
     static SEQ: AtomicUsize = AtomicUsize::new(0);
     let base = std::env::temp_dir();
+    sweep_stale_reads(&base);
     let nanos =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let dir = base.join(format!(
-        ".debug-ima-read-{}-{}-{nanos}",
+        "{READ_DIR_PREFIX}{}-{}-{nanos}",
         std::process::id(),
         SEQ.fetch_add(1, Ordering::Relaxed)
     ));
@@ -1882,6 +1908,26 @@ pub fn render_verification(v: &Verification, what: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reader killed by SIGKILL leaves its temporary folder; the next reader removes it,
+    /// and leaves a live reader's alone (issue 22: 12,000 files stayed in `$TMPDIR`).
+    #[test]
+    fn stale_read_folders_are_swept_and_live_ones_kept() {
+        let base = std::env::temp_dir().join(format!("xtask-stale-{}", std::process::id()));
+        fs::create_dir_all(&base).unwrap();
+        // Above any pid_max (4,194,304 at most): no such process.
+        let dead_pid = 2_147_483_000u32;
+        let stale = base.join(format!("{READ_DIR_PREFIX}{dead_pid}-0-1"));
+        let live = base.join(format!("{READ_DIR_PREFIX}{}-0-1", std::process::id()));
+        for d in [&stale, &live] {
+            fs::create_dir_all(d.join("b/rungs")).unwrap();
+            fs::write(d.join("b/rungs/x.log"), b"x").unwrap();
+        }
+        sweep_stale_reads(&base);
+        assert!(!stale.exists(), "a dead reader's folder stayed");
+        assert!(live.exists(), "a live reader's folder was removed");
+        fs::remove_dir_all(&base).unwrap();
+    }
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("xtask-archive-unit-{name}-{}", std::process::id()));
