@@ -916,3 +916,12 @@ fn a_fifo_or_device_as_the_recipe_is_refused_without_blocking() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A recipe saved with a UTF-8 byte-order mark (as Windows editors write one) reads as the
+/// same recipe: the mark is no part of its first key (issue 22: `version` was "missing").
+#[test]
+fn a_byte_order_mark_is_not_part_of_the_first_key() {
+    let text = "\u{feff}version: 1\nname: bom\ndescription: \"x\"\nrun:\n  command: [\"true\"]\n";
+    let r = parse(text, RecipeSource::File("bom.yaml".into()), PathBuf::from("/repo")).unwrap();
+    assert_eq!(r.name, "bom");
+}

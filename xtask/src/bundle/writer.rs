@@ -285,7 +285,8 @@ impl Bundle {
                 p.display()
             );
         }
-        serde_yaml::from_str(&text)
+        // A byte-order mark (an editor's) is no part of the first key.
+        serde_yaml::from_str(text.strip_prefix('\u{feff}').unwrap_or(&text))
             .with_context(|| format!("`{}` is not a manifest this version can read", p.display()))
     }
 

@@ -95,6 +95,9 @@ pub fn builtin_dir() -> PathBuf {
 /// file in errors (`recipes/x.yaml:LINE:COLUMN: message`).
 pub fn parse(text: &str, source: RecipeSource, dir: PathBuf) -> Result<Recipe> {
     let label = source.label();
+    // A byte-order mark (Windows editors write one) is no part of the first key: without this
+    // the first field (`version`) reads as a key of its own and the file "misses" it.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.len() > MAX_RECIPE_BYTES {
         bail!(
             "{label}: larger than {} KiB; a recipe is a short YAML file (see docs/recipes.md)",
