@@ -1427,3 +1427,24 @@ fn every_fixture_manifest_still_loads() {
     }
     assert!(n >= 5, "{n} manifests");
 }
+
+/// An archive cut short is a damaged archive, not a full disk (issue 22: a truncated `.gz`
+/// was reported as "check the free space").
+#[test]
+fn a_truncated_archive_is_damaged_not_a_full_disk() {
+    let s = scratch("truncated");
+    let b = make_bundle(&s.0);
+    for compression in [Compression::Gzip, Compression::Zstd] {
+        let a = s.0.join(format!("{NAME}.{compression:?}"));
+        pack(&b, &a, &PackOptions { compression, ..with_coredumps() }).unwrap();
+        let bytes = fs::read(&a).unwrap();
+        let cut = s.0.join(format!("cut-{compression:?}"));
+        fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+        let e = format!(
+            "{:#}",
+            unpack(&cut, &s.0.join(format!("into-{compression:?}")), &Limits::default()).unwrap_err()
+        );
+        assert!(!e.contains("free space"), "{compression:?}: {e}");
+        assert!(e.contains("damaged"), "{compression:?}: {e}");
+    }
+}

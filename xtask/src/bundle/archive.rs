@@ -1379,10 +1379,33 @@ impl Visit for Unpacker<'_> {
                 .context(format!("cannot write {}; check the free space (`df -h`)", p.display()))
         };
         let mut w = BufWriter::with_capacity(BUF, f);
-        let n = io::copy(data, &mut w).map_err(write)?;
+        // A read that fails is the archive's fault (cut short, damaged), not the disk's.
+        let mut from = ReadSide { inner: data, failed: false };
+        let n = io::copy(&mut from, &mut w).map_err(|e| {
+            if from.failed {
+                anyhow::Error::new(e).context(format!("the data of `{rel}` ends early or is damaged"))
+            } else {
+                write(e)
+            }
+        })?;
         let f = w.into_inner().map_err(|e| write(e.into_error()))?;
         f.set_permissions(fs::Permissions::from_mode(mode)).map_err(write)?;
         Ok(n)
+    }
+}
+
+/// A reader that remembers whether one of its reads failed, so that a copy's error can say
+/// which side it came from.
+struct ReadSide<'a> {
+    inner: &'a mut dyn Read,
+    failed: bool,
+}
+
+impl Read for ReadSide<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let r = self.inner.read(buf);
+        self.failed |= r.is_err();
+        r
     }
 }
 
