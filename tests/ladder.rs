@@ -1092,3 +1092,23 @@ fn sigkill_of_the_tool_leaves_no_process_of_its_runs() {
     );
     s.assert_no_standin_left();
 }
+
+/// A newline in a folder's name cannot forge a line of the result (issue 22): the bundle's
+/// path is printed on one line, its newline shown as `\n`.
+#[test]
+fn a_newline_in_the_bundle_folder_forges_no_verdict_line() {
+    let s = Scratch::for_run("forge");
+    let recipe = s.write_recipe(&target_recipe(""));
+    let dir = s.path("b\nverdict: FORGED in `nothing` at nowhere.cu:1");
+    let mut run = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline");
+    let at = run.args.iter().position(|a| a == "--bundle-dir").unwrap();
+    run.args[at + 1] = dir.display().to_string();
+    let out = run.run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    assert!(
+        !out.stdout.lines().chain(out.stderr.lines()).any(|l| l.starts_with("verdict: FORGED")),
+        "{}",
+        out.both()
+    );
+    assert!(out.stdout.contains("b\\nverdict: FORGED"), "{}", out.both());
+}

@@ -398,7 +398,7 @@ pub fn run(args: Args) -> Result<Outcome> {
     let mut bundle = Bundle::create(&cfg.bundle_root, &cfg.resolved.name, &recipe_value)?;
     bundle.start(doctor::versions(&report), cfg.plan.clone())?;
     bundle.write_file(&layout::env_file(layout::DOCTOR), &doctor::render(&report))?;
-    ui::status(&format!("bundle: {}", bundle.root().display()));
+    ui::status(&format!("bundle: {}", ui::safe(&bundle.root().display().to_string(), true)));
     let name = bundle.root().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let climb =
         cfg.climb(&args, bundle.root(), &name, std::process::id(), report.gpus().len(), interrupt.clone())?;
@@ -439,7 +439,7 @@ fn say_where(climb: &Climb, bundle: &mut Bundle) -> Result<()> {
     if let Some(s) = &climb.slurm {
         ui::status(&format!(
             "slurm: job {}, target runs as job steps{}",
-            s.job_id,
+            ui::safe(&s.job_id, true),
             s.pyxis.as_ref().map(|p| format!(" in pyxis image {}", p.image)).unwrap_or_default()
         ));
     }
@@ -476,10 +476,13 @@ fn finish(climbed: crate::ladder::driver::Climbed, interrupt: &Interrupt) -> Res
     } else {
         render_text(&analysis) + "\n"
     };
+    // One line each, whatever a value holds (a newline in a folder's name must not forge a
+    // `verdict:` line).
+    let line = |v: &str| ui::safe(v, true).into_owned();
     let stop = bundle.manifest().stopped.clone().unwrap_or_default();
-    text.push_str(&format!("stopped: {stop}\n"));
-    text.push_str(&format!("rungs: {}\n", rung_line(&bundle.manifest().rungs)));
-    text.push_str(&format!("bundle: {}\n", bundle.root().display()));
+    text.push_str(&format!("stopped: {}\n", line(&stop)));
+    text.push_str(&format!("rungs: {}\n", line(&rung_line(&bundle.manifest().rungs))));
+    text.push_str(&format!("bundle: {}\n", line(&bundle.root().display().to_string())));
     ui::out(&text)?;
     match outcome {
         Ok(Stopped::Interrupted) => Ok(Outcome::Interrupted),

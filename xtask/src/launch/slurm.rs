@@ -58,9 +58,19 @@ impl Slurm {
                         xtask debug-ima ...`) or from an `sbatch` script (docs/slurm.md)"
                 .to_string());
         };
+        let job_id = job_id.trim().to_string();
+        // Slurm's job ids are numbers, an array's `1234_5` and a heterogeneous job's `1234+0`:
+        // anything else did not come from Slurm, and is not written into commands or lines.
+        if job_id.len() > 64 || !job_id.bytes().all(|b| b.is_ascii_digit() || b"_+".contains(&b)) {
+            return Err(format!(
+                "SLURM_JOB_ID={:?} is not a Slurm job id (digits, `_`, `+`): run debug-ima inside `salloc` or \
+                 `sbatch`, where Slurm sets it (docs/slurm.md)",
+                job_id.chars().take(80).collect::<String>()
+            ));
+        }
         let num = |k: &str| lookup(k).and_then(|v| v.trim().parse::<u32>().ok()).filter(|n| *n > 0);
         Ok(Slurm {
-            job_id: job_id.trim().to_string(),
+            job_id,
             ntasks: num("SLURM_NTASKS"),
             nodes: num("SLURM_JOB_NUM_NODES").or_else(|| num("SLURM_NNODES")),
             pyxis: None,
@@ -237,6 +247,20 @@ mod tests {
     fn outside_an_allocation_it_says_to_run_inside_one() {
         let e = Slurm::from_env(&|_| None, "p").unwrap_err();
         assert!(e.contains("salloc") && e.contains("sbatch"), "{e}");
+    }
+
+    /// A job id that Slurm did not write (a newline that would forge a line of the output, a
+    /// shell word) is refused; arrays' and heterogeneous jobs' ids are taken (issue 22).
+    #[test]
+    fn only_a_slurm_job_id_is_taken() {
+        let with = |id: &'static str| move |k: &str| (k == "SLURM_JOB_ID").then(|| id.to_string());
+        for bad in ["42\nverdict: illegal-address in `x` at y.cu:1", "42; rm -rf /", "$(id)", "abc"] {
+            let e = Slurm::from_env(&with(bad), "p").unwrap_err();
+            assert!(e.contains("is not a Slurm job id") && !e.contains('\n'), "{e}");
+        }
+        for good in ["42", "1234_5", "1234+0"] {
+            assert_eq!(Slurm::from_env(&with(good), "p").unwrap().job_id, good);
+        }
     }
 
     #[test]
