@@ -304,17 +304,33 @@ fn spread(strings: &mut [&mut String], learned: &[String], place: &str, out: &mu
     }
     values.sort_by_key(|v| std::cmp::Reverse(v.len()));
     values.dedup();
+    // The values by their first four bytes (each has at least six), longest first: each string
+    // is read once, and only the values that start where it has their first bytes are
+    // compared, so many variables do not make the work grow as their square.
+    let mut by_head: std::collections::HashMap<&[u8], Vec<&str>> = std::collections::HashMap::new();
+    for v in &values {
+        by_head.entry(&v.as_bytes()[..4]).or_default().push(v);
+    }
     for s in strings.iter_mut() {
-        let mut changed = false;
-        for v in &values {
-            if s.contains(v) {
-                **s = s.replace(v, MARK);
-                changed = true;
+        let b = s.as_bytes();
+        let mut hits: Vec<&str> = Vec::new();
+        for i in 0..b.len().saturating_sub(3) {
+            if let Some(vs) = by_head.get(&b[i..i + 4]) {
+                for v in vs {
+                    if b[i..].starts_with(v.as_bytes()) && !hits.contains(v) {
+                        hits.push(v);
+                    }
+                }
             }
         }
-        if changed {
-            out.push(Redaction { place: place.to_string(), what: format!("{KNOWN} (by value)") });
+        if hits.is_empty() {
+            continue;
         }
+        hits.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        for v in hits {
+            **s = s.replace(v, MARK);
+        }
+        out.push(Redaction { place: place.to_string(), what: format!("{KNOWN} (by value)") });
     }
 }
 
@@ -1738,6 +1754,23 @@ mod tests {
             assert!(!red.contains("the-rest-of-it"), "{line} -> {red}");
             assert!(red.contains(kept), "{line} -> {red}");
         }
+    }
+
+    #[test]
+    fn many_secret_variables_take_time_in_proportion() {
+        // 20,000 values learned by name (a run's secret-named variables), each also inside
+        // another string of the invocation: every one redacted there, without comparing every
+        // value with every string (issue 22: the time grew as the square of the variables).
+        let n = 20_000;
+        let learned: Vec<String> = (0..n).map(|i| format!("v{i:06}-{}", "x".repeat(20))).collect();
+        let mut homes: Vec<String> = learned.iter().map(|v| format!("/data/{v}/home")).collect();
+        let started = std::time::Instant::now();
+        let mut out = Vec::new();
+        spread(&mut homes.iter_mut().collect::<Vec<_>>(), &learned, "command", &mut out);
+        assert!(homes.iter().all(|h| h == "/data/[REDACTED]/home"), "{:?}", &homes[..2]);
+        assert_eq!(out.len(), n);
+        // Quadratic, this was minutes; a generous bound that only catches that.
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "{:?}", started.elapsed());
     }
 
     #[test]
