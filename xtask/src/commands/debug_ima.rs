@@ -450,17 +450,8 @@ fn say_where(climb: &Climb, bundle: &mut Bundle) -> Result<()> {
 /// bundle, and turns the climb's end into the command's outcome.
 fn finish(climbed: crate::ladder::driver::Climbed, interrupt: &Interrupt) -> Result<Outcome> {
     let (bundle, analysis, outcome) = (climbed.bundle, climbed.analysis, climbed.outcome);
-    // Sealed last, so that `bundle verify` can tell later edits (also after Ctrl-C).
     // The rungs' files were hashed as each rung ended (the manifest has them).
-    let mut outcome = outcome;
-    if let Err(e) = bundle.seal() {
-        let full = crate::files::out_of_space(&e);
-        if full && outcome.is_ok() {
-            outcome = Err(e.context(format!("cannot write {}", layout::SUMS)));
-        } else if !full {
-            ui::status(&format!("warning: {e:#}; `cargo xtask bundle pack` writes {} later", layout::SUMS));
-        }
-    }
+    let outcome = super::seal::seal(&bundle, outcome);
 
     // A rung that ran to its end is what the analysis speaks of: without one (stopped at the
     // first prompt, Ctrl-C in the baseline, every rung skipped), nothing was learned, and the

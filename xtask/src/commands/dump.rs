@@ -95,16 +95,8 @@ pub fn run(args: Args) -> Result<Outcome> {
         interrupt: interrupt.clone(),
     };
     let dumped = dump::run(&target, &opts, &ui::Terminal)?;
-    let (bundle, analysis, mut outcome) = (dumped.bundle, dumped.analysis, dumped.outcome);
-    // Sealed last, so that `bundle verify` can tell later edits (also after Ctrl-C).
-    if let Err(e) = bundle.seal() {
-        let full = crate::files::out_of_space(&e);
-        if full && outcome.is_ok() {
-            outcome = Err(e.context(format!("cannot write {}", layout::SUMS)));
-        } else if !full {
-            ui::status(&format!("warning: {e:#}; `cargo xtask bundle pack` writes {} later", layout::SUMS));
-        }
-    }
+    let (bundle, analysis, outcome) = (dumped.bundle, dumped.analysis, dumped.outcome);
+    let outcome = super::seal::seal(&bundle, outcome);
     if args.json {
         ui::out(&render_json(&analysis))?;
         ui::status(&format!("bundle: {}", bundle.root().display()));

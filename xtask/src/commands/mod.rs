@@ -13,6 +13,7 @@ pub mod debug_ima;
 pub mod doctor;
 pub mod dump;
 pub mod recipe;
+pub mod seal;
 pub mod watch;
 
 /// How a command ended, for `cli` to map to an exit status. Errors are `Err`.
