@@ -1213,7 +1213,7 @@ fn an_interrupted_unpack_leaves_nothing() {
     let dir = scratch("unpack-stop");
     let b = make_bundle(&dir);
     let archive = dir.join("b.tar.zst");
-    pack(&b, &archive, &PackOptions::default()).unwrap();
+    pack(&b, &archive, &with_coredumps()).unwrap();
     let into = dir.join("out");
     fs::create_dir(&into).unwrap();
     for n in [0, 1, 3, 10, 30] {
@@ -1261,8 +1261,10 @@ fn ctrl_c_during_unpack_and_pack_cleans_up() {
     let dir = scratch("ctrl-c");
     let b = dir.join(NAME);
     copy_dir(Path::new(FIXTURE), &b);
-    // A sparse gigabyte: it reads as zeros and takes no disk.
-    fs::File::create(b.join("rungs/big.log")).unwrap().set_len(1 << 30).unwrap();
+    // A sparse gigabyte: it reads as zeros and takes no disk. Named as a GPU dump and packed
+    // with `--with-coredumps`: zeros are binary, and a binary file of a rung folder that is no
+    // dump stays out of every archive (it would be packed in no time).
+    fs::File::create(b.join("rungs/04-coredump/core_big.1.2")).unwrap().set_len(1 << 30).unwrap();
     let archive = dir.join("b.tar.zst");
     let sigint = |child: &std::process::Child| {
         nix::sys::signal::kill(
@@ -1280,8 +1282,14 @@ fn ctrl_c_during_unpack_and_pack_cleans_up() {
             .unwrap()
     };
     let partial = dir.join("b.tar.zst.partial");
-    let child =
-        spawn(&["bundle".as_ref(), "pack".as_ref(), b.as_os_str(), "-o".as_ref(), archive.as_os_str()]);
+    let child = spawn(&[
+        "bundle".as_ref(),
+        "pack".as_ref(),
+        "--with-coredumps".as_ref(),
+        b.as_os_str(),
+        "-o".as_ref(),
+        archive.as_os_str(),
+    ]);
     wait_for("the partial archive", || partial.exists());
     sigint(&child);
     let out = child.wait_with_output().unwrap();
@@ -1294,7 +1302,7 @@ fn ctrl_c_during_unpack_and_pack_cleans_up() {
         fs::read_dir(&dir).unwrap().collect::<Vec<_>>()
     );
 
-    pack(&b, &archive, &PackOptions::default()).unwrap();
+    pack(&b, &archive, &with_coredumps()).unwrap();
     let into = dir.join("out");
     fs::create_dir(&into).unwrap();
     let child = spawn(&[

@@ -275,12 +275,11 @@ impl RungBar for EchoBar {
     fn finish(&self, _outcome: &str) {}
 
     fn echo(&self, stream: Stream, line: &str) {
-        let r = match stream {
+        // A closed pipe on our side must not end the job: its output is in the bundle's log.
+        let _ = match stream {
             Stream::Stdout => writeln!(io::stdout().lock(), "{line}"),
             Stream::Stderr => writeln!(io::stderr().lock(), "{line}"),
         };
-        // A closed pipe on our side must not end the job: its output is in the bundle's log.
-        let _ = r;
     }
 }
 

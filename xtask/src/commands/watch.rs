@@ -138,8 +138,9 @@ pub fn run(args: WatchArgs) -> Result<Outcome> {
     let record = bundle.manifest().rungs.first().cloned();
     let exit =
         record.as_ref().and_then(|r| r.commands.iter().find(|c| c.role == Role::Target)).and_then(|c| c.exit);
-    let hung =
-        record.as_ref().is_some_and(|r| r.notes.iter().any(|n| n.starts_with("the job counted as hung")));
+    let hung = record
+        .as_ref()
+        .is_some_and(|r| r.notes.iter().any(|n| n.starts_with(crate::ladder::rung::watch::HUNG_NOTE)));
     let happened = hung || analysis.verdict.is_some() || !analysis.findings.is_empty();
     if !happened && outcome.is_ok() && record.as_ref().is_some_and(|r| r.status == RungStatus::Ran) {
         let root = bundle.root().to_path_buf();

@@ -1,4 +1,4 @@
-//! The guardian: a small process the tool starts first (itself, run as `GUARD_ARG TOKEN`),
+//! The guardian: a small process the tool starts before its first process (itself, run as `GUARD_ARG TOKEN`),
 //! which outlives a SIGKILL of the tool. It blocks on a pipe whose only writer is the tool;
 //! when the tool ends, however (SIGKILL included, which no handler sees), the pipe closes,
 //! and the guardian SIGKILLs every process that carries one of the tool's run marks
@@ -21,11 +21,17 @@ pub const GUARD_ARG: &str = "__debug-ima-guard";
 /// child the next look finds).
 const SWEEP: Duration = Duration::from_secs(3);
 
-/// Starts the guardian of this tool's runs. The write end of its pipe stays in this process
+/// Starts the guardian of this tool's runs, once, before the first process the tool starts
+/// (a command that starts none, `analyze` or `--help`, pays nothing). The write end of its pipe stays in this process
 /// only (close-on-exec, so the processes the tool starts do not hold it open). A guardian
 /// that cannot start is no reason not to run: the tool still kills what it started whenever
 /// it can; only a SIGKILL of the tool would leave its processes then.
 pub(super) fn start(token: &str) {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| start_now(token));
+}
+
+fn start_now(token: &str) {
     let Ok(exe) = std::env::current_exe() else { return };
     let mut child = match Command::new(exe)
         .arg(GUARD_ARG)

@@ -179,7 +179,6 @@ impl Spec {
 /// started (a probe of doctor) before the tool ends by it.
 pub fn init() -> anyhow::Result<()> {
     tree::become_subreaper()?;
-    guard::start(tree::own_token());
     interrupt::install_handler()
 }
 

@@ -28,6 +28,8 @@ pub(super) struct Start<'a> {
 /// Starts the process; `stdout` and `stderr` are the write ends of the caller's pipes (or
 /// one file twice), closed here once the child has them.
 pub(super) fn start(s: &Start, stdout: OwnedFd, stderr: OwnedFd) -> io::Result<duct::Handle> {
+    // Whatever is started from here on outlives no SIGKILL of the tool.
+    super::guard::start(super::tree::own_token());
     let mut expr = duct::cmd(s.program, s.args)
         .stdin_null()
         .stdout_file(stdout)

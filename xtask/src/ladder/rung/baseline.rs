@@ -101,7 +101,7 @@ impl Rung for Baseline {
             }
             _ => None,
         };
-        let read = coredump::read_dumps(io, steps, started, ran)?;
+        let read = coredump::read_dumps(io, steps, When::PerDump, started, ran)?;
         if !read.yielded && !ran.success() && !io.interrupted() {
             io.note(coredump::no_dump_note(ran));
         }

@@ -81,7 +81,7 @@ pub fn remove_fifos(dir: &Path) {
 }
 
 /// The dumps in a rung folder, sorted.
-fn dumps(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(super) fn dumps(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut dumps: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot list `{}`", dir.display()))?
         .flatten()
@@ -218,7 +218,7 @@ impl Rung for Coredump {
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
         let started = SystemTime::now();
         let ran = io.exec(step(steps, When::Always)?)?;
-        let read = read_dumps(io, steps, started, ran)?;
+        let read = read_dumps(io, steps, When::PerDump, started, ran)?;
         if !read.yielded {
             io.note(no_dump_note(ran));
         }
@@ -256,9 +256,16 @@ pub fn no_dump_note(ran: Exit) -> String {
 }
 
 /// After the target's run (`ran`, started at `started`): each dump it left in the rung's
-/// folder read with cuda-gdb (again with fewer commands after a crash), then the CPU core of
-/// the abort when the steps read one. The coredump rung and the armed baseline share it.
-pub fn read_dumps(io: &mut dyn RungIo, steps: &[Step], started: SystemTime, ran: Exit) -> Result<Ran> {
+/// folder read with cuda-gdb through the `per_dump` step (again with fewer commands after a
+/// crash), then the CPU core of the abort when the steps read one. The coredump rung, the armed
+/// baseline and `watch` (a hang's dumps with the hang rung's commands) share it.
+pub fn read_dumps(
+    io: &mut dyn RungIo,
+    steps: &[Step],
+    per_dump: When,
+    started: SystemTime,
+    ran: Exit,
+) -> Result<Ran> {
     let dumps = dumps(io.dir())?;
     let placeholder = io.dir().join(DUMP).display().to_string();
     for (i, core) in dumps.iter().enumerate() {
@@ -267,7 +274,7 @@ pub fn read_dumps(io: &mut dyn RungIo, steps: &[Step], started: SystemTime, ran:
         }
         io.say(&format!("cuda-gdb on {}", core.display()));
         let core = core.display().to_string();
-        let first = step(steps, When::PerDump)?.filled(&placeholder, &core, i + 1);
+        let first = step(steps, per_dump)?.filled(&placeholder, &core, i + 1);
         io.exec(&first)?;
         let crashed = scan_file(&layout::logs(io.dir(), &first.stem).0)?.debugger_crashed;
         if crashed {

@@ -39,7 +39,7 @@ use crate::recipe::Resolved;
 
 pub struct Hang;
 
-pub use super::armed::{NCCL_BUFFER, NCCL_PIPE, NCCL_TRACE, PIPE_PREFIX};
+use super::armed::{NCCL_PIPE, NCCL_TRACE, PIPE_PREFIX};
 /// The user-triggered dump's name start (`core.<host>.<pid>.<time>`).
 pub const DUMP_PREFIX: &str = "core.";
 /// Stands for a dump's path in the per-dump step.
@@ -122,18 +122,7 @@ impl Rung for Hang {
             steps.push(Step::new(Role::Build, build, "build").when(When::BinariesMissing));
         }
         steps.push(Step::target(invocation(r, &cx.dir)).at(At::New(Access::Ptrace)));
-        steps.push(
-            Step::new(Role::PySpy, pyspy(TREE_PID), "pyspy-{n}")
-                .at(At::BesideTarget)
-                .when(When::PerPythonProcess),
-        );
-        if r.python {
-            steps.push(
-                Step::new(Role::Python, trace_to_json(&cx.dir), "nccl-trace-{n}-json")
-                    .at(At::BesideTarget)
-                    .when(When::PerNcclTrace),
-            );
-        }
+        steps.extend(beside_steps(cx));
         steps.push(Step::new(Role::CudaGdb, gdb(&cx.dir.join(HANG_DUMP)), "cudagdb-{n}").when(When::PerDump));
         if !r.python {
             steps.push(
@@ -216,6 +205,23 @@ impl Rung for Hang {
         }
         Ok(Ran { faulted: !dumps.is_empty(), yielded: !dumps.is_empty(), lineinfo: None, hung: true })
     }
+}
+
+/// The steps beside a target once it counts as hung: py-spy per Python process of its tree,
+/// and, for Python, each NCCL flight-recorder dump to JSON. The hang rung and `watch` share
+/// them.
+pub(super) fn beside_steps(cx: &StepCx) -> Vec<Step> {
+    let mut steps = vec![Step::new(Role::PySpy, pyspy(TREE_PID), "pyspy-{n}")
+        .at(At::BesideTarget)
+        .when(When::PerPythonProcess)];
+    if cx.recipe.python {
+        steps.push(
+            Step::new(Role::Python, trace_to_json(&cx.dir), "nccl-trace-{n}-json")
+                .at(At::BesideTarget)
+                .when(When::PerNcclTrace),
+        );
+    }
+    steps
 }
 
 /// Everything taken once the run counts as hung, in the order that keeps the evidence: host

@@ -17,13 +17,17 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
 
-use super::api::{step, At, Ran, Rung, RungIo, Step, StepCx, When, DUMP, TREE_PID};
+use super::api::{step, At, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
 use super::build::with_options;
 use super::{armed, coredump, evidence, hang};
 use crate::findings::verdict::Part;
 use crate::launch::container::Access;
 use crate::model::{Exit, Role, RungId};
 use crate::process::Control;
+
+/// How the note that a watched job counted as hung starts (the `watch` command reads it back
+/// from the rung's record).
+pub const HUNG_NOTE: &str = "the job counted as hung";
 
 /// How often a silent job's GPUs are looked at once `hang_after` has passed.
 pub const GPU_CHECK: Duration = Duration::from_secs(5);
@@ -51,14 +55,14 @@ pub fn over_cap(mut dumps: Vec<(std::path::PathBuf, u64, SystemTime)>, cap: u64)
     gone
 }
 
-/// The GPU dumps in `dir` with their sizes and times.
+/// The GPU dumps in `dir` ([`coredump::dumps`]) with their sizes and times.
 fn dumps_in(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64, SystemTime)> {
-    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
-    rd.flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(crate::bundle::layout::DUMP_PREFIX))
-        .filter_map(|e| {
-            let m = e.metadata().ok().filter(|m| m.is_file())?;
-            Some((e.path(), m.len(), m.modified().ok()?))
+    coredump::dumps(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|p| {
+            let m = std::fs::metadata(&p).ok().filter(|m| m.is_file())?;
+            Some((p, m.len(), m.modified().ok()?))
         })
         .collect()
 }
@@ -105,19 +109,8 @@ pub fn steps(cx: &StepCx) -> Vec<Step> {
     let r = cx.recipe;
     let mut job = with_options(armed::watched(r, &cx.dir), r, RungId::Baseline);
     job.timeout = None;
-    let mut steps = vec![
-        Step::target(job).at(At::New(Access::Ptrace)),
-        Step::new(Role::PySpy, evidence::pyspy(TREE_PID), "pyspy-{n}")
-            .at(At::BesideTarget)
-            .when(When::PerPythonProcess),
-    ];
-    if r.python {
-        steps.push(
-            Step::new(Role::Python, evidence::trace_to_json(&cx.dir), "nccl-trace-{n}-json")
-                .at(At::BesideTarget)
-                .when(When::PerNcclTrace),
-        );
-    }
+    let mut steps = vec![Step::target(job).at(At::New(Access::Ptrace))];
+    steps.extend(hang::beside_steps(cx));
     // No abort, so no CPU core to read.
     steps.extend(coredump::reading_steps(cx).into_iter().filter(|s| s.when != When::PerCpuCore));
     steps.push(
@@ -194,8 +187,7 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
             };
             seen.hung = true;
             beside.say(&format!("{why}: taking the hang's evidence"));
-            seen.notes
-                .push(format!("the job counted as hung after {} s: {why}", running.elapsed().as_secs()));
+            seen.notes.push(format!("{HUNG_NOTE} after {} s: {why}", running.elapsed().as_secs()));
             hang::collect(&dir, running, beside, &pyspy, convert.as_ref(), &mut seen);
             if running.child_exited() {
                 Control::Continue
@@ -212,21 +204,14 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
         return Err(e);
     }
     if !seen.hung {
-        let read = coredump::read_dumps(io, steps, started, exit)?;
+        let read = coredump::read_dumps(io, steps, When::PerDump, started, exit)?;
         if !read.yielded && !exit.success() && !io.interrupted() && exit != Exit::Interrupted {
             io.note(coredump::no_dump_note(exit));
         }
         return Ok(Ran { faulted: read.faulted, yielded: true, lineinfo: None, hung: false });
     }
-    let hang_step: Vec<Step> = steps
-        .iter()
-        .map(|s| match s.when {
-            When::PerHangDump => s.clone().when(When::PerDump),
-            When::PerDump => s.clone().when(When::PerHangDump),
-            _ => s.clone(),
-        })
-        .collect();
-    let read = coredump::read_dumps(io, &hang_step, started, exit)?;
+    // The dumps of a hang are read with the hang rung's commands (`info cuda threads`).
+    let read = coredump::read_dumps(io, steps, When::PerHangDump, started, exit)?;
     Ok(Ran { faulted: read.yielded, yielded: read.yielded, lineinfo: None, hung: true })
 }
 
