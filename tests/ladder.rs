@@ -611,6 +611,56 @@ fn rebuild_with_the_real_nvcc_finds_line_info() {
     s.assert_no_standin_left();
 }
 
+/// The armed first run of a native binary that names its launch sites (objdump of the real
+/// nvcc build, no GPU needed) is not launch-blocking: `launch-sites.log` holds where `main`
+/// launches `scale_write`, the disassembly itself is not kept, and the run's command has no
+/// `CUDA_LAUNCH_BLOCKING`. (Without a GPU the program fails at its first CUDA call.)
+#[test]
+fn a_binary_that_names_its_launch_sites_runs_at_full_speed() {
+    let Some(bin) = nvcc_dir() else {
+        if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0") {
+            panic!("CI is set but nvcc and cuobjdump are neither on PATH nor in .venv-cuda (.ci/run installs them)");
+        }
+        eprintln!("skipped: no nvcc on PATH nor in .venv-cuda (CI would fail here)");
+        return;
+    };
+    let s = Scratch::for_run("launch-sites");
+    let src = root().join("tests/gpu/programs/oob_write.cu");
+    let exe = s.path("oob_write");
+    let recipe = s.write_recipe(&format!(
+        "version: 1\nname: sites\ndescription: \"oob_write.cu built by the real nvcc\"\n\
+         build:\n  command: [\"nvcc\", \"-arch=sm_90\", \"-o\", \"{exe}\", \"{src}\"]\n  binaries: [\"{exe}\"]\n  timeout: 300\n\
+         run:\n  command: [\"{exe}\"]\n",
+        exe = exe.display(),
+        src = src.display()
+    ));
+    let out = Run::new(&s, &recipe, "oob_write")
+        .path(path_with(&[&standins(), &bin]))
+        .arg("--rungs")
+        .arg("baseline")
+        .run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+    let d = "rungs/01-baseline";
+    let table = b.read(&format!("{d}/launch-sites.log"));
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("scale_write("))
+        .unwrap_or_else(|| panic!("no scale_write row: {table}"));
+    let cells: Vec<&str> = row.split('\t').collect();
+    assert_eq!(cells[1], "main", "{row}");
+    assert!(cells[2].ends_with("oob_write.cu:15"), "{row}");
+    assert!(!b.exists(&format!("{d}/objdump.log")), "the disassembly is not kept: {:?}", b.files_in(d));
+    let cmd = b.read(&format!("{d}/command.txt"));
+    assert!(!cmd.contains("CUDA_LAUNCH_BLOCKING"), "{cmd}");
+    assert!(cmd.contains("CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1"), "{cmd}");
+    let notes = b.notes("baseline");
+    assert!(notes.contains("the armed run is not launch-blocking"), "{notes}");
+    let json = b.findings();
+    assert!(json.to_string().contains("objdump"), "the table is read as evidence: {json}");
+    s.assert_no_standin_left();
+}
+
 /// The build writes its binaries into folders that need not exist yet (the built-in demo
 /// builds into `target/debug-ima/demo/`): the ladder creates them, since `nvcc -o DIR/FILE`
 /// (like `cp` here) does not.

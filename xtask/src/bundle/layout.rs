@@ -62,6 +62,10 @@ pub const MEMCHECK_XML: &str = "memcheck.xml";
 pub const INITCHECK_XML: &str = "initcheck.xml";
 /// The rebuild's line-info table.
 pub const LINEINFO_TABLE: &str = "lineinfo.tsv";
+/// The static launch sites read from the target's disassembly (`findings::launch_sites`).
+pub const LAUNCH_SITES: &str = "launch-sites.log";
+/// The stem of the disassembly's log, removed once read (megabytes of code).
+pub const OBJDUMP_STEM: &str = "objdump";
 /// The prefix of every coredump's file name in a rung folder (`core_%h.%p.%t`).
 pub const DUMP_PREFIX: &str = "core_";
 /// Where `replay.sh` puts what a replay writes (`replay/<rung>/`).

@@ -29,6 +29,7 @@ pub mod cudagdb;
 pub mod faulthandler;
 pub mod host;
 pub mod hoststack;
+pub mod launch_sites;
 pub mod memcheck;
 pub mod memcheck_xml;
 pub mod names;
@@ -70,6 +71,8 @@ pub enum Tool {
     PySpy,
     /// PyTorch's NCCL flight recorder dump, as JSON.
     NcclFlightRecorder,
+    /// The static launch sites the ladder read from the binary's disassembly (objdump).
+    Objdump,
 }
 
 impl Tool {
@@ -83,6 +86,7 @@ impl Tool {
             Tool::MemcheckXml => "memcheck-xml",
             Tool::PySpy => "py-spy",
             Tool::NcclFlightRecorder => "nccl-flight-recorder",
+            Tool::Objdump => "objdump",
         }
     }
 }
@@ -190,7 +194,7 @@ impl std::fmt::Display for SourceLoc {
 }
 
 /// One frame of a device or host stack.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Frame {
     /// Function name, demangled where it was mangled.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -701,6 +705,9 @@ pub struct Evidence {
     /// A NCCL flight recorder dump.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nccl: Option<NcclTrace>,
+    /// Where the binary's host code launches each kernel ([`launch_sites`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub static_launches: Vec<launch_sites::StaticLaunch>,
     /// What the lines said about the ranks of a distributed job (launcher summaries, NCCL's
     /// watchdog, dump timestamps), for the triage across ranks ([`ranks`]). Not serialised.
     #[serde(skip)]

@@ -9,8 +9,8 @@ use std::io::{BufRead, BufReader, Read};
 
 use super::{
     coredump::CoredumpParser, cudagdb::CudaGdbParser, faulthandler::FaultHandlerParser, host::HostParser,
-    hoststack::HostStackParser, memcheck::MemcheckParser, memcheck_xml, nccl, pyspy::PySpyParser,
-    ranks::RankParser, waits::WaitsParser, Evidence, LineCtx, LineParser,
+    hoststack::HostStackParser, launch_sites, memcheck::MemcheckParser, memcheck_xml, nccl,
+    pyspy::PySpyParser, ranks::RankParser, waits::WaitsParser, Evidence, LineCtx, LineParser,
 };
 
 /// Lines longer than this are cut (the rest of the line is skipped, not buffered).
@@ -103,6 +103,11 @@ pub fn scan_reader<R: Read>(reader: R, path: &str, origin: &str) -> Evidence {
         }
         Content::Text if nccl::looks_like(head) => {
             nccl::parse(r, path, &mut ev);
+            return ev;
+        }
+        Content::Text if launch_sites::looks_like(head) => {
+            ev.static_launches = launch_sites::parse_table(r);
+            ev.saw(super::Tool::Objdump);
             return ev;
         }
         Content::Text => {}

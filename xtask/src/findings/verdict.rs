@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use super::{
-    faulthandler, names, pyspy,
+    faulthandler, launch_sites, names, pyspy,
     ranks::{self, RankTriage},
     Access, DeviceSnapshot, Dim3, ErrorClass, Evidence, Fault, Frame, HostStack, NcclCollective, SourceLoc,
     Symptom, Tool,
@@ -1319,6 +1319,7 @@ fn related_inputs<'a>(inputs: &'a [Evidence], members: &HashSet<&str>, kernel_ke
             members.contains(e.origin.as_str())
                 || e.group.as_deref().is_some_and(|g| groups.contains(g))
                 || names_kernel(e)
+                || e.static_launches.iter().any(|s| keys_match(&names::kernel_key(&s.kernel), kernel_key))
                 || sources(e).iter().any(|f| own_sources.contains(f))
         })
         .map(|e| e.origin.as_str())
@@ -1425,11 +1426,24 @@ fn pick_launch_site<'a>(
             if faulthandler::is_stack(&s.item) { FATAL_LAUNCH } else { "the launch-blocking traceback" };
         return Some(HostSite { frame: f.clone(), from: s.origin.clone(), how: how.into() });
     }
-    members
-        .flat_map(|f| f.host_frames.iter())
-        .find(|f| !f.python && !is_launch_machinery(f, kernel))
-        .map(|f| HostSite { frame: f.clone(), from: memcheck_origin(f), how: MEMCHECK.into() })
+    if let Some(f) =
+        members.flat_map(|f| f.host_frames.iter()).find(|f| !f.python && !is_launch_machinery(f, kernel))
+    {
+        return Some(HostSite { frame: f.clone(), from: memcheck_origin(f), how: MEMCHECK.into() });
+    }
+    let tables = inputs.iter().filter(|e| !e.static_launches.is_empty());
+    tables.into_iter().find_map(|e| {
+        launch_sites::only_site(&e.static_launches, kernel).map(|s| HostSite {
+            frame: s.site.clone(),
+            from: e.origin.clone(),
+            how: STATIC_LAUNCH.into(),
+        })
+    })
 }
+
+/// How a launch site read from the binary is named: a fact about the code, not a run's stack.
+pub const STATIC_LAUNCH: &str =
+    "the only launch of this kernel in the binary (its disassembly), not a stack of the run";
 
 /// Where the error surfaced on the host, from the runs whose launches were asynchronous: the
 /// traceback's (or the faulthandler stack's, [`of_a_fault`]) user frame, the program's own

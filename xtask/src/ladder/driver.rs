@@ -88,13 +88,14 @@ impl Stopped {
 impl Climb<'_> {
     /// The steps of one rung, as its `attempt`-th run (0-based) will run them from its folder
     /// `dir`.
-    pub fn steps(&self, id: RungId, dir: PathBuf, attempt: usize) -> Vec<Step> {
+    pub fn steps(&self, id: RungId, dir: PathBuf, attempt: usize, facts: Facts) -> Vec<Step> {
         let cx = StepCx {
             recipe: self.recipe,
             debug: self.debug,
             dir,
             inherited_prepend: self.inherited_prepend.clone(),
-            blocking: policy::armed_blocking(self.request, attempt),
+            blocking: policy::armed_blocking(self.request, facts, attempt),
+            static_sites: facts.static_sites,
         };
         let mut steps = rung::get_for(id, self.request.watch).steps(&cx);
         if let Some(p) = &self.path {
@@ -226,9 +227,9 @@ impl State<'_, '_> {
                 files: vec![],
                 notes: vec![],
             };
-            let steps = self.climb.steps(id, dir.clone(), attempt);
+            let steps = self.climb.steps(id, dir.clone(), attempt, self.facts);
             if attempt > 0 {
-                record.notes.push(retry_note(self.climb.request, id, attempt));
+                record.notes.push(retry_note(self.climb.request, self.facts, id, attempt));
             }
             let result = {
                 let mut io = Io { state: self, dir: &dir, record: &mut record, bar: bar.as_ref() };
@@ -291,6 +292,9 @@ impl State<'_, '_> {
             if let Some(li) = ran.and_then(|r| r.lineinfo) {
                 self.facts.lineinfo = Some(li);
             }
+            if let Some(known) = ran.and_then(|r| r.static_sites) {
+                self.facts.static_sites = Some(known);
+            }
             let shown = format!(
                 "{}{}",
                 target_exit.map(Exit::text).unwrap_or_else(|| record.status.to_string()),
@@ -300,9 +304,9 @@ impl State<'_, '_> {
             for n in &record.notes {
                 progress.status(&format!("    note: {n}"));
             }
-            let hid_before = policy::blocking_hid(self.climb.request, &self.done);
+            let hid_before = policy::blocking_hid(self.climb.request, self.facts, &self.done);
             self.done.push((id, outcome));
-            if !hid_before && policy::blocking_hid(self.climb.request, &self.done) {
+            if !hid_before && policy::blocking_hid(self.climb.request, self.facts, &self.done) {
                 record.notes.push(
                     "this run, without launch-blocking, faulted where the launch-blocking ones did not: the \
                      fault is intermittent, or launch-blocking hides it (a race between the host and the \
@@ -670,9 +674,9 @@ impl Beside for Side<'_> {
 
 /// Why a rung runs again, for its record: the attempt, and for the armed baseline whether
 /// this one is launch-blocking.
-fn retry_note(req: &Request, id: RungId, attempt: usize) -> String {
+fn retry_note(req: &Request, facts: Facts, id: RungId, attempt: usize) -> String {
     let blocking = if id == RungId::Baseline {
-        if policy::armed_blocking(req, attempt) {
+        if policy::armed_blocking(req, facts, attempt) {
             ", launch-blocking"
         } else {
             ", without launch-blocking (a fault it hides may show so)"

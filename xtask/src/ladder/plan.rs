@@ -89,7 +89,8 @@ pub fn steps(climb: &Climb, bundle: &Path) -> Vec<Planned> {
     let mut started = 0;
     for (i, id) in climb.plan.iter().enumerate() {
         let mut target = Place::Host;
-        for mut step in climb.steps(*id, bundle.join(layout::rung_dir(i + 1, *id, 0)), 0) {
+        for mut step in climb.steps(*id, bundle.join(layout::rung_dir(i + 1, *id, 0)), 0, Default::default())
+        {
             // The baseline builds or checks, as the binaries are there or not now.
             if (step.when == When::BinariesMissing && !missing)
                 || (step.when == When::BinariesPresent && missing)

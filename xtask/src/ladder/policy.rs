@@ -39,8 +39,12 @@ pub struct Request {
 /// is safe, so that one run gives the launch site; retries alternate without and with it, so
 /// that a fault launch-blocking hides (a race between the host and the device, or between
 /// streams) shows too.
-pub fn armed_blocking(req: &Request, attempt: usize) -> bool {
-    !req.watch && req.blocking_unsafe.is_none() && attempt.is_multiple_of(2)
+/// Once the binary named its launch sites (`facts.static_sites`), the first run is at full
+/// speed and the retries that block are the odd ones: launch-blocking is then only for a fault
+/// in a kernel launched from several places, or one that shows only so.
+pub fn armed_blocking(req: &Request, facts: Facts, attempt: usize) -> bool {
+    let first_blocks = facts.static_sites != Some(true) || req.python;
+    !req.watch && req.blocking_unsafe.is_none() && attempt.is_multiple_of(2) == first_blocks
 }
 
 /// How many times `r` has run (or been skipped or failed) so far.
@@ -51,18 +55,19 @@ pub fn attempts(done: &[(RungId, RungOutcome)], r: RungId) -> usize {
 /// The baseline's runs so far, in order: whether each was launch-blocking, and its outcome.
 fn baseline_runs<'a>(
     req: &'a Request,
+    facts: Facts,
     done: &'a [(RungId, RungOutcome)],
 ) -> impl Iterator<Item = (bool, RungOutcome)> + 'a {
     done.iter()
         .filter(|(r, _)| *r == RungId::Baseline)
         .enumerate()
-        .map(|(k, (_, o))| (armed_blocking(req, k), *o))
+        .map(move |(k, (_, o))| (armed_blocking(req, facts, k), *o))
 }
 
 /// Launch-blocking hid the fault: an armed run without it faulted, and every one with it ran
 /// clean (at least one did).
-pub fn blocking_hid(req: &Request, done: &[(RungId, RungOutcome)]) -> bool {
-    let runs: Vec<(bool, RungOutcome)> = baseline_runs(req, done).collect();
+pub fn blocking_hid(req: &Request, facts: Facts, done: &[(RungId, RungOutcome)]) -> bool {
+    let runs: Vec<(bool, RungOutcome)> = baseline_runs(req, facts, done).collect();
     runs.iter().any(|(b, o)| !b && o.faulted())
         && runs.iter().any(|(b, o)| *b && o.ran_clean())
         && !runs.iter().any(|(b, o)| *b && o.faulted())
@@ -72,11 +77,11 @@ pub fn blocking_hid(req: &Request, done: &[(RungId, RungOutcome)]) -> bool {
 /// the armed run's (dumps on exception, read by cuda-gdb), launch-blocking for a native target;
 /// so it is covered once an armed run faulted under the same conditions.
 /// A rebuild after it (the binaries lacked line info) makes the next dump worth having again.
-fn covered(req: &Request, done: &[(RungId, RungOutcome)], r: RungId) -> bool {
+fn covered(req: &Request, facts: Facts, done: &[(RungId, RungOutcome)], r: RungId) -> bool {
     let rebuilt = done.iter().any(|(d, o)| *d == RungId::Rebuild && *o != RungOutcome::Skipped);
     r == RungId::Coredump
         && !rebuilt
-        && baseline_runs(req, done).any(|(b, o)| o.faulted() && (req.python || b))
+        && baseline_runs(req, facts, done).any(|(b, o)| o.faulted() && (req.python || b))
 }
 
 /// The rung to run again because it did not reproduce the fault, within `--retries`: the last
@@ -207,6 +212,9 @@ impl RungOutcome {
 pub struct Facts {
     /// The binaries carry line info (built with it, or `cuobjdump` said so); `None`: unknown.
     pub lineinfo: Option<bool>,
+    /// The target's disassembly named where its kernels are launched (the first armed run
+    /// read it); `None`: not read.
+    pub static_sites: Option<bool>,
 }
 
 /// The next step.
@@ -340,7 +348,7 @@ pub fn next(
         pending.contains(&r)
             && (fault_expected || !rung.needs_fault())
             // The armed baseline already ran it, and faulted.
-            && !covered(req, done, r)
+            && !covered(req, facts, done, r)
             // Initcheck is the sweep's: it finds reads of unwritten memory, not faults.
             && (r != RungId::Initcheck || !faulted)
             && rung.answers(req.python).iter().any(|p| missing.contains(p))
@@ -483,11 +491,11 @@ mod tests {
         let p = plan(&req);
         assert_eq!(next(&req, &p, &[], &empty(), Facts::default()), Next::Run(RungId::Baseline));
         let done = vec![(RungId::Baseline, ran(true))];
-        let unknown = Facts { lineinfo: None };
-        let with = Facts { lineinfo: Some(true) };
+        let unknown = Facts { lineinfo: None, ..Facts::default() };
+        let with = Facts { lineinfo: Some(true), ..Facts::default() };
         assert_eq!(next(&req, &p, &done, &empty(), unknown), Next::Run(RungId::Rebuild));
         assert_eq!(
-            next(&req, &p, &done, &empty(), Facts { lineinfo: Some(false) }),
+            next(&req, &p, &done, &empty(), Facts { lineinfo: Some(false), ..Facts::default() }),
             Next::Run(RungId::Rebuild)
         );
         // The armed baseline faulted under launch-blocking and said nothing (no dump): the
@@ -513,16 +521,30 @@ mod tests {
     #[test]
     fn the_armed_baseline_alternates_launch_blocking_where_it_is_safe() {
         let req = Request::default();
-        assert!(armed_blocking(&req, 0) && !armed_blocking(&req, 1) && armed_blocking(&req, 2));
-        let nccl = Request { blocking_unsafe: Some("torchrun".into()), ..req };
-        assert!(!armed_blocking(&nccl, 0) && !armed_blocking(&nccl, 1));
+        let f = Facts::default();
+        assert!(armed_blocking(&req, f, 0) && !armed_blocking(&req, f, 1) && armed_blocking(&req, f, 2));
+        let nccl = Request { blocking_unsafe: Some("torchrun".into()), ..req.clone() };
+        assert!(!armed_blocking(&nccl, f, 0) && !armed_blocking(&nccl, f, 1));
+        // The binary names its launch sites: the first run is at full speed, the second blocks.
+        let sites = Facts { static_sites: Some(true), ..f };
+        assert!(!armed_blocking(&req, sites, 0) && armed_blocking(&req, sites, 1));
+        assert!(!armed_blocking(&nccl, sites, 1));
+        // Python's launch sites are not in a binary: the first run blocks as before.
+        let py = Request { python: true, ..req.clone() };
+        assert!(armed_blocking(&py, sites, 0));
+        // A faulting full-speed first run does not cover the coredump rung (launch-blocking), so
+        // a kernel launched from several places still gets its launch site from it.
+        let done = vec![(RungId::Baseline, ran(true))];
+        let with = Facts { lineinfo: Some(true), static_sites: Some(true) };
+        assert!(!covered(&req, with, &done, RungId::Coredump));
+        assert!(covered(&req, Facts { static_sites: None, ..with }, &done, RungId::Coredump));
     }
 
     #[test]
     fn a_fault_that_does_not_come_back_is_retried_within_the_bound() {
         let req = Request { has_build: true, retries: 2, ..Request::default() };
         let p = plan(&req);
-        let f = Facts { lineinfo: Some(true) };
+        let f = Facts { lineinfo: Some(true), ..Facts::default() };
         // A fault seen once (no launch site yet): the launch-blocking rung that ran clean runs
         // again, at most `retries` more times.
         let py = Request { python: true, blocking_unsafe: Some("torchrun".into()), ..req.clone() };
@@ -554,8 +576,8 @@ mod tests {
             (RungId::Memcheck, ran(false)),
             (RungId::Baseline, ran(true)),
         ];
-        assert!(blocking_hid(&req, &hid));
-        assert!(!blocking_hid(&req, &hid[..2]));
+        assert!(blocking_hid(&req, f, &hid));
+        assert!(!blocking_hid(&req, f, &hid[..2]));
         // It is not covered: the coredump rung (launch-blocking) may still get the launch.
         assert_eq!(next(&req, &p, &hid, &empty(), f), Next::Run(RungId::Coredump));
         // Without retries nothing runs twice.
@@ -576,7 +598,7 @@ mod tests {
         let a = shared_atomic(true);
         let v = a.verdict.as_ref().unwrap();
         assert!(v.unknown.is_empty(), "{v:?}");
-        match next(&req, &p, &done, &a, Facts { lineinfo: Some(true) }) {
+        match next(&req, &p, &done, &a, Facts { lineinfo: Some(true), ..Facts::default() }) {
             Next::Stop(why) => {
                 assert!(why.contains("complete") && why.contains("shared_atomic.cu:16"), "{why}");
                 assert!(why.contains("main at") && why.contains("shared_atomic.cu:33"), "{why}");

@@ -62,6 +62,8 @@ pub enum Role {
     Gdb,
     /// `python3 -c ...` converting an NCCL flight-recorder dump (a pickle) to JSON.
     Python,
+    /// `objdump -d -l` of the target's binary: where its host code launches each kernel.
+    Objdump,
 }
 
 impl Role {
@@ -75,6 +77,7 @@ impl Role {
             Role::PySpy => "py-spy",
             Role::Gdb => "gdb",
             Role::Python => "python3",
+            Role::Objdump => "objdump",
         }
     }
 }

@@ -83,6 +83,9 @@ pub struct Ran {
     /// The target was still running when its `hang_after` came (the hang rung): the rungs
     /// that rerun it would hang too.
     pub hung: bool,
+    /// Whether the target's disassembly named its kernels' launch sites, where this rung
+    /// read it ([`super::sites`]).
+    pub static_sites: Option<bool>,
 }
 
 /// What the steps are built from.
@@ -97,6 +100,9 @@ pub struct StepCx<'a> {
     /// The armed run is launch-blocking (the policy decides, per attempt:
     /// `policy::armed_blocking`).
     pub blocking: bool,
+    /// Whether the target's disassembly named its kernels' launch sites (`None`: not read
+    /// yet; the first armed run reads it).
+    pub static_sites: Option<bool>,
 }
 
 /// When a step runs.
@@ -119,6 +125,11 @@ pub enum When {
     PerHangDump,
     /// Again on that dump, with fewer commands, when cuda-gdb crashed on it.
     PerDumpAfterCrash,
+    /// Before the armed run of a native target, while the policy does not know yet whether
+    /// the binary names its launch sites ([`super::sites`]).
+    LaunchSites,
+    /// Instead of the launch-blocking armed run, when the binary named its launch sites.
+    LaunchSitesKnown,
     /// When a process announces it waits for a debugger ([`PID`] stands for its pid).
     OnWaitMessage,
     /// Again while it still waits, with fewer commands, when cuda-gdb crashed attached.
@@ -143,6 +154,8 @@ impl When {
             When::PerDump => "per dump",
             When::PerHangDump => "per dump, once the job counted as hung",
             When::PerDumpAfterCrash => "per dump, if cuda-gdb crashed",
+            When::LaunchSites => "before the run, once: where the binary launches its kernels",
+            When::LaunchSitesKnown => "instead, when the binary names its launch sites",
             When::OnWaitMessage => "on the wait message",
             When::OnWaitMessageAfterCrash => "on the wait message, if cuda-gdb crashed",
             When::PerPythonProcess => "after hang_after, per Python process of the target's tree",

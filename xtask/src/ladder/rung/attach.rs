@@ -139,6 +139,12 @@ impl Rung for Attach {
         if attached.is_none() {
             io.note("no process announced that it waits for a debugger: nothing faulted in this run".into());
         }
-        Ok(Ran { faulted: attached.is_some(), yielded: attached.is_some(), lineinfo: None, hung: false })
+        Ok(Ran {
+            faulted: attached.is_some(),
+            yielded: attached.is_some(),
+            lineinfo: None,
+            hung: false,
+            static_sites: None,
+        })
     }
 }

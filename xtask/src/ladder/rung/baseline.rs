@@ -20,7 +20,7 @@ use anyhow::{bail, Result};
 
 use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When};
 use super::build::with_options;
-use super::{armed, coredump, rebuild};
+use super::{armed, coredump, rebuild, sites};
 use crate::findings::verdict::Part;
 use crate::model::{Invocation, Role, RungId};
 use crate::recipe::Resolved;
@@ -61,7 +61,16 @@ impl Rung for Baseline {
             );
             steps.push(Step::new(Role::Build, build, "build").when(When::BinariesMissing));
         }
+        // Launch-blocking only for the launch site: a native binary that names its launch
+        // sites (read once, before the first armed run) runs at full speed instead.
+        let reads_sites = cx.blocking && !cx.recipe.python && cx.static_sites.is_none();
+        if reads_sites {
+            steps.push(sites::step(cx.recipe));
+        }
         steps.push(Step::target(invocation(cx.recipe, &cx.dir, cx.blocking)));
+        if reads_sites {
+            steps.push(Step::target(invocation(cx.recipe, &cx.dir, false)).when(When::LaunchSitesKnown));
+        }
         if let Some(b) = &cx.recipe.build {
             steps.extend(rebuild::lineinfo_checks(b, When::BinariesPresent));
         }
@@ -72,8 +81,13 @@ impl Rung for Baseline {
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
         let build = io.recipe().build.clone();
         let built = build_if_missing(io, steps)?;
+        let static_sites = sites::read(io, steps)?;
+        let target = match static_sites {
+            Some(true) => step(steps, When::LaunchSitesKnown)?,
+            _ => step(steps, When::Always)?,
+        };
         let started = SystemTime::now();
-        let ran = io.exec(step(steps, When::Always)?)?;
+        let ran = io.exec(target)?;
         // The pipes the armed run's processes made are no files a bundle holds.
         coredump::remove_fifos(io.dir());
         // `--device-debug` (`-G`) on binaries that existed: cuobjdump cannot tell `-G` from
@@ -105,7 +119,7 @@ impl Rung for Baseline {
         if !read.yielded && !ran.success() && !io.interrupted() {
             io.note(coredump::no_dump_note(ran));
         }
-        Ok(Ran { faulted: read.faulted, yielded: true, lineinfo, hung: false })
+        Ok(Ran { faulted: read.faulted, yielded: true, lineinfo, hung: false, static_sites })
     }
 }
 

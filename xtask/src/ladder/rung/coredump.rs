@@ -298,6 +298,7 @@ pub fn read_dumps(
         yielded: !dumps.is_empty(),
         lineinfo: None,
         hung: false,
+        static_sites: None,
     })
 }
 

@@ -181,7 +181,13 @@ impl Rung for Hang {
                 exit.text(),
                 after.as_secs()
             ));
-            return Ok(Ran { faulted: !exit.success(), yielded: false, lineinfo: None, hung: false });
+            return Ok(Ran {
+                faulted: !exit.success(),
+                yielded: false,
+                lineinfo: None,
+                hung: false,
+                static_sites: None,
+            });
         }
         let dumps = files(&dir, DUMP_PREFIX);
         let placeholder = dir.join(HANG_DUMP).display().to_string();
@@ -203,7 +209,13 @@ impl Rung for Hang {
                 coredump::read_cpu_core(io, cpu, started)?;
             }
         }
-        Ok(Ran { faulted: !dumps.is_empty(), yielded: !dumps.is_empty(), lineinfo: None, hung: true })
+        Ok(Ran {
+            faulted: !dumps.is_empty(),
+            yielded: !dumps.is_empty(),
+            lineinfo: None,
+            hung: true,
+            static_sites: None,
+        })
     }
 }
 

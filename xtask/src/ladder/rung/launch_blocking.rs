@@ -59,7 +59,7 @@ impl Rung for LaunchBlocking {
             io.note(note);
         }
         let ran = io.exec(target)?;
-        Ok(Ran { faulted: !ran.success(), yielded: true, lineinfo: None, hung: false })
+        Ok(Ran { faulted: !ran.success(), yielded: true, lineinfo: None, hung: false, static_sites: None })
     }
 }
 

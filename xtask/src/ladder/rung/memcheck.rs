@@ -115,5 +115,5 @@ pub fn run_sanitizer(io: &mut dyn RungIo, steps: &[Step], xml: &str) -> Result<R
     if !yielded {
         io.note("compute-sanitizer wrote no XML report".into());
     }
-    Ok(Ran { faulted: !ran.success(), yielded, lineinfo: None, hung: false })
+    Ok(Ran { faulted: !ran.success(), yielded, lineinfo: None, hung: false, static_sites: None })
 }

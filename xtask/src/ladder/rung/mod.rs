@@ -21,6 +21,7 @@ pub mod initcheck;
 pub mod launch_blocking;
 pub mod memcheck;
 pub mod rebuild;
+pub mod sites;
 pub mod watch;
 
 use crate::model::RungId;

@@ -56,7 +56,7 @@ impl Rung for Rebuild {
             bail!("the rebuild failed ({}): see `{}/{}`", ran.text(), io.shown_dir(), layout::STDERR);
         }
         let all_ok = check_lineinfo(io, &b, steps, "after the rebuild")?;
-        Ok(Ran { faulted: false, yielded: all_ok, lineinfo: Some(all_ok), hung: false })
+        Ok(Ran { faulted: false, yielded: all_ok, lineinfo: Some(all_ok), hung: false, static_sites: None })
     }
 }
 

@@ -19,7 +19,7 @@ use anyhow::Result;
 
 use super::api::{step, At, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
 use super::build::with_options;
-use super::{armed, coredump, evidence, hang};
+use super::{armed, coredump, evidence, hang, sites};
 use crate::findings::verdict::Part;
 use crate::launch::container::Access;
 use crate::model::{Exit, Role, RungId};
@@ -109,7 +109,12 @@ pub fn steps(cx: &StepCx) -> Vec<Step> {
     let r = cx.recipe;
     let mut job = with_options(armed::watched(r, &cx.dir), r, RungId::Baseline);
     job.timeout = None;
-    let mut steps = vec![Step::target(job).at(At::New(Access::Ptrace))];
+    let mut steps = Vec::new();
+    if !r.python {
+        // A native job's launch sites from its binary: `watch` never launch-blocks.
+        steps.push(sites::step(r));
+    }
+    steps.push(Step::target(job).at(At::New(Access::Ptrace)));
     steps.extend(hang::beside_steps(cx));
     // No abort, so no CPU core to read.
     steps.extend(coredump::reading_steps(cx).into_iter().filter(|s| s.when != When::PerCpuCore));
@@ -147,6 +152,7 @@ fn hung_now(
 pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
     let after = io.recipe().hang_after;
     let dir = io.dir().to_path_buf();
+    sites::read(io, steps)?;
     let started = SystemTime::now();
     let pyspy = step(steps, When::PerPythonProcess)?.clone();
     let convert = steps.iter().find(|s| s.when == When::PerNcclTrace).cloned();
@@ -208,11 +214,17 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
         if !read.yielded && !exit.success() && !io.interrupted() && exit != Exit::Interrupted {
             io.note(coredump::no_dump_note(exit));
         }
-        return Ok(Ran { faulted: read.faulted, yielded: true, lineinfo: None, hung: false });
+        return Ok(Ran {
+            faulted: read.faulted,
+            yielded: true,
+            lineinfo: None,
+            hung: false,
+            static_sites: None,
+        });
     }
     // The dumps of a hang are read with the hang rung's commands (`info cuda threads`).
     let read = coredump::read_dumps(io, steps, When::PerHangDump, started, exit)?;
-    Ok(Ran { faulted: read.yielded, yielded: read.yielded, lineinfo: None, hung: true })
+    Ok(Ran { faulted: read.yielded, yielded: read.yielded, lineinfo: None, hung: true, static_sites: None })
 }
 
 #[cfg(test)]

@@ -1,0 +1,96 @@
+//! The static launch sites of a native target: one `objdump -d -l` of its executable before
+//! the armed run, read into `launch-sites.log` ([`crate::findings::launch_sites`]). When it
+//! names where the host code launches the kernels, the armed run need not be launch-blocking
+//! (which slows a launch-heavy program 2.5 times, docs/benchmarks.md): a kernel launched from
+//! one place has that launch site whichever run faults, and only a fault in a kernel launched
+//! from several places asks for a launch-blocking run. The armed baseline and `watch` share it.
+//!
+//! Must not: keep the disassembly (megabytes of code, nothing the verdict needs beyond the
+//! table), or fail the rung: without objdump or host symbols the climb goes on launch-blocking.
+
+use std::io::BufReader;
+
+use anyhow::{Context, Result};
+
+use super::api::{RungIo, Step, When};
+use super::coredump::executable;
+use crate::bundle::layout::{self, LAUNCH_SITES, OBJDUMP_STEM};
+use crate::files::open_regular;
+use crate::findings::launch_sites;
+use crate::model::{Invocation, Role};
+use crate::recipe::Resolved;
+
+/// How long the disassembly may take: a binary of hundreds of megabytes takes a minute.
+const OBJDUMP_TIMEOUT_S: u64 = 120;
+
+/// The disassembly of the target's executable, with source lines (`-l`) and where each was
+/// inlined (`--inlines`: a kernel's host function inlined into its caller), one instruction a
+/// line (`-w`). Through a shell that finds a bare name on `PATH` as the run would, and exits 127
+/// when objdump is missing.
+pub fn step(r: &Resolved) -> Step {
+    let script =
+        "p=$(command -v -- \"$1\") || exit 127; exec objdump -d -l --inlines -w --no-show-raw-insn -- \"$p\"";
+    let inv = Invocation {
+        timeout: Some(std::time::Duration::from_secs(OBJDUMP_TIMEOUT_S)),
+        cwd: r.run.cwd.clone(),
+        ..Invocation::new(vec![
+            "sh".into(),
+            "-c".into(),
+            script.into(),
+            "objdump-launch-sites".into(),
+            executable(r),
+        ])
+    };
+    Step::new(Role::Objdump, inv, OBJDUMP_STEM).when(When::LaunchSites)
+}
+
+/// Runs the [`When::LaunchSites`] step when `steps` have one: writes the table into the
+/// rung's folder, removes the disassembly, and notes what it found. `Some(true)` when the
+/// binary names at least one kernel launch (the armed run may then run at full speed),
+/// `Some(false)` when it names none, `None` when there is no such step.
+pub fn read(io: &mut dyn RungIo, steps: &[Step]) -> Result<Option<bool>> {
+    let Some(step) = steps.iter().find(|s| s.when == When::LaunchSites) else { return Ok(None) };
+    if io.interrupted() {
+        return Ok(None);
+    }
+    io.say("reading where the binary launches its kernels (objdump)");
+    let ran = io.exec(step)?;
+    let (log, err) = layout::logs(io.dir(), &step.stem);
+    let sites = match open_regular(&log) {
+        Ok(f) if ran.success() => launch_sites::from_objdump(BufReader::new(f), &executable(io.recipe())),
+        _ => Vec::new(),
+    };
+    let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_file(&err);
+    if sites.is_empty() {
+        io.note(format!(
+            "objdump named no kernel launch in `{}` ({}): no host code with kernels, or objdump \
+             missing; the armed run is launch-blocking for the launch site",
+            executable(io.recipe()),
+            ran.text()
+        ));
+        return Ok(Some(false));
+    }
+    let table = io.dir().join(LAUNCH_SITES);
+    std::fs::write(&table, launch_sites::table(&sites))
+        .with_context(|| format!("cannot write `{}`", table.display()))?;
+    let kernels: std::collections::BTreeSet<String> =
+        sites.iter().map(|s| crate::findings::names::kernel_key(&s.kernel)).collect();
+    let several = launch_sites::ambiguous(&sites);
+    io.note(format!(
+        "the binary launches {} kernel(s) from {} place(s) (`{LAUNCH_SITES}`): the armed run is not \
+         launch-blocking{}",
+        kernels.len(),
+        sites.len(),
+        if several.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; a fault in {} (launched from several places) gets its launch site from a \
+                 launch-blocking run",
+                several.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            )
+        }
+    ));
+    Ok(Some(true))
+}
