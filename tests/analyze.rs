@@ -676,6 +676,35 @@ fn armed_first_runs_recorded_on_the_gpu_give_the_whole_verdict() {
     assert!(findings.contains("\"reproduced\": {\n    \"faulted\": 2,\n    \"runs\": 5"), "{findings}");
 }
 
+/// Bundles of a full-speed armed run on an H200 (tests/fixtures/bundles/static): the launch
+/// site is the binary's only launch of the kernel (`launch-sites.log`), not a stack of the run;
+/// the run was not launch-blocking, so the ladder's CPU core says where the error surfaced.
+#[test]
+fn static_launch_sites_recorded_on_the_gpu_give_the_launch_without_launch_blocking() {
+    let b = root().join("tests/fixtures/bundles/static");
+    for (case, kernel, line, launch, surfaced) in [
+        ("oob_write", "scale_write", 7, 15, Some(18)),
+        ("late_fault", "scatter_tail", 31, 74, Some(76)),
+        ("watch_late_fault", "scatter_tail", 31, 74, None),
+    ] {
+        let command = std::fs::read_to_string(b.join(case).join("rungs/01-baseline/command.txt")).unwrap();
+        assert!(!command.contains("CUDA_LAUNCH_BLOCKING"), "{case}: {command}");
+        let a = analyze(&[b.join(case)]).unwrap();
+        let v = a.verdict.unwrap_or_else(|| panic!("{case}: no verdict"));
+        assert!(v.kernel.contains(kernel), "{case}: {}", v.kernel);
+        assert_eq!(v.line, Some(line), "{case}");
+        assert!(v.unknown.is_empty(), "{case}: {:?} unknown", v.unknown);
+        let site = v.launch_site.as_ref().unwrap_or_else(|| panic!("{case}: no launch site"));
+        assert_eq!((site.frame.function.as_deref(), site.frame.line), (Some("main"), Some(launch)), "{case}");
+        assert!(site.how.contains("the only launch of this kernel in the binary"), "{case}: {site:?}");
+        assert_eq!(site.from, "baseline/launch-sites", "{case}");
+        if let Some(line) = surfaced {
+            let s = v.surfaced_at.as_ref().unwrap_or_else(|| panic!("{case}: where it surfaced"));
+            assert_eq!(s.frame.line, Some(line), "{case}: {s:?}");
+        }
+    }
+}
+
 /// Bundles `debug-ima watch` wrote on an H200 (tests/gpu/one_occurrence.sh, part C; dumps
 /// left out): a job that faulted after 35 s of running, never launch-blocking, gets the
 /// kernel, line and access from its one run and says where the error surfaced (its launch

@@ -123,7 +123,7 @@ fn the_tools_path_is_given_to_every_step() {
     let mut c = climb(&r, &req, &plan);
     c.path = Some("/usr/local/cuda/bin:/usr/bin".into());
     for id in &plan {
-        for step in c.steps(*id, s.path("rungs/x"), 0) {
+        for step in c.steps(*id, s.path("rungs/x"), 0, Default::default()) {
             assert!(
                 step.inv.env_set.contains(&("PATH".to_string(), "/usr/local/cuda/bin:/usr/bin".to_string())),
                 "{id}: {:?}",

@@ -62,13 +62,14 @@ impl Rung for Baseline {
             steps.push(Step::new(Role::Build, build, "build").when(When::BinariesMissing));
         }
         // Launch-blocking only for the launch site: a native binary that names its launch
-        // sites (read once, before the first armed run) runs at full speed instead.
-        let reads_sites = cx.blocking && !cx.recipe.python && cx.static_sites.is_none();
+        // sites (read once, before the first armed run) runs at full speed instead. Where
+        // launch-blocking is unsafe (collectives), the binary is the only source of them.
+        let reads_sites = !cx.recipe.python && cx.static_sites.is_none();
         if reads_sites {
             steps.push(sites::step(cx.recipe));
         }
         steps.push(Step::target(invocation(cx.recipe, &cx.dir, cx.blocking)));
-        if reads_sites {
+        if reads_sites && cx.blocking {
             steps.push(Step::target(invocation(cx.recipe, &cx.dir, false)).when(When::LaunchSitesKnown));
         }
         if let Some(b) = &cx.recipe.build {
@@ -82,8 +83,16 @@ impl Rung for Baseline {
         let build = io.recipe().build.clone();
         let built = build_if_missing(io, steps)?;
         let static_sites = sites::read(io, steps)?;
-        let target = match static_sites {
-            Some(true) => step(steps, When::LaunchSitesKnown)?,
+        let unblocked = steps.iter().find(|s| s.when == When::LaunchSitesKnown);
+        let target = match (static_sites, unblocked) {
+            (Some(true), Some(s)) => {
+                io.note(
+                    "the armed run is not launch-blocking: the binary names its launch sites, so it \
+                     runs at full speed"
+                        .into(),
+                );
+                s
+            }
             _ => step(steps, When::Always)?,
         };
         let started = SystemTime::now();

@@ -53,7 +53,6 @@ pub fn read(io: &mut dyn RungIo, steps: &[Step]) -> Result<Option<bool>> {
     if io.interrupted() {
         return Ok(None);
     }
-    io.say("reading where the binary launches its kernels (objdump)");
     let ran = io.exec(step)?;
     let (log, err) = layout::logs(io.dir(), &step.stem);
     let sites = match open_regular(&log) {
@@ -78,17 +77,17 @@ pub fn read(io: &mut dyn RungIo, steps: &[Step]) -> Result<Option<bool>> {
         sites.iter().map(|s| crate::findings::names::kernel_key(&s.kernel)).collect();
     let several = launch_sites::ambiguous(&sites);
     io.note(format!(
-        "the binary launches {} kernel(s) from {} place(s) (`{LAUNCH_SITES}`): the armed run is not \
-         launch-blocking{}",
+        "the binary launches {} kernel(s) from {} place(s) (`{LAUNCH_SITES}`): a kernel launched \
+         from one place has that launch site without launch-blocking{}",
         kernels.len(),
         sites.len(),
         if several.is_empty() {
             String::new()
         } else {
             format!(
-                "; a fault in {} (launched from several places) gets its launch site from a \
-                 launch-blocking run",
-                several.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                "; {} {} launched from several places, which only a launch-blocking run tells apart",
+                several.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
+                if several.len() == 1 { "is" } else { "are" }
             )
         }
     ));

@@ -1,8 +1,9 @@
 //! The baseline as `watch` runs it: the one run of a long job (a server, a training run),
 //! armed ([`super::armed::watched`]) but at full speed (never launch-blocking), with no time
-//! limit, for as long as it runs, and without the driver's abort after a dump (`skip_abort`),
-//! so that the job ends as it would without the tool. A device fault leaves its dumps, read
-//! after the job ends; a hang is taken while the job runs, with the hang rung's evidence (py-spy stacks, the
+//! limit, for as long as it runs. A device fault leaves its dumps and ends the job (the
+//! driver's abort after the dump: `skip_abort` hid the fault from a job on the H200, see
+//! [`super::armed::watched`]); they are read after the job ends, with the static launch sites
+//! of a native binary ([`super::sites`]) for the launch line; a hang is taken while the job runs, with the hang rung's evidence (py-spy stacks, the
 //! NCCL flight recorder, a user-triggered dump of every CUDA process), when:
 //! - nothing was printed for `hang_after` and a GPU is busy (a server idle between requests
 //!   prints nothing either, but leaves the GPU idle), checked every [`GPU_CHECK`];
