@@ -73,6 +73,10 @@ pub enum BundleCommand {
         /// first 256 MiB): a decompression bomb; raise it for an archive you trust.
         #[arg(long, default_value_t = Limits::default().max_ratio, value_parser = clap::value_parser!(u64).range(1..))]
         max_ratio: u64,
+        /// Refuse archives of more than this many entries (files and folders): a bundle holds
+        /// a few hundred; raise it for an archive you trust.
+        #[arg(long, default_value_t = Limits::default().max_entries, value_parser = clap::value_parser!(u64).range(1..))]
+        max_entries: u64,
     },
     /// Check a bundle directory or archive against its SHA256SUMS: names every changed,
     /// missing or extra file. Exit 1 when anything does not match.
@@ -161,9 +165,9 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
             }
             out(&s)
         }
-        BundleCommand::Unpack { archive, dir, max_bytes, max_ratio } => {
+        BundleCommand::Unpack { archive, dir, max_bytes, max_ratio, max_entries } => {
             let into = dir.unwrap_or_else(|| PathBuf::from("."));
-            let limits = Limits { max_total_bytes: max_bytes, max_ratio, ..Limits::default() };
+            let limits = Limits { max_total_bytes: max_bytes, max_ratio, max_entries, ..Limits::default() };
             // Ctrl-C stops the unpacking and removes the hidden partial folder.
             let interrupt = Interrupt::install()?;
             let u = archive::unpack_until(&archive, &into, &limits, &|| interrupt.is_set())?;

@@ -75,6 +75,7 @@ pub enum Compression {
     Gzip,
 }
 
+/// How much of the stream may be tar headers, GNU long names and PAX records before one entry
 /// (the tar crate reads those into memory).
 pub(super) const META_BUDGET: u64 = 1 << 20;
 /// The largest `SHA256SUMS` or `LEFT_OUT.tsv` read into memory.

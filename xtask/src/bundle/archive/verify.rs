@@ -127,6 +127,8 @@ pub(super) struct Hasher {
     found: BTreeMap<String, Option<String>>,
     sums: Option<Vec<u8>>,
     left: Option<Vec<u8>>,
+    /// The read buffer, shared by every file (not 1 MiB zeroed per entry).
+    buf: Vec<u8>,
 }
 
 impl Visit for Hasher {
@@ -142,10 +144,13 @@ impl Visit for Hasher {
         let keep = rel == SUMS || rel == LEFT_OUT;
         let mut kept = Vec::new();
         let mut h = Sha256::new();
-        let mut buf = vec![0u8; BUF];
+        if self.buf.is_empty() {
+            self.buf = vec![0u8; BUF];
+        }
+        let buf = &mut self.buf;
         let mut n = 0u64;
         loop {
-            let got = match data.read(&mut buf) {
+            let got = match data.read(buf) {
                 Ok(0) => break,
                 Ok(got) => got,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
