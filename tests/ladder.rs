@@ -1112,3 +1112,33 @@ fn a_newline_in_the_bundle_folder_forges_no_verdict_line() {
     );
     assert!(out.stdout.contains("b\\nverdict: FORGED"), "{}", out.both());
 }
+
+/// The armed baseline and the coredump rung look for the CPU core the target's abort left:
+/// the user's own `core.12345` and `core/` folder in the target's working folder, there
+/// before the run, are neither moved into the bundle, given to cuda-gdb nor deleted (issue 22).
+#[test]
+fn a_users_core_files_survive_the_armed_baseline_and_the_coredump_rung() {
+    let s = Scratch::for_run("user-cores");
+    std::fs::write(s.path("core.12345"), "the user's own core\n").unwrap();
+    std::fs::create_dir(s.path("core")).unwrap();
+    std::fs::write(s.path("core/notes.txt"), "the user's folder\n").unwrap();
+    let recipe = s.write_recipe(&target_recipe(""));
+    let out = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline,coredump").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    assert_eq!(std::fs::read_to_string(s.path("core.12345")).unwrap(), "the user's own core\n");
+    assert_eq!(std::fs::read_to_string(s.path("core/notes.txt")).unwrap(), "the user's folder\n");
+    let b = s.only_bundle();
+    for rung in b.rung_dirs() {
+        let files = b.files_in(&format!("rungs/{rung}"));
+        assert!(
+            !files.iter().any(|f| f.contains("12345") || f == "notes.txt" || f == "cpu-core"),
+            "{files:?}"
+        );
+        for f in files.iter().filter(|f| f.ends_with("command.txt")) {
+            let cmd = b.read(&format!("rungs/{rung}/{f}"));
+            assert!(!cmd.contains("core.12345") && !cmd.contains("/core "), "{rung}/{f}: {cmd}");
+        }
+    }
+    assert!(!b.read("manifest.yaml").contains("core.12345"));
+    s.assert_no_standin_left();
+}
