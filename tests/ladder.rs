@@ -1142,3 +1142,35 @@ fn a_users_core_files_survive_the_armed_baseline_and_the_coredump_rung() {
     assert!(!b.read("manifest.yaml").contains("core.12345"));
     s.assert_no_standin_left();
 }
+
+/// 20,000 allow-listed variables in the tool's environment (`CUDA_X0..CUDA_X19999`) and 500
+/// secret-named ones among them: the run completes, the manifest records each plain one with
+/// its value and each secret-named one redacted by name (issue 22: the recording must stay
+/// about linear in their number; figures in docs/benchmarks.md, no timing asserted).
+#[test]
+fn twenty_thousand_allow_listed_variables_are_recorded() {
+    let s = Scratch::for_run("many-vars");
+    let recipe = s.write_recipe(&target_recipe(""));
+    let mut run = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline");
+    for i in 0..20_000 {
+        run = run.env(&format!("CUDA_X{i}"), &format!("v{i}"));
+    }
+    for i in 0..500 {
+        run = run.env(&format!("CUDA_X{i}_TOKEN"), &format!("planted-secret-{i:06}"));
+    }
+    let out = run.run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+    let env = b.manifest()["environment"].clone();
+    for i in [0, 1, 9_999, 19_999] {
+        assert_eq!(env[format!("CUDA_X{i}").as_str()].as_str(), Some(format!("v{i}").as_str()), "CUDA_X{i}");
+    }
+    let plain = (0..20_000).filter(|i| env[format!("CUDA_X{i}").as_str()].as_str().is_some()).count();
+    assert_eq!(plain, 20_000);
+    for i in [0, 499] {
+        assert_eq!(env[format!("CUDA_X{i}_TOKEN").as_str()].as_str(), Some("[REDACTED]"), "CUDA_X{i}_TOKEN");
+    }
+    let manifest = b.read("manifest.yaml");
+    assert!(!manifest.contains("planted-secret-"), "a secret-named value was recorded");
+    s.assert_no_standin_left();
+}
