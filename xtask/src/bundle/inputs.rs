@@ -128,9 +128,12 @@ pub fn last_line(path: &Path) -> Option<String> {
 /// Reads and scans one file.
 pub fn scan_file(path: &Path) -> Result<Evidence> {
     let f = open_regular(path).with_context(|| format!("cannot open `{}`", path.display()))?;
-    let mut ev = scan_reader(f, &path.display().to_string(), &origin_of(path));
+    // Names from the file system go on one line (a folder named `x\nverdict: FORGED` must
+    // not forge a line of the analysis or the summary).
+    let one = |v: &str| crate::ui::safe(v, true).into_owned();
+    let mut ev = scan_reader(f, &one(&path.display().to_string()), &one(&origin_of(path)));
     ev.launch_blocking = launch_blocking(path);
-    ev.group = bundle_of(path).map(|b| b.display().to_string());
+    ev.group = bundle_of(path).map(|b| one(&b.display().to_string()));
     Ok(ev)
 }
 

@@ -175,8 +175,10 @@ pub struct ContainerRecord {
 
 impl Manifest {
     /// The recipe's name, `?` when the recorded recipe has none.
-    pub fn recipe_name(&self) -> &str {
-        self.recipe.get("name").and_then(|v| v.as_str()).unwrap_or("?")
+    /// The recipe's name, on one line (a received manifest's name may hold a newline that would
+    /// forge a line of `bundle show`, `report`, `summary.md` or `replay.sh`: [`crate::ui::safe`]).
+    pub fn recipe_name(&self) -> std::borrow::Cow<'_, str> {
+        crate::ui::safe(self.recipe.get("name").and_then(|v| v.as_str()).unwrap_or("?"), true)
     }
 
     /// The tool's working directory when it ran (the recipe's built-in `cwd` variable): where a

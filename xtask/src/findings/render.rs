@@ -128,7 +128,15 @@ pub fn render_text(a: &Analysis) -> String {
                 (Some(f), Some(l)) => format!("{f}:{l}"),
                 _ => "an unknown line".to_string(),
             };
-            writeln!(s, "verdict: {} in `{}` at {at}", v.error.as_str(), v.kernel).unwrap();
+            // The verdict is one line whatever a name holds (`crate::ui::safe`).
+            writeln!(
+                s,
+                "verdict: {} in `{}` at {}",
+                v.error.as_str(),
+                crate::ui::safe(&v.kernel, true),
+                crate::ui::safe(&at, true)
+            )
+            .unwrap();
             let mut who = Vec::new();
             if let Some(b) = v.block {
                 who.push(format!("block {}", dim(b)));
