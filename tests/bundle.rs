@@ -755,3 +755,29 @@ fn newlines_in_a_received_bundle_forge_no_verdict_line() {
     assert!(!md.lines().any(|l| l.trim_start().starts_with("verdict: FORGED")), "{md}");
     assert!(md.contains("verdict: FORGED"), "the report shows the values: {md}");
 }
+
+/// Issue 22: a received manifest saved with a byte-order mark, a number where a string is
+/// expected (`name: 12`, `created: 2026`) reads as its text; a list where a string is expected
+/// is refused naming the field and the type expected.
+#[test]
+fn a_manifest_with_a_bom_and_numbers_reads_and_a_list_for_a_string_is_refused() {
+    let s = Scratch::create("bundle", "scalars");
+    let b = fixture_bundle(&s, "oob_read-full", "b");
+    let m = std::fs::read_to_string(b.join("manifest.yaml")).unwrap();
+    let created = m.lines().find(|l| l.starts_with("created: ")).unwrap().to_string();
+    let edited = format!(
+        "\u{feff}{}",
+        m.replacen("  name: cuda\n", "  name: 12\n", 1).replacen(&created, "created: 2026", 1)
+    );
+    std::fs::write(b.join("manifest.yaml"), &edited).unwrap();
+    let out = xtask(&s.dir, &["bundle", "show", b.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("recipe:   12 (") && shown.contains("created:  2026 by"), "{shown}");
+    let listed = edited.replacen("stopped: ", "stopped: [a]\nx_was: ", 1);
+    std::fs::write(b.join("manifest.yaml"), &listed).unwrap();
+    let out = xtask(&s.dir, &["bundle", "show", b.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(err.contains("stopped: invalid type: sequence, expected a string at line"), "{err}");
+}
