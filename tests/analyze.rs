@@ -354,10 +354,17 @@ fn a_fifo_or_device_given_as_input_is_refused_without_blocking() {
     );
     let e = format!("{:#}", analyze_within(vec![PathBuf::from("/dev/zero")]).unwrap_err());
     assert!(e.contains("it is a character device"), "{e}");
-    // Inside a directory, what is not a regular file is skipped; the recording beside it is read.
+    // Inside a directory, what is not a regular file is not read (a note says so); the
+    // recording beside it is read.
     std::fs::copy(root().join("tests/fixtures/h200/oob_write/memcheck.log"), dir.join("real.log")).unwrap();
     let a = analyze_within(vec![dir.clone()]).unwrap();
-    assert_eq!(a.inputs.len(), 1);
+    assert_eq!(a.inputs.len(), 2);
+    assert!(
+        a.inputs
+            .iter()
+            .any(|i| i.lines == 0
+                && i.notes.iter().any(|n| n.contains("named pipe (FIFO), not a regular file")))
+    );
     assert_eq!(a.verdict.unwrap().line, Some(7));
     // The binary says the same and exits 1.
     let out = xtask().arg("analyze").arg(&fifo).output().unwrap();
@@ -737,4 +744,83 @@ fn watch_bundles_recorded_on_the_gpu_give_their_verdicts() {
         assert_eq!(v.error.as_str(), "hang", "{case}");
         assert!(text.contains(host), "{case}: {text}");
     }
+}
+
+/// A copy of `from` (a folder of regular files) into `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    for e in walkdir::WalkDir::new(from) {
+        let e = e.unwrap();
+        let dest = to.join(e.path().strip_prefix(from).unwrap());
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// Issue 22: files `analyze` cannot read inside a bundle or a folder (a dangling link, a FIFO,
+/// a folder named like a log in a rung folder, a file of mode 000 when not root) do not stop the analysis:
+/// the rest is analysed, to the same verdict, and each is a note naming it and why; a file
+/// of invalid UTF-8 is read.
+#[test]
+fn unreadable_files_are_notes_and_the_rest_is_analysed() {
+    let tmp =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("analyze-unreadable-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let bundle = tmp.join("bundle");
+    copy_tree(&root().join("tests/fixtures/bundles/oob_read-full"), &bundle);
+    let logs = tmp.join("logs");
+    copy_tree(&root().join("tests/fixtures/h200/oob_read"), &logs);
+    let root_user = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    for (dir, want) in [(bundle.join("rungs/01-baseline"), &bundle), (logs.clone(), &logs)] {
+        let before = analyze(std::slice::from_ref(want)).unwrap();
+        std::os::unix::fs::symlink("/nonexistent/target", dir.join("dangling.log")).unwrap();
+        assert!(Command::new("mkfifo").arg(dir.join("pipe.log")).status().unwrap().success());
+        std::fs::create_dir(dir.join("folder.log")).unwrap();
+        std::fs::write(dir.join("latin1.log"), b"caf\xe9 \xff\xfe not UTF-8\n").unwrap();
+        if !root_user {
+            std::fs::write(dir.join("locked.log"), b"x\n").unwrap();
+            std::fs::set_permissions(
+                dir.join("locked.log"),
+                std::os::unix::fs::PermissionsExt::from_mode(0o000),
+            )
+            .unwrap();
+        }
+        let a = analyze(std::slice::from_ref(want)).unwrap();
+        assert_eq!(a.verdict, before.verdict, "{}", render_text(&a));
+        let text = render_text(&a);
+        let mut reasons = vec![
+            ("dangling.log", "it is a symbolic link, not a regular file"),
+            ("pipe.log", "it is a named pipe (FIFO), not a regular file"),
+        ];
+        // In a bundle's rung folder a `.log` is a log; in a plain folder a folder is a folder.
+        if dir != logs {
+            reasons.push(("folder.log", "it is a directory, not a regular file"));
+        }
+        if !root_user {
+            reasons.push(("locked.log", "not read: Permission denied"));
+        }
+        for (name, why) in reasons {
+            let note = format!("{}` not read", dir.join(name).display());
+            let line = text
+                .lines()
+                .find(|l| l.contains(&note))
+                .unwrap_or_else(|| panic!("no note for {name}:\n{text}"));
+            assert!(line.contains(why), "{name}: {line}");
+        }
+        assert!(a.inputs.iter().any(|i| i.path.ends_with("latin1.log") && i.lines == 1), "{text}");
+        if !root_user {
+            std::fs::set_permissions(
+                dir.join("locked.log"),
+                std::os::unix::fs::PermissionsExt::from_mode(0o644),
+            )
+            .unwrap();
+        }
+    }
+    // Through the binary too: exit 0 and the notes in the JSON.
+    let out = xtask().args(["analyze", "--json"]).arg(&bundle).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("pipe.log` not read"));
+    let _ = std::fs::remove_dir_all(&tmp);
 }

@@ -1446,13 +1446,94 @@ fn a_truncated_archive_is_damaged_not_a_full_disk() {
         let a = s.0.join(format!("{NAME}.{compression:?}"));
         pack(&b, &a, &PackOptions { compression, ..with_coredumps() }).unwrap();
         let bytes = fs::read(&a).unwrap();
-        let cut = s.0.join(format!("cut-{compression:?}"));
-        fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
-        let e = format!(
-            "{:#}",
-            unpack(&cut, &s.0.join(format!("into-{compression:?}")), &Limits::default()).unwrap_err()
-        );
-        assert!(!e.contains("free space"), "{compression:?}: {e}");
-        assert!(e.contains("damaged"), "{compression:?}: {e}");
+        // Cut in its header, in the middle of a file, and a few bytes before the end.
+        for at in [20, bytes.len() / 4, bytes.len() / 2, bytes.len() - 9] {
+            let cut = s.0.join(format!("cut-{compression:?}-{at}"));
+            fs::write(&cut, &bytes[..at]).unwrap();
+            let into = s.0.join(format!("into-{compression:?}-{at}"));
+            let e = format!("{:#}", unpack(&cut, &into, &Limits::default()).unwrap_err());
+            assert!(!e.contains("free space"), "{compression:?} cut at {at}: {e}");
+            assert!(e.contains("damaged"), "{compression:?} cut at {at}: {e}");
+            assert!(!into.exists(), "{compression:?} cut at {at}: {into:?} was left");
+        }
     }
+}
+
+/// A `.tar.zst` of a top folder `top` holding `files` empty files in `rungs/` (and the
+/// folders), so `files + 2` entries; about 2.7 bytes an entry once compressed.
+fn many_entries(path: &Path, files: usize) {
+    let mut entries =
+        vec![raw("top/", EntryType::Directory, b""), raw("top/rungs/", EntryType::Directory, b"")];
+    entries.extend((0..files).map(|i| raw(&format!("top/rungs/f{i:06}.log"), EntryType::Regular, b"")));
+    fs::write(path, zst(&raw_tar(&entries))).unwrap();
+}
+
+/// Issue 22: an archive of more entries than the limit is refused, naming the limit and
+/// `--max-entries`, with nothing left; one at the limit is read.
+#[test]
+fn an_archive_of_too_many_entries_is_refused_and_one_at_the_limit_is_read() {
+    let s = scratch("entries");
+    let limits = Limits { max_entries: 2_000, ..Limits::default() };
+    let over = s.join("over.tar.zst");
+    many_entries(&over, 1_999);
+    let e = format!("{:#}", unpack(&over, &s.join("into-over"), &limits).unwrap_err());
+    assert!(e.contains("it has more than 2000 entries (the limit), at entry `top/rungs/f001998.log`"), "{e}");
+    assert!(
+        e.contains("nothing was unpacked; if you trust it, raise the limit: `bundle unpack --max-entries N`"),
+        "{e}"
+    );
+    assert!(!s.join("into-over").exists() || fs::read_dir(s.join("into-over")).unwrap().count() == 0);
+    let at = s.join("at.tar.zst");
+    many_entries(&at, 1_998);
+    let u = unpack(&at, &s.join("into-at"), &limits).unwrap();
+    assert_eq!(u.files, 1_998);
+    assert!(u.root.join("rungs/f001997.log").is_file());
+}
+
+/// Issue 22: the 100,001-entry archive (272 KB) that kept `bundle show` busy for 50 s is
+/// refused by `show` and `analyze` with what to do, before anything is written; `unpack
+/// --max-entries` sets the limit.
+#[test]
+fn the_commands_refuse_a_hundred_thousand_entries_and_take_max_entries() {
+    let s = scratch("entries-cli");
+    let a = s.join("many.tar.zst");
+    many_entries(&a, 99_999);
+    assert!(fs::metadata(&a).unwrap().len() < 400_000);
+    let xtask = |args: &[&std::ffi::OsStr]| {
+        Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).env("TMPDIR", &s.0).output().unwrap()
+    };
+    for cmd in [&["bundle", "show"][..], &["analyze"][..]] {
+        let mut args: Vec<&std::ffi::OsStr> = cmd.iter().map(|c| c.as_ref()).collect();
+        args.push(a.as_os_str());
+        let out = xtask(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd:?}: {err}");
+        assert!(err.contains("it has more than 100000 entries (the limit)"), "{cmd:?}: {err}");
+        assert!(err.contains("--max-entries N"), "{cmd:?}: {err}");
+    }
+    // Nothing left in the temporary folder.
+    let left: Vec<_> =
+        fs::read_dir(&s.0).unwrap().flatten().filter(|e| e.file_name() != "many.tar.zst").collect();
+    assert!(left.is_empty(), "{left:?}");
+    // `--max-entries` sets the limit both ways (a small archive keeps the test quick).
+    let small = s.join("small.tar.zst");
+    many_entries(&small, 58);
+    let into = s.join("out");
+    let unpack_with = |max: &str| {
+        xtask(&[
+            "bundle".as_ref(),
+            "unpack".as_ref(),
+            small.as_os_str(),
+            into.as_os_str(),
+            "--max-entries".as_ref(),
+            max.as_ref(),
+        ])
+    };
+    let out = unpack_with("50");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("it has more than 50 entries (the limit)"), "{err}");
+    assert!(!into.join("top").exists());
+    let out = unpack_with("60");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(into.join("top/rungs/f000057.log").is_file());
 }

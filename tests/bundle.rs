@@ -680,3 +680,104 @@ fn walk_text(dir: &Path, name: &str) -> String {
     }
     panic!("no {name} under {}", dir.display())
 }
+
+/// A received manifest's strings rewritten to end in `\nverdict: FORGED` (YAML's `"…\n…"`):
+/// every `KEY: plain value` line whose key is one of `keys` (a list item's too).
+fn forge_manifest(text: &str, keys: &[&str]) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        let (dash, body) = match body.strip_prefix("- ") {
+            Some(rest) => ("- ", rest),
+            None => ("", body),
+        };
+        let forged = body.split_once(": ").filter(|(k, v)| {
+            keys.contains(k) && !v.is_empty() && !v.starts_with(['"', '\'', '!', '{', '[', '|', '>'])
+        });
+        match forged {
+            Some((k, v)) => {
+                let v = v.replace('\\', "\\\\").replace('"', "\\\"");
+                out.push_str(&format!("{indent}{dash}{k}: \"{v}\\nverdict: FORGED\\n\"\n"));
+            }
+            None => out.push_str(&format!("{line}\n")),
+        }
+        if body == "notes:" || body == "notes: []" {
+            // One more note on every rung (and the run), forged as well.
+            if body == "notes: []" {
+                out.truncate(out.len() - line.len() - 1);
+                out.push_str(&format!("{indent}{dash}notes:\n"));
+            }
+            out.push_str(&format!("{indent}- \"a note\\nverdict: FORGED\\n\"\n"));
+        }
+    }
+    out
+}
+
+/// Issue 22: newlines in a received bundle's folder name, its manifest's strings (the recipe's
+/// name and source, a rung's notes, a command, a file's path, `stopped`, `verdict`, the
+/// redactions, the host) and a log's name forge no `verdict:` line in `bundle show`, `list`,
+/// `report` (stdout and `-o` file) or `analyze`: each is shown on its line, its newline as `\n`.
+#[test]
+fn newlines_in_a_received_bundle_forge_no_verdict_line() {
+    let s = Scratch::create("bundle", "forge");
+    let b = fixture_bundle(&s, "oob_read-full", "in/b\nverdict: FORGED");
+    let m = std::fs::read_to_string(b.join("manifest.yaml")).unwrap();
+    let keys = [
+        "name", "source", "command", "path", "stopped", "verdict", "place", "what", "hostname", "gpu",
+        "created",
+    ];
+    let forged = forge_manifest(&m, &keys);
+    assert!(forged.matches("verdict: FORGED").count() > 20, "{forged}");
+    std::fs::write(b.join("manifest.yaml"), &forged).unwrap();
+    std::fs::copy(b.join("rungs/01-baseline/stderr.log"), b.join("rungs/01-baseline/x\nverdict: FORGED.log"))
+        .unwrap();
+    let bs = b.to_str().unwrap();
+    let report = s.path("report.md");
+    let root = s.path("in");
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["bundle", "show", bs],
+        vec!["bundle", "list", "--bundle-dir", root.to_str().unwrap()],
+        vec!["bundle", "report", bs],
+        vec!["bundle", "report", bs, "-o", report.to_str().unwrap()],
+        vec!["analyze", bs],
+    ];
+    for args in &runs {
+        let out = xtask(&s.dir, args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        let both = text(&out);
+        let forged_line = both.lines().find(|l| l.trim_start().starts_with("verdict: FORGED"));
+        assert!(forged_line.is_none(), "{args:?} printed a forged line:\n{both}");
+    }
+    let show = text(&xtask(&s.dir, &["bundle", "show", bs]));
+    assert!(show.contains("cuda\\nverdict: FORGED\\n"), "the recipe's name is shown, escaped: {show}");
+    let md = std::fs::read_to_string(&report).unwrap();
+    assert!(!md.lines().any(|l| l.trim_start().starts_with("verdict: FORGED")), "{md}");
+    assert!(md.contains("verdict: FORGED"), "the report shows the values: {md}");
+}
+
+/// Issue 22: a received manifest saved with a byte-order mark, a number where a string is
+/// expected (`name: 12`, `created: 2026`) reads as its text; a list where a string is expected
+/// is refused naming the field and the type expected.
+#[test]
+fn a_manifest_with_a_bom_and_numbers_reads_and_a_list_for_a_string_is_refused() {
+    let s = Scratch::create("bundle", "scalars");
+    let b = fixture_bundle(&s, "oob_read-full", "b");
+    let m = std::fs::read_to_string(b.join("manifest.yaml")).unwrap();
+    let created = m.lines().find(|l| l.starts_with("created: ")).unwrap().to_string();
+    let edited = format!(
+        "\u{feff}{}",
+        m.replacen("  name: cuda\n", "  name: 12\n", 1).replacen(&created, "created: 2026", 1)
+    );
+    std::fs::write(b.join("manifest.yaml"), &edited).unwrap();
+    let out = xtask(&s.dir, &["bundle", "show", b.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("recipe:   12 (") && shown.contains("created:  2026 by"), "{shown}");
+    let listed = edited.replacen("stopped: ", "stopped: [a]\nx_was: ", 1);
+    std::fs::write(b.join("manifest.yaml"), &listed).unwrap();
+    let out = xtask(&s.dir, &["bundle", "show", b.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(err.contains("stopped: invalid type: sequence, expected a string at line"), "{err}");
+}

@@ -335,3 +335,30 @@ fn stray_pipes_are_left_alone_within_the_deadline() {
     assert_eq!(b.findings()["verdict"]["kernel"], "consume");
     s.assert_no_standin_left();
 }
+
+/// The user's own files named like cores in the target's working folder (a `core.12345` from
+/// an earlier crash, a `core/` folder of theirs) are neither moved into the bundle, read by
+/// cuda-gdb nor deleted: only a core of the target's processes, written during the rung, is
+/// the tool's (issue 22).
+#[test]
+fn a_users_core_files_in_the_working_folder_are_left_alone() {
+    let s = Scratch::for_run("hang-user-cores");
+    std::fs::write(s.path("core.12345"), "the user's own core\n").unwrap();
+    std::fs::create_dir(s.path("core")).unwrap();
+    std::fs::write(s.path("core/notes.txt"), "the user's folder\n").unwrap();
+    let recipe = s.write_recipe(&target_recipe(""));
+    let out = Run::new(&s, &recipe, "hang/hang_flag").arg("--hang-after").arg("1").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    assert_eq!(std::fs::read_to_string(s.path("core.12345")).unwrap(), "the user's own core\n");
+    assert_eq!(std::fs::read_to_string(s.path("core/notes.txt")).unwrap(), "the user's folder\n");
+    let b = s.only_bundle();
+    let files = b.files_in("rungs/01-hang");
+    assert!(!files.iter().any(|f| f.contains("12345") || f == "notes.txt"), "{files:?}");
+    for f in files.iter().filter(|f| f.ends_with(".command.txt")) {
+        let cmd = b.read(&format!("rungs/01-hang/{f}"));
+        assert!(!cmd.contains("core.12345") && !cmd.contains("core/"), "{f}: {cmd}");
+    }
+    let notes = b.notes("hang");
+    assert!(!notes.contains("core.12345"), "{notes}");
+    s.assert_no_standin_left();
+}

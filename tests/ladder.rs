@@ -1162,3 +1162,65 @@ fn a_newline_in_the_bundle_folder_forges_no_verdict_line() {
     );
     assert!(out.stdout.contains("b\\nverdict: FORGED"), "{}", out.both());
 }
+
+/// The armed baseline and the coredump rung look for the CPU core the target's abort left:
+/// the user's own `core.12345` and `core/` folder in the target's working folder, there
+/// before the run, are neither moved into the bundle, given to cuda-gdb nor deleted (issue 22).
+#[test]
+fn a_users_core_files_survive_the_armed_baseline_and_the_coredump_rung() {
+    let s = Scratch::for_run("user-cores");
+    std::fs::write(s.path("core.12345"), "the user's own core\n").unwrap();
+    std::fs::create_dir(s.path("core")).unwrap();
+    std::fs::write(s.path("core/notes.txt"), "the user's folder\n").unwrap();
+    let recipe = s.write_recipe(&target_recipe(""));
+    let out = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline,coredump").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    assert_eq!(std::fs::read_to_string(s.path("core.12345")).unwrap(), "the user's own core\n");
+    assert_eq!(std::fs::read_to_string(s.path("core/notes.txt")).unwrap(), "the user's folder\n");
+    let b = s.only_bundle();
+    for rung in b.rung_dirs() {
+        let files = b.files_in(&format!("rungs/{rung}"));
+        assert!(
+            !files.iter().any(|f| f.contains("12345") || f == "notes.txt" || f == "cpu-core"),
+            "{files:?}"
+        );
+        for f in files.iter().filter(|f| f.ends_with("command.txt")) {
+            let cmd = b.read(&format!("rungs/{rung}/{f}"));
+            assert!(!cmd.contains("core.12345") && !cmd.contains("/core "), "{rung}/{f}: {cmd}");
+        }
+    }
+    assert!(!b.read("manifest.yaml").contains("core.12345"));
+    s.assert_no_standin_left();
+}
+
+/// 20,000 allow-listed variables in the tool's environment (`CUDA_X0..CUDA_X19999`) and 500
+/// secret-named ones among them: the run completes, the manifest records each plain one with
+/// its value and each secret-named one redacted by name (issue 22: the recording must stay
+/// about linear in their number; figures in docs/benchmarks.md, no timing asserted).
+#[test]
+fn twenty_thousand_allow_listed_variables_are_recorded() {
+    let s = Scratch::for_run("many-vars");
+    let recipe = s.write_recipe(&target_recipe(""));
+    let mut run = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline");
+    for i in 0..20_000 {
+        run = run.env(&format!("CUDA_X{i}"), &format!("v{i}"));
+    }
+    for i in 0..500 {
+        run = run.env(&format!("CUDA_X{i}_TOKEN"), &format!("planted-secret-{i:06}"));
+    }
+    let out = run.run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+    let env = b.manifest()["environment"].clone();
+    for i in [0, 1, 9_999, 19_999] {
+        assert_eq!(env[format!("CUDA_X{i}").as_str()].as_str(), Some(format!("v{i}").as_str()), "CUDA_X{i}");
+    }
+    let plain = (0..20_000).filter(|i| env[format!("CUDA_X{i}").as_str()].as_str().is_some()).count();
+    assert_eq!(plain, 20_000);
+    for i in [0, 499] {
+        assert_eq!(env[format!("CUDA_X{i}_TOKEN").as_str()].as_str(), Some("[REDACTED]"), "CUDA_X{i}_TOKEN");
+    }
+    let manifest = b.read("manifest.yaml");
+    assert!(!manifest.contains("planted-secret-"), "a secret-named value was recorded");
+    s.assert_no_standin_left();
+}

@@ -925,3 +925,45 @@ fn a_byte_order_mark_is_not_part_of_the_first_key() {
     let r = parse(text, RecipeSource::File("bom.yaml".into()), PathBuf::from("/repo")).unwrap();
     assert_eq!(r.name, "bom");
 }
+
+/// Issue 22: a number or boolean where a string is expected is taken as the text it was
+/// written as, never read back from a number (`010` stays `010`, `1e3` stays `1e3`, `~` in a
+/// list is the text `~`), as docs/recipes.md says; a list or mapping where a string is
+/// expected, a string where a number or boolean is, or a list where a mapping is, is refused
+/// naming the field, its line and the type expected.
+#[test]
+fn scalars_are_taken_as_written_and_other_types_are_refused_by_field() {
+    let r = parse_file(
+        "version: 1\nname: 012\ndescription: 1e3\nrun:\n  command: [echo, true, 3, 010, 1e3, 0x1F, .inf, -0, ~]\n  \
+         env: {A: 010, B: no, C: 1.50, D: true}\n  cwd: 0755\n",
+    )
+    .unwrap();
+    assert_eq!((r.name.as_str(), r.description.as_str()), ("012", "1e3"));
+    assert_eq!(
+        r.run.command,
+        Words::List(strings(&["echo", "true", "3", "010", "1e3", "0x1F", ".inf", "-0", "~"]))
+    );
+    assert_eq!(r.run.env, sets(&[("A", "010"), ("B", "no"), ("C", "1.50"), ("D", "true")]));
+    assert_eq!(r.run.cwd.as_deref(), Some("0755"));
+    let head = "version: 1\nname: x\ndescription: d\n";
+    for (yaml, says) in [
+        ("run:\n  command: [t]\n  timeout: \"ten\"\n", "recipes/x.yaml:6:12: run.timeout: invalid type: string \"ten\", expected a whole number of seconds"),
+        ("run:\n  command: [t]\n  timeout: 10.5\n", "run.timeout: invalid type: floating point `10.5`, expected a whole number"),
+        ("run:\n  command: [t]\n  launch_blocking: 1\n", "run.launch_blocking: invalid type: integer `1`, expected a boolean"),
+        ("python: \"yes\"\nrun:\n  command: [t]\n", "python: invalid type: string \"yes\", expected a boolean"),
+        ("run:\n  command: [t, [a]]\n", "run.command[1]: invalid type: sequence, expected a string"),
+        ("run:\n  command: [t, {a: 1}]\n", "run.command[1]: invalid type: map, expected a string"),
+        ("run:\n  command: 3\n", "run.command: invalid type: integer `3`, expected a command"),
+        ("run:\n  command: [t]\n  env: [A, B]\n", "run.env: invalid type: sequence, expected a mapping"),
+        ("run:\n  command: [t]\n  env: {A: [1]}\n", "run.env.A: invalid type: sequence, expected a string"),
+        ("run:\n  command: [t]\n  cwd: {a: b}\n", "run.cwd: invalid type: map, expected a string"),
+        ("rungs: [memcheck]\nrun:\n  command: [t]\n", "rungs: invalid type: sequence, expected a mapping"),
+        ("run: [t]\n", "run: invalid type: sequence, expected a mapping with `command`"),
+    ] {
+        let e = err(&format!("{head}{yaml}"));
+        assert!(e.contains(says), "{yaml}: {e}");
+    }
+    // `name: [a]` names the field too.
+    let e = err("version: 1\nname: [a]\ndescription: d\nrun:\n  command: [t]\n");
+    assert!(e.contains("name: invalid type: sequence, expected a recipe name"), "{e}");
+}

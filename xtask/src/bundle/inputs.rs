@@ -27,7 +27,7 @@ pub use crate::files::{kind_of, open_regular};
 /// directory nor a regular file is refused.
 pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
-    collect_into(paths, &mut out)?;
+    collect_into(paths, &mut out, &mut Vec::new())?;
     if out.is_empty() {
         bail!("{NO_FILES}");
     }
@@ -37,8 +37,19 @@ pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
 const NO_FILES: &str =
     "no files to analyze under the given paths: pass log files, XML reports or a bundle directory";
 
-/// [`collect_inputs`] into `out`, without refusing an empty result.
-fn collect_into(paths: &[PathBuf], out: &mut Vec<PathBuf>) -> Result<()> {
+/// A file inside a folder given to `analyze` that was not read, and why (a note of the
+/// analysis: the rest is read).
+type Skipped = (PathBuf, String);
+
+/// [`collect_inputs`] into `out`, without refusing an empty result. What a walk finds but
+/// cannot read (an unreadable folder, a link, a FIFO, a folder named like a log) goes to
+/// `skipped` with the reason; a path given that cannot be read is an error.
+fn collect_into(paths: &[PathBuf], out: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) -> Result<()> {
+    let walk_error = |e: walkdir::Error, top: &Path| -> Skipped {
+        let p = e.path().unwrap_or(top).to_path_buf();
+        let why = e.io_error().map(ToString::to_string).unwrap_or_else(|| e.to_string());
+        (p, format!("not read: {why}"))
+    };
     for p in paths {
         let meta = std::fs::metadata(p).with_context(|| {
             format!("cannot read `{}`: check the path (a log, an XML report or a directory)", p.display())
@@ -46,9 +57,21 @@ fn collect_into(paths: &[PathBuf], out: &mut Vec<PathBuf>) -> Result<()> {
         if meta.is_dir() && layout::is_bundle(p) {
             // A bundle: the rungs' logs and reports, not the bundle's own files.
             for entry in walkdir::WalkDir::new(p.join(layout::RUNGS_DIR)).sort_by_file_name() {
-                let entry = entry.with_context(|| format!("cannot walk `{}`", p.display()))?;
-                if entry.file_type().is_file() && is_rung_output(entry.path()) {
+                let entry = match entry {
+                    Ok(e) => e,
+                    Err(e) => {
+                        skipped.push(walk_error(e, p));
+                        continue;
+                    }
+                };
+                if !is_rung_output(entry.path()) || entry.depth() == 0 {
+                    continue;
+                }
+                let ft = entry.file_type();
+                if ft.is_file() {
                     out.push(entry.into_path());
+                } else {
+                    skipped.push((entry.path().to_path_buf(), not_a_file(ft)));
                 }
             }
         } else if meta.is_dir() {
@@ -57,9 +80,18 @@ fn collect_into(paths: &[PathBuf], out: &mut Vec<PathBuf>) -> Result<()> {
                 .into_iter()
                 .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
             for entry in walker {
-                let entry = entry.with_context(|| format!("cannot walk `{}`", p.display()))?;
-                if entry.file_type().is_file() {
+                let entry = match entry {
+                    Ok(e) => e,
+                    Err(e) => {
+                        skipped.push(walk_error(e, p));
+                        continue;
+                    }
+                };
+                let ft = entry.file_type();
+                if ft.is_file() {
                     out.push(entry.into_path());
+                } else if !ft.is_dir() {
+                    skipped.push((entry.path().to_path_buf(), not_a_file(ft)));
                 }
             }
         } else if meta.is_file() {
@@ -73,6 +105,12 @@ fn collect_into(paths: &[PathBuf], out: &mut Vec<PathBuf>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Why an entry of a walked folder is not read: what it is.
+fn not_a_file(ft: std::fs::FileType) -> String {
+    let why = if ft.is_symlink() { "links are not followed" } else { "only regular files are read" };
+    format!("not read: it is {}, not a regular file ({why})", kind_of(ft))
 }
 
 /// True for the files of a rung folder that hold tool output: logs, XML reports and JSON
@@ -128,10 +166,22 @@ pub fn last_line(path: &Path) -> Option<String> {
 /// Reads and scans one file.
 pub fn scan_file(path: &Path) -> Result<Evidence> {
     let f = open_regular(path).with_context(|| format!("cannot open `{}`", path.display()))?;
-    let mut ev = scan_reader(f, &path.display().to_string(), &origin_of(path));
+    // Names from the file system go on one line (a folder named `x\nverdict: FORGED` must
+    // not forge a line of the analysis or the summary).
+    let one = |v: &str| crate::ui::safe(v, true).into_owned();
+    let mut ev = scan_reader(f, &one(&path.display().to_string()), &one(&origin_of(path)));
     ev.launch_blocking = launch_blocking(path);
-    ev.group = bundle_of(path).map(|b| b.display().to_string());
+    ev.group = bundle_of(path).map(|b| one(&b.display().to_string()));
     Ok(ev)
+}
+
+/// The evidence of a file that could not be read: no findings, a note naming it and why.
+fn unread(path: &Path, why: String) -> Evidence {
+    let one = |v: &str| crate::ui::safe(v, true).into_owned();
+    let mut ev = Evidence::new(one(&path.display().to_string()), one(&origin_of(path)));
+    ev.notes.push(format!("`{}` {}", one(&path.display().to_string()), one(&why)));
+    ev.group = bundle_of(path).map(|b| one(&b.display().to_string()));
+    ev
 }
 
 /// The bundle a file of a rung folder (`<bundle>/rungs/NN-<rung>/FILE`) belongs to.
@@ -192,9 +242,18 @@ pub fn analyze_with_stdin(paths: &[PathBuf], mut stdin: Option<&mut dyn Read>) -
             }
             Some(p) => {
                 let mut found = Vec::new();
-                collect_into(std::slice::from_ref(&p), &mut found)?;
+                let mut skipped = Vec::new();
+                collect_into(std::slice::from_ref(&p), &mut found, &mut skipped)?;
                 for file in found {
-                    evidence.push(scan_file(&file)?);
+                    // One file that cannot be opened or read is a note; the rest is read.
+                    match scan_file(&file) {
+                        Ok(ev) => evidence.push(ev),
+                        Err(e) => skipped.push((file, format!("not read: {}", e.root_cause()))),
+                    }
+                }
+                skipped.sort();
+                for (file, why) in skipped {
+                    evidence.push(unread(&file, why));
                 }
             }
         }

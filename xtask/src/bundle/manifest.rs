@@ -175,8 +175,16 @@ pub struct ContainerRecord {
 
 impl Manifest {
     /// The recipe's name, `?` when the recorded recipe has none.
-    pub fn recipe_name(&self) -> &str {
-        self.recipe.get("name").and_then(|v| v.as_str()).unwrap_or("?")
+    /// The recipe's name, on one line (a received manifest's name may hold a newline that would
+    /// forge a line of `bundle show`, `report`, `summary.md` or `replay.sh`: [`crate::ui::safe`]).
+    /// A number or boolean (a hand-edited `name: 12`) is its text, as a recipe takes it.
+    pub fn recipe_name(&self) -> String {
+        let name = match self.recipe.get("name") {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(v @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_))) => v.to_string(),
+            _ => "?".to_string(),
+        };
+        crate::ui::safe(&name, true).into_owned()
     }
 
     /// The tool's working directory when it ran (the recipe's built-in `cwd` variable): where a

@@ -74,7 +74,7 @@ pub fn script(m: &Manifest) -> String {
             let dir = words.word(cwd, "the working directory");
             writeln!(body, "    need_dir {dir}").unwrap();
             writeln!(body, "    cd {dir}").unwrap();
-            listing.push(format!("  in {cwd}"));
+            listing.push(format!("  in {}", crate::ui::safe(cwd, true)));
         }
         if r.rung == RungId::Attach {
             writeln!(
@@ -86,15 +86,23 @@ pub fn script(m: &Manifest) -> String {
         }
         writeln!(body, "    {}", line.join(" ")).unwrap();
         // `--list` shows the command as recorded (redacted), not the script's code.
-        listing.push(format!("  {}", cmd.command));
+        listing.push(format!("  {}", crate::ui::safe(&cmd.command, true)));
         write!(cases, "  {})\n{body}    ;;\n", r.rung).unwrap();
     }
 
     let mut s = String::new();
     writeln!(s, "#!/usr/bin/env bash").unwrap();
     writeln!(s, "# {FILE}: reruns one rung of this bundle with the environment it recorded.").unwrap();
-    writeln!(s, "# Written by {} {} for recipe `{}` ({}).", m.tool, m.version, m.recipe_name(), m.created)
-        .unwrap();
+    let one = |v: &str| crate::ui::safe(v, true).into_owned();
+    writeln!(
+        s,
+        "# Written by {} {} for recipe `{}` ({}).",
+        one(&m.tool),
+        one(&m.version),
+        m.recipe_name(),
+        one(&m.created)
+    )
+    .unwrap();
     writeln!(s, "#").unwrap();
     writeln!(
         s,

@@ -38,27 +38,26 @@ pub fn render(input: &ReportInput) -> String {
     let mut head = String::new();
     writeln!(head, "### `cargo xtask debug-ima` report: recipe `{}`\n", m.recipe_name()).unwrap();
     if let Some(s) = a.symptoms.first() {
-        let mut line = format!("**Symptom:** `{}`", s.item.message);
+        let mut line = format!("**Symptom:** `{}`", one(&s.item.message));
         if let Some(at) = &s.item.reported_at {
-            write!(line, " (reported at `{}:{}`)", at.file, at.line).unwrap();
+            write!(line, " (reported at `{}:{}`)", one(&at.file), at.line).unwrap();
         }
-        write!(line, " in {}", s.origin).unwrap();
+        write!(line, " in {}", one(&s.origin)).unwrap();
         writeln!(head, "{line}\n").unwrap();
     }
     match &a.verdict {
-        Some(_) => writeln!(head, "**Verdict:** {}\n", a.conclusion).unwrap(),
-        None => {
-            writeln!(head, "**No verdict:** {}\n", a.conclusion.trim_start_matches("no verdict: ")).unwrap()
-        }
+        Some(_) => writeln!(head, "**Verdict:** {}\n", one(&a.conclusion)).unwrap(),
+        None => writeln!(head, "**No verdict:** {}\n", one(a.conclusion.trim_start_matches("no verdict: ")))
+            .unwrap(),
     }
     if let Some(st) = &m.stopped {
-        writeln!(head, "Stopped: {st}\n").unwrap();
+        writeln!(head, "Stopped: {}\n", one(st)).unwrap();
     }
 
     writeln!(head, "#### Environment\n\n| | |\n|---|---|").unwrap();
     let mut row = |k: &str, v: &str| {
         if !v.is_empty() {
-            writeln!(head, "| {k} | {} |", cell(v)).unwrap();
+            writeln!(head, "| {} | {} |", cell(k), cell(v)).unwrap();
         }
     };
     for (k, label) in [
@@ -94,7 +93,7 @@ pub fn render(input: &ReportInput) -> String {
     for r in &m.rungs {
         for c in r.commands.iter().filter(|c| c.role == Role::Target || c.role == Role::Build) {
             writeln!(repro, "# {} ({})", r.rung, c.role).unwrap();
-            writeln!(repro, "{}", c.command).unwrap();
+            writeln!(repro, "{}", one(&c.command)).unwrap();
         }
     }
     if !repro.is_empty() {
@@ -134,6 +133,7 @@ pub fn render(input: &ReportInput) -> String {
         s.push_str(&logs);
     }
     if !left_out.is_empty() {
+        let left_out: Vec<String> = left_out.iter().map(|p| one(p)).collect();
         writeln!(s, "Left out to stay under GitHub's size limit (in the bundle): {}.", left_out.join(", "))
             .unwrap();
     }
@@ -158,7 +158,8 @@ fn folded_log(path: &str, text: &str, room: usize) -> Option<String> {
             (false, _) => format!("last {n} of {} lines", lines.len()),
         };
         let block = format!(
-            "<details><summary><code>{path}</code> ({what})</summary>\n\n{}\n</details>\n\n",
+            "<details><summary><code>{}</code> ({what})</summary>\n\n{}\n</details>\n\n",
+            one(path),
             fenced("text", &tail)
         );
         if block.len() <= room {
@@ -179,9 +180,15 @@ fn fenced(lang: &str, text: &str) -> String {
     format!("{fence}{lang}\n{body}{fence}\n")
 }
 
-/// A table cell: no pipes or newlines.
+/// A table cell: no pipes, one line ([`one`]).
 fn cell(v: &str) -> String {
-    v.replace('|', "\\|").replace('\n', " ")
+    one(v).replace('|', "\\|")
+}
+
+/// An untrusted string (a received manifest's, a file's name, a program's message) for a
+/// one-line field: a newline in it must not forge a line of the report ([`crate::ui::safe`]).
+fn one(v: &str) -> String {
+    crate::ui::safe(v, true).into_owned()
 }
 
 /// Cuts at a character boundary, with a note, when over `max` (only reachable when the fixed

@@ -286,8 +286,15 @@ impl Bundle {
             );
         }
         // A byte-order mark (an editor's) is no part of the first key.
-        serde_yaml::from_str(text.strip_prefix('\u{feff}').unwrap_or(&text))
-            .with_context(|| format!("`{}` is not a manifest this version can read", p.display()))
+        // The parser's message quotes the value it refused: one line, so that a value holding a
+        // newline forges no line of the error.
+        serde_yaml::from_str(text.strip_prefix('\u{feff}').unwrap_or(&text)).map_err(|e| {
+            anyhow::anyhow!(
+                "`{}` is not a manifest this version can read: {}",
+                p.display(),
+                crate::ui::safe(&e.to_string(), true)
+            )
+        })
     }
 
     /// Writes the analysis so far: `findings.json` and `summary.md`, then the manifest.
@@ -305,11 +312,16 @@ pub fn summary_md(m: &Manifest, a: &Analysis) -> String {
     let mut s = String::new();
     writeln!(s, "# debug-ima: {}\n", m.recipe_name()).unwrap();
     match &a.verdict {
-        Some(_) => writeln!(s, "**Verdict:** {}\n", a.conclusion).unwrap(),
-        None => writeln!(s, "**No verdict:** {}\n", a.conclusion.trim_start_matches("no verdict: ")).unwrap(),
+        Some(_) => writeln!(s, "**Verdict:** {}\n", crate::ui::safe(&a.conclusion, true)).unwrap(),
+        None => writeln!(
+            s,
+            "**No verdict:** {}\n",
+            crate::ui::safe(a.conclusion.trim_start_matches("no verdict: "), true)
+        )
+        .unwrap(),
     }
     if let Some(st) = &m.stopped {
-        writeln!(s, "Stopped: {st}\n").unwrap();
+        writeln!(s, "Stopped: {}\n", crate::ui::safe(st, true)).unwrap();
     }
     writeln!(s, "| rung | status | time | exit |").unwrap();
     writeln!(s, "|---|---|---|---|").unwrap();

@@ -73,6 +73,10 @@ pub enum BundleCommand {
         /// first 256 MiB): a decompression bomb; raise it for an archive you trust.
         #[arg(long, default_value_t = Limits::default().max_ratio, value_parser = clap::value_parser!(u64).range(1..))]
         max_ratio: u64,
+        /// Refuse archives of more than this many entries (files and folders): a bundle holds
+        /// a few hundred; raise it for an archive you trust.
+        #[arg(long, default_value_t = Limits::default().max_entries, value_parser = clap::value_parser!(u64).range(1..))]
+        max_entries: u64,
     },
     /// Check a bundle directory or archive against its SHA256SUMS: names every changed,
     /// missing or extra file. Exit 1 when anything does not match.
@@ -126,10 +130,10 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
                 "packed {} files ({}) into {} ({})\nsha256 {}  (also in {}.sha256)\n",
                 p.files,
                 human(p.input_bytes),
-                p.archive.display(),
+                line(&p.archive.display().to_string()),
                 human(p.bytes),
                 p.sha256,
-                p.archive.display()
+                line(&p.archive.display().to_string())
             );
             if !p.left_out.is_empty() {
                 let total: u64 = p.left_out.iter().map(|(_, b)| b).sum();
@@ -161,9 +165,9 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
             }
             out(&s)
         }
-        BundleCommand::Unpack { archive, dir, max_bytes, max_ratio } => {
+        BundleCommand::Unpack { archive, dir, max_bytes, max_ratio, max_entries } => {
             let into = dir.unwrap_or_else(|| PathBuf::from("."));
-            let limits = Limits { max_total_bytes: max_bytes, max_ratio, ..Limits::default() };
+            let limits = Limits { max_total_bytes: max_bytes, max_ratio, max_entries, ..Limits::default() };
             // Ctrl-C stops the unpacking and removes the hidden partial folder.
             let interrupt = Interrupt::install()?;
             let u = archive::unpack_until(&archive, &into, &limits, &|| interrupt.is_set())?;
@@ -171,8 +175,8 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
                 "unpacked {} files ({}) into {}\ncheck it with `cargo xtask bundle verify {}`\n",
                 u.files,
                 human(u.bytes),
-                u.root.display(),
-                u.root.display()
+                line(&u.root.display().to_string()),
+                line(&u.root.display().to_string())
             ))
         }
         BundleCommand::Verify { path } => {
@@ -186,12 +190,16 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
             ui::status(&format!(
                 "to attach the whole bundle to the issue: `cargo xtask bundle pack --gzip {}` (GitHub takes a \
                  .tar.gz up to 25 MB, not a .tar.zst)",
-                path.display()
+                line(&path.display().to_string())
             ));
             match output {
                 Some(o) => {
                     std::fs::write(&o, &text).with_context(|| format!("cannot write `{}`", o.display()))?;
-                    ui::status(&format!("wrote {} ({} characters)", o.display(), text.chars().count()));
+                    ui::status(&format!(
+                        "wrote {} ({} characters)",
+                        line(&o.display().to_string()),
+                        text.chars().count()
+                    ));
                     Ok(Outcome::Done)
                 }
                 None => out(&text),
@@ -229,6 +237,12 @@ impl Opened {
     pub fn dir(&self) -> &Path {
         self.temp.as_ref().map(|t| t.root.as_path()).unwrap_or(&self.given)
     }
+}
+
+/// An untrusted string (a received manifest's, a file's name) for a one-line field: a newline
+/// in it must not forge a `verdict:` line ([`ui::safe`]).
+fn line(v: &str) -> String {
+    ui::safe(v, true).into_owned()
 }
 
 fn out(text: &str) -> Result<Outcome> {
@@ -293,12 +307,12 @@ pub fn render_list(bundles: &[Listed], root: &Path, width: Option<usize>) -> Str
     if bundles.is_empty() {
         return format!(
             "no bundles under `{}`: `cargo xtask debug-ima --recipe demo` makes one, or pass `--bundle-dir`\n",
-            root.display()
+            line(&root.display().to_string())
         );
     }
     let rows: Vec<[String; 4]> = bundles
         .iter()
-        .map(|b| [b.created.clone(), b.recipe.clone(), human(b.bytes), b.path.display().to_string()])
+        .map(|b| [line(&b.created), line(&b.recipe), human(b.bytes), line(&b.path.display().to_string())])
         .collect();
     let head = ["created", "recipe", "size", "path"].map(String::from);
     let w =
@@ -311,10 +325,10 @@ pub fn render_list(bundles: &[Listed], root: &Path, width: Option<usize>) -> Str
     row(&mut s, &head);
     for (b, r) in bundles.iter().zip(&rows) {
         row(&mut s, r);
-        let verdict = b.verdict.as_deref().unwrap_or("no verdict");
+        let verdict = line(b.verdict.as_deref().unwrap_or("no verdict"));
         let shown = match width {
-            Some(w) => fit_verdict(verdict, w.saturating_sub(4)),
-            None => verdict.to_string(),
+            Some(w) => fit_verdict(&verdict, w.saturating_sub(4)),
+            None => verdict,
         };
         writeln!(s, "    {shown}").unwrap();
     }
@@ -402,38 +416,38 @@ pub fn files(dir: &Path) -> Result<Vec<(String, u64)>> {
 
 pub fn render_show(path: &Path, m: &Manifest, files: &[(String, u64)]) -> String {
     let mut s = String::new();
-    writeln!(s, "bundle:   {}", path.display()).unwrap();
+    writeln!(s, "bundle:   {}", line(&path.display().to_string())).unwrap();
     writeln!(
         s,
         "recipe:   {} ({})",
         m.recipe_name(),
-        m.recipe.get("source").and_then(|v| v.as_str()).unwrap_or("?")
+        line(m.recipe.get("source").and_then(|v| v.as_str()).unwrap_or("?"))
     )
     .unwrap();
-    writeln!(s, "created:  {} by {} {}", m.created, m.tool, m.version).unwrap();
-    writeln!(s, "verdict:  {}", m.verdict.as_deref().unwrap_or("none")).unwrap();
+    writeln!(s, "created:  {} by {} {}", line(&m.created), line(&m.tool), line(&m.version)).unwrap();
+    writeln!(s, "verdict:  {}", line(m.verdict.as_deref().unwrap_or("none"))).unwrap();
     if let Some(st) = &m.stopped {
-        writeln!(s, "stopped:  {st}").unwrap();
+        writeln!(s, "stopped:  {}", line(st)).unwrap();
     }
     writeln!(s, "\nrungs:").unwrap();
     for r in &m.rungs {
         let exit = r.exit_text();
         writeln!(s, "  {:<16} {:<12} {:>8.1} s  {}", r.rung, r.status, r.duration_s, exit).unwrap();
         for n in &r.notes {
-            writeln!(s, "      note: {}", short(n, 160)).unwrap();
+            writeln!(s, "      note: {}", short(&line(n), 160)).unwrap();
         }
     }
     writeln!(s, "\nfiles:").unwrap();
     for (f, bytes) in files {
         let tag = if archive::is_coredump(f) { "  (coredump: left out by `bundle pack`)" } else { "" };
-        writeln!(s, "  {:>10}  {f}{tag}", human(*bytes)).unwrap();
+        writeln!(s, "  {:>10}  {}{tag}", human(*bytes), line(f)).unwrap();
     }
     if m.redactions.is_empty() {
         writeln!(s, "\nredactions: none").unwrap();
     } else {
         writeln!(s, "\nredactions ({}; values are not kept):", m.redactions.len()).unwrap();
         for r in &m.redactions {
-            writeln!(s, "  {}: {}", r.place, r.what).unwrap();
+            writeln!(s, "  {}: {}", line(&r.place), line(&r.what)).unwrap();
         }
     }
     s
@@ -477,7 +491,8 @@ pub fn render_show_json(path: &Path, m: &Manifest, files: &[(String, u64)]) -> S
     }
     let show = Show {
         path: path.display().to_string(),
-        recipe: m.recipe_name(),
+        // JSON escapes a newline: the value as the manifest holds it.
+        recipe: m.recipe.get("name").and_then(|v| v.as_str()).unwrap_or("?"),
         recipe_source: m.recipe.get("source").and_then(|v| v.as_str()),
         created: &m.created,
         tool: &m.tool,

@@ -128,7 +128,15 @@ pub fn render_text(a: &Analysis) -> String {
                 (Some(f), Some(l)) => format!("{f}:{l}"),
                 _ => "an unknown line".to_string(),
             };
-            writeln!(s, "verdict: {} in `{}` at {at}", v.error.as_str(), v.kernel).unwrap();
+            // The verdict is one line whatever a name holds (`crate::ui::safe`).
+            writeln!(
+                s,
+                "verdict: {} in `{}` at {}",
+                v.error.as_str(),
+                crate::ui::safe(&v.kernel, true),
+                crate::ui::safe(&at, true)
+            )
+            .unwrap();
             let mut who = Vec::new();
             if let Some(b) = v.block {
                 who.push(format!("block {}", dim(b)));
@@ -442,7 +450,7 @@ mod tests {
 
         /// Analyses of real recordings with multi-byte, 5,000-character and invalid kernel names:
         /// both renderings end, the JSON parses back, and a kernel named in the verdict is in
-        /// the text as printed (compacted).
+        /// the text as printed (compacted, control characters escaped).
         #[test]
         fn renders_multi_byte_names(
             which in any::<proptest::sample::Index>(),
@@ -455,7 +463,8 @@ mod tests {
             prop_assert!(json.get("conclusion").is_some());
             let text = render_text(&a);
             if let Some(v) = &a.verdict {
-                prop_assert!(text.contains(&v.kernel), "{text}");
+                // As `ui::safe` shows it: a control character in the name as `\u{..}`.
+                prop_assert!(text.contains(&*crate::ui::safe(&v.kernel, true)), "{text}");
             }
         }
     }
