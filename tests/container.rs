@@ -482,14 +482,16 @@ fn the_dry_run_shows_every_command_in_its_container() {
     let o = &out.stdout;
     for want in [
         "container: podman image debug-ima/cuda:13.0 (GPUs passed in)",
-        "podman run --rm --name debug-ima-utc-time_planned-0-01-target --init --ipc=host --device \
+        "podman run --rm --name debug-ima-utc-time_planned-0-02-target --init --ipc=host --device \
          nvidia.com/gpu=all --security-opt label=disable -v ",
+        "--name debug-ima-utc-time_planned-0-01-objdump ",
+        "objdump -d -l --inlines -w --no-show-raw-insn",
         "--cap-add SYS_PTRACE --security-opt seccomp=unconfined",
-        "--name debug-ima-utc-time_planned-0-09-cpucore-gdb ",
+        "--name debug-ima-utc-time_planned-0-11-cpucore-gdb ",
         "debug-ima/cuda:13.0 cuda-gdb -batch -nx target ",
         "/rungs/03-coredump/cpu-core' -ex 'set pagination off' -ex 'thread apply all bt'",
-        "podman run --rm --name debug-ima-utc-time_planned-0-10-target ",
-        "podman exec -e TMPDIR debug-ima-utc-time_planned-0-10-target cuda-gdb -batch -nx -p '<PID from the message>'",
+        "podman run --rm --name debug-ima-utc-time_planned-0-12-target ",
+        "podman exec -e TMPDIR debug-ima-utc-time_planned-0-12-target cuda-gdb -batch -nx -p '<PID from the message>'",
         "debug-ima/cuda:13.0 env -u TRITON_DISABLE_LINE_INFO compute-sanitizer --tool initcheck ",
         "-e HF_TOKEN -e CUDA_LAUNCH_BLOCKING -e TMPDIR debug-ima/cuda:13.0 env -u TRITON_DISABLE_LINE_INFO target",
     ] {
