@@ -27,6 +27,7 @@ pub fn candidates(text: &[u8], out: &mut Vec<usize>) {
     // A PEM header alone changes nothing, but a [`Lines`] must see it to follow its block.
     out.extend(BEGIN.find_iter(text).filter(|&i| pem_header_end(text, i).is_some()));
     out.sort_unstable();
+    out.dedup();
 }
 
 /// Redacts one line by value, and names the kinds of secret found (each once). Borrowed, with no

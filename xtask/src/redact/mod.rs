@@ -21,7 +21,9 @@
 //! Must not: hold code; every rule lives in one of the files below.
 
 mod bytes;
+mod decode;
 mod flags;
+mod generic;
 mod keys;
 mod line;
 mod names;
@@ -40,6 +42,8 @@ pub use structured::{
 
 #[cfg(test)]
 mod test_util;
+#[cfg(test)]
+mod tests_fixtures;
 #[cfg(test)]
 mod tests_shapes;
 #[cfg(test)]

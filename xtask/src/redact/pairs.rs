@@ -5,6 +5,7 @@
 //! Must not: take a file position (`x.yaml:3:1`), a comparison or an expression for a value.
 
 use super::bytes::*;
+use super::generic::*;
 use super::names::*;
 use super::quoted::*;
 use super::tokens::*;
@@ -16,12 +17,19 @@ pub(super) fn separators(s: &[u8], spans: &mut Vec<Span>) {
     // The end of the last header's value (to the end of its line): nothing inside is looked at
     // again (a line of `Cookie: Cookie: …` stays linear).
     let mut header_end = 0;
+    // The end of the last URL looked at: one inside it (`a://a://…`) is not followed again.
+    let mut url_end = 0;
     while let Some(k) = memchr::memchr2(b'=', b':', &s[from..]) {
         let i = from + k;
         let end = run(s, i, |b| b == s[i]);
         if end == i + 1 && i >= header_end {
             if s[i] == b':' && s[i + 1..].starts_with(b"//") {
                 url_password(s, i + 3, spans);
+                if i >= url_end {
+                    url_end = url_parts(s, i + 3, spans);
+                }
+            } else if s[i] == b':' && i > 0 && s[i - 1].is_ascii_digit() && s.get(i + 1) == Some(&b'A') {
+                telegram(s, i, spans);
             } else if !(s[i] == b':' && s.get(i + 1) == Some(&b'=')) {
                 if let Some(e) = name_value(s, i, spans) {
                     header_end = e;

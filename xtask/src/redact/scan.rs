@@ -6,7 +6,9 @@
 use std::sync::OnceLock;
 
 use super::bytes::*;
+use super::decode::*;
 use super::flags::*;
+use super::generic::*;
 use super::keys::*;
 use super::names::*;
 use super::pairs::*;
@@ -28,8 +30,20 @@ pub fn remember(values: impl IntoIterator<Item = String>) -> bool {
     REMEMBERED.set(values.iter().map(|v| Finder::new(v.as_bytes()).into_owned()).collect()).is_ok()
 }
 
-/// Every scanner over `s` (a line, or many lines: no rule crosses a newline).
+/// Every scanner over `s` (a line, or many lines: no rule crosses a newline), over `s` as it is
+/// and, when it holds escapes (`&quot;`, `%3D`, `\u002F`), over `s` decoded, the spans found
+/// there put back over the encoded bytes.
 pub(super) fn scan(s: &[u8], spans: &mut Vec<Span>) {
+    rules(s, spans);
+    if let Some((text, map)) = decoded(s) {
+        let mut found = Vec::new();
+        rules(&text, &mut found);
+        original(&found, &map, spans);
+    }
+}
+
+/// Every rule over `s`.
+fn rules(s: &[u8], spans: &mut Vec<Span>) {
     punctuation(s, spans);
     separators(s, spans);
     capitals(s, spans);
@@ -37,6 +51,9 @@ pub(super) fn scan(s: &[u8], spans: &mut Vec<Span>) {
     netrc(s, spans);
     key_lines(s, spans);
     xml_elements(s, spans);
+    blobs(s, spans);
+    anchored(s, spans);
+    logins(s, spans);
     remembered(s, spans);
 }
 

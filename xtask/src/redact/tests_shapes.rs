@@ -673,6 +673,23 @@ fn hostile_lines_cost_linear_time() {
         "\x1b[31m",
         "AKIA",
         "  ",
+        "login ",
+        "echo x | login ",
+        "echo ",
+        "| token ",
+        "export A=",
+        "1//0",
+        "dapi",
+        "0Q~",
+        "https://h/hooks/",
+        "://hooks.x/",
+        "1234567:A",
+        "%3D",
+        "&#47;",
+        "&amp;",
+        "\\u002F",
+        "Q7abcdefghijklmnopqrstuvwxyz0123456789ABC ",
+        "Q7abcdefghijklmnopqrstuvwxyz0123456789AB/",
     ] {
         let line = unit.repeat((256 << 10) / unit.len());
         let one = std::time::Instant::now();
