@@ -54,27 +54,55 @@ pub(super) fn long_flag(s: &[u8], i: usize, spans: &mut Vec<Span>) {
 
 /// `-p password` (not a port, a path, a switch, a plain word, nor a `-p` of a program earlier
 /// on the line that takes it as a switch: [`P_IS_A_SWITCH`]) and `-u user:password`.
-pub(super) fn short_flag(s: &[u8], i: usize, spans: &mut Vec<Span>) {
+pub(super) fn short_flag(s: &[u8], i: usize, spans: &mut Vec<Span>, seen: &mut Before) {
     let v = run(s, i + 2, is_blank);
     if s[i + 1] == b'u' {
         user_pass_span(s, v, spans);
         return;
     }
-    // The words before on the line: the program or subcommand whose flag this is.
+    // The words before on the line (512 bytes before the first `-p` of the line, then up to
+    // each next one: a line of `-p x -p x …` reads each word once): the program or subcommand
+    // whose flag this is.
     let from = i.saturating_sub(512);
     let line_start = memchr::memrchr(b'\n', &s[from..i]).map_or(from, |k| from + k + 1);
-    let switch = s[line_start..i].split(|&b| b.is_ascii_whitespace() || is_quote(b)).any(|w| {
-        let base = w.rsplit(|&b| b == b'/').next().unwrap_or(w);
-        P_IS_A_SWITCH.iter().any(|p| p.as_bytes() == base)
-    });
-    if switch {
+    let from = if seen.upto > line_start && seen.upto <= i && !s[seen.upto..i].contains(&b'\n') {
+        seen.upto
+    } else {
+        *seen = Before::default();
+        line_start
+    };
+    for w in s[from..i].split(|&b| b.is_ascii_whitespace() || is_quote(b)) {
+        let base = base_of(w);
+        seen.switch |= P_IS_A_SWITCH.iter().any(|p| p.as_bytes() == base);
+        // After `login` (`docker login -p X`, `az login -p X`) or a database client, what
+        // follows `-p` is the password even when it reads as a word (`+ mysql -u root -p PW`).
+        seen.login |= base == b"login" || P_ATTACHED.iter().any(|p| p.as_bytes() == base);
+    }
+    seen.upto = i;
+    if seen.switch {
         return;
     }
     if let Some((start, end)) = value_span(s, v, Mode::Flag) {
-        if p_value(&s[start..end], true) {
+        if p_value(&s[start..end], !seen.login) {
             spans.push((start, end, "password after -p"));
         }
     }
+}
+
+/// What the words before a `-p` on its line said, as far as they were read.
+#[derive(Debug, Default)]
+pub(super) struct Before {
+    /// Where the words were read to.
+    upto: usize,
+    /// A program or subcommand whose `-p` is a switch ([`P_IS_A_SWITCH`]).
+    switch: bool,
+    /// `login` or a program that takes a password after `-p` ([`P_ATTACHED`]).
+    login: bool,
+}
+
+/// The last part of a path (`/usr/bin/mysql`: `mysql`).
+fn base_of(w: &[u8]) -> &[u8] {
+    w.rsplit(|&b| b == b'/').next().unwrap_or(w)
 }
 
 /// `-pSECRET` after a program that takes its password so ([`P_ATTACHED`]), earlier on the line.

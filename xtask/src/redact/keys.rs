@@ -6,6 +6,7 @@
 use std::sync::LazyLock;
 
 use super::bytes::*;
+use super::generic::*;
 use super::names::*;
 use super::quoted::*;
 use memchr::memmem::Finder;
@@ -129,7 +130,9 @@ pub(super) fn key_lines(s: &[u8], spans: &mut Vec<Span>) {
         }
         let body = &s[start..k];
         // A path alone on its line (`/opt/Qt5/lib/QtCore5`) changes case rarely.
-        if !random_enough(body, if len >= 40 || body[0] == b'/' { 3 } else { 1 }) {
+        if !random_enough(body, if len >= 40 || body[0] == b'/' { 3 } else { 1 })
+            || (len >= 40 && wordy(body))
+        {
             return;
         }
         let alone = match back(s, start, is_blank, 64) {

@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 use super::bytes::*;
 use super::keys::*;
 use super::names::*;
+use super::pairs::*;
 use super::scan::*;
 use memchr::memmem::Finder;
 
@@ -26,6 +27,15 @@ pub fn candidates(text: &[u8], out: &mut Vec<usize>) {
     out.extend(spans.iter().map(|&(start, _, _)| start));
     // A PEM header alone changes nothing, but a [`Lines`] must see it to follow its block.
     out.extend(BEGIN.find_iter(text).filter(|&i| pem_header_end(text, i).is_some()));
+    // So is a debugger's `print` of a secret-named expression: its value follows.
+    static PRINTS: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"gdb) p"));
+    for i in PRINTS.find_iter(text) {
+        let start = memchr::memrchr(b'\n', &text[..i]).map_or(0, |k| k + 1);
+        let end = memchr::memchr(b'\n', &text[i..]).map_or(text.len(), |k| i + k);
+        if prints_secret(&text[start..end]) {
+            out.push(start);
+        }
+    }
     out.sort_unstable();
     out.dedup();
 }
@@ -48,6 +58,9 @@ pub(super) const PEM_LINES: u32 = 400;
 pub struct Lines {
     /// Lines left in the block; 0 outside one.
     left: u32,
+    /// The last line was a debugger's `print` of a secret-named expression: the next one may be
+    /// its value (`$1 = "…"`).
+    printed: bool,
 }
 
 impl Lines {
@@ -58,7 +71,7 @@ impl Lines {
     /// Whether the next line is inside a PEM block: it must reach [`Lines::line`] even when
     /// [`candidates`] finds nothing in it.
     pub fn in_block(&self) -> bool {
-        self.left > 0
+        self.left > 0 || self.printed
     }
 
     /// Redacts one line (without its newline), as [`redact_line`] does, and the lines of a PEM
@@ -82,6 +95,10 @@ impl Lines {
         if self.left == 0 && opens_block(s) {
             self.left = PEM_LINES;
         }
+        if std::mem::replace(&mut self.printed, false) {
+            printed_value(s, &mut extra);
+        }
+        self.printed = prints_secret(s);
         redact_spans(line, extra)
     }
 }

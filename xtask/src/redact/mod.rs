@@ -45,6 +45,8 @@ mod test_util;
 #[cfg(test)]
 mod tests_fixtures;
 #[cfg(test)]
+mod tests_generic;
+#[cfg(test)]
 mod tests_shapes;
 #[cfg(test)]
 mod tests_values;

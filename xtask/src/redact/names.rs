@@ -24,7 +24,7 @@ pub(super) const KNOWN: &str = "value of a secret-named variable";
 /// secret: `max_token_len`, `prompt_token_ids`, `key_cache`, `--password-file`.
 pub(super) const NOT_SECRET_LAST: &[&str] = &[
     "ID", "IDS", "COUNT", "LEN", "LENGTH", "SIZE", "NUM", "TYPE", "DTYPE", "CACHE", "FILE", "FILES", "PATH",
-    "DIR",
+    "DIR", "STDIN",
 ];
 
 /// Whether a variable, flag or key name names a secret, case-insensitively, by its parts (split at

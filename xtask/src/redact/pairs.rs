@@ -133,6 +133,10 @@ pub(super) fn name_value(s: &[u8], i: usize, spans: &mut Vec<Span>) -> Option<us
             v = h + 1;
         }
     }
+    if s.get(v) == Some(&b'{') && matches!(kind, Kind::Secret(_)) {
+        std_string(s, v, spans);
+        return None;
+    }
     match kind {
         Kind::Header(label) => return Some(header_value(s, v, label, spans)),
         Kind::Secret(label) => {
@@ -222,4 +226,71 @@ pub(super) fn header_value(s: &[u8], v: usize, label: &'static str, spans: &mut 
         spans.push((start, end, label));
     }
     end
+}
+
+/// A `std::string` as cuda-gdb prints one without a pretty printer, under a secret-named name
+/// (`password = {_M_dataplus = {<std::allocator<char>> = {…}, _M_p = 0x7ffd… "hunter2"},
+/// _M_string_length = 7, …}`), the structure starting at `v`: the string after `_M_p = 0x…`
+/// (libstdc++) or `__data_ = 0x…` (libc++), on the line.
+pub(super) fn std_string(s: &[u8], v: usize, spans: &mut Vec<Span>) {
+    let eol = v + memchr::memchr(b'\n', &s[v..]).unwrap_or(s.len() - v);
+    let bound = eol.min(v + 4096);
+    for field in [&b"_M_p = 0x"[..], b"__data_ = 0x"] {
+        let Some(k) = find(&s[v..bound], field) else { continue };
+        let h = run(s, v + k + field.len(), is_hex);
+        if s.get(h) == Some(&b' ') {
+            if let Some(q) = quote_at(s, h + 1) {
+                let start = h + 1 + q.len();
+                let end = closing(s, start, q);
+                if start < end && &s[start..end] != MARK.as_bytes() {
+                    spans.push((start, end, "secret-named std::string"));
+                }
+            }
+        }
+    }
+}
+
+/// Whether a line is a debugger's `print` of a secret-named expression (`(cuda-gdb) print
+/// password`, `p creds.api_key`, `output token`, `+print secret` traced): the value history
+/// line after it (`$1 = "…"`) holds the secret, though it names nothing.
+pub(super) fn prints_secret(line: &[u8]) -> bool {
+    let (a, b) = trim(line);
+    let mut l = &line[a..b];
+    if let Some(k) = find(l, b"gdb) ") {
+        l = &l[k + 5..];
+    }
+    let l = l.strip_prefix(b"+").unwrap_or(l);
+    let Some(expr) = [&b"print "[..], b"p ", b"output ", b"print/x ", b"p/x ", b"print/s ", b"p/s "]
+        .iter()
+        .find_map(|c| l.strip_prefix(*c))
+    else {
+        return false;
+    };
+    let name_end = run(expr, 0, |b| is_name_byte(b) || matches!(b, b'*' | b'&' | b'>' | b'[' | b']' | b':'));
+    name_end > 0 && name_end + 2 >= expr.len() && secret_name_bytes(&expr[..name_end])
+}
+
+/// The value of a debugger's value-history line (`$1 = "hunter2"`, `$2 = 0x55… "hunter2"`, a
+/// `std::string`'s structure) after a [`prints_secret`] line.
+pub(super) fn printed_value(s: &[u8], spans: &mut Vec<Span>) {
+    let (a, _) = trim(s);
+    if s.get(a) != Some(&b'$') {
+        return;
+    }
+    let d = run(s, a + 1, |b| b.is_ascii_digit());
+    if d == a + 1 || !s[d..].starts_with(b" = ") {
+        return;
+    }
+    let mut v = d + 3;
+    if s[v..].starts_with(b"0x") {
+        let h = run(s, v + 2, is_hex);
+        if s.get(h) == Some(&b' ') && quote_at(s, h + 1).is_some() {
+            v = h + 1;
+        }
+    }
+    if s.get(v) == Some(&b'{') {
+        std_string(s, v, spans);
+    } else if let Some((start, end)) = value_span(s, v, Mode::Loose) {
+        spans.push((start, end, "secret-named value printed by a debugger"));
+    }
 }

@@ -50,8 +50,17 @@ pub(super) fn closing(s: &[u8], start: usize, q: Quote) -> usize {
     match q {
         Quote::Byte(b) => {
             let mut k = start;
-            while k < s.len() && s[k] != b'\n' && s[k] != b {
-                k += if s[k] == b'\\' && s.get(k + 1).is_some_and(|&n| n != b'\n') { 2 } else { 1 };
+            while k < s.len() && s[k] != b'\n' {
+                // `''` inside YAML's (and SQL's) single quotes is a quote; Python reads it as
+                // the next string, part of the same value.
+                if s[k] == b && !(b == b'\'' && k > start && s.get(k + 1) == Some(&b'\'')) {
+                    break;
+                }
+                k += if (s[k] == b'\\' || s[k] == b) && s.get(k + 1).is_some_and(|&n| n != b'\n') {
+                    2
+                } else {
+                    1
+                };
             }
             k.min(s.len())
         }

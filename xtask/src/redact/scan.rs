@@ -65,6 +65,7 @@ pub(super) fn punctuation(s: &[u8], spans: &mut Vec<Span>) {
     // shorter body, so it is not scanned again (a line of `sk-sk-sk-…` stays linear).
     let mut scanned = [0usize; N_TOKENS];
     let mut pem_scanned = 0;
+    let mut before = Before::default();
     for i in memchr::memchr3_iter(b'_', b'-', b'.', s) {
         if i >= 2 {
             for &(n, at) in &triggers[trigger_hash(s[i], s[i - 2], s[i - 1])] {
@@ -89,7 +90,9 @@ pub(super) fn punctuation(s: &[u8], spans: &mut Vec<Span>) {
         } else if i == 0 || is_blank(s[i - 1]) || is_quote(s[i - 1]) || s[i - 1] == b'\n' {
             match s.get(i + 1) {
                 Some(b'-') => long_flag(s, i, spans),
-                Some(b'p' | b'u') if s.get(i + 2).is_some_and(|&b| is_blank(b)) => short_flag(s, i, spans),
+                Some(b'p' | b'u') if s.get(i + 2).is_some_and(|&b| is_blank(b)) => {
+                    short_flag(s, i, spans, &mut before)
+                }
                 Some(b'p') => attached_p(s, i, spans),
                 _ => {}
             }

@@ -5,6 +5,7 @@
 //! kind: [`record_name`]).
 
 use super::flags::*;
+use super::generic::*;
 use super::line::*;
 use super::names::*;
 use crate::model::Invocation;
@@ -19,7 +20,8 @@ pub(super) fn record_name<'a>(name: &'a str, kind: &'a str) -> &'a str {
     let plain = !name.is_empty()
         && name.len() <= 64
         && name.trim_start_matches('-').bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
-        && redact_line(name).1.is_empty();
+        && redact_line(name).1.is_empty()
+        && !random_token(name.trim_start_matches('-').as_bytes());
     if plain {
         name
     } else {
@@ -114,6 +116,17 @@ pub(super) fn redact_args_learning(
         }
         // A PEM block (`-----BEGIN ...`) is a value, not a flag, though it starts with `-`.
         let whole = !arg.is_empty() && (!arg.starts_with('-') || arg.starts_with("-----")) && arg != MARK;
+        // `wandb login KEY`, `vault login TOKEN`: a random-looking word after a login word.
+        let after_login = LOGIN_WORDS.iter().any(|w| base_name(last_word).as_bytes() == *w);
+        if asked.is_none() && whole && after_login && random_token(arg.as_bytes()) {
+            out.push(Redaction {
+                place: place.to_string(),
+                what: "secret after a login command (by place)".to_string(),
+            });
+            learned.push(arg.clone());
+            got.push(MARK.to_string());
+            continue;
+        }
         match asked {
             Some(Asks::Secret(flag)) if whole => {
                 let flag = record_name(flag, "a secret-named flag");

@@ -27,6 +27,14 @@ pub(super) const fn tok(
     Token { prefix, min, class, check: |_| true, label }
 }
 
+pub(super) fn is_upper_digit(b: u8) -> bool {
+    b.is_ascii_uppercase() || b.is_ascii_digit()
+}
+
+pub(super) fn is_hex_dash(b: u8) -> bool {
+    is_hex(b) || b == b'-'
+}
+
 pub(super) fn is_gitlab(b: u8) -> bool {
     is_word_dash(b) || b == b'.'
 }
@@ -50,7 +58,7 @@ pub(super) fn digit_and_letter(body: &[u8]) -> bool {
 /// `check` holds for a body only if it holds for the whole run the body ends ([`punctuation`]
 /// scans each run once).
 /// How many [`TOKENS`] there are.
-pub(super) const N_TOKENS: usize = 55;
+pub(super) const N_TOKENS: usize = 81;
 
 pub(super) static TOKENS: [Token; N_TOKENS] = [
     tok(b"hf_", 20, is_alnum, "hf_ token"),
@@ -113,6 +121,32 @@ pub(super) static TOKENS: [Token; N_TOKENS] = [
     tok(b"shppa_", 32, is_hex, "Shopify token"),
     tok(b"hvs.", 24, is_word_dash, "Vault token"),
     tok(b"hvb.", 24, is_word_dash, "Vault token"),
+    tok(b"AGE-SECRET-KEY-1", 50, is_upper_digit, "age secret key"),
+    tok(b"pscale_tkn_", 32, is_gitlab, "PlanetScale token"),
+    tok(b"pscale_pw_", 32, is_gitlab, "PlanetScale password"),
+    tok(b"pscale_oauth_", 32, is_gitlab, "PlanetScale token"),
+    tok(b"sntrys_", 40, is_grafana, "Sentry token"),
+    tok(b"sntryu_", 64, is_hex, "Sentry token"),
+    tok(b"pnu_", 36, is_alnum, "Prefect token"),
+    tok(b"rubygems_", 48, is_hex, "RubyGems token"),
+    tok(b"figd_", 40, is_word_dash, "Figma token"),
+    tok(b"PMAK-", 24, is_hex_dash, "Postman key"),
+    tok(b"tskey-", 20, is_word_dash, "Tailscale key"),
+    tok(b"dp.pt.", 40, is_alnum, "Doppler token"),
+    tok(b"dp.st.", 40, is_word_dash, "Doppler token"),
+    tok(b"dp.sa.", 40, is_alnum, "Doppler token"),
+    tok(b"dp.ct.", 40, is_alnum, "Doppler token"),
+    tok(b"sbp_", 40, is_hex, "Supabase token"),
+    tok(b"ntn_", 40, is_alnum, "Notion token"),
+    tok(b"pplx-", 40, is_alnum, "Perplexity key"),
+    tok(b"sq0atp-", 22, is_word_dash, "Square token"),
+    tok(b"sq0csp-", 40, is_word_dash, "Square secret"),
+    tok(b"CFPAT-", 43, is_word_dash, "Contentful token"),
+    tok(b"rdme_", 70, is_alnum, "ReadMe key"),
+    tok(b"fo1_", 43, is_word_dash, "Fly.io token"),
+    tok(b"xkeysib-", 64, is_hex_dash, "Brevo key"),
+    tok(b"dckr_oat_", 20, is_word_dash, "Docker Hub token"),
+    tok(b"ops_eyJ", 40, is_grafana, "1Password service token"),
     Token {
         prefix: b"SG.",
         min: 60,
