@@ -108,7 +108,7 @@ fn long_base64_blobs_anywhere_and_what_is_no_blob() {
     let (a, b) = (rand(B64, 64, 21), rand(URLSAFE, 88, 22));
     all_gone(&[(format!("data {a} end"), a.clone()), (format!("[{b}]"), b), (format!("k={a}"), a.clone())]);
     let sha = rand(HEX, 64, 23);
-    let sums = format!("{sha}  rungs/01-baseline/stdout.log");
+    let sums = format!("{sha}  logs/out.txt");
     let mangled = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEENS_6detail5ArrayIPcLi1EEEEEvT_T0_T1_";
     let triton = "/root/.triton/cache/HY5VK2LW4U4BV6PXJDC7LZ6QCX5ZXJT2FWTVIWEPHZUWB7JHAP2A/triton_poi_fused_add_0.cubin";
     let path = "/tmp/one-occurrence.cBCQwK/D/suite/bundles/stencil_neighbour-default/2026-12-01T22-02-10Z_cuda/rungs";
