@@ -71,8 +71,14 @@ pub(super) fn short_flag(s: &[u8], i: usize, spans: &mut Vec<Span>, seen: &mut B
         *seen = Before::default();
         line_start
     };
-    for w in s[from..i].split(|&b| b.is_ascii_whitespace() || is_quote(b)) {
-        let base = base_of(w);
+    for w in s[from..i].split(|&b| b.is_ascii_whitespace()) {
+        // A key (`{"log": "… -p X"}`, `msg:`) names no program.
+        if w.ends_with(b":") {
+            continue;
+        }
+        let base = base_of(w.trim_ascii_start().strip_prefix(b"\"").unwrap_or(w));
+        let base = base.iter().position(|&b| is_quote(b)).map_or(base, |q| &base[..q]);
+        let base = base.strip_prefix(b"'").unwrap_or(base);
         seen.switch |= P_IS_A_SWITCH.iter().any(|p| p.as_bytes() == base);
         // After `login` (`docker login -p X`, `az login -p X`) or a database client, what
         // follows `-p` is the password even when it reads as a word (`+ mysql -u root -p PW`).

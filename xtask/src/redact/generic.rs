@@ -280,7 +280,7 @@ pub(super) fn logins(s: &[u8], spans: &mut Vec<Span>) {
         piped_in(s, i, spans);
     }
     for i in EXPORT.find_iter(s) {
-        if i == 0 || matches!(s[i - 1], b' ' | b'\t' | b';' | b'\n' | b'+' | b'$' | b'&') {
+        if i == 0 || !(is_word(s[i - 1]) || matches!(s[i - 1], b'-' | b'.' | b'/')) {
             exported(s, i + 7, spans);
         }
     }
@@ -295,7 +295,7 @@ fn after_login(s: &[u8], mut k: usize, spans: &mut Vec<Span>) {
             return;
         }
         let q = usize::from(is_quote(s[k]));
-        let end = run(s, k + q, |b| !(b.is_ascii_whitespace() || is_quote(b) || b == b'|' || b == b';'));
+        let end = run(s, k + q, |b| !(b.is_ascii_whitespace() || is_quote(b) || b"|;<>&,)]}\\".contains(&b)));
         let word = &s[k + q..end];
         if s[k] != b'-' && random_token(word) {
             spans.push((k + q, end, "secret after a login command"));
@@ -315,7 +315,7 @@ fn piped_in(s: &[u8], i: usize, spans: &mut Vec<Span>) {
     }
     let seg = &s[line_start..pipe];
     let command_start =
-        |k: usize| k == 0 || matches!(seg[k - 1], b' ' | b'\t' | b';' | b'(' | b'+' | b'$' | b'&');
+        |k: usize| k == 0 || !(is_word(seg[k - 1]) || matches!(seg[k - 1], b'-' | b'.' | b'/'));
     let found = [&b"echo "[..], b"printf "]
         .iter()
         .filter_map(|w| memchr::memmem::rfind(seg, w).filter(|&k| command_start(k)).map(|k| k + w.len()))
@@ -355,7 +355,7 @@ fn exported(s: &[u8], k: usize, spans: &mut Vec<Span>) {
     a += usize::from(q.is_some());
     let end = run(s, a, |b| match q {
         Some(q) => b != q && b != b'\n',
-        None => !(b.is_ascii_whitespace() || b == b';' || b == b'&'),
+        None => !(b.is_ascii_whitespace() || is_quote(b) || b"|;<>&,)]}\\".contains(&b)),
     });
     if random_token(&s[a..end]) {
         spans.push((a, end, "random value exported"));

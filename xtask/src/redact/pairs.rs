@@ -239,6 +239,7 @@ pub(super) fn std_string(s: &[u8], v: usize, spans: &mut Vec<Span>) {
         let Some(k) = find(&s[v..bound], field) else { continue };
         let h = run(s, v + k + field.len(), is_hex);
         if s.get(h) == Some(&b' ') {
+            // A quote or, inside an enclosing string, an escaped one (`\"`).
             if let Some(q) = quote_at(s, h + 1) {
                 let start = h + 1 + q.len();
                 let end = closing(s, start, q);

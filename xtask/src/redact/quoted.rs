@@ -23,6 +23,10 @@ impl Quote {
 
 pub(super) const ENTITIES: [&[u8]; 4] = [b"&quot;", b"&apos;", b"&#34;", b"&#39;"];
 
+/// A quote escaped inside an enclosing string (`{"log": "api_key = \"…\""}`): a value's
+/// quote, as an entity is.
+const ESCAPED_QUOTE: &[u8] = b"\\\"";
+
 /// The quote that ends at `j`.
 pub(super) fn quote_before(s: &[u8], j: usize) -> Option<Quote> {
     if j > 0 && is_quote(s[j - 1]) {
@@ -39,6 +43,7 @@ pub(super) fn quote_at(s: &[u8], j: usize) -> Option<Quote> {
     match s.get(j) {
         Some(&b) if is_quote(b) => Some(Quote::Byte(b)),
         Some(b'&') => ENTITIES.into_iter().find(|e| s[j..].starts_with(e)).map(Quote::Entity),
+        Some(b'\\') if s[j..].starts_with(ESCAPED_QUOTE) => Some(Quote::Entity(ESCAPED_QUOTE)),
         _ => None,
     }
 }
