@@ -253,7 +253,8 @@ fn write_exec(path: &Path, text: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-/// A target that prints the planted file on stdout and stderr and writes a copy where it runs,
+/// A target that prints the planted file on stdout and stderr and leaves a copy in its rung
+/// folder, and one in a folder it makes there named with a token,
 /// then becomes the stand-in target; a compute-sanitizer and a cuda-gdb that print it before
 /// the stand-ins, the first also planting the XML lines in its `--save` report.
 fn write_shims(dir: &Path) {
@@ -262,7 +263,8 @@ fn write_shims(dir: &Path) {
     write_exec(
         &dir.join("plant-target"),
         "#!/bin/sh\necho 'planted: target stdout'\ncat \"$PLANT_FILE\"\ncat \"$PLANT_FILE\" >&2\n\
-         cp \"$PLANT_FILE\" ./planted-by-target.txt 2>/dev/null\nprintf 'arg: %s\\n' \"$@\" >&2\nexec target\n",
+         d=$(dirname \"${CUDA_COREDUMP_FILE:-./x}\")\ncp \"$PLANT_FILE\" \"$d/left-by-target.txt\"\n\
+         mkdir -p \"$d/$PLANT_DIR\" && cp \"$PLANT_FILE\" \"$d/$PLANT_DIR/left.txt\"\nprintf 'arg: %s\\n' \"$@\" >&2\nexec target\n",
     );
     write_exec(
         &dir.join("compute-sanitizer"),
@@ -350,6 +352,8 @@ fn no_shape_of_the_matrix_leaks_in_any_form_or_place() {
         .arg("--full")
         .env("PLANT_FILE", plant_file.to_str().unwrap())
         .env("PLANT_XML", plant_xml.to_str().unwrap())
+        // A folder the target makes, named with a token.
+        .env("PLANT_DIR", &shapes.iter().find(|sh| sh.name == "PlanetScale token").unwrap().text)
         .arg("--set")
         .arg(&format!("s0={}", shapes[15].text))
         .arg("--set")
@@ -364,6 +368,16 @@ fn no_shape_of_the_matrix_leaks_in_any_form_or_place() {
     let found = |what: &str| files.iter().any(|(_, bytes)| contains(bytes, what));
     assert!(found("planted: target stdout") && found("planted: cuda-gdb"), "the shims did not run");
     assert!(found("<planted>"), "no XML report was planted");
+    let left =
+        files.iter().filter(|(p, _)| p.ends_with("left-by-target.txt") || p.ends_with("left.txt")).count();
+    assert!(left >= 2, "the target left no file in its rung folder");
+    // The folder named with a token was renamed: no path holds it, the manifest says so.
+    let dir_token = &shapes.iter().find(|sh| sh.name == "PlanetScale token").unwrap().secrets[0];
+    assert!(
+        !files.iter().any(|(p, _)| p.to_string_lossy().contains(dir_token.as_str())),
+        "a path holds the token"
+    );
+    assert!(b.read("manifest.yaml").contains("in a folder name"), "no folder was renamed");
     assert!(b.read("manifest.yaml").contains("CUDA_PLANT_00"), "the environment was not recorded");
 
     let mut leaks = Vec::new();
