@@ -163,6 +163,30 @@ pub fn redact_left(
 ) -> Vec<String> {
     let mut notes = Vec::new();
     let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+    // A folder the target made whose name holds a secret is renamed too, the deepest first, so
+    // that no place recorded and no archive member name carries it.
+    let dirs: Vec<std::path::PathBuf> = walkdir::WalkDir::new(dir)
+        .min_depth(1)
+        .max_depth(4)
+        .follow_links(false)
+        .contents_first(true)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_dir())
+        .map(|e| e.into_path())
+        .collect();
+    for d in dirs {
+        match renamed_if_secret(&d) {
+            Ok(Some((to, what))) => {
+                out.push(Redaction { place: rel(&to), what: format!("{what} in a folder name") });
+                notes.push(format!("a folder name held a secret ({what}): renamed to `{}`", rel(&to)));
+            }
+            Ok(None) => {}
+            Err(e) => notes.push(format!(
+                "cannot rename a folder whose name holds a secret: {e}; remove it before sharing"
+            )),
+        }
+    }
     let files: Vec<std::path::PathBuf> = walkdir::WalkDir::new(dir)
         .min_depth(1)
         .max_depth(4)
