@@ -17,28 +17,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead;
 
-use serde::Serialize;
-
 use super::names;
-use super::Frame;
-
-/// One place in the host code that launches a kernel.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct StaticLaunch {
-    /// The kernel, demangled (`scatter_tail(float*, float const*, int, long long)`).
-    pub kernel: String,
-    /// The function, file and line of the reference, and the binary (`module`).
-    #[serde(flatten)]
-    pub site: Frame,
-    /// The instruction's address where no line is known (then two references are two
-    /// places); 0 with a line.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub address: u64,
-}
-
-fn is_zero(v: &u64) -> bool {
-    *v == 0
-}
+use super::{Frame, StaticLaunch};
 
 /// The first line of the table the ladder writes (`launch-sites.log`).
 pub const TABLE_HEADER: &str =
@@ -231,7 +211,7 @@ fn reference(line: &str) -> Option<(u64, bool, &str)> {
     let addr = u64::from_str_radix(addr, 16).ok()?;
     let mnemonic = insn.split_whitespace().next()?;
     let call = matches!(mnemonic, "call" | "callq" | "jmp" | "jmpq" | "bl" | "b");
-    if !call && !(mnemonic.starts_with("lea") || mnemonic.starts_with("mov") || mnemonic == "adrp") {
+    if !(call || mnemonic.starts_with("lea") || mnemonic.starts_with("mov") || mnemonic == "adrp") {
         return None;
     }
     let target = insn.trim_end().strip_suffix('>')?;

@@ -211,6 +211,20 @@ pub struct Frame {
     pub python: bool,
 }
 
+/// One place in the host code that launches a kernel.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct StaticLaunch {
+    /// The kernel, demangled (`scatter_tail(float*, float const*, int, long long)`).
+    pub kernel: String,
+    /// The function, file and line of the reference, and the binary (`module`).
+    #[serde(flatten)]
+    pub site: Frame,
+    /// The instruction's address where no line is known (then two references are two
+    /// places); 0 with a line.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub address: u64,
+}
+
 /// Where a bad address lies relative to the nearest allocation (compute-sanitizer).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Nearest {
@@ -707,7 +721,7 @@ pub struct Evidence {
     pub nccl: Option<NcclTrace>,
     /// Where the binary's host code launches each kernel ([`launch_sites`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub static_launches: Vec<launch_sites::StaticLaunch>,
+    pub static_launches: Vec<StaticLaunch>,
     /// What the lines said about the ranks of a distributed job (launcher summaries, NCCL's
     /// watchdog, dump timestamps), for the triage across ranks ([`ranks`]). Not serialised.
     #[serde(skip)]
