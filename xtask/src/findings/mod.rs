@@ -117,6 +117,17 @@ pub enum ErrorClass {
     /// The program never returned: a GPU dump taken while kernels were running, with no
     /// exception (a user-triggered coredump of a hang). Never from a message.
     Hang,
+    /// A kernel executed `__trap()` (or `asm("trap;")`): cuda-gdb's `signal SIGTRAP`,
+    /// compute-sanitizer's `Trace/breakpoint trap`; the host sees `unspecified launch failure`.
+    Trap,
+    /// A data race: racecheck's `Race reported between …` or a RAW/WAR/WAW hazard.
+    Race,
+    /// synccheck's `Barrier error detected`: a divergent `__syncthreads()`, an invalid
+    /// `__syncwarp()` mask.
+    BarrierError,
+    /// `Warp Stack Overflow`, compute-sanitizer's `stack overflow`: deep recursion or large
+    /// local arrays.
+    StackOverflow,
     /// Anything else, as printed (normalised to lower case).
     Other(String),
 }
@@ -134,8 +145,48 @@ impl ErrorClass {
             ErrorClass::MisalignedAccess => "misaligned-access",
             ErrorClass::UninitializedRead => "uninitialized-read",
             ErrorClass::Hang => "hang",
+            ErrorClass::Trap => "trap",
+            ErrorClass::Race => "race",
+            ErrorClass::BarrierError => "barrier-error",
+            ErrorClass::StackOverflow => "stack-overflow",
             ErrorClass::Other(s) => s,
         }
+    }
+
+    /// What the class means and what to check first, in one line for the verdict
+    /// (docs/analyze.md, "Error classes", has the glossary); `None` for an unknown class.
+    pub fn meaning(&self) -> Option<&'static str> {
+        Some(match self {
+            ErrorClass::IllegalAddress => {
+                "an address no allocation covers: check the index or offset against the buffer's size"
+            }
+            ErrorClass::OutOfRangeAddress => {
+                "an address outside its memory space (shared or local past its size): check shared-array indices"
+            }
+            ErrorClass::MisalignedAddress | ErrorClass::MisalignedAccess => {
+                "an access not aligned to its size: check casts of byte pointers to wider types and vector loads"
+            }
+            ErrorClass::DeviceAssert => "a device-side assert failed: its condition and message name the broken invariant",
+            ErrorClass::LaunchFailure => {
+                "the kernel died without a more precise reason: the dump or memcheck names what it did"
+            }
+            ErrorClass::IllegalInstruction => {
+                "an instruction the GPU refused: a wrong architecture build, a corrupt function pointer or stack"
+            }
+            ErrorClass::InvalidAccess => "memcheck saw an access outside any allocation: check the index against the size",
+            ErrorClass::UninitializedRead => "memory read before anything wrote it: check the copy or kernel meant to fill it",
+            ErrorClass::Hang => "kernels were still running: check the spinning line's loop condition and who should release it",
+            ErrorClass::Trap => "the kernel executed a trap (`__trap()`, a release-mode check): check the condition before it",
+            ErrorClass::Race => {
+                "two threads touched the same memory without ordering: add the missing barrier (`__syncthreads()`, \
+                 `__syncwarp()`) between the two lines"
+            }
+            ErrorClass::BarrierError => {
+                "a barrier not every thread reaches, or a `__syncwarp` mask without the calling lane: check the branch around it"
+            }
+            ErrorClass::StackOverflow => "the per-thread stack ran out: check recursion and large local arrays",
+            ErrorClass::Other(_) => return None,
+        })
     }
 
     /// Classifies an error message from any tool (`an illegal memory access was
@@ -162,15 +213,23 @@ impl ErrorClass {
             ErrorClass::LaunchFailure
         } else if m.contains("illegal instruction") || m.contains("illegal_instruction") {
             ErrorClass::IllegalInstruction
+        } else if m.contains("sigtrap") || m.contains("breakpoint trap") || m.contains("trap instruction") {
+            ErrorClass::Trap
+        } else if m.contains("stack overflow") || m.contains("stack_overflow") {
+            ErrorClass::StackOverflow
+        } else if m.contains("barrier error") {
+            ErrorClass::BarrierError
+        } else if m.contains("race reported") || m.contains("race condition") {
+            ErrorClass::Race
         } else {
             ErrorClass::Other(m.trim().to_string())
         }
     }
 
     /// True for errors that mean a kernel faulted (as opposed to, say, `invalid argument`, or
-    /// a hang, where nothing faulted).
+    /// a hang, a race or a barrier error, where nothing faulted).
     pub fn is_device_fault(&self) -> bool {
-        !matches!(self, ErrorClass::Other(_) | ErrorClass::Hang)
+        !matches!(self, ErrorClass::Other(_) | ErrorClass::Hang | ErrorClass::Race | ErrorClass::BarrierError)
     }
 }
 
