@@ -105,15 +105,20 @@ fn demo_program_is_where_the_recipe_says() {
 }
 
 #[test]
-fn cuda_needs_build_and_run() {
+fn cuda_needs_run_and_builds_only_when_told_how() {
     let r = builtin("cuda");
     let missing: Vec<String> = missing_variables(&r, &BTreeMap::new()).into_iter().map(|(k, _)| k).collect();
-    assert_eq!(missing, ["build", "run"]);
-    let e = format!("{:#}", resolve_in(&r, &sets(&[("run", "./app")]), Path::new(CWD)).unwrap_err());
-    assert!(e.contains("needs a value for `build`"), "{e}");
-    assert!(e.contains("`--set build=VALUE`"), "{e}");
+    assert_eq!(missing, ["run"]);
     let e = format!("{:#}", resolve_in(&r, &BTreeMap::new(), Path::new(CWD)).unwrap_err());
-    assert!(e.contains("`--set build=VALUE --set run=VALUE`"), "{e}");
+    assert!(e.contains("`--set run=VALUE`"), "{e}");
+    // A prebuilt program (issue 24): no build, whether `build` is left out or given empty.
+    for s in
+        [&[("run", "./app")][..], &[("run", "./app"), ("build", "")], &[("run", "./app"), ("build", "  ")]]
+    {
+        let res = resolve_in(&r, &sets(s), Path::new(CWD)).unwrap();
+        assert!(res.build.is_none(), "{s:?}");
+        assert!(res.run.argv[0].ends_with("/app"), "{:?}", res.run.argv);
+    }
 
     let res = resolve_in(
         &r,

@@ -348,7 +348,10 @@ fn variable_values(
 }
 
 fn resolve_with(r: &Recipe, vars: BTreeMap<String, String>, cwd: &Path) -> Result<Resolved> {
+    // A build whose command is empty once filled (the `cuda` recipe's `build` left at its
+    // empty default) is no build: the program is run as it is, as a prebuilt one.
     let build = match &r.build {
+        Some(b) if expand_words(r, "build.command", &b.command, &vars)?.iter().all(|w| w.is_empty()) => None,
         Some(b) => Some(resolve_step(r, "build", b, &vars, cwd)?),
         None => None,
     };
