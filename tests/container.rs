@@ -36,7 +36,7 @@ fn engine_ready() -> bool {
     if std::env::var_os("CI").is_some() {
         panic!("the container tests need the Docker engine and Debian's busybox-static ({why})");
     }
-    eprintln!("skipped: {why}");
+    support::skipped(&why);
     false
 }
 

@@ -7,6 +7,8 @@
 //! Every tool output below is copied from a real run; a case the recordings do not have
 //! (an old driver) is tested on the versions themselves, not on made-up output.
 
+mod support;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -1532,7 +1534,7 @@ fn skip_or_fail(why: &str) {
             "{why}; CI must run the Docker test (`.ci/run` installs busybox-static; start the Docker daemon)"
         );
     }
-    eprintln!("skipped: {why}");
+    support::skipped(&why);
 }
 
 /// `docker ARGS` with this process's environment, stdout trimmed, or the failure.

@@ -377,7 +377,7 @@ fn can_mount_tmpfs(s: &Scratch) -> bool {
 fn a_full_disk_fails_the_same_way_wherever_the_space_runs_out() {
     let s = Scratch::for_run("full-disk");
     if !can_mount_tmpfs(&s) {
-        eprintln!("skipped: cannot mount a tmpfs in a user namespace here (CI would fail)");
+        support::skipped("cannot mount a tmpfs in a user namespace here (CI would fail)");
         return;
     }
     // A target that prints 4 MB, then the CUDA error.
@@ -571,7 +571,7 @@ fn rebuild_with_the_real_nvcc_finds_line_info() {
                  (`pip install nvidia-cuda-nvcc nvidia-cuda-cuobjdump nvidia-cuda-runtime nvidia-cuda-crt`)"
             );
         }
-        eprintln!("skipped: no nvcc on PATH nor in .venv-cuda (CI would fail here)");
+        support::skipped("no nvcc on PATH nor in .venv-cuda (CI would fail here)");
         return;
     };
     let s = Scratch::for_run("rebuild");
@@ -621,7 +621,7 @@ fn a_binary_that_names_its_launch_sites_runs_at_full_speed() {
         if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0") {
             panic!("CI is set but nvcc and cuobjdump are neither on PATH nor in .venv-cuda (.ci/run installs them)");
         }
-        eprintln!("skipped: no nvcc on PATH nor in .venv-cuda (CI would fail here)");
+        support::skipped("no nvcc on PATH nor in .venv-cuda (CI would fail here)");
         return;
     };
     let s = Scratch::for_run("launch-sites");
@@ -697,7 +697,7 @@ fn the_rebuild_runs_only_when_the_binaries_lack_line_info() {
         if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0") {
             panic!("CI is set but nvcc and cuobjdump are neither on PATH nor in .venv-cuda (.ci/run installs them)");
         }
-        eprintln!("skipped: no nvcc on PATH nor in .venv-cuda (CI would fail here)");
+        support::skipped("no nvcc on PATH nor in .venv-cuda (CI would fail here)");
         return;
     };
     let src = root().join("tests/gpu/programs/oob_write.cu");
@@ -850,7 +850,7 @@ fn dry_run_prints_every_command_and_creates_nothing() {
 #[test]
 fn without_a_gpu_the_demo_fails_fast_naming_the_gpu() {
     if support::has_real_nvidia_smi() {
-        eprintln!("skipped: this machine has an nvidia-smi");
+        support::skipped("this machine has an nvidia-smi");
         return;
     }
     let s = Scratch::for_run("no-gpu");

@@ -262,7 +262,7 @@ fn has_real_nvidia_smi() -> bool {
 #[test]
 fn without_a_gpu_nothing_is_asked() {
     if has_real_nvidia_smi() {
-        eprintln!("skipped: this machine has an nvidia-smi");
+        support::skipped("this machine has an nvidia-smi");
         return;
     }
     let s = Scratch::new("no-gpu");

@@ -27,7 +27,7 @@ fn cluster() -> Option<String> {
                     "CI is set but SLURM_CONF names no slurm.conf: .ci/run starts the cluster (.ci/slurm-up)"
                 );
             }
-            eprintln!("skipped: no Slurm cluster (SLURM_CONF); `.ci/slurm-up DIR` starts one");
+            support::skipped("no Slurm cluster (SLURM_CONF); `.ci/slurm-up DIR` starts one");
             None
         }
     }

@@ -21,6 +21,15 @@ pub fn standins() -> PathBuf {
     root().join("tests/standins")
 }
 
+/// Says that a test skipped its real work, where the test command's output shows it: the
+/// test harness captures `eprintln!` (shown only with `--nocapture` or on failure), not a
+/// write to the process's stderr itself. CI sets `CI`, where the callers fail instead.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let line = format!("\ntest skipped its real work: {why}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
 /// A recording of the GPU suite (`tests/fixtures/h200/<case>`).
 pub fn fixture(case: &str) -> PathBuf {
     root().join("tests/fixtures/h200").join(case)
