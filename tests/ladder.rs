@@ -1143,6 +1143,34 @@ fn sigkill_of_the_tool_leaves_no_process_of_its_runs() {
     s.assert_no_standin_left();
 }
 
+/// SIGKILL of the tool at moments spread over a whole `--full` climb (the armed run, cuda-gdb
+/// on its dump, the other rungs, the sweep, writing the bundle): every run of the target
+/// leaves a `sleep 1000` child in its group (`STANDIN_CHILD`), which the tool kills at the end
+/// of the step; killed itself, only its guardian can end what was running then, and no
+/// stand-in the climb started may be left (issue 22: "at any moment").
+#[test]
+fn sigkill_at_any_moment_of_a_climb_leaves_no_process() {
+    let mut children = 0;
+    for (i, delay) in [20u64, 120, 300, 600, 1000, 1600, 2500].into_iter().enumerate() {
+        let s = Scratch::for_run(&format!("sigkill-{i}"));
+        let recipe = s.write_recipe(&target_recipe(""));
+        let run = Run::new(&s, &recipe, "oob_write").arg("--full").env("STANDIN_CHILD", "1");
+        let start = Instant::now();
+        let child = run.spawn();
+        std::thread::sleep(Duration::from_millis(delay));
+        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
+        let _ = run.finish(child, start);
+        let pids = s.standin_pids();
+        children += pids.iter().filter(|(r, _)| r == "child").count();
+        assert!(
+            wait_for(Duration::from_secs(10), || pids.iter().all(|(_, p)| !alive(*p))),
+            "SIGKILL after {delay} ms left running: {:?}",
+            pids.iter().filter(|(_, p)| alive(*p)).collect::<Vec<_>>()
+        );
+    }
+    assert!(children > 0, "no run of the target started a child: the test proves nothing");
+}
+
 /// A newline in a folder's name cannot forge a line of the result (issue 22): the bundle's
 /// path is printed on one line, its newline shown as `\n`.
 #[test]
