@@ -1534,7 +1534,7 @@ fn skip_or_fail(why: &str) {
             "{why}; CI must run the Docker test (`.ci/run` installs busybox-static; start the Docker daemon)"
         );
     }
-    support::skipped(&why);
+    support::skipped(why);
 }
 
 /// `docker ARGS` with this process's environment, stdout trimmed, or the failure.

@@ -12,58 +12,13 @@
 //! Must not: need a GPU, hold a token-shaped literal (every secret is made at run time, so
 //! that no scanner trips on this file), or write outside its scratch folder.
 
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 mod support;
+use support::plant::{contains, shape, write_exec, write_tool_shims, xtask, Leaks, Rng, Shape};
 use support::run::Run;
 use support::{path_with, standins, Scratch};
 
-/// A pseudo-random generator, so that every planted value is distinct and the same each run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-
-    fn from(&mut self, alphabet: &[u8], n: usize) -> String {
-        (0..n).map(|_| alphabet[self.next() as usize % alphabet.len()] as char).collect()
-    }
-
-    /// Letters and digits, starting with an uppercase letter and a digit (every key's rule
-    /// accepts that body).
-    fn alnum(&mut self, n: usize) -> String {
-        format!("Q7{}", self.from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", n - 2))
-    }
-
-    fn upper(&mut self, n: usize) -> String {
-        self.from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", n)
-    }
-
-    fn digits(&mut self, n: usize) -> String {
-        self.from(b"0123456789", n)
-    }
-
-    fn b64(&mut self, n: usize) -> String {
-        self.from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", n)
-    }
-}
-
-/// One planted shape: the text as it is planted, and the secret parts that must not survive.
-struct Shape {
-    name: &'static str,
-    text: String,
-    secrets: Vec<String>,
-}
-
-fn shape(name: &'static str, text: String, secrets: &[&str]) -> Shape {
-    Shape { name, text, secrets: secrets.iter().map(|s| s.to_string()).collect() }
-}
-
-/// A PEM private key with `label` (`RSA `, `OPENSSH `, ...): the text and its body lines.
 fn pem(rng: &mut Rng, label: &str) -> (String, Vec<String>) {
     let body = format!("MIIEow{}", rng.b64(1500));
     let mut lines: Vec<String> =
@@ -198,42 +153,16 @@ fn xml_escape(s: &str) -> String {
         .replace('\'', "&apos;")
 }
 
-fn write_exec(path: &Path, text: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(path, text).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
 /// Stand-ins in front of the stand-ins: a target that prints the planted file (stdout and
 /// stderr), its environment and its arguments before it becomes the stand-in target; a
 /// `compute-sanitizer` and a `cuda-gdb` that print it before the real stand-ins, the first
 /// also planting it in its `--save` XML report.
 fn write_shims(dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    let standins = standins().display().to_string();
+    write_tool_shims(dir);
     write_exec(
         &dir.join("plant-target"),
         "#!/bin/sh\necho 'planted: target stdout'\ncat \"$PLANT_FILE\"\necho 'planted: target stderr' >&2\n\
          cat \"$PLANT_FILE\" >&2\nenv\nprintf 'arg: %s\\n' \"$@\" >&2\necho \"db: $DB_PASSWORD\"\nexec target\n",
-    );
-    write_exec(
-        &dir.join("compute-sanitizer"),
-        &format!(
-            "#!/bin/sh\ncase ${{1:-}} in --version | -v) exec '{standins}/compute-sanitizer' \"$@\" ;; esac\n\
-             echo 'planted: compute-sanitizer'\ncat \"$PLANT_FILE\"\n\
-             save=\nprev=\nfor a in \"$@\"; do\n  [ \"$prev\" = --save ] && save=$a\n  case $a in --save=*) save=${{a#--save=}} ;; esac\n  prev=$a\ndone\n\
-             '{standins}/compute-sanitizer' \"$@\"\ncode=$?\n\
-             if [ -n \"$save\" ] && [ -f \"$save\" ]; then\n  \
-             awk -v f=\"$PLANT_XML\" '/<\\/ComputeSanitizerOutput>/ {{ while ((getline l < f) > 0) print l }} {{ print }}' \"$save\" >\"$save.plant\" && mv \"$save.plant\" \"$save\"\n\
-             fi\nexit $code\n"
-        ),
-    );
-    write_exec(
-        &dir.join("cuda-gdb"),
-        &format!(
-            "#!/bin/sh\ncase ${{1:-}} in --version | -version) exec '{standins}/cuda-gdb' \"$@\" ;; esac\n\
-             echo 'planted: cuda-gdb'\ncat \"$PLANT_FILE\"\nexec '{standins}/cuda-gdb' \"$@\"\n"
-        ),
     );
 }
 
@@ -245,36 +174,6 @@ fn yaml(s: &str) -> String {
 /// A recipe string that holds `s` literally: braces doubled, as templates want.
 fn literal(s: &str) -> String {
     yaml(&s.replace('{', "{{").replace('}', "}}"))
-}
-
-fn contains(hay: &[u8], needle: &str) -> bool {
-    memchr::memmem::find(hay, needle.as_bytes()).is_some()
-}
-
-/// `xtask ARGS` in `dir`, with the shims and the stand-ins first on PATH: (status, stdout, stderr).
-fn xtask(dir: &Path, path: &str, args: &[&str]) -> (bool, Vec<u8>, Vec<u8>) {
-    let o = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(args)
-        .current_dir(dir)
-        .env("PATH", path)
-        .stdin(Stdio::null())
-        .output()
-        .expect("cannot run the xtask binary");
-    (o.status.success(), o.stdout, o.stderr)
-}
-
-/// Where each planted value was found: `(place, shape)`.
-#[derive(Default)]
-struct Leaks(Vec<String>);
-
-impl Leaks {
-    fn check(&mut self, place: &str, bytes: &[u8], planted: &[(String, String)]) {
-        for (name, secret) in planted {
-            if contains(bytes, secret) {
-                self.0.push(format!("{place}: {name} (`{secret}`)"));
-            }
-        }
-    }
 }
 
 /// Plants every shape in every place, runs the ladder on the stand-ins, packs, reports and
@@ -393,40 +292,7 @@ fn no_planted_secret_reaches_the_bundle_its_archives_the_report_or_the_terminal(
         leaks.check(&p.strip_prefix(&b.root).unwrap().display().to_string(), bytes, &planted);
     }
 
-    // The archives, decompressed: tar headers and all.
-    let root = b.root.to_str().unwrap();
-    for (args, ext) in
-        [(vec!["bundle", "pack", root], "tar.zst"), (vec!["bundle", "pack", "--gzip", root], "tar.gz")]
-    {
-        let (ok, o, e) = xtask(&s.dir, &path, &args);
-        assert!(ok, "{}{}", String::from_utf8_lossy(&o), String::from_utf8_lossy(&e));
-        leaks.check(&format!("terminal of bundle pack ({ext})"), &[o, e].concat(), &planted);
-        let archive = b.root.with_extension(ext);
-        let file = std::fs::File::open(&archive).unwrap_or_else(|e| panic!("{}: {e}", archive.display()));
-        let mut tar = Vec::new();
-        if ext == "tar.zst" {
-            zstd::stream::read::Decoder::new(file).unwrap().read_to_end(&mut tar).unwrap();
-        } else {
-            flate2::read::GzDecoder::new(file).read_to_end(&mut tar).unwrap();
-        }
-        assert!(contains(&tar, "manifest.yaml") && contains(&tar, "rungs/01-baseline/stdout.log"));
-        leaks.check(&format!("the .{ext}"), &tar, &planted);
-        // Entry by entry too, as an unpacked copy would be read.
-        let mut entries = tar::Archive::new(&tar[..]);
-        for entry in entries.entries().unwrap() {
-            let mut entry = entry.unwrap();
-            let name = entry.path().unwrap().display().to_string();
-            let mut bytes = Vec::new();
-            entry.read_to_end(&mut bytes).unwrap();
-            leaks.check(&format!("{name} in the .{ext}"), &bytes, &planted);
-        }
-    }
-    for cmd in ["report", "show"] {
-        let (ok, o, e) = xtask(&s.dir, &path, &["bundle", cmd, root]);
-        assert!(ok, "bundle {cmd}: {}{}", String::from_utf8_lossy(&o), String::from_utf8_lossy(&e));
-        assert!(!o.is_empty(), "bundle {cmd} printed nothing");
-        leaks.check(&format!("bundle {cmd}"), &[o, e].concat(), &planted);
-    }
+    leaks.check_shared(&s.dir, &path, &b.root, &planted);
     assert!(leaks.0.is_empty(), "{} planted values leaked:\n{}", leaks.0.len(), leaks.0.join("\n"));
     s.assert_no_standin_left();
 }

@@ -13,57 +13,12 @@
 //! Must not: need a GPU, hold a token-shaped literal (every secret is made at run time), or
 //! write outside its scratch folder.
 
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 mod support;
+use support::plant::{contains, shape, write_exec, write_tool_shims, Leaks, Rng, Shape};
 use support::run::Run;
 use support::{path_with, standins, Scratch};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-
-    fn from(&mut self, alphabet: &[u8], n: usize) -> String {
-        (0..n).map(|_| alphabet[self.next() as usize % alphabet.len()] as char).collect()
-    }
-
-    fn alnum(&mut self, n: usize) -> String {
-        format!("Q7{}", self.from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", n - 2))
-    }
-
-    fn hex(&mut self, n: usize) -> String {
-        format!("a{}", self.from(b"0123456789abcdef", n - 1))
-    }
-
-    fn urlsafe(&mut self, n: usize) -> String {
-        format!("Q7{}", self.from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", n - 2))
-    }
-
-    fn b64(&mut self, n: usize) -> String {
-        format!("Q7{}", self.from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", n - 2))
-    }
-
-    fn word(&mut self, n: usize) -> String {
-        self.from(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", n)
-    }
-}
-
-/// One planted shape: its text and the secret parts that must not survive.
-struct Shape {
-    name: &'static str,
-    text: String,
-    secrets: Vec<String>,
-}
-
-fn shape(name: &'static str, text: String, secrets: &[&str]) -> Shape {
-    Shape { name, text, secrets: secrets.iter().map(|s| s.to_string()).collect() }
-}
 
 /// The 45 shapes, each with fresh values.
 fn shapes(seed: u64) -> Vec<Shape> {
@@ -105,11 +60,11 @@ fn shapes(seed: u64) -> Vec<Shape> {
     v.push(shape("age secret key", format!("# created\nAGE-SECRET-KEY-1{a}"), &[&a]));
     let a = r.urlsafe(43);
     v.push(shape("Fernet key", format!("fernet {a}="), &[&a]));
-    let a = r.b64(43);
+    let a = r.b64_token(43);
     v.push(shape("base64 AES-256 key", format!("aes256 {a}= loaded"), &[&a]));
-    let a = r.b64(76);
+    let a = r.b64_token(76);
     v.push(shape("PGP armour line in prose", format!("block {a} end"), &[&a]));
-    let a = format!("b3BlbnNzaC1rZXktdjEAAAAA{}", r.b64(120));
+    let a = format!("b3BlbnNzaC1rZXktdjEAAAAA{}", r.b64_token(120));
     v.push(shape("OpenSSH key blob", format!("key blob: {a}"), &[&a]));
     let a = r.alnum(40);
     v.push(shape(
@@ -247,59 +202,18 @@ fn applies(shape: &Shape, form: &Form) -> bool {
     form.name == "line" || !(encoded || shape.text.contains('\n'))
 }
 
-fn write_exec(path: &Path, text: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(path, text).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
 /// A target that prints the planted file on stdout and stderr and leaves a copy in its rung
 /// folder, and one in a folder it makes there named with a token,
 /// then becomes the stand-in target; a compute-sanitizer and a cuda-gdb that print it before
 /// the stand-ins, the first also planting the XML lines in its `--save` report.
 fn write_shims(dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    let standins = standins().display().to_string();
+    write_tool_shims(dir);
     write_exec(
         &dir.join("plant-target"),
         "#!/bin/sh\necho 'planted: target stdout'\ncat \"$PLANT_FILE\"\ncat \"$PLANT_FILE\" >&2\n\
          d=$(dirname \"${CUDA_COREDUMP_FILE:-./x}\")\ncp \"$PLANT_FILE\" \"$d/left-by-target.txt\"\n\
          mkdir -p \"$d/$PLANT_DIR\" && cp \"$PLANT_FILE\" \"$d/$PLANT_DIR/left.txt\"\nprintf 'arg: %s\\n' \"$@\" >&2\nexec target\n",
     );
-    write_exec(
-        &dir.join("compute-sanitizer"),
-        &format!(
-            "#!/bin/sh\ncase ${{1:-}} in --version | -v) exec '{standins}/compute-sanitizer' \"$@\" ;; esac\n\
-             echo 'planted: compute-sanitizer'\ncat \"$PLANT_FILE\"\n\
-             save=\nprev=\nfor a in \"$@\"; do\n  [ \"$prev\" = --save ] && save=$a\n  case $a in --save=*) save=${{a#--save=}} ;; esac\n  prev=$a\ndone\n\
-             '{standins}/compute-sanitizer' \"$@\"\ncode=$?\n\
-             if [ -n \"$save\" ] && [ -f \"$save\" ]; then\n  \
-             awk -v f=\"$PLANT_XML\" '/<\\/ComputeSanitizerOutput>/ {{ while ((getline l < f) > 0) print l }} {{ print }}' \"$save\" >\"$save.plant\" && mv \"$save.plant\" \"$save\"\n\
-             fi\nexit $code\n"
-        ),
-    );
-    write_exec(
-        &dir.join("cuda-gdb"),
-        &format!(
-            "#!/bin/sh\ncase ${{1:-}} in --version | -version) exec '{standins}/cuda-gdb' \"$@\" ;; esac\n\
-             echo 'planted: cuda-gdb'\ncat \"$PLANT_FILE\"\nexec '{standins}/cuda-gdb' \"$@\"\n"
-        ),
-    );
-}
-
-fn contains(hay: &[u8], needle: &str) -> bool {
-    memchr::memmem::find(hay, needle.as_bytes()).is_some()
-}
-
-fn xtask(dir: &Path, path: &str, args: &[&str]) -> (bool, Vec<u8>, Vec<u8>) {
-    let o = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(args)
-        .current_dir(dir)
-        .env("PATH", path)
-        .stdin(Stdio::null())
-        .output()
-        .expect("cannot run the xtask binary");
-    (o.status.success(), o.stdout, o.stderr)
 }
 
 #[test]
@@ -380,39 +294,12 @@ fn no_shape_of_the_matrix_leaks_in_any_form_or_place() {
     assert!(b.read("manifest.yaml").contains("in a folder name"), "no folder was renamed");
     assert!(b.read("manifest.yaml").contains("CUDA_PLANT_00"), "the environment was not recorded");
 
-    let mut leaks = Vec::new();
-    let mut check = |place: &str, bytes: &[u8]| {
-        for (name, secret) in &planted {
-            if contains(bytes, secret) {
-                leaks.push(format!("{place}: {name} (`{secret}`)"));
-            }
-        }
-    };
-    check("terminal of debug-ima", format!("{}{}", out.stdout, out.stderr).as_bytes());
+    let mut leaks = Leaks::default();
+    leaks.check("terminal of debug-ima", format!("{}{}", out.stdout, out.stderr).as_bytes(), &planted);
     for (p, bytes) in &files {
-        check(&p.strip_prefix(&b.root).unwrap().display().to_string(), bytes);
+        leaks.check(&p.strip_prefix(&b.root).unwrap().display().to_string(), bytes, &planted);
     }
-    let root = b.root.to_str().unwrap();
-    for (args, ext) in
-        [(vec!["bundle", "pack", root], "tar.zst"), (vec!["bundle", "pack", "--gzip", root], "tar.gz")]
-    {
-        let (ok, o, e) = xtask(&s.dir, &path, &args);
-        assert!(ok, "{}{}", String::from_utf8_lossy(&o), String::from_utf8_lossy(&e));
-        check(&format!("terminal of bundle pack ({ext})"), &[o, e].concat());
-        let file = std::fs::File::open(b.root.with_extension(ext)).unwrap();
-        let mut tar = Vec::new();
-        if ext == "tar.zst" {
-            zstd::stream::read::Decoder::new(file).unwrap().read_to_end(&mut tar).unwrap();
-        } else {
-            flate2::read::GzDecoder::new(file).read_to_end(&mut tar).unwrap();
-        }
-        check(&format!("the .{ext}"), &tar);
-    }
-    for cmd in ["report", "show"] {
-        let (ok, o, e) = xtask(&s.dir, &path, &["bundle", cmd, root]);
-        assert!(ok, "bundle {cmd}: {}{}", String::from_utf8_lossy(&o), String::from_utf8_lossy(&e));
-        check(&format!("bundle {cmd}"), &[o, e].concat());
-    }
-    assert!(leaks.is_empty(), "{} planted values leaked:\n{}", leaks.len(), leaks.join("\n"));
+    leaks.check_shared(&s.dir, &path, &b.root, &planted);
+    assert!(leaks.0.is_empty(), "{} planted values leaked:\n{}", leaks.0.len(), leaks.0.join("\n"));
     s.assert_no_standin_left();
 }

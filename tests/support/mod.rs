@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod plant;
 pub mod run;
 
 use std::path::{Path, PathBuf};
