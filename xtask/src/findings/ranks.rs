@@ -137,6 +137,28 @@ impl RankParser {
     }
 }
 
+/// The phrases every line is looked at for, each searcher built once: `str::split_once` with
+/// a string pattern builds its searcher on every call, which cost more than half of
+/// `analyze`'s time on a memcheck log (issue 27).
+struct Phrases {
+    coredump: memchr::memmem::Finder<'static>,
+    timeout: memchr::memmem::Finder<'static>,
+    watchdog: memchr::memmem::Finder<'static>,
+    down: memchr::memmem::Finder<'static>,
+}
+
+static PHRASES: std::sync::LazyLock<Phrases> = std::sync::LazyLock::new(|| Phrases {
+    coredump: memchr::memmem::Finder::new("] coredump: "),
+    timeout: memchr::memmem::Finder::new("Watchdog caught collective operation timeout: "),
+    watchdog: memchr::memmem::Finder::new("Process group watchdog thread terminated with exception: "),
+    down: memchr::memmem::Finder::new("we are taking the entire process down"),
+});
+
+/// What follows the first `f` in `t`.
+fn after<'a>(t: &'a str, f: &memchr::memmem::Finder<'_>) -> Option<&'a str> {
+    f.find(t.as_bytes()).map(|i| &t[i + f.needle().len()..])
+}
+
 impl LineParser for RankParser {
     fn line(&mut self, line: &str, ctx: LineCtx) {
         let t = line.trim();
@@ -167,7 +189,8 @@ impl LineParser for RankParser {
             root_cause: false,
             log_line: ctx.lineno,
         };
-        if let Some(body) = t.split_once("] coredump: ").map(|x| x.1.trim()) {
+        let phrases = &*PHRASES;
+        if let Some(body) = after(t, &phrases.coredump).map(str::trim) {
             if let Some(kind) = body.strip_prefix("Detected an exception of type ") {
                 self.push(note(Signal::DeviceException, kind, ctx.rank));
             } else if let Some(path) = body.strip_prefix("Writing ELF file to ") {
@@ -181,14 +204,12 @@ impl LineParser for RankParser {
                     n.host = host_from_dump(path);
                 }
             }
-        } else if let Some((_, work)) = t.split_once("Watchdog caught collective operation timeout: ") {
+        } else if let Some(work) = after(t, &phrases.timeout) {
             let work = work.split(" ran for ").next().unwrap_or(work);
             self.push(note(Signal::Timeout, work, ctx.rank.or_else(|| rank_in(t))));
-        } else if let Some((_, what)) =
-            t.split_once("Process group watchdog thread terminated with exception: ")
-        {
+        } else if let Some(what) = after(t, &phrases.watchdog) {
             self.push(note(Signal::WatchdogError, what, ctx.rank.or_else(|| rank_in(t))));
-        } else if t.contains("we are taking the entire process down") {
+        } else if phrases.down.find(t.as_bytes()).is_some() {
             self.push(note(
                 Signal::Terminate,
                 "ProcessGroupNCCL took the process down",
