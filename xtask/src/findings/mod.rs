@@ -39,6 +39,8 @@ pub mod ranks;
 pub mod render;
 pub mod scan;
 pub mod verdict;
+pub mod verdict_hang;
+pub mod verdict_sites;
 pub mod waits;
 pub mod yaml_bounds;
 
