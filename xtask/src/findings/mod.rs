@@ -40,6 +40,7 @@ pub mod render;
 pub mod scan;
 pub mod verdict;
 pub mod verdict_hang;
+pub mod verdict_kinds;
 pub mod verdict_sites;
 pub mod waits;
 pub mod yaml_bounds;

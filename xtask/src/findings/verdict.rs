@@ -17,6 +17,8 @@ use super::verdict_hang::{focus_line, hang_groups, hang_without_kernel, host_wai
 pub use super::verdict_hang::{
     group_text, host_frame_text, Hang, HangGroup, HangProcess, HostWait, NcclStuck,
 };
+pub use super::verdict_kinds::OtherFault;
+use super::verdict_kinds::{library_of, snapshots_of_triggered_dumps};
 use super::verdict_sites::{is_tail, keys_match, pick_launch_site, pick_surfaced, related_inputs, user_loc};
 pub use super::verdict_sites::{HostSite, Located, STATIC_LAUNCH};
 use super::{
@@ -81,6 +83,10 @@ pub struct Verdict {
     pub file: Option<String>,
     pub line: Option<u32>,
     pub error: ErrorClass,
+    /// What the class means and what to check first ([`ErrorClass::meaning`]); none for an
+    /// unknown class.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meaning: Option<&'static str>,
     pub block: Option<Dim3>,
     pub thread: Option<Dim3>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -112,6 +118,17 @@ pub struct Verdict {
     /// The parts no input established: said as unknown, never guessed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unknown: Vec<Part>,
+    /// The parts that cannot exist for this fault, so no rung looks for them: the source line
+    /// of a precompiled library kernel.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_applicable: Vec<Part>,
+    /// For a fault in a precompiled kernel: the library it belongs to (`cuBLAS (libcublasLt.so.13)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub library: Option<String>,
+    /// The other distinct faults the tools reported (other kernels), ranked: the program-order
+    /// first leads the verdict, these follow.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub others: Vec<OtherFault>,
     /// The inputs (rungs) whose findings support this verdict, in input order.
     pub rungs: Vec<String>,
     /// Inputs that point elsewhere, one sentence each.
@@ -348,6 +365,8 @@ pub fn decide(inputs: &[Evidence]) -> Analysis {
 /// Merges the evidence of every input into an analysis. `roots` are the user's own source
 /// trees (absolute): there, CUTLASS, CUB or ATen files are the user's lines too.
 pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
+    let promoted = snapshots_of_triggered_dumps(inputs);
+    let inputs = &promoted[..];
     let mut findings: Vec<Located<Fault>> = Vec::new();
     let mut symptoms: Vec<Located<Symptom>> = Vec::new();
     for ev in inputs {
@@ -385,6 +404,19 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         .enumerate()
         .max_by_key(|(idx, (_, m))| (cluster_weight(m), std::cmp::Reverse(*idx)))
         .map(|(idx, _)| idx);
+    // Program order: a sanitizer reports each bad access as it happens and goes on, where
+    // cuda-gdb and the coredump see only the fault that ended the run. So a kernel a sanitizer
+    // located, when the heaviest was seen by no sanitizer, came first: it leads.
+    let sanitized = |m: &[usize]| {
+        m.iter().any(|&i| {
+            let f = &findings[i].item;
+            matches!(f.tool, Some(Tool::Memcheck | Tool::MemcheckXml)) && f.location.is_some()
+        })
+    };
+    let winner = match winner {
+        Some(w) if !sanitized(&clusters[w].1) => clusters.iter().position(|(_, m)| sanitized(m)).or(Some(w)),
+        w => w,
+    };
 
     let Some(win) = winner else {
         if let Some((verdict, conclusion)) = hang_verdict(inputs, roots) {
@@ -454,7 +486,9 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
     let user = user.as_ref().map(canonical);
     let inlined = if loc_chain.len() > 1 { loc_chain.iter().map(canonical).collect() } else { Vec::new() };
 
-    let error = pick_error(members.iter().map(|&i| &findings[i].item), &symptoms);
+    // With several kernels at fault, the program's message is of one of them, not said which.
+    let error_symptoms = if clusters.len() > 1 { &[][..] } else { &symptoms[..] };
+    let error = pick_error(members.iter().map(|&i| &findings[i].item), error_symptoms);
 
     // Block and thread: from the primary finding, else the first member that has them.
     let pick = |get: &dyn Fn(&Fault) -> Option<Dim3>| {
@@ -462,10 +496,22 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
     };
     // cuda-gdb and the coredump name the faulting warp's focus lane; memcheck names the
     // very thread that made the access: prefer it where it saw this kernel.
+    // Among its records, the one that says the most of the access (the text log's nearest
+    // allocation, which the XML lacks): thread and access are then one record's.
     let sanitizer = members
         .iter()
         .map(|&i| &findings[i].item)
-        .find(|f| matches!(f.tool, Some(Tool::Memcheck | Tool::MemcheckXml)) && f.thread.is_some());
+        .filter(|f| matches!(f.tool, Some(Tool::Memcheck | Tool::MemcheckXml)) && f.thread.is_some())
+        .enumerate()
+        .max_by_key(|(n, f)| {
+            let a = f.access.as_ref();
+            (
+                a.is_some_and(|a| a.nearest.is_some()),
+                a.is_some_and(|a| a.address.is_some()),
+                std::cmp::Reverse(*n),
+            )
+        })
+        .map(|(_, f)| f);
     let (block, thread) = match sanitizer {
         Some(f) => (f.block, f.thread),
         None => (pick(&|f| f.block), pick(&|f| f.thread)),
@@ -487,10 +533,15 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         ranks.dedup();
         (ranks.len() == 1).then(|| ranks[0])
     });
-    let access = members
-        .iter()
-        .filter_map(|&i| findings[i].item.access.clone())
-        .max_by_key(|a| (a.nearest.is_some(), a.address.is_some()));
+    // One record's access, whole (kind, size, address, nearest allocation): the record that
+    // names the thread, else the primary finding's, else the most complete one's. Never fields
+    // of one record with another's.
+    let access = sanitizer.and_then(|f| f.access.clone()).or_else(|| primary.access.clone()).or_else(|| {
+        members
+            .iter()
+            .filter_map(|&i| findings[i].item.access.clone())
+            .max_by_key(|a| (a.nearest.is_some(), a.address.is_some()))
+    });
 
     // Host frames only from the inputs of the kernel's own runs: never a traceback of another
     // program that happens to lie in the same folder.
@@ -546,31 +597,9 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
             }
         }
     }
-    for (ci, (k, m)) in clusters.iter().enumerate() {
-        if ci == win {
-            continue;
-        }
-        let origins: Vec<&str> = {
-            let mut o: Vec<&str> = Vec::new();
-            for &i in m {
-                if !o.contains(&findings[i].origin.as_str()) {
-                    o.push(&findings[i].origin);
-                }
-            }
-            o
-        };
-        let at = m
-            .iter()
-            .find_map(|&i| findings[i].item.location.clone())
-            .map(|l| format!(" at {l}"))
-            .unwrap_or_default();
-        disagreements.push(format!(
-            "{} also report{} `{}`{at}",
-            origins.join(", "),
-            if origins.len() == 1 { "s" } else { "" },
-            names::display_kernel(k)
-        ));
-    }
+    let others = other_faults(&findings, &clusters, win, &mut disagreements);
+    let library =
+        if user.is_none() { library_of(&kernel, members.iter().map(|&i| &findings[i].item)) } else { None };
 
     let mut remarks = Vec::new();
     if graph_replay(&findings, &symptoms) {
@@ -602,12 +631,24 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
                 .to_string(),
         );
     }
-    if user.is_none() {
-        remarks.push(
+    match (&user, &library) {
+        (None, Some(lib)) => remarks.push(format!(
+            "`{}` is a precompiled kernel of {lib}: it has no source line, and no rebuild gives one; \
+             the line that matters is your call into the library (launched), and the buffer it was given",
+            names::kernel_key(&kernel)
+        )),
+        (None, None) => remarks.push(
             "no tool printed a source line: rebuild with `-lineinfo` (or `-G`) and rerun the coredump \
              or memcheck rung"
                 .to_string(),
-        );
+        ),
+        _ => {}
+    }
+    if let (ErrorClass::Trap, Some(l)) = (&error, &user) {
+        remarks.push(format!(
+            "a trap is reported at the instruction after it: the `__trap()` (or failed check) is at or just \
+             before {l}"
+        ));
     }
     for ev in inputs {
         if ev.debugger_crashed {
@@ -619,8 +660,11 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
     }
 
     let mut unknown = Vec::new();
-    if user.is_none() {
-        unknown.push(Part::SourceLine);
+    let mut not_applicable = Vec::new();
+    match (&user, &library) {
+        (None, Some(_)) => not_applicable.push(Part::SourceLine),
+        (None, None) => unknown.push(Part::SourceLine),
+        _ => {}
     }
     if matches!(error, ErrorClass::Other(_)) {
         unknown.push(Part::Class);
@@ -630,14 +674,16 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
     if launch_site.as_ref().is_none_or(|h| h.frame.line.is_none()) {
         unknown.push(Part::LaunchSite);
     }
-    let conclusion = match &user {
-        Some(l) => format!("{} in `{kernel}` at {l}", error.as_str()),
-        None => format!("{} in `{kernel}` (source line unknown)", error.as_str()),
+    let conclusion = match (&user, &library) {
+        (Some(l), _) => format!("{} in `{kernel}` at {l}", error.as_str()),
+        (None, Some(lib)) => format!("{} in `{kernel}`, a kernel of {lib} (no source line)", error.as_str()),
+        (None, None) => format!("{} in `{kernel}` (source line unknown)", error.as_str()),
     };
     let verdict = Verdict {
         kernel,
         file: user.as_ref().map(|l| l.file.clone()),
         line: user.as_ref().map(|l| l.line),
+        meaning: error.meaning(),
         error,
         block,
         thread,
@@ -650,6 +696,9 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         launch_site,
         surfaced_at,
         unknown,
+        not_applicable,
+        library,
+        others,
         rungs,
         disagreements,
         remarks,
@@ -687,6 +736,62 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
     Analysis { verdict: Some(verdict), conclusion, findings, symptoms, inputs: summaries, reproduced: None }
 }
 
+/// The faults of the clusters other than the verdict's (`win`), one per kernel, in order of
+/// support (ties: first seen); each also said as a disagreement for the older readers.
+fn other_faults(
+    findings: &[Located<Fault>],
+    clusters: &[(String, Vec<usize>)],
+    win: usize,
+    disagreements: &mut Vec<String>,
+) -> Vec<OtherFault> {
+    let mut ranked: Vec<(u32, usize, OtherFault)> = Vec::new();
+    for (ci, (k, m)) in clusters.iter().enumerate().filter(|(ci, _)| *ci != win) {
+        let mut from: Vec<String> = Vec::new();
+        let mut best: Vec<(&str, u32)> = Vec::new();
+        for &i in m {
+            let o = findings[i].origin.as_str();
+            if !from.iter().any(|f| f == o) {
+                from.push(o.to_string());
+            }
+            let w = weight(&findings[i].item);
+            match best.iter_mut().find(|(b, _)| *b == o) {
+                Some(b) => b.1 = b.1.max(w),
+                None => best.push((o, w)),
+            }
+        }
+        let loc = m
+            .iter()
+            .map(|&i| &findings[i].item)
+            .filter(|f| f.location.is_some())
+            .max_by_key(|f| weight(f))
+            .and_then(|f| f.location.clone());
+        let at = loc.as_ref().map(|l| format!(" at {l}")).unwrap_or_default();
+        disagreements.push(format!(
+            "{} also report{} `{}`{at}",
+            from.join(", "),
+            if from.len() == 1 { "s" } else { "" },
+            names::display_kernel(k)
+        ));
+        let kernel = m
+            .iter()
+            .filter_map(|&i| kernel_of(&findings[i].item))
+            .max_by_key(|k| (k.contains('('), names::display_kernel(k).len()))
+            .map(names::display_kernel)
+            .unwrap_or_else(|| names::display_kernel(k));
+        let error = pick_error(m.iter().map(|&i| &findings[i].item), &[]);
+        let o = OtherFault {
+            kernel,
+            file: loc.as_ref().map(|l| l.file.clone()),
+            line: loc.map(|l| l.line),
+            error,
+            from,
+        };
+        ranked.push((best.iter().map(|b| b.1).sum(), ci, o));
+    }
+    ranked.sort_by_key(|(w, ci, _)| (std::cmp::Reverse(*w), *ci));
+    ranked.into_iter().map(|(_, _, o)| o).collect()
+}
+
 /// The rung of an input's origin (`hang` of `hang/cudagdb-584`).
 fn rung_of(origin: &str) -> &str {
     origin.split('/').next().unwrap_or_default()
@@ -695,10 +800,12 @@ fn rung_of(origin: &str) -> &str {
 /// A verdict of class `hang`: from the first GPU dump (in input order) with threads running
 /// and no exception. `None` when no input has one.
 fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, String)> {
-    let primary = inputs
-        .iter()
-        .flat_map(|e| &e.snapshots)
-        .find(|s| !s.threads.is_empty() || s.kernels.iter().any(|k| k.status.as_deref() == Some("Active")))?;
+    let primary = inputs.iter().flat_map(|e| &e.snapshots).find(|s| {
+        !s.threads.is_empty()
+                || s.kernels.iter().any(|k| k.status.as_deref() == Some("Active"))
+                // A session of a dump the tool triggered, without its threads table.
+                || (s.kernel.is_some() && !s.no_threads)
+    })?;
     let spelt: Vec<String> = inputs
         .iter()
         .flat_map(|e| &e.snapshots)
@@ -827,6 +934,13 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
     if !primary_host {
         unknown.push(Part::HostStacks);
     }
+    if groups.is_empty() {
+        remarks.push(
+            "cuda-gdb printed no `info cuda threads` table: the dump was triggered by the tool while the \
+             program ran (no exception), so this is a hang; the line is cuda-gdb's focus thread's"
+                .to_string(),
+        );
+    }
     if groups.iter().any(|g| !g.via.is_empty()) {
         remarks.push(
             "threads whose line is in a CUDA header are counted at the user's line of cuda-gdb's focus thread \
@@ -868,6 +982,7 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
     }
     let threads: u64 = primary.thread_count();
     let conclusion = match &user {
+        Some(l) if groups.is_empty() => format!("hang: `{kernel}` spins at {l} (threads not listed)"),
         Some(l) => format!("hang: `{kernel}` spins at {l} ({threads} threads on the device)"),
         None => format!("hang: `{kernel}` spins (source line unknown; {threads} threads on the device)"),
     };
@@ -876,6 +991,7 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
         file: user.as_ref().map(|l| l.file.clone()),
         line: user.as_ref().map(|l| l.line),
         error: ErrorClass::Hang,
+        meaning: ErrorClass::Hang.meaning(),
         block: primary.block,
         thread: primary.thread,
         device: primary.device,
@@ -887,6 +1003,9 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
         launch_site: None,
         surfaced_at: None,
         unknown,
+        not_applicable: Vec::new(),
+        library: None,
+        others: Vec::new(),
         rungs,
         disagreements: Vec::new(),
         remarks,

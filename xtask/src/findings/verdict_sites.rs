@@ -133,6 +133,7 @@ pub(super) fn related_inputs<'a>(
 /// function that carries the kernel's own name (`kernel_key`, the kernel's [`names::kernel_key`]).
 fn is_launch_machinery(f: &Frame, kernel_key: &str) -> bool {
     is_runtime_frame(f)
+        || super::verdict_kinds::in_vendor_library(f)
         || f.function
             .as_deref()
             .is_some_and(|n| n.starts_with("__cudaLaunch") || keys_match(&names::kernel_key(n), kernel_key))
