@@ -824,3 +824,49 @@ fn unreadable_files_are_notes_and_the_rest_is_analysed() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("pipe.log` not read"));
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// The bug kinds of issue 23 recorded on the H200 (tests/fixtures/h200/kinds/): a trap, a
+/// fault in cuBLAS's precompiled kernel, two bugs in one program; each verdict says what its
+/// class means, in the text and in findings.json.
+#[test]
+fn the_kinds_of_issue_23_get_their_verdicts() {
+    let kinds = root().join("tests/fixtures/h200/kinds");
+    let a = analyze(&[kinds.join("trap")]).unwrap();
+    let v = a.verdict.as_ref().unwrap();
+    assert_eq!((v.error.as_str(), v.line), ("trap", Some(11)));
+    assert!(render_text(&a).contains("  means:    the kernel executed a trap"), "{}", render_text(&a));
+
+    let dir = kinds.join("cublas_fault");
+    for input in [dir.join("memcheck.log"), dir.join("memcheck.xml")] {
+        let a = analyze(std::slice::from_ref(&input)).unwrap();
+        let v = a.verdict.as_ref().unwrap();
+        assert_eq!((v.file.as_deref(), v.line), (None, None), "{input:?}");
+        assert_eq!(v.library.as_deref(), Some("cuBLAS (libcublasLt.so.13, libcublas.so.13)"), "{input:?}");
+        assert_eq!(v.not_applicable, vec![xtask::findings::verdict::Part::SourceLine], "{input:?}");
+        assert!(v.unknown.is_empty(), "{input:?}: {:?}", v.unknown);
+        let site = &v.launch_site.as_ref().unwrap().frame;
+        assert_eq!((site.function.as_deref(), site.line), (Some("main"), Some(18)), "{input:?}");
+        // The buffer overrun: the text log says the nearest allocation (the XML reader does not).
+        if input.extension().is_some_and(|e| e == "log") {
+            let n = v.access.as_ref().unwrap().nearest.as_ref().unwrap();
+            assert_eq!(
+                (n.distance, n.before, n.allocation, n.allocation_size),
+                (97, false, 0x7f7be8800000, 262_144)
+            );
+        }
+        let text = render_text(&a);
+        assert!(!text.contains("-lineinfo"), "{text}");
+        assert!(text.contains("is a precompiled kernel of cuBLAS"), "{text}");
+    }
+
+    let a = analyze(&[kinds.join("two_bugs")]).unwrap();
+    let v = a.verdict.as_ref().unwrap();
+    assert!(v.kernel.starts_with("bias_add"), "{}", v.kernel);
+    assert_eq!(v.line, Some(8));
+    assert!(v.others.iter().any(|o| o.kernel.starts_with("gather") && o.line == Some(13)), "{:?}", v.others);
+    let text = render_text(&a);
+    assert!(text.contains("  also:     illegal-address in `gather("), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&render_json(&a)).unwrap();
+    assert_eq!(json["verdict"]["others"][0]["line"], 13);
+    assert!(json["verdict"]["meaning"].as_str().is_some_and(|m| m.contains("outside any allocation")));
+}

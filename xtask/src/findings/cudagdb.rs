@@ -490,7 +490,7 @@ impl CudaGdbParser {
     }
 
     /// Lines that may start a session (or belong to one): all begin with one of
-    /// `$ O C T [ A`.
+    /// `$ O C T [ A P`.
     fn opener(&mut self, line: &str, ctx: LineCtx) -> bool {
         match line.as_bytes()[0] {
             b'$' => {
@@ -503,6 +503,20 @@ impl CudaGdbParser {
                 if let Some(path) = line.strip_prefix("Opening GPU coredump: ") {
                     self.seen = true;
                     self.opening(path, ctx);
+                    return true;
+                }
+            }
+            // `Program terminated with signal SIGTRAP, Trace/breakpoint trap.` (a dump of a kernel
+            // that executed `__trap()`), `Program received signal SIGTRAP`: no CUDA exception.
+            b'P' => {
+                let sig = line
+                    .strip_prefix("Program terminated with signal ")
+                    .or_else(|| line.strip_prefix("Program received signal "));
+                if let Some(sig) = sig.filter(|s| s.starts_with("SIGTRAP")) {
+                    self.seen = true;
+                    let s = self.session(ctx);
+                    s.output = true;
+                    s.error.get_or_insert_with(|| error_class(sig));
                     return true;
                 }
             }
@@ -745,7 +759,7 @@ impl LineParser for CudaGdbParser {
         if self.cur.is_none() && !matches!(first, b'$' | b'O' | b'C' | b'T' | b'[' | b'A') {
             return;
         }
-        if matches!(first, b'$' | b'O' | b'C' | b'T' | b'[' | b'A') {
+        if matches!(first, b'$' | b'O' | b'C' | b'T' | b'[' | b'A' | b'P') {
             if self.in_listing && first != b'#' {
                 self.end_listing();
             }

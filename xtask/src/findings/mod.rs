@@ -39,6 +39,9 @@ pub mod ranks;
 pub mod render;
 pub mod scan;
 pub mod verdict;
+pub mod verdict_hang;
+pub mod verdict_kinds;
+pub mod verdict_sites;
 pub mod waits;
 pub mod yaml_bounds;
 

@@ -126,6 +126,7 @@ pub fn render_text(a: &Analysis) -> String {
         Some(v) => {
             let at = match (&v.file, v.line) {
                 (Some(f), Some(l)) => format!("{f}:{l}"),
+                _ if !v.not_applicable.is_empty() => "no source line (a precompiled kernel)".to_string(),
                 _ => "an unknown line".to_string(),
             };
             // The verdict is one line whatever a name holds (`crate::ui::safe`).
@@ -137,6 +138,9 @@ pub fn render_text(a: &Analysis) -> String {
                 crate::ui::safe(&at, true)
             )
             .unwrap();
+            if let Some(m) = v.meaning {
+                writeln!(s, "  means:    {m}").unwrap();
+            }
             let mut who = Vec::new();
             if let Some(b) = v.block {
                 who.push(format!("block {}", dim(b)));
@@ -194,6 +198,13 @@ pub fn render_text(a: &Analysis) -> String {
                 let parts: Vec<&str> = v.unknown.iter().map(|p| p.as_str()).collect();
                 writeln!(s, "  unknown:  {}", parts.join(", ")).unwrap();
             }
+            if let Some(lib) = &v.library {
+                writeln!(s, "  library:  {}", crate::ui::safe(lib, true)).unwrap();
+            }
+            if !v.not_applicable.is_empty() {
+                let parts: Vec<&str> = v.not_applicable.iter().map(|p| p.as_str()).collect();
+                writeln!(s, "  n/a:      {} (cannot exist for this kernel)", parts.join(", ")).unwrap();
+            }
             writeln!(s, "  found by: {}", v.rungs.join(", ")).unwrap();
             if let Some(r) = a.reproduced.filter(|r| r.runs > 0) {
                 writeln!(
@@ -205,7 +216,27 @@ pub fn render_text(a: &Analysis) -> String {
                 )
                 .unwrap();
             }
-            for d in &v.disagreements {
+            for o in v.others.iter().take(16) {
+                let at = match (&o.file, o.line) {
+                    (Some(f), Some(l)) => format!("{f}:{l}"),
+                    _ => "an unknown line".to_string(),
+                };
+                writeln!(
+                    s,
+                    "  also:     {} in `{}` at {} [{}]",
+                    o.error.as_str(),
+                    crate::ui::safe(&o.kernel, true),
+                    crate::ui::safe(&at, true),
+                    o.from.join(", ")
+                )
+                .unwrap();
+            }
+            if v.others.len() > 16 {
+                writeln!(s, "  also:     {} more kernels (the JSON verdict lists them)", v.others.len() - 16)
+                    .unwrap();
+            }
+            // Another kernel's report is said once, as an `also:` line.
+            for d in v.disagreements.iter().filter(|d| !d.contains(" also report")) {
                 writeln!(s, "  differs:  {d}").unwrap();
             }
             for r in &v.remarks {

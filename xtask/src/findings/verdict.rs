@@ -13,11 +13,18 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
+use super::verdict_hang::{focus_line, hang_groups, hang_without_kernel, host_waits};
+pub use super::verdict_hang::{
+    group_text, host_frame_text, Hang, HangGroup, HangProcess, HostWait, NcclStuck,
+};
+pub use super::verdict_kinds::OtherFault;
+use super::verdict_kinds::{library_of, snapshots_of_triggered_dumps};
+use super::verdict_sites::{is_tail, keys_match, pick_launch_site, pick_surfaced, related_inputs, user_loc};
+pub use super::verdict_sites::{HostSite, Located, STATIC_LAUNCH};
 use super::{
-    faulthandler, launch_sites, names, pyspy,
+    names,
     ranks::{self, RankTriage},
-    Access, DeviceSnapshot, Dim3, ErrorClass, Evidence, Fault, Frame, HostStack, NcclCollective, SourceLoc,
-    Symptom, Tool,
+    Access, DeviceSnapshot, Dim3, ErrorClass, Evidence, Fault, Frame, SourceLoc, Symptom, Tool,
 };
 
 /// The verdict's kernel as compute-sanitizer's `--kernel-name kns=` takes it: a substring of
@@ -67,17 +74,6 @@ impl Part {
     }
 }
 
-/// A host position and what it rests on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HostSite {
-    #[serde(flatten)]
-    pub frame: Frame,
-    /// The input it came from (`coredump/cpucore-gdb`, `launch-blocking`).
-    pub from: String,
-    /// Why it can be trusted, in words (`the launch-blocking traceback`).
-    pub how: String,
-}
-
 /// The merged answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Verdict {
@@ -87,6 +83,10 @@ pub struct Verdict {
     pub file: Option<String>,
     pub line: Option<u32>,
     pub error: ErrorClass,
+    /// What the class means and what to check first ([`ErrorClass::meaning`]); none for an
+    /// unknown class.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meaning: Option<&'static str>,
     pub block: Option<Dim3>,
     pub thread: Option<Dim3>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -118,6 +118,17 @@ pub struct Verdict {
     /// The parts no input established: said as unknown, never guessed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unknown: Vec<Part>,
+    /// The parts that cannot exist for this fault, so no rung looks for them: the source line
+    /// of a precompiled library kernel.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_applicable: Vec<Part>,
+    /// For a fault in a precompiled kernel: the library it belongs to (`cuBLAS (libcublasLt.so.13)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub library: Option<String>,
+    /// The other distinct faults the tools reported (other kernels), ranked: the program-order
+    /// first leads the verdict, these follow.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub others: Vec<OtherFault>,
     /// The inputs (rungs) whose findings support this verdict, in input order.
     pub rungs: Vec<String>,
     /// Inputs that point elsewhere, one sentence each.
@@ -138,108 +149,6 @@ impl Verdict {
     pub fn culprit_rank(&self) -> Option<u32> {
         self.ranks.as_ref().map(|t| t.culprit.rank)
     }
-}
-
-/// What a hang verdict rests on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Hang {
-    /// The verdict's process's threads (`info cuda threads`) by the user's line, most first.
-    pub groups: Vec<HangGroup>,
-    /// Every process seen stuck: with a GPU dump, or a py-spy stack in the user's code.
-    pub processes: Vec<HangProcess>,
-    /// Collectives of the NCCL flight recorder enqueued and not completed, per rank and group.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub nccl: Vec<NcclStuck>,
-}
-
-/// Threads of one kernel at one user line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HangGroup {
-    pub kernel: String,
-    pub file: Option<String>,
-    pub line: Option<u32>,
-    pub threads: u64,
-    /// The PCs of the rows merged (hex strings), at most 16.
-    pub pcs: Vec<String>,
-    pub block_range: [Dim3; 2],
-    pub thread_range: [Dim3; 2],
-    /// Rows whose own line was in a CUDA header or a library (`device_atomic_functions.hpp:107`),
-    /// placed at the user's line of cuda-gdb's focus (its `bt` inline chain), with their threads.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub via: Vec<(SourceLoc, u64)>,
-    /// cuda-gdb's focus thread is in this group.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub focus: bool,
-}
-
-/// One process of a hang.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct HangProcess {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rank: Option<u32>,
-    /// The command line (py-spy's `Process PID: ...`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
-    /// A GPU dump of it was read.
-    pub dumped: bool,
-    /// The kernel its threads spin in, and the user's line (the focus thread's).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub spinning_at: Option<SourceLoc>,
-    /// Threads on the device (`info cuda threads`); 0 with `no_kernel`.
-    pub threads: u64,
-    /// Its dump said `No CUDA threads.`: no kernel was running.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub no_kernel: bool,
-    /// Where its host threads wait.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub host: Vec<HostWait>,
-}
-
-/// A host thread of a stuck process: its innermost frame in the user's code and the call it
-/// waits in.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HostWait {
-    pub frame: Frame,
-    /// The library call the user's frame is in (`synchronize (torch/cuda/__init__.py:1162)`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub waiting_in: Option<Frame>,
-    /// The CUDA API the thread is in (`cudaDeviceSynchronize`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub api: Option<String>,
-    /// The thread (`MainThread`, `LWP 584`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub thread: Option<String>,
-    /// The input (`hang/pyspy-845`, `hang/cpucore-gdb`) and the tool.
-    pub from: String,
-    pub tool: Tool,
-}
-
-/// A process group of one rank with collectives not completed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct NcclStuck {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rank: Option<u32>,
-    pub group: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub desc: Option<String>,
-    /// How many were enqueued and not completed (`pg_status`, or the entries).
-    pub incomplete: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_completed: Option<i64>,
-    pub pending: Vec<NcclCollective>,
-    pub from: String,
-}
-
-/// A finding together with the input it came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Located<T> {
-    pub origin: String,
-    #[serde(flatten)]
-    pub item: T,
 }
 
 /// Everything `analyze` reports.
@@ -334,16 +243,6 @@ fn kernel_of(f: &Fault) -> Option<&str> {
 /// PyTorch's assert line vs `at::native::(anonymous namespace)::nll_loss_...` from cuda-gdb).
 pub fn same_kernel(a: &str, b: &str) -> bool {
     keys_match(&names::kernel_key(a), &names::kernel_key(b))
-}
-
-/// [`same_kernel`] on two comparison keys ([`names::kernel_key`]).
-fn keys_match(ka: &str, kb: &str) -> bool {
-    ka == kb || is_tail(ka, kb) || is_tail(kb, ka)
-}
-
-/// Whether `tail` is the part of `key` after one of its `::` (`key` ends with `::tail`).
-fn is_tail(key: &str, tail: &str) -> bool {
-    key.len() >= tail.len() + 2 && key.ends_with(tail) && key[..key.len() - tail.len()].ends_with("::")
 }
 
 /// Faults clustered by kernel, in order of first appearance. A cluster is founded by a name,
@@ -458,58 +357,6 @@ fn chain(f: &Fault) -> Vec<SourceLoc> {
     out
 }
 
-/// Whether a position is in the user's own sources: inside one of the user's trees (`roots`,
-/// absolute folders), or outside the toolkit's and the libraries' sources.
-fn is_users(l: &SourceLoc, roots: &[String]) -> bool {
-    let under = |r: &String| {
-        let r = r.trim_end_matches('/');
-        !r.is_empty() && l.file.starts_with(r) && l.file.as_bytes().get(r.len()) == Some(&b'/')
-    };
-    // A virtual environment inside the project is still the libraries'.
-    let installed = l.file.contains("/site-packages/") || l.file.contains("/dist-packages/");
-    (roots.iter().any(under) && !installed) || !names::is_toolkit_source(&l.file)
-}
-
-/// The user's line in a chain: the innermost position in the user's sources, else (library
-/// code all the way, `true`) the innermost position.
-fn user_loc<'a>(chain: &'a [SourceLoc], roots: &[String]) -> Option<(&'a SourceLoc, bool)> {
-    chain.iter().find(|l| is_users(l, roots)).map(|l| (l, false)).or(chain.first().map(|l| (l, true)))
-}
-
-/// `cudaGraphLaunch`, `cuLaunchKernel`, `cudaMemcpy`: the runtime and driver APIs.
-fn is_cuda_api(func: &str) -> bool {
-    let upper_after =
-        |p: &str| func.strip_prefix(p).and_then(|r| r.chars().next()).is_some_and(|c| c.is_ascii_uppercase());
-    upper_after("cuda") || upper_after("cu")
-}
-
-/// Host frames that are the runtime, the driver or the interpreter, not the user's code.
-fn is_runtime_frame(f: &Frame) -> bool {
-    if f.python {
-        return f.file.as_deref().is_none_or(names::is_library_path);
-    }
-    let module = f.module.as_deref().unwrap_or("");
-    let func = f.function.as_deref().unwrap_or("");
-    func.is_empty()
-        || module.starts_with("libcuda")
-        || module.starts_with("libcudart")
-        || module.starts_with("libtorch")
-        || module.starts_with("libc10")
-        || module.starts_with("libc.so")
-        || module.starts_with("python")
-        || module.starts_with("libpython")
-        || module.starts_with("__triton_launcher")
-        || module.contains("/nvidia/")
-        || is_cuda_api(func)
-        || func.starts_with("__cudaLaunch")
-        || func.starts_with("__device_stub")
-        || func.starts_with("libcudart_static")
-        || func.starts_with("_Py")
-        || func.starts_with("Py")
-        || func == "_start"
-        || func == "__libc_start_main"
-}
-
 /// Merges the evidence of every input into an analysis, with no tree of the user's known.
 pub fn decide(inputs: &[Evidence]) -> Analysis {
     decide_in(inputs, &[])
@@ -518,6 +365,8 @@ pub fn decide(inputs: &[Evidence]) -> Analysis {
 /// Merges the evidence of every input into an analysis. `roots` are the user's own source
 /// trees (absolute): there, CUTLASS, CUB or ATen files are the user's lines too.
 pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
+    let promoted = snapshots_of_triggered_dumps(inputs);
+    let inputs = &promoted[..];
     let mut findings: Vec<Located<Fault>> = Vec::new();
     let mut symptoms: Vec<Located<Symptom>> = Vec::new();
     for ev in inputs {
@@ -555,6 +404,19 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         .enumerate()
         .max_by_key(|(idx, (_, m))| (cluster_weight(m), std::cmp::Reverse(*idx)))
         .map(|(idx, _)| idx);
+    // Program order: a sanitizer reports each bad access as it happens and goes on, where
+    // cuda-gdb and the coredump see only the fault that ended the run. So a kernel a sanitizer
+    // located, when the heaviest was seen by no sanitizer, came first: it leads.
+    let sanitized = |m: &[usize]| {
+        m.iter().any(|&i| {
+            let f = &findings[i].item;
+            matches!(f.tool, Some(Tool::Memcheck | Tool::MemcheckXml)) && f.location.is_some()
+        })
+    };
+    let winner = match winner {
+        Some(w) if !sanitized(&clusters[w].1) => clusters.iter().position(|(_, m)| sanitized(m)).or(Some(w)),
+        w => w,
+    };
 
     let Some(win) = winner else {
         if let Some((verdict, conclusion)) = hang_verdict(inputs, roots) {
@@ -624,7 +486,9 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
     let user = user.as_ref().map(canonical);
     let inlined = if loc_chain.len() > 1 { loc_chain.iter().map(canonical).collect() } else { Vec::new() };
 
-    let error = pick_error(members.iter().map(|&i| &findings[i].item), &symptoms);
+    // With several kernels at fault, the program's message is of one of them, not said which.
+    let error_symptoms = if clusters.len() > 1 { &[][..] } else { &symptoms[..] };
+    let error = pick_error(members.iter().map(|&i| &findings[i].item), error_symptoms);
 
     // Block and thread: from the primary finding, else the first member that has them.
     let pick = |get: &dyn Fn(&Fault) -> Option<Dim3>| {
@@ -632,10 +496,22 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
     };
     // cuda-gdb and the coredump name the faulting warp's focus lane; memcheck names the
     // very thread that made the access: prefer it where it saw this kernel.
+    // Among its records, the one that says the most of the access (the text log's nearest
+    // allocation, which the XML lacks): thread and access are then one record's.
     let sanitizer = members
         .iter()
         .map(|&i| &findings[i].item)
-        .find(|f| matches!(f.tool, Some(Tool::Memcheck | Tool::MemcheckXml)) && f.thread.is_some());
+        .filter(|f| matches!(f.tool, Some(Tool::Memcheck | Tool::MemcheckXml)) && f.thread.is_some())
+        .enumerate()
+        .max_by_key(|(n, f)| {
+            let a = f.access.as_ref();
+            (
+                a.is_some_and(|a| a.nearest.is_some()),
+                a.is_some_and(|a| a.address.is_some()),
+                std::cmp::Reverse(*n),
+            )
+        })
+        .map(|(_, f)| f);
     let (block, thread) = match sanitizer {
         Some(f) => (f.block, f.thread),
         None => (pick(&|f| f.block), pick(&|f| f.thread)),
@@ -657,10 +533,15 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         ranks.dedup();
         (ranks.len() == 1).then(|| ranks[0])
     });
-    let access = members
-        .iter()
-        .filter_map(|&i| findings[i].item.access.clone())
-        .max_by_key(|a| (a.nearest.is_some(), a.address.is_some()));
+    // One record's access, whole (kind, size, address, nearest allocation): the record that
+    // names the thread, else the primary finding's, else the most complete one's. Never fields
+    // of one record with another's.
+    let access = sanitizer.and_then(|f| f.access.clone()).or_else(|| primary.access.clone()).or_else(|| {
+        members
+            .iter()
+            .filter_map(|&i| findings[i].item.access.clone())
+            .max_by_key(|a| (a.nearest.is_some(), a.address.is_some()))
+    });
 
     // Host frames only from the inputs of the kernel's own runs: never a traceback of another
     // program that happens to lie in the same folder.
@@ -716,31 +597,9 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
             }
         }
     }
-    for (ci, (k, m)) in clusters.iter().enumerate() {
-        if ci == win {
-            continue;
-        }
-        let origins: Vec<&str> = {
-            let mut o: Vec<&str> = Vec::new();
-            for &i in m {
-                if !o.contains(&findings[i].origin.as_str()) {
-                    o.push(&findings[i].origin);
-                }
-            }
-            o
-        };
-        let at = m
-            .iter()
-            .find_map(|&i| findings[i].item.location.clone())
-            .map(|l| format!(" at {l}"))
-            .unwrap_or_default();
-        disagreements.push(format!(
-            "{} also report{} `{}`{at}",
-            origins.join(", "),
-            if origins.len() == 1 { "s" } else { "" },
-            names::display_kernel(k)
-        ));
-    }
+    let others = other_faults(&findings, &clusters, win, &mut disagreements);
+    let library =
+        if user.is_none() { library_of(&kernel, members.iter().map(|&i| &findings[i].item)) } else { None };
 
     let mut remarks = Vec::new();
     if graph_replay(&findings, &symptoms) {
@@ -772,12 +631,24 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
                 .to_string(),
         );
     }
-    if user.is_none() {
-        remarks.push(
+    match (&user, &library) {
+        (None, Some(lib)) => remarks.push(format!(
+            "`{}` is a precompiled kernel of {lib}: it has no source line, and no rebuild gives one; \
+             the line that matters is your call into the library (launched), and the buffer it was given",
+            names::kernel_key(&kernel)
+        )),
+        (None, None) => remarks.push(
             "no tool printed a source line: rebuild with `-lineinfo` (or `-G`) and rerun the coredump \
              or memcheck rung"
                 .to_string(),
-        );
+        ),
+        _ => {}
+    }
+    if let (ErrorClass::Trap, Some(l)) = (&error, &user) {
+        remarks.push(format!(
+            "a trap is reported at the instruction after it: the `__trap()` (or failed check) is at or just \
+             before {l}"
+        ));
     }
     for ev in inputs {
         if ev.debugger_crashed {
@@ -789,8 +660,11 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
     }
 
     let mut unknown = Vec::new();
-    if user.is_none() {
-        unknown.push(Part::SourceLine);
+    let mut not_applicable = Vec::new();
+    match (&user, &library) {
+        (None, Some(_)) => not_applicable.push(Part::SourceLine),
+        (None, None) => unknown.push(Part::SourceLine),
+        _ => {}
     }
     if matches!(error, ErrorClass::Other(_)) {
         unknown.push(Part::Class);
@@ -800,14 +674,16 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
     if launch_site.as_ref().is_none_or(|h| h.frame.line.is_none()) {
         unknown.push(Part::LaunchSite);
     }
-    let conclusion = match &user {
-        Some(l) => format!("{} in `{kernel}` at {l}", error.as_str()),
-        None => format!("{} in `{kernel}` (source line unknown)", error.as_str()),
+    let conclusion = match (&user, &library) {
+        (Some(l), _) => format!("{} in `{kernel}` at {l}", error.as_str()),
+        (None, Some(lib)) => format!("{} in `{kernel}`, a kernel of {lib} (no source line)", error.as_str()),
+        (None, None) => format!("{} in `{kernel}` (source line unknown)", error.as_str()),
     };
     let verdict = Verdict {
         kernel,
         file: user.as_ref().map(|l| l.file.clone()),
         line: user.as_ref().map(|l| l.line),
+        meaning: error.meaning(),
         error,
         block,
         thread,
@@ -820,6 +696,9 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         launch_site,
         surfaced_at,
         unknown,
+        not_applicable,
+        library,
+        others,
         rungs,
         disagreements,
         remarks,
@@ -857,205 +736,76 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
     Analysis { verdict: Some(verdict), conclusion, findings, symptoms, inputs: summaries, reproduced: None }
 }
 
+/// The faults of the clusters other than the verdict's (`win`), one per kernel, in order of
+/// support (ties: first seen); each also said as a disagreement for the older readers.
+fn other_faults(
+    findings: &[Located<Fault>],
+    clusters: &[(String, Vec<usize>)],
+    win: usize,
+    disagreements: &mut Vec<String>,
+) -> Vec<OtherFault> {
+    let mut ranked: Vec<(u32, usize, OtherFault)> = Vec::new();
+    for (ci, (k, m)) in clusters.iter().enumerate().filter(|(ci, _)| *ci != win) {
+        let mut from: Vec<String> = Vec::new();
+        let mut best: Vec<(&str, u32)> = Vec::new();
+        for &i in m {
+            let o = findings[i].origin.as_str();
+            if !from.iter().any(|f| f == o) {
+                from.push(o.to_string());
+            }
+            let w = weight(&findings[i].item);
+            match best.iter_mut().find(|(b, _)| *b == o) {
+                Some(b) => b.1 = b.1.max(w),
+                None => best.push((o, w)),
+            }
+        }
+        let loc = m
+            .iter()
+            .map(|&i| &findings[i].item)
+            .filter(|f| f.location.is_some())
+            .max_by_key(|f| weight(f))
+            .and_then(|f| f.location.clone());
+        let at = loc.as_ref().map(|l| format!(" at {l}")).unwrap_or_default();
+        disagreements.push(format!(
+            "{} also report{} `{}`{at}",
+            from.join(", "),
+            if from.len() == 1 { "s" } else { "" },
+            names::display_kernel(k)
+        ));
+        let kernel = m
+            .iter()
+            .filter_map(|&i| kernel_of(&findings[i].item))
+            .max_by_key(|k| (k.contains('('), names::display_kernel(k).len()))
+            .map(names::display_kernel)
+            .unwrap_or_else(|| names::display_kernel(k));
+        let error = pick_error(m.iter().map(|&i| &findings[i].item), &[]);
+        let o = OtherFault {
+            kernel,
+            file: loc.as_ref().map(|l| l.file.clone()),
+            line: loc.map(|l| l.line),
+            error,
+            from,
+        };
+        ranked.push((best.iter().map(|b| b.1).sum(), ci, o));
+    }
+    ranked.sort_by_key(|(w, ci, _)| (std::cmp::Reverse(*w), *ci));
+    ranked.into_iter().map(|(_, _, o)| o).collect()
+}
+
 /// The rung of an input's origin (`hang` of `hang/cudagdb-584`).
 fn rung_of(origin: &str) -> &str {
     origin.split('/').next().unwrap_or_default()
 }
 
-/// A dim3 as text, `(4,0,0)`.
-fn dim_text(d: Dim3) -> String {
-    format!("({},{},{})", d[0], d[1], d[2])
-}
-
-/// The order of CUDA's linear index: `z`, then `y`, then `x`.
-fn dim_key(d: Dim3) -> (u32, u32, u32) {
-    (d[2], d[1], d[0])
-}
-
-/// A frame as py-spy prints it, `main (hang.py:26)`, or as gdb does, `main at hang.cu:31`.
-pub fn host_frame_text(f: &Frame) -> String {
-    let func = f.function.as_deref().unwrap_or("?");
-    match (&f.file, f.line, f.python) {
-        (Some(file), Some(line), true) => format!("{func} ({file}:{line})"),
-        (Some(file), Some(line), false) => format!("{func} at {file}:{line}"),
-        (Some(file), None, _) => format!("{func} in {file}"),
-        _ => match &f.module {
-            Some(m) => format!("{func} in {m}"),
-            None => func.to_string(),
-        },
-    }
-}
-
-/// The host threads of the processes: py-spy's threads with a frame in the user's code, and
-/// the CPU core's threads inside a CUDA call with a frame that has a source line. A CPU core's
-/// thread belongs to the process whose pid is its LWP (the main thread), else to the only
-/// process known; else to none.
-fn host_waits(inputs: &[Evidence], pids: &[u32]) -> Vec<(Option<u32>, HostWait)> {
-    let mut out = Vec::new();
-    for ev in inputs {
-        for p in &ev.python {
-            for t in p.threads.iter().take(64) {
-                let Some((_, frame)) = pyspy::user_frame(t) else { continue };
-                out.push((
-                    Some(p.pid),
-                    HostWait {
-                        frame: frame.clone(),
-                        waiting_in: pyspy::waiting_in(t).cloned(),
-                        api: pyspy::cuda_api(t).map(str::to_string),
-                        thread: t.name.clone().or_else(|| Some(t.id.to_string())),
-                        from: ev.origin.clone(),
-                        tool: Tool::PySpy,
-                    },
-                ));
-            }
-        }
-    }
-    for ev in inputs {
-        let lwps: Vec<u32> = ev.host_stacks.iter().filter_map(|st| st.lwp).collect();
-        let owner = pids.iter().copied().find(|p| lwps.contains(p)).or((pids.len() == 1).then(|| pids[0]));
-        for st in ev.host_stacks.iter().filter(|st| st.api.is_some()) {
-            let Some(at) =
-                st.frames.iter().position(|f| !is_runtime_frame(f) && f.file.is_some() && f.line.is_some())
-            else {
-                continue;
-            };
-            // The API the user's code called: the outermost CUDA frame inside it.
-            let api = st.frames[..at]
-                .iter()
-                .filter_map(|f| f.function.as_deref())
-                .rfind(|f| is_cuda_api(f))
-                .map(str::to_string)
-                .or(st.api.clone());
-            out.push((
-                owner,
-                HostWait {
-                    frame: st.frames[at].clone(),
-                    waiting_in: None,
-                    api,
-                    thread: st.lwp.map(|l| format!("LWP {l}")),
-                    from: ev.origin.clone(),
-                    tool: Tool::CudaGdb,
-                },
-            ));
-        }
-    }
-    out
-}
-
-/// The user's line of a snapshot's focus thread (its `bt` chain), and whether it is library
-/// code all the way.
-fn focus_line(s: &DeviceSnapshot, roots: &[String]) -> Option<(SourceLoc, bool)> {
-    user_loc(&s.chain, roots).map(|(l, lib)| (l.clone(), lib))
-}
-
-/// The threads of a snapshot by user line: a row in the user's code at its own line; a row in
-/// a CUDA header or library at the focus thread's user line (the `bt` inline chain, the only
-/// chain cuda-gdb printed), recorded in `via`; most threads first.
-fn hang_groups(
-    s: &DeviceSnapshot,
-    roots: &[String],
-    canonical: &dyn Fn(&SourceLoc) -> SourceLoc,
-) -> Vec<HangGroup> {
-    let focus = focus_line(s, roots).filter(|(_, lib)| !lib).map(|(l, _)| canonical(&l));
-    let kernel_name = |id: Option<u32>| {
-        let by_id = s.kernels.iter().find(|k| k.id == id && id.is_some());
-        let focus_kernel = by_id.is_none_or(|k| k.focus);
-        match (focus_kernel, &s.kernel) {
-            (true, Some(k)) => names::display_kernel(k),
-            _ => by_id.map(|k| names::display_kernel(&k.invocation)).unwrap_or_else(|| "?".to_string()),
-        }
-    };
-    let mut out: Vec<HangGroup> = Vec::new();
-    for g in &s.threads {
-        let own = g.file.as_ref().zip(g.line).map(|(f, l)| SourceLoc { file: f.clone(), line: l });
-        let kernel = kernel_name(g.kernel_id);
-        let same_kernel_as_focus = s.kernel.as_deref().is_some_and(|k| names::display_kernel(k) == kernel);
-        let (at, via) = match &own {
-            Some(l) if is_users(l, roots) => (Some(canonical(l)), None),
-            Some(l) if same_kernel_as_focus && focus.is_some() => (focus.clone(), Some(l.clone())),
-            Some(l) => (Some(canonical(l)), None),
-            None => (None, None),
-        };
-        let pc = format!("{:#x}", g.pc);
-        let slot = out.iter().position(|h| {
-            h.kernel == kernel
-                && h.file == at.as_ref().map(|l| l.file.clone())
-                && h.line == at.as_ref().map(|l| l.line)
-        });
-        let h = match slot {
-            Some(i) => &mut out[i],
-            None => {
-                out.push(HangGroup {
-                    kernel,
-                    file: at.as_ref().map(|l| l.file.clone()),
-                    line: at.as_ref().map(|l| l.line),
-                    threads: 0,
-                    pcs: Vec::new(),
-                    block_range: g.block_range,
-                    thread_range: g.thread_range,
-                    via: Vec::new(),
-                    focus: false,
-                });
-                out.last_mut().expect("pushed")
-            }
-        };
-        h.threads = h.threads.saturating_add(g.count);
-        if !h.pcs.contains(&pc) && h.pcs.len() < 16 {
-            h.pcs.push(pc);
-        }
-        let lo = |a: Dim3, b: Dim3| if dim_key(b) < dim_key(a) { b } else { a };
-        let hi = |a: Dim3, b: Dim3| if dim_key(b) > dim_key(a) { b } else { a };
-        h.block_range = [lo(h.block_range[0], g.block_range[0]), hi(h.block_range[1], g.block_range[1])];
-        h.thread_range = [lo(h.thread_range[0], g.thread_range[0]), hi(h.thread_range[1], g.thread_range[1])];
-        h.focus |= g.focus;
-        if let Some(v) = via {
-            let v = SourceLoc { file: names::base_name(&v.file).to_string(), line: v.line };
-            match h.via.iter().position(|(l, _)| *l == v) {
-                Some(i) => h.via[i].1 = h.via[i].1.saturating_add(g.count),
-                None if h.via.len() < 16 => h.via.push((v, g.count)),
-                None => {}
-            }
-        }
-    }
-    // Most threads first; among equals, the order cuda-gdb listed them.
-    out.sort_by_key(|h| std::cmp::Reverse(h.threads));
-    out
-}
-
-/// `768 threads at hang_flag.cu:18 (blocks (0,0,0)..(7,0,0), threads (32,0,0)..(127,0,0))`.
-pub fn group_text(g: &HangGroup, first: bool) -> String {
-    let at = match (&g.file, g.line) {
-        (Some(f), Some(l)) => format!("{}:{l}", names::base_name(f)),
-        _ => "an unknown line".to_string(),
-    };
-    let range = |r: [Dim3; 2]| {
-        if r[0] == r[1] {
-            dim_text(r[0])
-        } else {
-            format!("{}..{}", dim_text(r[0]), dim_text(r[1]))
-        }
-    };
-    let noun = if first { " threads" } else { "" };
-    let mut s = format!(
-        "{}{noun} at {at} (blocks {}, threads {}",
-        g.threads,
-        range(g.block_range),
-        range(g.thread_range)
-    );
-    for (l, n) in &g.via {
-        s.push_str(&format!("; {n} of them at {l}, a CUDA header inlined there"));
-    }
-    s.push(')');
-    s
-}
-
 /// A verdict of class `hang`: from the first GPU dump (in input order) with threads running
 /// and no exception. `None` when no input has one.
 fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, String)> {
-    let primary = inputs
-        .iter()
-        .flat_map(|e| &e.snapshots)
-        .find(|s| !s.threads.is_empty() || s.kernels.iter().any(|k| k.status.as_deref() == Some("Active")))?;
+    let primary = inputs.iter().flat_map(|e| &e.snapshots).find(|s| {
+        !s.threads.is_empty()
+                || s.kernels.iter().any(|k| k.status.as_deref() == Some("Active"))
+                // A session of a dump the tool triggered, without its threads table.
+                || (s.kernel.is_some() && !s.no_threads)
+    })?;
     let spelt: Vec<String> = inputs
         .iter()
         .flat_map(|e| &e.snapshots)
@@ -1184,6 +934,13 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
     if !primary_host {
         unknown.push(Part::HostStacks);
     }
+    if groups.is_empty() {
+        remarks.push(
+            "cuda-gdb printed no `info cuda threads` table: the dump was triggered by the tool while the \
+             program ran (no exception), so this is a hang; the line is cuda-gdb's focus thread's"
+                .to_string(),
+        );
+    }
     if groups.iter().any(|g| !g.via.is_empty()) {
         remarks.push(
             "threads whose line is in a CUDA header are counted at the user's line of cuda-gdb's focus thread \
@@ -1225,6 +982,7 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
     }
     let threads: u64 = primary.thread_count();
     let conclusion = match &user {
+        Some(l) if groups.is_empty() => format!("hang: `{kernel}` spins at {l} (threads not listed)"),
         Some(l) => format!("hang: `{kernel}` spins at {l} ({threads} threads on the device)"),
         None => format!("hang: `{kernel}` spins (source line unknown; {threads} threads on the device)"),
     };
@@ -1233,6 +991,7 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
         file: user.as_ref().map(|l| l.file.clone()),
         line: user.as_ref().map(|l| l.line),
         error: ErrorClass::Hang,
+        meaning: ErrorClass::Hang.meaning(),
         block: primary.block,
         thread: primary.thread,
         device: primary.device,
@@ -1244,6 +1003,9 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
         launch_site: None,
         surfaced_at: None,
         unknown,
+        not_applicable: Vec::new(),
+        library: None,
+        others: Vec::new(),
         rungs,
         disagreements: Vec::new(),
         remarks,
@@ -1251,228 +1013,6 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
         ranks: None,
     };
     Some((verdict, conclusion))
-}
-
-/// Without a spinning kernel: what the dumps and py-spy say of a program that waits on the host
-/// (`No CUDA threads.` in every dump), in one sentence; `None` when no input says anything.
-fn hang_without_kernel(inputs: &[Evidence]) -> Option<String> {
-    let idle: Vec<String> = inputs
-        .iter()
-        .flat_map(|e| &e.snapshots)
-        .map(|s| s.pid.map_or("?".to_string(), |p| p.to_string()))
-        .collect();
-    let waits: Vec<String> = host_waits(inputs, &[])
-        .into_iter()
-        .map(|(pid, w)| {
-            format!("{}{}", pid.map(|p| format!("pid {p}: ")).unwrap_or_default(), host_frame_text(&w.frame))
-        })
-        .collect();
-    let mut parts = Vec::new();
-    if !idle.is_empty() {
-        parts.push(format!("the GPU dumps of process {} show no kernel running", idle.join(", ")));
-    }
-    if !waits.is_empty() {
-        parts.push(format!("the host waits at {}", waits.join("; ")));
-    }
-    (!parts.is_empty()).then(|| parts.join("; "))
-}
-
-/// The origins of the inputs whose host frames may be joined to the kernel (`kernel_key`):
-/// those with a finding of it (`members`); those of the same run (the same [`Evidence::group`],
-/// a bundle); those whose host stacks name the kernel; and those that name one of the user's
-/// source files (by file name, outside libraries and the toolkit) that the kernel's own inputs
-/// name, which tells one program's loose recordings from another's.
-fn related_inputs<'a>(inputs: &'a [Evidence], members: &HashSet<&str>, kernel_key: &str) -> HashSet<&'a str> {
-    let own: Vec<&Evidence> = inputs.iter().filter(|e| members.contains(e.origin.as_str())).collect();
-    let groups: HashSet<&str> = own.iter().filter_map(|e| e.group.as_deref()).collect();
-    let sources = |e: &'a Evidence| -> HashSet<&'a str> {
-        let mut files: Vec<&str> = Vec::new();
-        for f in &e.faults {
-            files.extend(f.location.iter().chain(&f.inlined).map(|l| l.file.as_str()));
-            files.extend(f.host_frames.iter().filter_map(|h| h.file.as_deref()));
-        }
-        for sy in &e.symptoms {
-            files.extend(sy.reported_at.iter().map(|l| l.file.as_str()));
-            files.extend(sy.python_frames.iter().filter_map(|h| h.file.as_deref()));
-        }
-        for st in &e.host_stacks {
-            files.extend(st.frames.iter().filter_map(|h| h.file.as_deref()));
-        }
-        files
-            .into_iter()
-            .filter(|p| !names::is_library_path(p) && !names::is_toolkit_source(p))
-            .map(names::base_name)
-            .collect()
-    };
-    let own_sources: HashSet<&str> = own.iter().flat_map(|e| sources(e)).collect();
-    let names_kernel = |e: &Evidence| {
-        e.host_stacks.iter().flat_map(|st| &st.frames).any(|f| {
-            f.function.as_deref().is_some_and(|n| {
-                let n = n.strip_prefix("__device_stub__").unwrap_or(n);
-                keys_match(&names::kernel_key(n), kernel_key)
-            })
-        })
-    };
-    inputs
-        .iter()
-        .filter(|e| {
-            members.contains(e.origin.as_str())
-                || e.group.as_deref().is_some_and(|g| groups.contains(g))
-                || names_kernel(e)
-                || e.static_launches.iter().any(|s| keys_match(&names::kernel_key(&s.kernel), kernel_key))
-                || sources(e).iter().any(|f| own_sources.contains(f))
-        })
-        .map(|e| e.origin.as_str())
-        .collect()
-}
-
-/// Whether a host frame is the launch machinery rather than the caller of the launch: the
-/// runtime and driver, the toolkit's headers, nvcc's stub (`__device_stub__...`), and the host
-/// function that carries the kernel's own name (`kernel_key`, the kernel's [`names::kernel_key`]).
-fn is_launch_machinery(f: &Frame, kernel_key: &str) -> bool {
-    is_runtime_frame(f)
-        || f.function
-            .as_deref()
-            .is_some_and(|n| n.starts_with("__cudaLaunch") || keys_match(&names::kernel_key(n), kernel_key))
-        || f.file.as_deref().is_some_and(|p| names::is_toolkit_source(p) || p.ends_with(".stub.c"))
-}
-
-/// The launch site in a host thread's stack: the first frame outside the launch machinery,
-/// going outwards from the launch call, preferring one with a source line.
-fn site_in_stack(st: &HostStack, kernel_key: &str) -> Option<Frame> {
-    let api = st.launch_api.as_deref()?;
-    let at = st.frames.iter().position(|f| f.function.as_deref() == Some(api))?;
-    let outer = &st.frames[at + 1..];
-    let callers = || outer.iter().filter(|f| !is_launch_machinery(f, kernel_key));
-    callers().find(|f| f.file.is_some() && f.line.is_some()).or_else(|| callers().next()).cloned()
-}
-
-/// Python's faulthandler stack at the driver's abort, as `how` says it (launch, surfaced).
-const FATAL_LAUNCH: &str = "the Python stack at the driver's abort, under launch-blocking";
-const FATAL_SURFACED: &str =
-    "asynchronous: the Python stack at the driver's abort, a later call, not the launch";
-
-/// Whether a symptom's frames may name a host site of the kernel: a traceback's always (it
-/// ended in a CUDA error); faulthandler's stack at a fatal error only when it is of a device
-/// fault: the process aborted (as the driver does after its GPU coredump) and its input shows
-/// the fault (the driver's dump, a finding) or is of the same run (group) as an input that does.
-fn of_a_fault(s: &Located<Symptom>, inputs: &[Evidence]) -> bool {
-    if !faulthandler::is_stack(&s.item) {
-        return true;
-    }
-    let shows = |e: &Evidence| {
-        e.gpu_dump_started
-            || !e.faults.is_empty()
-            || !e.coredumps.is_empty()
-            || e.tools.contains(&Tool::Coredump)
-    };
-    let runs: Vec<Option<&str>> =
-        inputs.iter().filter(|e| e.origin == s.origin).map(|e| e.group.as_deref()).collect();
-    faulthandler::is_abort(&s.item)
-        && inputs.iter().any(|e| {
-            shows(e) && (e.origin == s.origin || (e.group.is_some() && runs.contains(&e.group.as_deref())))
-        })
-}
-
-/// The host line that launched the kernel, from synchronous sources only: memcheck's host
-/// backtrace (taken at the launch) where it names a Python file the tracebacks show as the
-/// user's; the launching thread in a stack taken under launch-blocking (a CPU core); the
-/// launch-blocking traceback or faulthandler stack (of a device fault: [`of_a_fault`]); then
-/// memcheck's C++ frames.
-fn pick_launch_site<'a>(
-    members: impl Iterator<Item = &'a Fault> + Clone,
-    symptoms: &[Located<Symptom>],
-    inputs: &[Evidence],
-    kernel: &str,
-) -> Option<HostSite> {
-    const MEMCHECK: &str = "memcheck's host backtrace at launch";
-    let kernel = &names::kernel_key(kernel);
-    let memcheck_origin = |want: &Frame| {
-        inputs
-            .iter()
-            .find(|e| e.faults.iter().any(|f| f.host_frames.iter().any(|h| h == want)))
-            .map(|e| e.origin.clone())
-            .unwrap_or_default()
-    };
-    let user_files: Vec<&str> = symptoms
-        .iter()
-        .flat_map(|s| s.item.python_frames.iter())
-        .filter(|f| !is_runtime_frame(f))
-        .filter_map(|f| f.file.as_deref().map(names::base_name))
-        .collect();
-    let sanitizer_python = members
-        .clone()
-        .flat_map(|f| f.host_frames.iter())
-        .find(|f| f.python && f.file.as_deref().is_some_and(|p| user_files.contains(&names::base_name(p))));
-    if let Some(f) = sanitizer_python {
-        return Some(HostSite { frame: f.clone(), from: memcheck_origin(f), how: MEMCHECK.into() });
-    }
-    let blocking = |origin: &str| inputs.iter().any(|e| e.launch_blocking && e.origin == origin);
-    for ev in inputs.iter().filter(|e| e.launch_blocking) {
-        if let Some(f) = ev.host_stacks.iter().find_map(|st| site_in_stack(st, kernel)) {
-            return Some(HostSite {
-                frame: f,
-                from: ev.origin.clone(),
-                how: "the launching thread, under launch-blocking".into(),
-            });
-        }
-    }
-    if let Some((s, f)) = symptoms
-        .iter()
-        .filter(|s| blocking(&s.origin) && of_a_fault(s, inputs))
-        .find_map(|s| s.item.user_frame().filter(|f| !is_runtime_frame(f)).map(|f| (s, f)))
-    {
-        let how =
-            if faulthandler::is_stack(&s.item) { FATAL_LAUNCH } else { "the launch-blocking traceback" };
-        return Some(HostSite { frame: f.clone(), from: s.origin.clone(), how: how.into() });
-    }
-    if let Some(f) =
-        members.flat_map(|f| f.host_frames.iter()).find(|f| !f.python && !is_launch_machinery(f, kernel))
-    {
-        return Some(HostSite { frame: f.clone(), from: memcheck_origin(f), how: MEMCHECK.into() });
-    }
-    let tables = inputs.iter().filter(|e| !e.static_launches.is_empty());
-    tables.into_iter().find_map(|e| {
-        launch_sites::only_site(&e.static_launches, kernel).map(|s| HostSite {
-            frame: s.site.clone(),
-            from: e.origin.clone(),
-            how: STATIC_LAUNCH.into(),
-        })
-    })
-}
-
-/// How a launch site read from the binary is named: a fact about the code, not a run's stack.
-pub const STATIC_LAUNCH: &str =
-    "the only launch of this kernel in the binary (its disassembly), not a stack of the run";
-
-/// Where the error surfaced on the host, from the runs whose launches were asynchronous: the
-/// traceback's (or the faulthandler stack's, [`of_a_fault`]) user frame, the program's own
-/// `CUDA error at FILE:LINE`, or the thread that was inside a CUDA call.
-fn pick_surfaced(symptoms: &[Located<Symptom>], inputs: &[Evidence]) -> Option<HostSite> {
-    let how = "asynchronous: a later call reported it, not the launch";
-    let asynchronous = |origin: &str| !inputs.iter().any(|e| e.launch_blocking && e.origin == origin);
-    for s in symptoms.iter().filter(|s| asynchronous(&s.origin) && of_a_fault(s, inputs)) {
-        let frame = s.item.user_frame().filter(|f| !is_runtime_frame(f)).cloned().or_else(|| {
-            // PyTorch names its own check (`c10/cuda/CUDAEvent.h:111`): not the user's line.
-            let at = s.item.reported_at.as_ref().filter(|l| !names::is_toolkit_source(&l.file));
-            at.map(|l| Frame {
-                function: s.item.call.clone(),
-                file: Some(l.file.clone()),
-                line: Some(l.line),
-                ..Frame::default()
-            })
-        });
-        if let Some(frame) = frame {
-            let how = if faulthandler::is_stack(&s.item) { FATAL_SURFACED } else { how };
-            return Some(HostSite { frame, from: s.origin.clone(), how: how.into() });
-        }
-    }
-    inputs.iter().filter(|e| !e.launch_blocking).find_map(|e| {
-        e.host_stacks.iter().filter(|st| st.launch_api.is_none() && st.api.is_some()).find_map(|st| {
-            let frame = st.frames.iter().find(|f| !is_runtime_frame(f) && f.file.is_some())?.clone();
-            Some(HostSite { frame, from: e.origin.clone(), how: how.into() })
-        })
-    })
 }
 
 /// The error class: the hardware's word (cuda-gdb, coredump) first, then the program's,
@@ -1583,6 +1123,7 @@ fn summarise(ev: &Evidence) -> InputSummary {
 
 #[cfg(test)]
 mod tests {
+    use super::super::verdict_sites::of_a_fault;
     use super::*;
     use proptest::prelude::*;
 

@@ -296,6 +296,9 @@ pub fn next(
         Some(v) if v.unknown.is_empty() => {
             let at = match (&v.file, v.line) {
                 (Some(f), Some(l)) => format!("{f}:{l}"),
+                _ if v.not_applicable.contains(&Part::SourceLine) => {
+                    "no source line (a library kernel)".into()
+                }
                 _ => "?".into(),
             };
             return Next::Stop(format!(
@@ -305,7 +308,8 @@ pub fn next(
                 skipping(&[])
             ));
         }
-        Some(v) => v.unknown.clone(),
+        // A part that cannot exist (a library kernel's source line) is never looked for.
+        Some(v) => v.unknown.iter().copied().filter(|p| !v.not_applicable.contains(p)).collect(),
         None => vec![Part::SourceLine, Part::Class, Part::LaunchSite],
     };
     // A skipped or failed baseline says nothing: the fault rungs still run. A clean one means
@@ -461,6 +465,37 @@ mod tests {
             ev.push(cpu);
         }
         decide(&ev)
+    }
+
+    /// A fault in cuBLAS's precompiled kernel (the H200 recording of
+    /// tests/gpu/programs/cublas_fault.cu, memcheck only): its source line is not applicable,
+    /// so the climb neither rebuilds with `-lineinfo` nor runs a rung to find it.
+    #[test]
+    fn a_library_kernel_is_not_rebuilt_for_a_line_it_cannot_have() {
+        use crate::findings::scan::scan_str;
+        let log = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/h200/kinds/cublas_fault/memcheck.log"
+        ));
+        let a = decide(&[scan_str(log, "memcheck")]);
+        let v = a.verdict.as_ref().unwrap();
+        assert_eq!(v.not_applicable, vec![Part::SourceLine]);
+        assert!(!v.unknown.contains(&Part::SourceLine), "{:?}", v.unknown);
+        let req = Request { has_build: true, ..Request::default() };
+        let p = plan(&req);
+        let no_lines = Facts { lineinfo: Some(false), ..Facts::default() };
+        let done = vec![(RungId::Baseline, ran(true)), (RungId::Memcheck, ran(true))];
+        match next(&req, &p, &done, &a, no_lines) {
+            Next::Stop(why) => assert!(why.contains("no source line (a library kernel)"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // With the launch site unknown too, a rung for it runs, never the rebuild.
+        let mut partial = a.clone();
+        partial.verdict.as_mut().unwrap().unknown = vec![Part::SourceLine, Part::LaunchSite];
+        let done = vec![(RungId::Baseline, ran(true))];
+        let n = next(&req, &p, &done, &partial, no_lines);
+        assert!(!matches!(n, Next::Run(RungId::Rebuild)), "{n:?}");
+        assert!(!matches!(n, Next::Run(RungId::Attach)), "{n:?}");
     }
 
     #[test]

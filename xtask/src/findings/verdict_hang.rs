@@ -1,0 +1,317 @@
+//! The parts of a verdict of class `hang`: the types (the threads by line, the processes, the
+//! host threads' waits, the NCCL collectives not completed) and what builds them from the GPU
+//! snapshots, py-spy's stacks and the CPU cores; with the one sentence said of a program that
+//! waits on the host with no kernel running.
+//!
+//! Pure. Must not: read files, print, or decide whether there is a hang (verdict.rs does), nor
+//! use verdict.rs (it uses this file).
+
+use serde::Serialize;
+
+use super::verdict_sites::{is_cuda_api, is_runtime_frame, is_users, user_loc};
+use super::{names, pyspy, DeviceSnapshot, Dim3, Evidence, Frame, NcclCollective, SourceLoc, Tool};
+
+/// What a hang verdict rests on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hang {
+    /// The verdict's process's threads (`info cuda threads`) by the user's line, most first.
+    pub groups: Vec<HangGroup>,
+    /// Every process seen stuck: with a GPU dump, or a py-spy stack in the user's code.
+    pub processes: Vec<HangProcess>,
+    /// Collectives of the NCCL flight recorder enqueued and not completed, per rank and group.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nccl: Vec<NcclStuck>,
+}
+
+/// Threads of one kernel at one user line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HangGroup {
+    pub kernel: String,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub threads: u64,
+    /// The PCs of the rows merged (hex strings), at most 16.
+    pub pcs: Vec<String>,
+    pub block_range: [Dim3; 2],
+    pub thread_range: [Dim3; 2],
+    /// Rows whose own line was in a CUDA header or a library (`device_atomic_functions.hpp:107`),
+    /// placed at the user's line of cuda-gdb's focus (its `bt` inline chain), with their threads.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub via: Vec<(SourceLoc, u64)>,
+    /// cuda-gdb's focus thread is in this group.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub focus: bool,
+}
+
+/// One process of a hang.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct HangProcess {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// The command line (py-spy's `Process PID: ...`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// A GPU dump of it was read.
+    pub dumped: bool,
+    /// The kernel its threads spin in, and the user's line (the focus thread's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spinning_at: Option<SourceLoc>,
+    /// Threads on the device (`info cuda threads`); 0 with `no_kernel`.
+    pub threads: u64,
+    /// Its dump said `No CUDA threads.`: no kernel was running.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub no_kernel: bool,
+    /// Where its host threads wait.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub host: Vec<HostWait>,
+}
+
+/// A host thread of a stuck process: its innermost frame in the user's code and the call it
+/// waits in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostWait {
+    pub frame: Frame,
+    /// The library call the user's frame is in (`synchronize (torch/cuda/__init__.py:1162)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_in: Option<Frame>,
+    /// The CUDA API the thread is in (`cudaDeviceSynchronize`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    /// The thread (`MainThread`, `LWP 584`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
+    /// The input (`hang/pyspy-845`, `hang/cpucore-gdb`) and the tool.
+    pub from: String,
+    pub tool: Tool,
+}
+
+/// A process group of one rank with collectives not completed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NcclStuck {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    pub group: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub desc: Option<String>,
+    /// How many were enqueued and not completed (`pg_status`, or the entries).
+    pub incomplete: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_completed: Option<i64>,
+    pub pending: Vec<NcclCollective>,
+    pub from: String,
+}
+
+/// A dim3 as text, `(4,0,0)`.
+pub(super) fn dim_text(d: Dim3) -> String {
+    format!("({},{},{})", d[0], d[1], d[2])
+}
+
+/// The order of CUDA's linear index: `z`, then `y`, then `x`.
+pub(super) fn dim_key(d: Dim3) -> (u32, u32, u32) {
+    (d[2], d[1], d[0])
+}
+
+/// A frame as py-spy prints it, `main (hang.py:26)`, or as gdb does, `main at hang.cu:31`.
+pub fn host_frame_text(f: &Frame) -> String {
+    let func = f.function.as_deref().unwrap_or("?");
+    match (&f.file, f.line, f.python) {
+        (Some(file), Some(line), true) => format!("{func} ({file}:{line})"),
+        (Some(file), Some(line), false) => format!("{func} at {file}:{line}"),
+        (Some(file), None, _) => format!("{func} in {file}"),
+        _ => match &f.module {
+            Some(m) => format!("{func} in {m}"),
+            None => func.to_string(),
+        },
+    }
+}
+
+/// The host threads of the processes: py-spy's threads with a frame in the user's code, and
+/// the CPU core's threads inside a CUDA call with a frame that has a source line. A CPU core's
+/// thread belongs to the process whose pid is its LWP (the main thread), else to the only
+/// process known; else to none.
+pub(super) fn host_waits(inputs: &[Evidence], pids: &[u32]) -> Vec<(Option<u32>, HostWait)> {
+    let mut out = Vec::new();
+    for ev in inputs {
+        for p in &ev.python {
+            for t in p.threads.iter().take(64) {
+                let Some((_, frame)) = pyspy::user_frame(t) else { continue };
+                out.push((
+                    Some(p.pid),
+                    HostWait {
+                        frame: frame.clone(),
+                        waiting_in: pyspy::waiting_in(t).cloned(),
+                        api: pyspy::cuda_api(t).map(str::to_string),
+                        thread: t.name.clone().or_else(|| Some(t.id.to_string())),
+                        from: ev.origin.clone(),
+                        tool: Tool::PySpy,
+                    },
+                ));
+            }
+        }
+    }
+    for ev in inputs {
+        let lwps: Vec<u32> = ev.host_stacks.iter().filter_map(|st| st.lwp).collect();
+        let owner = pids.iter().copied().find(|p| lwps.contains(p)).or((pids.len() == 1).then(|| pids[0]));
+        for st in ev.host_stacks.iter().filter(|st| st.api.is_some()) {
+            let Some(at) =
+                st.frames.iter().position(|f| !is_runtime_frame(f) && f.file.is_some() && f.line.is_some())
+            else {
+                continue;
+            };
+            // The API the user's code called: the outermost CUDA frame inside it.
+            let api = st.frames[..at]
+                .iter()
+                .filter_map(|f| f.function.as_deref())
+                .rfind(|f| is_cuda_api(f))
+                .map(str::to_string)
+                .or(st.api.clone());
+            out.push((
+                owner,
+                HostWait {
+                    frame: st.frames[at].clone(),
+                    waiting_in: None,
+                    api,
+                    thread: st.lwp.map(|l| format!("LWP {l}")),
+                    from: ev.origin.clone(),
+                    tool: Tool::CudaGdb,
+                },
+            ));
+        }
+    }
+    out
+}
+
+/// The user's line of a snapshot's focus thread (its `bt` chain), and whether it is library
+/// code all the way.
+pub(super) fn focus_line(s: &DeviceSnapshot, roots: &[String]) -> Option<(SourceLoc, bool)> {
+    user_loc(&s.chain, roots).map(|(l, lib)| (l.clone(), lib))
+}
+
+/// The threads of a snapshot by user line: a row in the user's code at its own line; a row in
+/// a CUDA header or library at the focus thread's user line (the `bt` inline chain, the only
+/// chain cuda-gdb printed), recorded in `via`; most threads first.
+pub(super) fn hang_groups(
+    s: &DeviceSnapshot,
+    roots: &[String],
+    canonical: &dyn Fn(&SourceLoc) -> SourceLoc,
+) -> Vec<HangGroup> {
+    let focus = focus_line(s, roots).filter(|(_, lib)| !lib).map(|(l, _)| canonical(&l));
+    let kernel_name = |id: Option<u32>| {
+        let by_id = s.kernels.iter().find(|k| k.id == id && id.is_some());
+        let focus_kernel = by_id.is_none_or(|k| k.focus);
+        match (focus_kernel, &s.kernel) {
+            (true, Some(k)) => names::display_kernel(k),
+            _ => by_id.map(|k| names::display_kernel(&k.invocation)).unwrap_or_else(|| "?".to_string()),
+        }
+    };
+    let mut out: Vec<HangGroup> = Vec::new();
+    for g in &s.threads {
+        let own = g.file.as_ref().zip(g.line).map(|(f, l)| SourceLoc { file: f.clone(), line: l });
+        let kernel = kernel_name(g.kernel_id);
+        let same_kernel_as_focus = s.kernel.as_deref().is_some_and(|k| names::display_kernel(k) == kernel);
+        let (at, via) = match &own {
+            Some(l) if is_users(l, roots) => (Some(canonical(l)), None),
+            Some(l) if same_kernel_as_focus && focus.is_some() => (focus.clone(), Some(l.clone())),
+            Some(l) => (Some(canonical(l)), None),
+            None => (None, None),
+        };
+        let pc = format!("{:#x}", g.pc);
+        let slot = out.iter().position(|h| {
+            h.kernel == kernel
+                && h.file == at.as_ref().map(|l| l.file.clone())
+                && h.line == at.as_ref().map(|l| l.line)
+        });
+        let h = match slot {
+            Some(i) => &mut out[i],
+            None => {
+                out.push(HangGroup {
+                    kernel,
+                    file: at.as_ref().map(|l| l.file.clone()),
+                    line: at.as_ref().map(|l| l.line),
+                    threads: 0,
+                    pcs: Vec::new(),
+                    block_range: g.block_range,
+                    thread_range: g.thread_range,
+                    via: Vec::new(),
+                    focus: false,
+                });
+                out.last_mut().expect("pushed")
+            }
+        };
+        h.threads = h.threads.saturating_add(g.count);
+        if !h.pcs.contains(&pc) && h.pcs.len() < 16 {
+            h.pcs.push(pc);
+        }
+        let lo = |a: Dim3, b: Dim3| if dim_key(b) < dim_key(a) { b } else { a };
+        let hi = |a: Dim3, b: Dim3| if dim_key(b) > dim_key(a) { b } else { a };
+        h.block_range = [lo(h.block_range[0], g.block_range[0]), hi(h.block_range[1], g.block_range[1])];
+        h.thread_range = [lo(h.thread_range[0], g.thread_range[0]), hi(h.thread_range[1], g.thread_range[1])];
+        h.focus |= g.focus;
+        if let Some(v) = via {
+            let v = SourceLoc { file: names::base_name(&v.file).to_string(), line: v.line };
+            match h.via.iter().position(|(l, _)| *l == v) {
+                Some(i) => h.via[i].1 = h.via[i].1.saturating_add(g.count),
+                None if h.via.len() < 16 => h.via.push((v, g.count)),
+                None => {}
+            }
+        }
+    }
+    // Most threads first; among equals, the order cuda-gdb listed them.
+    out.sort_by_key(|h| std::cmp::Reverse(h.threads));
+    out
+}
+
+/// `768 threads at hang_flag.cu:18 (blocks (0,0,0)..(7,0,0), threads (32,0,0)..(127,0,0))`.
+pub fn group_text(g: &HangGroup, first: bool) -> String {
+    let at = match (&g.file, g.line) {
+        (Some(f), Some(l)) => format!("{}:{l}", names::base_name(f)),
+        _ => "an unknown line".to_string(),
+    };
+    let range = |r: [Dim3; 2]| {
+        if r[0] == r[1] {
+            dim_text(r[0])
+        } else {
+            format!("{}..{}", dim_text(r[0]), dim_text(r[1]))
+        }
+    };
+    let noun = if first { " threads" } else { "" };
+    let mut s = format!(
+        "{}{noun} at {at} (blocks {}, threads {}",
+        g.threads,
+        range(g.block_range),
+        range(g.thread_range)
+    );
+    for (l, n) in &g.via {
+        s.push_str(&format!("; {n} of them at {l}, a CUDA header inlined there"));
+    }
+    s.push(')');
+    s
+}
+
+/// Without a spinning kernel: what the dumps and py-spy say of a program that waits on the host
+/// (`No CUDA threads.` in every dump), in one sentence; `None` when no input says anything.
+pub(super) fn hang_without_kernel(inputs: &[Evidence]) -> Option<String> {
+    let idle: Vec<String> = inputs
+        .iter()
+        .flat_map(|e| &e.snapshots)
+        .map(|s| s.pid.map_or("?".to_string(), |p| p.to_string()))
+        .collect();
+    let waits: Vec<String> = host_waits(inputs, &[])
+        .into_iter()
+        .map(|(pid, w)| {
+            format!("{}{}", pid.map(|p| format!("pid {p}: ")).unwrap_or_default(), host_frame_text(&w.frame))
+        })
+        .collect();
+    let mut parts = Vec::new();
+    if !idle.is_empty() {
+        parts.push(format!("the GPU dumps of process {} show no kernel running", idle.join(", ")));
+    }
+    if !waits.is_empty() {
+        parts.push(format!("the host waits at {}", waits.join("; ")));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
