@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use super::{
-    faulthandler, launch_sites, names, pyspy,
+    faulthandler, hazards, launch_sites, names, pyspy,
     ranks::{self, RankTriage},
     Access, DeviceSnapshot, Dim3, ErrorClass, Evidence, Fault, Frame, HostStack, NcclCollective, SourceLoc,
     Symptom, Tool,
@@ -131,6 +131,9 @@ pub struct Verdict {
     /// For a job of several ranks: the rank that faulted first and what each other rank saw.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ranks: Option<RankTriage>,
+    /// For a race or a barrier error: the other line, the memory, the count, the kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hazard: Option<hazards::Hazard>,
 }
 
 impl Verdict {
@@ -804,6 +807,7 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         Some(l) => format!("{} in `{kernel}` at {l}", error.as_str()),
         None => format!("{} in `{kernel}` (source line unknown)", error.as_str()),
     };
+    let hazard = hazards::of_faults(&error, members.iter().map(|&i| &findings[i].item));
     let verdict = Verdict {
         kernel,
         file: user.as_ref().map(|l| l.file.clone()),
@@ -825,6 +829,7 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         remarks,
         hang: None,
         ranks: None,
+        hazard,
     };
     let triage = ranks::triage(
         inputs,
@@ -1249,6 +1254,7 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
         remarks,
         hang: Some(Hang { groups, processes, nccl }),
         ranks: None,
+        hazard: None,
     };
     Some((verdict, conclusion))
 }
