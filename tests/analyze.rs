@@ -870,3 +870,48 @@ fn the_kinds_of_issue_23_get_their_verdicts() {
     assert_eq!(json["verdict"]["others"][0]["line"], 13);
     assert!(json["verdict"]["meaning"].as_str().is_some_and(|m| m.contains("outside any allocation")));
 }
+
+/// Issue 23: racecheck's analysis report (text and XML) gives a verdict of class `race` that
+/// names both lines, the memory and the hazard count; synccheck's a `barrier-error` at the
+/// user's line (not CUDA's header) with the kind and the launch site from the host frame.
+#[test]
+fn race_and_barrier_recordings_name_both_lines_and_the_user_line() {
+    let kinds = root().join("tests/fixtures/h200/kinds");
+    let v =
+        |f: &str| analyze(&[kinds.join(f)]).unwrap().verdict.unwrap_or_else(|| panic!("no verdict for {f}"));
+    for (f, first, second, kinds_of, count) in [
+        ("race_shared/racecheck.log", 9, 11, ("Write", "Read"), 262_144),
+        ("race_shared/racecheck.xml", 9, 11, ("Write", "Read"), 262_144),
+        ("race_reduce/racecheck.log", 13, 13, ("Read", "Write"), 132_864),
+        ("race_reduce/racecheck.xml", 13, 13, ("Read", "Write"), 132_864),
+    ] {
+        let v = v(f);
+        assert_eq!(v.error.as_str(), "race", "{f}");
+        assert_eq!(v.line, Some(first), "{f}");
+        let h = v.hazard.as_ref().unwrap();
+        let o = h.other_side.as_ref().unwrap();
+        assert_eq!(o.at.line, second, "{f}");
+        assert_eq!((h.access.as_deref(), o.kind.as_deref()), (Some(kinds_of.0), Some(kinds_of.1)), "{f}");
+        assert_eq!((h.memory.as_deref(), h.count), (Some("shared"), count), "{f}");
+        assert!(h.check.is_some_and(|c| c.contains("barrier")), "{f}");
+        let text = render_text(&analyze(&[kinds.join(f)]).unwrap());
+        assert!(
+            text.contains(&format!(":{first} against "))
+                && text.contains(&format!(":{second} of shared memory")),
+            "{text}"
+        );
+    }
+    for f in ["barrier/synccheck.log", "barrier/synccheck.xml"] {
+        let v = v(f);
+        assert_eq!(v.error.as_str(), "barrier-error", "{f}");
+        assert!(
+            v.file.as_deref().is_some_and(|p| p.ends_with("barrier.cu")) && v.line == Some(19),
+            "{f}: {v:?}"
+        );
+        assert_eq!(v.hazard.as_ref().and_then(|h| h.kind.as_deref()), Some("invalid arguments"), "{f}");
+        let site = &v.launch_site.as_ref().unwrap().frame;
+        assert_eq!((site.function.as_deref(), site.line), (Some("main"), Some(30)), "{f}");
+        assert!(v.unknown.is_empty(), "{f}: {:?}", v.unknown);
+    }
+    assert!(analyze(&[kinds.join("barrier/racecheck.log")]).unwrap().verdict.is_none());
+}

@@ -60,6 +60,10 @@ pub const COMMAND: &str = "command.txt";
 pub const MEMCHECK_XML: &str = "memcheck.xml";
 /// initcheck's XML report in its rung folder.
 pub const INITCHECK_XML: &str = "initcheck.xml";
+/// racecheck's XML report in its rung folder.
+pub const RACECHECK_XML: &str = "racecheck.xml";
+/// synccheck's XML report in its rung folder.
+pub const SYNCCHECK_XML: &str = "synccheck.xml";
 /// The rebuild's line-info table.
 pub const LINEINFO_TABLE: &str = "lineinfo.tsv";
 /// The static launch sites read from the target's disassembly (`findings::launch_sites`).

@@ -133,6 +133,18 @@ impl Sites {
         self.last = Some(i);
     }
 
+    /// Counts `n` more into group `i` (a racecheck analysis record stands for many hazards).
+    pub(crate) fn add_count(&mut self, i: usize, n: u64) {
+        if let Some(f) = self.faults.get_mut(i) {
+            f.count = f.count.saturating_add(n);
+        }
+    }
+
+    /// The groups so far.
+    pub(crate) fn len(&self) -> usize {
+        self.faults.len()
+    }
+
     /// Counts a record at a site beyond the cap.
     pub(crate) fn skip(&mut self) {
         self.other = self.other.saturating_add(1);
@@ -331,7 +343,7 @@ pub(crate) fn grouped_u64(s: &str) -> Option<u64> {
 /// Splits the part after `at ` (or `Device Frame: `): `scatter_far(int *, int)+0xf0 in
 /// ima_far.cu:13` into (function, `0xf0`, `ima_far.cu:13`). Without -lineinfo there is no
 /// ` in FILE:LINE`.
-fn split_position(s: &str) -> (&str, Option<&str>, Option<&str>) {
+pub(crate) fn split_position(s: &str) -> (&str, Option<&str>, Option<&str>) {
     let s = s.trim();
     if let Some(p) = s.rfind("+0x") {
         let func = &s[..p];
@@ -351,7 +363,7 @@ fn split_position(s: &str) -> (&str, Option<&str>, Option<&str>) {
 /// Parses what follows `Host Frame:`: `main [0x8dca] in f_li`, ` [0x2062a] in
 /// libcudart.so.13`, `ncclCommInitRankConfig in init.cc:2162 [0x8a0b5] in libnccl.so.2`,
 /// or a Python frame `replay in graphs.py:139`.
-fn parse_host_frame(s: &str) -> Frame {
+pub(crate) fn parse_host_frame(s: &str) -> Frame {
     let s = s.trim();
     if let Some(p) = s.rfind("[0x") {
         let head = s[..p].trim();
@@ -415,7 +427,7 @@ fn parse_by_thread(s: &[u8]) -> Option<(Dim3, Dim3)> {
 }
 
 /// Parses `(x,y,z)` at the start of `s`, returning it and the bytes used.
-fn dim3_prefix(s: &[u8]) -> Option<(Dim3, usize)> {
+pub(crate) fn dim3_prefix(s: &[u8]) -> Option<(Dim3, usize)> {
     let mut i = 1;
     if s.first() != Some(&b'(') {
         return None;

@@ -53,6 +53,15 @@ enum Tag {
     Exception,
     Frame,
     Module,
+    /// Racecheck: the analysis record's two sides, the hazard record's two threads.
+    Source,
+    Destination,
+    Thread0,
+    Thread1,
+    Count,
+    Common,
+    Type,
+    Access,
     Other,
 }
 
@@ -88,6 +97,14 @@ fn tag_of(name: &str) -> Tag {
         "exception" => Tag::Exception,
         "frame" => Tag::Frame,
         "module" => Tag::Module,
+        "source" => Tag::Source,
+        "destination" => Tag::Destination,
+        "thread0" => Tag::Thread0,
+        "thread1" => Tag::Thread1,
+        "count" => Tag::Count,
+        "common" => Tag::Common,
+        "type" => Tag::Type,
+        "access" => Tag::Access,
         _ => Tag::Other,
     }
 }
@@ -156,6 +173,8 @@ struct Record {
     path: String,
     line: String,
     pc: String,
+    /// Racecheck: the second side (`<destination>`, `<thread1>`) and the hazard count.
+    side: super::racecheck::XmlSide,
     /// Keep this record's stacks (decided at the first `<deviceStack>` or `<hostStack>`,
     /// after `<what>` and `<where>`: is its site new?)
     want_frames: Option<bool>,
@@ -188,6 +207,7 @@ impl Record {
         ] {
             s.clear();
         }
+        self.side.clear();
         self.want_frames = None;
         self.frames.clear();
         self.device_frames.clear();
@@ -227,6 +247,7 @@ impl Record {
         }
         let line = self.line.trim();
         k.extend_from_slice(if line.is_empty() { self.pc.trim() } else { line }.as_bytes());
+        self.side.key(k);
     }
 
     fn fault(&self) -> Fault {
@@ -279,6 +300,17 @@ impl Record {
         } else {
             None
         };
+        if let Some(f) = super::racecheck::xml_fault(self.kind.trim(), direction, &self.side) {
+            return Fault {
+                tool: Some(Tool::MemcheckXml),
+                kernel,
+                mangled,
+                location: source_loc(&self.path, &self.line),
+                pc: parse_hex(&self.pc),
+                host_frames: self.frames.clone(),
+                ..f
+            };
+        }
         Fault {
             tool: Some(Tool::MemcheckXml),
             error: Some(class),
@@ -363,6 +395,22 @@ impl State {
         let r = &mut self.rec;
         match (parent, tag) {
             (Some(Tag::Record), Tag::Kind) => set(&mut r.kind, text),
+            (Some(Tag::ThreadIdx), Tag::X | Tag::Y | Tag::Z) if grand == Some(Tag::Thread1) => {
+                r.side.thread_dim(tag == Tag::X, tag == Tag::Y, text);
+            }
+            (Some(Tag::Where), Tag::Func | Tag::Path | Tag::File | Tag::Line | Tag::Pc)
+                if matches!(grand, Some(Tag::Destination | Tag::Thread1)) =>
+            {
+                r.side.where_field(tag == Tag::Line, matches!(tag, Tag::Path | Tag::File), text);
+            }
+            (Some(Tag::Source), Tag::Direction) | (Some(Tag::Thread0), Tag::Access) => {
+                set(&mut r.direction, text)
+            }
+            (Some(Tag::Destination), Tag::Direction) | (Some(Tag::Thread1), Tag::Access) => r.side.kind(text),
+            (Some(Tag::Destination), Tag::Count) => r.side.count(text),
+            (Some(Tag::Common), Tag::Type) => r.side.hazard(text),
+            (Some(Tag::Common), Tag::Address) => set(&mut r.address, text),
+            (Some(Tag::What), Tag::Type) => set(&mut r.error, text),
             (Some(Tag::ThreadIdx | Tag::BlockIdx), Tag::X | Tag::Y | Tag::Z) => {
                 let i = match tag {
                     Tag::X => 0,
@@ -446,7 +494,10 @@ impl State {
         let (block, thread) = (Record::dim(r.block), Record::dim(r.thread));
         r.key(&mut self.key);
         match self.sites.find(&self.key) {
-            Slot::Known(i) => self.sites.hit(i, block, thread),
+            Slot::Known(i) => {
+                self.sites.hit(i, block, thread);
+                self.sites.add_count(i, r.side.extra());
+            }
             Slot::Full => self.sites.skip(),
             Slot::New => {
                 let fault = r.fault();
@@ -454,6 +505,7 @@ impl State {
                     self.sites.note_frames_cut();
                 }
                 self.sites.add(&self.key, fault, block, thread);
+                self.sites.add_count(self.sites.len().saturating_sub(1), r.side.extra());
             }
         }
     }

@@ -27,6 +27,7 @@ macro_rules! transcript {
 pub mod coredump;
 pub mod cudagdb;
 pub mod faulthandler;
+pub mod hazards;
 pub mod host;
 pub mod hoststack;
 pub mod launch_sites;
@@ -35,6 +36,7 @@ pub mod memcheck_xml;
 pub mod names;
 pub mod nccl;
 pub mod pyspy;
+pub mod racecheck;
 pub mod ranks;
 pub mod render;
 pub mod scan;
@@ -318,6 +320,20 @@ pub struct Access {
     pub nearest: Option<Nearest>,
 }
 
+/// The other side of a race (racecheck names two accesses: the fault's `location` and
+/// `access.kind` are the first, this the second).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RaceSide {
+    /// `Write`, `Read`, as printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The second access's line.
+    pub at: SourceLoc,
+    /// The thread of the second access (the hazard report), where printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<Dim3>,
+}
+
 /// A device-side fault located (at least) to a kernel: from a coredump, cuda-gdb,
 /// compute-sanitizer or PyTorch's device assert line. Grouped sanitizer records are one
 /// `Fault` with `count > 1` and the ranges of blocks and threads seen.
@@ -388,6 +404,9 @@ pub struct Fault {
     /// Free text a tool added: the assertion, `warp has exited`, ...
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// For a race (racecheck): the second access of the pair ([`racecheck`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_side: Option<RaceSide>,
 }
 
 /// What the program itself reported on the host: the (misleading) symptom.

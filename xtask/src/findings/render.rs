@@ -175,6 +175,9 @@ pub fn render_text(a: &Analysis) -> String {
             if let Some(acc) = &v.access {
                 writeln!(s, "  access:   {}", access_text(acc)).unwrap();
             }
+            for l in v.hazard.iter().flat_map(|h| super::hazards::text_lines(h, v.file.as_deref(), v.line)) {
+                writeln!(s, "{}", crate::ui::safe(&l, true)).unwrap();
+            }
             if !v.inlined.is_empty() {
                 let chain: Vec<String> = v.inlined.iter().map(|l| l.to_string()).collect();
                 writeln!(s, "  inlined:  {}", chain.join(" <- ")).unwrap();

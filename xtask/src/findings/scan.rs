@@ -10,7 +10,8 @@ use std::io::{BufRead, BufReader, Read};
 use super::{
     coredump::CoredumpParser, cudagdb::CudaGdbParser, faulthandler::FaultHandlerParser, host::HostParser,
     hoststack::HostStackParser, launch_sites, memcheck::MemcheckParser, memcheck_xml, nccl,
-    pyspy::PySpyParser, ranks::RankParser, waits::WaitsParser, Evidence, LineCtx, LineParser,
+    pyspy::PySpyParser, racecheck::RacecheckParser, ranks::RankParser, waits::WaitsParser, Evidence, LineCtx,
+    LineParser,
 };
 
 /// Lines longer than this are cut (the rest of the line is skipped, not buffered).
@@ -61,6 +62,7 @@ fn parsers() -> Vec<Box<dyn LineParser>> {
         Box::new(HostStackParser::default()),
         Box::new(WaitsParser::default()),
         Box::new(MemcheckParser::default()),
+        Box::new(RacecheckParser::default()),
         Box::new(PySpyParser::default()),
         Box::new(RankParser::default()),
     ]

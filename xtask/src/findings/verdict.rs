@@ -22,7 +22,7 @@ use super::verdict_kinds::{library_of, snapshots_of_triggered_dumps};
 use super::verdict_sites::{is_tail, keys_match, pick_launch_site, pick_surfaced, related_inputs, user_loc};
 pub use super::verdict_sites::{HostSite, Located, STATIC_LAUNCH};
 use super::{
-    names,
+    hazards, names,
     ranks::{self, RankTriage},
     Access, DeviceSnapshot, Dim3, ErrorClass, Evidence, Fault, Frame, SourceLoc, Symptom, Tool,
 };
@@ -142,6 +142,9 @@ pub struct Verdict {
     /// For a job of several ranks: the rank that faulted first and what each other rank saw.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ranks: Option<RankTriage>,
+    /// For a race or a barrier error: the other line, the memory, the count, the kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hazard: Option<hazards::Hazard>,
 }
 
 impl Verdict {
@@ -679,6 +682,7 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         (None, Some(lib)) => format!("{} in `{kernel}`, a kernel of {lib} (no source line)", error.as_str()),
         (None, None) => format!("{} in `{kernel}` (source line unknown)", error.as_str()),
     };
+    let hazard = hazards::of_faults(&error, members.iter().map(|&i| &findings[i].item));
     let verdict = Verdict {
         kernel,
         file: user.as_ref().map(|l| l.file.clone()),
@@ -704,6 +708,7 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         remarks,
         hang: None,
         ranks: None,
+        hazard,
     };
     let triage = ranks::triage(
         inputs,
@@ -1011,6 +1016,7 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
         remarks,
         hang: Some(Hang { groups, processes, nccl }),
         ranks: None,
+        hazard: None,
     };
     Some((verdict, conclusion))
 }

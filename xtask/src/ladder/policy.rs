@@ -5,6 +5,7 @@
 
 use super::rung;
 use crate::findings::verdict::{Analysis, Part};
+use crate::findings::ErrorClass;
 use crate::model::RungId;
 
 /// What the user asked for.
@@ -102,12 +103,15 @@ fn retry(
     if seen {
         return (rung::get(last).needs_fault() && left(last)).then_some(last);
     }
-    let sweep_pending =
-        [RungId::Memcheck, RungId::Initcheck].iter().any(|r| plan.contains(r) && attempts(done, *r) == 0);
+    let sweep_pending = SWEEP.iter().any(|r| plan.contains(r) && attempts(done, *r) == 0);
     let clean = analysis.verdict.is_none() && analysis.findings.is_empty();
     (clean && !sweep_pending && plan.contains(&RungId::Baseline) && left(RungId::Baseline))
         .then_some(RungId::Baseline)
 }
+
+/// The sweep when nothing faulted, in order, each while nothing was found: memcheck (with
+/// padding), initcheck, racecheck, synccheck.
+pub const SWEEP: [RungId; 4] = [RungId::Memcheck, RungId::Initcheck, RungId::Racecheck, RungId::Synccheck];
 
 /// The plan: the rungs in the order they will run.
 pub fn plan(req: &Request) -> Vec<RungId> {
@@ -312,6 +316,9 @@ pub fn next(
         Some(v) => v.unknown.iter().copied().filter(|p| !v.not_applicable.contains(p)).collect(),
         None => vec![Part::SourceLine, Part::Class, Part::LaunchSite],
     };
+    if let Some(why) = hazard_found(analysis) {
+        return Next::Stop(format!("{why}{}", skipping(&[])));
+    }
     // A skipped or failed baseline says nothing: the fault rungs still run. A clean one means
     // the symptom did not reproduce; not every bad access faults, so the sweep still runs.
     let baseline_clean = done.iter().any(|(r, s)| stands_for_baseline(*r) && s.ran_clean());
@@ -319,22 +326,21 @@ pub fn next(
     let fault_expected = faulted || !baseline_clean;
     let sweeping = !fault_expected && analysis.verdict.is_none();
     if sweeping {
-        // Memcheck (with padding), then initcheck, each while nothing was found.
-        if let Some(&r) = [RungId::Memcheck, RungId::Initcheck].iter().find(|r| pending.contains(r)) {
+        if let Some(&r) = SWEEP.iter().find(|r| pending.contains(r)) {
             return Next::Run(r);
         }
-        let swept: Vec<&str> = done
-            .iter()
-            .filter(|(r, s)| matches!(r, RungId::Memcheck | RungId::Initcheck) && s.yielded())
-            .map(|(r, _)| r.name())
-            .collect();
+        let swept: Vec<&str> =
+            done.iter().filter(|(r, s)| SWEEP.contains(r) && s.yielded()).map(|(r, _)| r.name()).collect();
         let runs = attempts(done, RungId::Baseline);
         let armed = match runs {
             0 | 1 => "the target ran without a CUDA error".to_string(),
             n => format!("the target ran {n} times armed without a CUDA error"),
         };
         return Next::Stop(if swept.is_empty() {
-            format!("no fault was reproduced: {armed}, and the sweep did not run (`--rungs memcheck,initcheck` runs it)")
+            format!(
+                "no fault was reproduced: {armed}, and the sweep did not run (`--rungs {}` runs it)",
+                SWEEP.map(RungId::name).join(",")
+            )
         } else {
             format!("no fault was reproduced: {armed}, and the sweep ({}) found nothing", swept.join(", "))
         });
@@ -375,6 +381,28 @@ pub fn next(
             None => format!("no remaining rung can locate the fault{}", skipping(&[])),
         }),
     }
+}
+
+/// A race or a barrier error with its kernel, line(s) and class is as complete as such a
+/// verdict gets: no rung that reruns the target adds to it (nothing faulted, so no dump; its
+/// launch site comes from the sanitizer's own host backtrace where it printed one).
+fn hazard_found(analysis: &Analysis) -> Option<String> {
+    let v = analysis.verdict.as_ref()?;
+    if !matches!(v.error, ErrorClass::Race | ErrorClass::BarrierError)
+        || v.unknown.contains(&Part::SourceLine)
+    {
+        return None;
+    }
+    let at = |f: &Option<String>, l: Option<u32>| match (f, l) {
+        (Some(f), Some(l)) => format!("{f}:{l}"),
+        _ => "?".into(),
+    };
+    let other = v.hazard.as_ref().and_then(|h| h.other_side.as_ref());
+    let lines = match other {
+        Some(o) => format!("{} and {}:{}", at(&v.file, v.line), o.at.file, o.at.line),
+        None => at(&v.file, v.line),
+    };
+    Some(format!("the verdict is complete: {} in `{}` at {lines}", v.error.as_str(), v.kernel))
 }
 
 /// The rungs whose run, when the target ended by itself, says what a baseline says: the
@@ -509,7 +537,9 @@ mod tests {
                 RungId::Coredump,
                 RungId::Attach,
                 RungId::Memcheck,
-                RungId::Initcheck
+                RungId::Initcheck,
+                RungId::Racecheck,
+                RungId::Synccheck
             ]
         );
         let req = Request {
@@ -597,6 +627,10 @@ mod tests {
         done.push((RungId::Memcheck, ran(false)));
         assert_eq!(next(&req, &p, &done, &empty(), f), Next::Run(RungId::Initcheck));
         done.push((RungId::Initcheck, ran(false)));
+        assert_eq!(next(&req, &p, &done, &empty(), f), Next::Run(RungId::Racecheck));
+        done.push((RungId::Racecheck, ran(false)));
+        assert_eq!(next(&req, &p, &done, &empty(), f), Next::Run(RungId::Synccheck));
+        done.push((RungId::Synccheck, ran(false)));
         assert_eq!(next(&req, &p, &done, &empty(), f), Next::Run(RungId::Baseline));
         done.push((RungId::Baseline, ran(false)));
         assert_eq!(next(&req, &p, &done, &empty(), f), Next::Run(RungId::Baseline));
@@ -621,6 +655,8 @@ mod tests {
             (RungId::Baseline, ran(false)),
             (RungId::Memcheck, ran(false)),
             (RungId::Initcheck, ran(false)),
+            (RungId::Racecheck, ran(false)),
+            (RungId::Synccheck, ran(false)),
         ];
         assert!(matches!(next(&once, &p, &done, &empty(), f), Next::Stop(_)));
     }
@@ -663,15 +699,20 @@ mod tests {
         assert_eq!(next(&req, &p, &done, &empty(), f), Next::Run(RungId::Memcheck));
         let done = vec![(RungId::Baseline, ran(false)), (RungId::Memcheck, ran(false))];
         assert_eq!(next(&req, &p, &done, &empty(), f), Next::Run(RungId::Initcheck));
-        let done = vec![
+        let mut done = vec![
             (RungId::Baseline, ran(false)),
             (RungId::Memcheck, ran(false)),
             (RungId::Initcheck, ran(false)),
         ];
+        assert_eq!(next(&req, &p, &done, &empty(), f), Next::Run(RungId::Racecheck));
+        done.push((RungId::Racecheck, ran(false)));
+        assert_eq!(next(&req, &p, &done, &empty(), f), Next::Run(RungId::Synccheck));
+        done.push((RungId::Synccheck, ran(false)));
         match next(&req, &p, &done, &empty(), f) {
             Next::Stop(why) => {
                 assert!(
-                    why.contains("no fault was reproduced") && why.contains("memcheck, initcheck"),
+                    why.contains("no fault was reproduced")
+                        && why.contains("memcheck, initcheck, racecheck, synccheck"),
                     "{why}"
                 )
             }
@@ -707,6 +748,34 @@ mod tests {
         let req = Request { rungs: Some(vec![RungId::Baseline, RungId::Memcheck]), ..req };
         let p = plan(&req);
         assert_eq!(next(&req, &p, &done, &empty(), Facts::default()), Next::Run(RungId::Memcheck));
+    }
+
+    /// The sweep's racecheck found a race (tests/fixtures/h200/kinds/race_shared): the kernel,
+    /// both lines and the class are what such a verdict has, so the climb stops there.
+    #[test]
+    fn a_race_found_by_the_sweep_stops_the_climb() {
+        use crate::findings::scan::scan_str;
+        let log = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/h200/kinds/race_shared/racecheck.log"
+        ));
+        let a = decide(&[scan_str(log, "racecheck/stdout.log")]);
+        let req = Request { has_build: true, ..Request::default() };
+        let p = plan(&req);
+        let done = vec![
+            (RungId::Baseline, ran(false)),
+            (RungId::Memcheck, ran(false)),
+            (RungId::Initcheck, ran(false)),
+            (RungId::Racecheck, ran(false)),
+        ];
+        match next(&req, &p, &done, &a, Facts::default()) {
+            Next::Stop(why) => {
+                assert!(why.contains("race in `shift_left"), "{why}");
+                assert!(why.contains("race_shared.cu:9 and race_shared.cu:11"), "{why}");
+                assert!(why.contains("skipping") && why.contains("synccheck"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -32,6 +32,10 @@ pub enum RungId {
     Memcheck,
     /// `compute-sanitizer --tool initcheck`: reads of memory never written.
     Initcheck,
+    /// `compute-sanitizer --tool racecheck`: shared-memory data races (the analysis report).
+    Racecheck,
+    /// `compute-sanitizer --tool synccheck`: barriers not every thread reaches, bad masks.
+    Synccheck,
     /// A run that does not end: after `hang_after` seconds, host stacks (py-spy), the NCCL
     /// flight recorder and a user-triggered GPU coredump of every CUDA process, read with
     /// `cuda-gdb`.
@@ -45,7 +49,7 @@ pub enum RungId {
 
 impl RungId {
     /// Every rung of the ladder, in ladder order ([`RungId::Dump`] is none).
-    pub const ALL: [RungId; 8] = [
+    pub const ALL: [RungId; 10] = [
         RungId::Baseline,
         RungId::Rebuild,
         RungId::LaunchBlocking,
@@ -53,6 +57,8 @@ impl RungId {
         RungId::Attach,
         RungId::Memcheck,
         RungId::Initcheck,
+        RungId::Racecheck,
+        RungId::Synccheck,
         RungId::Hang,
     ];
 
@@ -66,6 +72,8 @@ impl RungId {
             RungId::Attach => "attach",
             RungId::Memcheck => "memcheck",
             RungId::Initcheck => "initcheck",
+            RungId::Racecheck => "racecheck",
+            RungId::Synccheck => "synccheck",
             RungId::Hang => "hang",
             RungId::Dump => "dump",
         }
@@ -79,7 +87,9 @@ impl RungId {
             RungId::Rebuild => &[Need::Nvcc, Need::Cuobjdump],
             RungId::Coredump => &[Need::Cuobjdump, Need::CudaGdb, Need::Tmpdir, Need::CoredumpSpace],
             RungId::Attach => &[Need::CudaGdb, Need::DebuggerBackend, Need::Ptrace, Need::Tmpdir],
-            RungId::Memcheck | RungId::Initcheck => &[Need::ComputeSanitizer],
+            RungId::Memcheck | RungId::Initcheck | RungId::Racecheck | RungId::Synccheck => {
+                &[Need::ComputeSanitizer]
+            }
             RungId::Hang => &[Need::CudaGdb, Need::Tmpdir, Need::CoredumpSpace, Need::PySpy],
             RungId::Dump => &[Need::CudaGdb, Need::DebuggerBackend, Need::Ptrace, Need::PySpy],
         }

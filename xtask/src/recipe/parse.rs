@@ -298,6 +298,8 @@ struct RawRungs {
     attach: Option<RawRung>,
     memcheck: Option<RawMemcheckRung>,
     initcheck: Option<RawMemcheckRung>,
+    racecheck: Option<RawMemcheckRung>,
+    synccheck: Option<RawMemcheckRung>,
     hang: Option<RawRung>,
 }
 
@@ -459,6 +461,8 @@ impl RawRecipe {
             };
             put(RungId::Memcheck, r.memcheck.map(sanitizer));
             put(RungId::Initcheck, r.initcheck.map(sanitizer));
+            put(RungId::Racecheck, r.racecheck.map(sanitizer));
+            put(RungId::Synccheck, r.synccheck.map(sanitizer));
             put(RungId::Hang, r.hang.map(plain));
         }
         let container = self.container.map(|RawContainer(c)| ContainerTemplate {

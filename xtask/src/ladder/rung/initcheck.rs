@@ -38,6 +38,6 @@ impl Rung for Initcheck {
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        run_sanitizer(io, steps, INITCHECK_XML)
+        run_sanitizer(io, steps, INITCHECK_XML, RungId::Initcheck)
     }
 }

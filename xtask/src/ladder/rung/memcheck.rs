@@ -51,7 +51,7 @@ impl Rung for Memcheck {
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        run_sanitizer(io, steps, MEMCHECK_XML)
+        run_sanitizer(io, steps, MEMCHECK_XML, RungId::Memcheck)
     }
 }
 
@@ -99,13 +99,13 @@ pub fn sanitizer(r: &Resolved, rung: RungId, tool: &str, extra: &[&str], xml: &P
 
 /// Runs a sanitizer's step: scoped to the suspect kernel when the verdict so far names one,
 /// else over every kernel; it yielded when its XML report exists.
-pub fn run_sanitizer(io: &mut dyn RungIo, steps: &[Step], xml: &str) -> Result<Ran> {
+pub fn run_sanitizer(io: &mut dyn RungIo, steps: &[Step], xml: &str, rung: RungId) -> Result<Ran> {
     let scoped = steps.iter().find(|s| s.when == When::KernelKnown);
     let ran = match (io.suspect(), scoped) {
         (Some(kernel), Some(s)) => {
             io.note(format!(
                 "scoped to the suspect kernel (`--kernel-name kns={kernel}`): other kernels were not checked; \
-                 `--rungs memcheck` alone checks them all"
+                 `--rungs {rung}` alone checks them all"
             ));
             io.exec(&s.filled(KERNEL, &kernel, 1))?
         }

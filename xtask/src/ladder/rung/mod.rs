@@ -20,8 +20,10 @@ pub mod hang;
 pub mod initcheck;
 pub mod launch_blocking;
 pub mod memcheck;
+pub mod racecheck;
 pub mod rebuild;
 pub mod sites;
+pub mod synccheck;
 pub mod watch;
 
 use crate::model::RungId;
@@ -29,7 +31,7 @@ pub use api::*;
 pub use build::*;
 
 /// The rungs, in ladder order.
-pub const ALL: [&dyn Rung; 8] = [
+pub const ALL: [&dyn Rung; 10] = [
     &baseline::Baseline,
     &rebuild::Rebuild,
     &launch_blocking::LaunchBlocking,
@@ -37,6 +39,8 @@ pub const ALL: [&dyn Rung; 8] = [
     &attach::Attach,
     &memcheck::Memcheck,
     &initcheck::Initcheck,
+    &racecheck::Racecheck,
+    &synccheck::Synccheck,
     &hang::Hang,
 ];
 

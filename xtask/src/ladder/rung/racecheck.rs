@@ -1,0 +1,48 @@
+//! Rung 8, racecheck: `compute-sanitizer --tool racecheck`, part of the sweep when nothing
+//! faults: two threads of a block touching the same shared memory without a barrier between
+//! them. The default analysis report (one record per pair of lines, with the hazard count),
+//! the text on stdout and the XML saved in the rung's folder, from one run.
+//!
+//! Must not: parse its report (`findings::racecheck` reads the text, `findings::memcheck_xml`
+//! the XML), or ask for the hazard report (`--racecheck-report hazard`: one record per byte,
+//! 15x slower on the recordings; recipes may add it through `args`).
+
+use anyhow::Result;
+
+use super::api::{Ran, Rung, RungIo, Step, StepCx, When};
+use super::memcheck::{kns, run_sanitizer, sanitizer, KERNEL_NAME};
+use crate::bundle::layout::RACECHECK_XML;
+use crate::findings::verdict::Part;
+use crate::model::RungId;
+
+pub struct Racecheck;
+
+impl Rung for Racecheck {
+    fn id(&self) -> RungId {
+        RungId::Racecheck
+    }
+
+    fn describe(&self) -> &'static str {
+        "rerun under `compute-sanitizer --tool racecheck`: finds shared-memory races (a missing \
+         `__syncthreads()`), naming both lines; can be far slower than memcheck (2 s on a tiny \
+         program where memcheck took 0.5 s; its hazard report 30 s)"
+    }
+
+    fn answers(&self, _python: bool) -> &'static [Part] {
+        &[Part::SourceLine, Part::Class]
+    }
+
+    fn steps(&self, cx: &StepCx) -> Vec<Step> {
+        let xml = cx.dir.join(RACECHECK_XML);
+        let tool = RungId::Racecheck.name();
+        vec![
+            Step::target(sanitizer(cx.recipe, RungId::Racecheck, tool, &[], &xml)),
+            Step::target(sanitizer(cx.recipe, RungId::Racecheck, tool, &[KERNEL_NAME, &kns()], &xml))
+                .when(When::KernelKnown),
+        ]
+    }
+
+    fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
+        run_sanitizer(io, steps, RACECHECK_XML, RungId::Racecheck)
+    }
+}
