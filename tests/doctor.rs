@@ -1700,7 +1700,7 @@ fn doctor_takes_rungs_as_a_comma_list_and_rung_as_a_hidden_alias() {
     assert_eq!(code, Some(2));
     assert!(err.contains("invalid value 'bogus' for '--rungs <RUNG>'"), "{err}");
     assert!(
-        err.contains("baseline, rebuild, launch-blocking, coredump, attach, memcheck, initcheck, hang, all"),
+        err.contains("baseline, rebuild, launch-blocking, coredump, attach, memcheck, initcheck, racecheck, synccheck, hang, all"),
         "{err}"
     );
     let (_, help, _) = doctor_bin(&["--help"]);

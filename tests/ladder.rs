@@ -96,7 +96,7 @@ fn oob_write_climbs_past_the_coredump_to_memcheck_and_says_the_launch_line_stays
     );
     assert!(stopped.contains("`-g`"), "says what would give it: {stopped}");
     assert!(
-        stopped.contains("skipping launch-blocking, coredump, attach, initcheck (`--full` runs them too)"),
+        stopped.contains("skipping launch-blocking, coredump, attach, initcheck, racecheck, synccheck (`--full` runs them too)"),
         "names the rungs skipped: {stopped}"
     );
     assert!(b.read("summary.md").contains("scale_write"));
@@ -159,7 +159,16 @@ fn full_runs_every_rung_and_kills_the_waiting_target() {
     let b = s.only_bundle();
     assert_eq!(
         b.rung_dirs(),
-        ["01-baseline", "02-launch-blocking", "03-coredump", "04-attach", "05-memcheck", "06-initcheck"],
+        [
+            "01-baseline",
+            "02-launch-blocking",
+            "03-coredump",
+            "04-attach",
+            "05-memcheck",
+            "06-initcheck",
+            "07-racecheck",
+            "08-synccheck"
+        ],
         "{}",
         out.both()
     );
@@ -505,19 +514,31 @@ fn a_clean_run_gives_no_verdict_after_the_memcheck_and_initcheck_sweep() {
     let b = s.only_bundle();
     assert_eq!(
         b.rung_dirs(),
-        ["01-baseline", "02-memcheck", "03-initcheck", "04-baseline-2", "05-baseline-3", "06-baseline-4"],
+        [
+            "01-baseline",
+            "02-memcheck",
+            "03-initcheck",
+            "04-racecheck",
+            "05-synccheck",
+            "06-baseline-2",
+            "07-baseline-3",
+            "08-baseline-4"
+        ],
         "{}",
         out.both()
     );
     assert!(b.findings()["verdict"].is_null(), "{}", b.read("findings.json"));
-    assert_eq!(b.findings()["reproduced"], serde_json::json!({"faulted": 0, "runs": 6}));
+    assert_eq!(b.findings()["reproduced"], serde_json::json!({"faulted": 0, "runs": 8}));
     let stopped = b.manifest()["stopped"].as_str().unwrap().to_string();
     assert_eq!(
         stopped,
         "no fault was reproduced: the target ran 4 times armed without a CUDA error, and the sweep \
-         (memcheck, initcheck) found nothing"
+         (memcheck, initcheck, racecheck) found nothing"
     );
-    for (dir, blocking) in [("01-baseline", true), ("04-baseline-2", false), ("05-baseline-3", true)] {
+    // The stand-in has no synccheck recording of this case: its failure, without a report, is
+    // not a fault, and the sweep does not claim it found nothing.
+    assert!(b.notes("synccheck").contains("wrote no XML report"), "{}", b.notes("synccheck"));
+    for (dir, blocking) in [("01-baseline", true), ("06-baseline-2", false), ("07-baseline-3", true)] {
         let cmd = b.read(&format!("rungs/{dir}/command.txt"));
         assert_eq!(cmd.contains("CUDA_LAUNCH_BLOCKING=1"), blocking, "{dir}: {cmd}");
     }
@@ -911,7 +932,16 @@ fn the_pytorch_recipe_finds_the_triton_kernel_line_in_the_worker() {
     let b = s.only_bundle();
     assert_eq!(
         b.rung_dirs(),
-        ["01-baseline", "02-launch-blocking", "03-coredump", "04-attach", "05-memcheck", "06-initcheck"],
+        [
+            "01-baseline",
+            "02-launch-blocking",
+            "03-coredump",
+            "04-attach",
+            "05-memcheck",
+            "06-initcheck",
+            "07-racecheck",
+            "08-synccheck"
+        ],
         "{}",
         out.both()
     );
@@ -937,7 +967,7 @@ fn the_pytorch_recipe_finds_the_triton_kernel_line_in_the_worker() {
     assert!(m["notes"].is_null(), "nothing to note: {}", b.read("manifest.yaml"));
     let collect_at =
         out.stderr.find("collect env/torch-collect-env.txt").expect("the collect step is not shown");
-    assert!(collect_at < out.stderr.find("[1/6] baseline").unwrap(), "{}", out.both());
+    assert!(collect_at < out.stderr.find("[1/8] baseline").unwrap(), "{}", out.both());
 
     // The Python environment: unbuffered everywhere; under memcheck no caching allocator.
     assert!(b.read("rungs/01-baseline/command.txt").contains("PYTHONUNBUFFERED=1"));
@@ -1009,7 +1039,9 @@ fn the_pytorch_recipe_climbs_coredump_then_launch_blocking_for_the_launch_site()
         "{stopped}"
     );
     assert!(
-        stopped.contains("skipping coredump, attach, memcheck, initcheck (`--full` runs them too)"),
+        stopped.contains(
+            "skipping coredump, attach, memcheck, initcheck, racecheck, synccheck (`--full` runs them too)"
+        ),
         "{stopped}"
     );
     // The Python armed run has no CPU-core step.

@@ -351,7 +351,7 @@ fn vllm_dry_run_prints_the_full_plan() {
     ];
     let plan = dry_run(&d, &args);
     assert!(plan.starts_with(
-        "recipe: vllm\nplan: baseline, rebuild, launch-blocking, coredump, attach, memcheck, initcheck\n"
+        "recipe: vllm\nplan: baseline, rebuild, launch-blocking, coredump, attach, memcheck, initcheck, racecheck, synccheck\n"
     ));
 
     // collect, once, before the baseline.

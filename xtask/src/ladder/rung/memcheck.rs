@@ -113,7 +113,12 @@ pub fn run_sanitizer(io: &mut dyn RungIo, steps: &[Step], xml: &str, rung: RungI
     };
     let yielded = io.dir().join(xml).exists();
     if !yielded {
-        io.note("compute-sanitizer wrote no XML report".into());
+        io.note(format!(
+            "compute-sanitizer wrote no XML report ({}): it may not have run the target; its log says why",
+            ran.text()
+        ));
     }
-    Ok(Ran { faulted: !ran.success(), yielded, lineinfo: None, hung: false, static_sites: None })
+    // A sanitizer that failed without its report did not see the target fault: a fault it saw
+    // is in its report (and in its log, which the driver reads as evidence either way).
+    Ok(Ran { faulted: !ran.success() && yielded, yielded, lineinfo: None, hung: false, static_sites: None })
 }
