@@ -164,6 +164,8 @@ fn every_rung_runs_inside_the_container_and_its_artifacts_come_back() {
         "05-attach",
         "06-memcheck",
         "07-initcheck",
+        "08-racecheck",
+        "09-synccheck",
     ];
     assert_eq!(b.rung_dirs(), rungs, "{}", out.both());
     // The build, with line info both before the baseline (the binary did not exist yet) and
@@ -189,7 +191,7 @@ fn every_rung_runs_inside_the_container_and_its_artifacts_come_back() {
             "{rung}: {command}"
         );
         assert!(command.contains(&format!(" -w {} ", s.dir.display())), "{rung}: {command}");
-        if let Some(tool) = rung.strip_prefix("06-").or(rung.strip_prefix("07-")) {
+        if let Some(tool) = ["06-", "07-", "08-", "09-"].iter().find_map(|p| rung.strip_prefix(p)) {
             // The stand-in compute-sanitizer replays its recording instead of starting the
             // target; its command and memcheck's XML (below) show it ran inside.
             assert!(command.contains(&format!(" compute-sanitizer --tool {tool} ")), "{command}");
@@ -441,11 +443,12 @@ fn ctrl_c_kills_and_removes_the_running_container() {
     let prefix = loop {
         let running: Vec<String> = containers_named("debug-ima-")
             .into_iter()
-            .filter(|n| n.contains("_ctrlc-") && n.ends_with("-01-target"))
+            // The second container: the first is the disassembly of the target's binary.
+            .filter(|n| n.contains("_ctrlc-") && n.ends_with("-02-target"))
             .filter(|n| n.contains(&format!("-{}-", child.id())))
             .collect();
         if let Some(n) = running.first() {
-            break n.trim_end_matches("-01-target").to_string();
+            break n.trim_end_matches("-02-target").to_string();
         }
         assert!(Instant::now() < deadline, "the container never started");
         std::thread::sleep(Duration::from_millis(50));

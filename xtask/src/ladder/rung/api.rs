@@ -154,7 +154,7 @@ impl When {
             When::PerDump => "per dump",
             When::PerHangDump => "per dump, once the job counted as hung",
             When::PerDumpAfterCrash => "per dump, if cuda-gdb crashed",
-            When::LaunchSites => "before the run, once: where the binary launches its kernels",
+            When::LaunchSites => "before the run, once, where the binary launches its kernels",
             When::LaunchSitesKnown => "instead, when the binary names its launch sites",
             When::OnWaitMessage => "on the wait message",
             When::OnWaitMessageAfterCrash => "on the wait message, if cuda-gdb crashed",
