@@ -1203,6 +1203,34 @@ fn sigkill_at_any_moment_of_a_climb_leaves_no_process() {
     assert!(children > 0, "no run of the target started a child: the test proves nothing");
 }
 
+/// `--error-exitcode N` (issue 24, as compute-sanitizer's): a located fault exits N, a run
+/// without a verdict exits 0, and without the option a verdict exits 0 as before.
+#[test]
+fn error_exitcode_says_a_fault_was_located() {
+    let s = Scratch::for_run("error-exitcode");
+    let recipe = s.write_recipe(&target_recipe(""));
+    let run = |case: &str, extra: &[&str]| {
+        let mut r = Run::new(&s, &recipe, case).arg("--rungs").arg("baseline");
+        for a in extra {
+            r = r.arg(a);
+        }
+        r.run()
+    };
+    let located = run("oob_write", &["--error-exitcode", "7"]);
+    assert_eq!(located.code(), Some(7), "{}", located.both());
+    assert!(located.stdout.contains("verdict: illegal-address"), "{}", located.both());
+    assert_eq!(run("oob_write", &[]).code(), Some(0));
+    let clean = Run::new(&s, &recipe, "clean")
+        .env("STANDIN_CASE", stencil_fixed_case(&s).to_str().unwrap())
+        .arg("--rungs")
+        .arg("baseline")
+        .arg("--error-exitcode")
+        .arg("7")
+        .run();
+    assert_eq!(clean.code(), Some(0), "{}", clean.both());
+    assert_eq!(run("oob_write", &["--error-exitcode", "0"]).code(), Some(2), "0 is refused: it says nothing");
+}
+
 /// A newline in a folder's name cannot forge a line of the result (issue 22): the bundle's
 /// path is printed on one line, its newline shown as `\n`.
 #[test]

@@ -3,7 +3,8 @@
 //! takes charge of what it starts (`process::init`: the subreaper, the signal handler) and
 //! kills what is left at the end (`process::end`), also after a panic.
 //!
-//! Exit codes: 0 success; 1 failure (the message says what to do); 2 usage error;
+//! Exit codes: 0 success; 1 failure (the message says what to do); 2 usage error; the
+//! `--error-exitcode N` of `debug-ima` when it located a fault;
 //! 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM, 129 by SIGHUP (128 + the signal).
 //!
 //! Must not: do a command's work, or print other than through `ui`.
@@ -269,7 +270,7 @@ pub fn exit_code(outcome: Outcome) -> i32 {
 /// The exit status of `outcome`, interrupted by `cause`.
 pub fn exit_code_for(outcome: Outcome, cause: Option<Cause>) -> i32 {
     match outcome {
-        Outcome::Done => EXIT_OK,
+        Outcome::Done | Outcome::Located => EXIT_OK,
         Outcome::Mismatch => EXIT_FAILURE,
         Outcome::Interrupted => interrupted_code(cause.unwrap_or(Cause::Asked)),
         Outcome::Exited(exit) => match exit {
@@ -298,7 +299,13 @@ fn run(cli: Cli) -> Result<i32> {
     }
     let outcome = match cli.command {
         Command::Analyze(args) => analyze::run(args)?,
-        Command::DebugIma(args) => debug_ima::run(args)?,
+        Command::DebugIma(args) => {
+            let located_code = args.error_exitcode;
+            match (debug_ima::run(args)?, located_code) {
+                (Outcome::Located, Some(code)) => return Ok(i32::from(code)),
+                (o, _) => o,
+            }
+        }
         Command::Watch(args) => watch::run(args)?,
         Command::Dump(args) => crate::commands::dump::run(args)?,
         Command::Doctor(args) => doctor::run(args)?,

@@ -47,6 +47,10 @@ pub struct Args {
     /// concludes (an intermittent fault; the armed baseline after the sweep found nothing too).
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=100))]
     pub retries: u32,
+    /// Exits with N when the climb located a fault (a verdict), as compute-sanitizer's
+    /// `--error-exitcode` does: for scripts and CI jobs (0 otherwise, as without it).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=125))]
+    pub error_exitcode: Option<u8>,
     /// Treats a run still going SECS seconds after its start as hung: the hang rung runs first
     /// and takes host stacks and GPU dumps of it (overrides the recipe's `run.hang_after`;
     /// docs/hangs.md).
@@ -480,6 +484,7 @@ fn finish(climbed: crate::ladder::driver::Climbed, interrupt: &Interrupt) -> Res
         Ok(_) if interrupt.is_set() => Ok(Outcome::Interrupted),
         // Stopped (or everything skipped) before any rung ran: the ladder did not run.
         Ok(_) if !learned => Ok(Outcome::Interrupted),
+        Ok(_) if analysis.verdict.is_some() => Ok(Outcome::Located),
         Ok(_) => Ok(Outcome::Done),
         Err(e) => Err(e.context(format!("the bundle keeps what was collected: {}", bundle.root().display()))),
     }

@@ -21,6 +21,9 @@ pub mod watch;
 pub enum Outcome {
     /// It did what was asked (the ladder ran, with or without a verdict).
     Done,
+    /// The ladder ran and located a fault (a verdict): success, or the status
+    /// `--error-exitcode` asks for, as compute-sanitizer's option does.
+    Located,
     /// It ran, and what it checked does not hold (`bundle verify` found a changed file).
     Mismatch,
     /// Ctrl-C or SIGTERM stopped it; what was collected is kept.
