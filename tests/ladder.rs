@@ -1231,6 +1231,21 @@ fn error_exitcode_says_a_fault_was_located() {
     assert_eq!(run("oob_write", &["--error-exitcode", "0"]).code(), Some(2), "0 is refused: it says nothing");
 }
 
+/// `--json` (issue 24): the analysis on stdout as one JSON object, the same as the bundle's
+/// `findings.json`; the result lines on stderr.
+#[test]
+fn json_puts_the_analysis_on_stdout() {
+    let s = Scratch::for_run("run-json");
+    let recipe = s.write_recipe(&target_recipe(""));
+    let out = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline").arg("--json").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let json: serde_json::Value = serde_json::from_str(&out.stdout).expect("stdout is one JSON object");
+    assert_eq!(json["verdict"]["line"], 7, "{json}");
+    let b = s.only_bundle();
+    assert_eq!(json, b.findings());
+    assert!(out.stderr.contains("\nbundle: ") && out.stderr.contains("\nstopped: "), "{}", out.both());
+}
+
 /// A newline in a folder's name cannot forge a line of the result (issue 22): the bundle's
 /// path is printed on one line, its newline shown as `\n`.
 #[test]

@@ -16,7 +16,7 @@ use anyhow::{bail, Context, Result};
 use super::Outcome;
 use crate::bundle::{layout, Bundle, RungStatus};
 use crate::doctor;
-use crate::findings::render::render_text;
+use crate::findings::render::{render_json, render_text};
 use crate::ladder::driver::{rung_line, Climb, Stopped};
 use crate::ladder::policy::{self, Request};
 use crate::ladder::rung::{self, rebuild::create_binary_dirs, Debug};
@@ -51,6 +51,10 @@ pub struct Args {
     /// `--error-exitcode` does: for scripts and CI jobs (0 otherwise, as without it).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=125))]
     pub error_exitcode: Option<u8>,
+    /// Prints the analysis as one JSON object on stdout (`findings.json`'s), for scripts; the
+    /// `stopped`, `rungs` and `bundle` lines go to stderr.
+    #[arg(long)]
+    pub json: bool,
     /// Treats a run still going SECS seconds after its start as hung: the hang rung runs first
     /// and takes host stacks and GPU dumps of it (overrides the recipe's `run.hang_after`;
     /// docs/hangs.md).
@@ -408,7 +412,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         cfg.climb(&args, bundle.root(), &name, std::process::id(), report.gpus().len(), interrupt.clone())?;
     say_where(&climb, &mut bundle)?;
     let climbed = climb.run(bundle, prompter.as_mut(), &ui::Terminal);
-    finish(climbed, &interrupt)
+    finish(climbed, &interrupt, args.json)
 }
 
 /// `--dry-run`: the plan of the climb the run would build (every rung's exact command and
@@ -452,7 +456,7 @@ fn say_where(climb: &Climb, bundle: &mut Bundle) -> Result<()> {
 
 /// Seals the climbed bundle (`SHA256SUMS`), prints the verdict, where it stopped and the
 /// bundle, and turns the climb's end into the command's outcome.
-fn finish(climbed: crate::ladder::driver::Climbed, interrupt: &Interrupt) -> Result<Outcome> {
+fn finish(climbed: crate::ladder::driver::Climbed, interrupt: &Interrupt, json: bool) -> Result<Outcome> {
     let (bundle, analysis, outcome) = (climbed.bundle, climbed.analysis, climbed.outcome);
     // The rungs' files were hashed as each rung ended (the manifest has them).
     let outcome = super::seal::seal(&bundle, outcome);
@@ -478,7 +482,15 @@ fn finish(climbed: crate::ladder::driver::Climbed, interrupt: &Interrupt) -> Res
     text.push_str(&format!("stopped: {}\n", line(&stop)));
     text.push_str(&format!("rungs: {}\n", line(&rung_line(&bundle.manifest().rungs))));
     text.push_str(&format!("bundle: {}\n", line(&bundle.root().display().to_string())));
-    ui::out(&text)?;
+    if json {
+        // The result lines (the three after the analysis) on stderr, the analysis on stdout.
+        for l in text.lines().rev().take(3).collect::<Vec<_>>().into_iter().rev() {
+            ui::status(l);
+        }
+        ui::out(&render_json(&analysis))?;
+    } else {
+        ui::out(&text)?;
+    }
     match outcome {
         Ok(Stopped::Interrupted) => Ok(Outcome::Interrupted),
         Ok(_) if interrupt.is_set() => Ok(Outcome::Interrupted),
