@@ -293,6 +293,18 @@ pub fn analyse(evidence: &[Evidence]) -> Analysis {
     a
 }
 
+/// `text` with `junk` put in at byte `cut` (moved back to a character boundary; past the end,
+/// at the end): what the parsers' `spliced_real_output_never_panics` tests feed them.
+pub fn inserted(text: &str, cut: usize, junk: &str) -> String {
+    let mut s = text.to_string();
+    let mut at = cut.min(s.len());
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    s.insert_str(at, junk);
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1353,12 +1353,7 @@ mod tests {
 
         #[test]
         fn spliced_real_output_never_panics(cut in 0usize..4000, junk in "\\PC{0,30}") {
-            let mut s = records(TRITON_GRAPH, 1).to_string();
-            let mut at = cut.min(s.len());
-            while !s.is_char_boundary(at) {
-                at -= 1;
-            }
-            s.insert_str(at, &junk);
+            let s = crate::findings::fuzz::inserted(records(TRITON_GRAPH, 1), cut, &junk);
             let _ = scan_str(&s, "r.log");
         }
     }
