@@ -562,6 +562,22 @@ fn a_clean_run_gives_no_verdict_after_the_memcheck_and_initcheck_sweep() {
     s.assert_no_standin_left();
 }
 
+/// [`nvcc_dir`], or `None` after saying the test skipped its real work; with CI set, a
+/// failure instead (.ci/run installs them).
+fn nvcc_or_skip() -> Option<PathBuf> {
+    let dir = nvcc_dir();
+    if dir.is_none() {
+        if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0") {
+            panic!(
+                "CI is set but nvcc and cuobjdump are neither on PATH nor in .venv-cuda: .ci/run installs them \
+                 (`pip install nvidia-cuda-nvcc nvidia-cuda-cuobjdump nvidia-cuda-runtime nvidia-cuda-crt`)"
+            );
+        }
+        support::skipped("no nvcc on PATH nor in .venv-cuda (CI would fail here)");
+    }
+    dir
+}
+
 /// The bin folder of nvcc and cuobjdump: PATH, else this checkout's .venv-cuda (what
 /// .ci/run installs from PyPI).
 fn nvcc_dir() -> Option<PathBuf> {
@@ -585,16 +601,7 @@ fn nvcc_dir() -> Option<PathBuf> {
 /// line-info sections.
 #[test]
 fn rebuild_with_the_real_nvcc_finds_line_info() {
-    let Some(bin) = nvcc_dir() else {
-        if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0") {
-            panic!(
-                "CI is set but nvcc and cuobjdump are neither on PATH nor in .venv-cuda: .ci/run installs them \
-                 (`pip install nvidia-cuda-nvcc nvidia-cuda-cuobjdump nvidia-cuda-runtime nvidia-cuda-crt`)"
-            );
-        }
-        support::skipped("no nvcc on PATH nor in .venv-cuda (CI would fail here)");
-        return;
-    };
+    let Some(bin) = nvcc_or_skip() else { return };
     let s = Scratch::for_run("rebuild");
     let src = root().join("tests/gpu/programs/oob_write.cu");
     let exe = s.path("oob_write");
@@ -638,13 +645,7 @@ fn rebuild_with_the_real_nvcc_finds_line_info() {
 /// `CUDA_LAUNCH_BLOCKING`. (Without a GPU the program fails at its first CUDA call.)
 #[test]
 fn a_binary_that_names_its_launch_sites_runs_at_full_speed() {
-    let Some(bin) = nvcc_dir() else {
-        if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0") {
-            panic!("CI is set but nvcc and cuobjdump are neither on PATH nor in .venv-cuda (.ci/run installs them)");
-        }
-        support::skipped("no nvcc on PATH nor in .venv-cuda (CI would fail here)");
-        return;
-    };
+    let Some(bin) = nvcc_or_skip() else { return };
     let s = Scratch::for_run("launch-sites");
     let src = root().join("tests/gpu/programs/oob_write.cu");
     let exe = s.path("oob_write");
@@ -714,13 +715,7 @@ fn the_build_gets_the_folders_of_its_binaries() {
 /// it is rebuilt before the coredump rung.
 #[test]
 fn the_rebuild_runs_only_when_the_binaries_lack_line_info() {
-    let Some(bin) = nvcc_dir() else {
-        if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0") {
-            panic!("CI is set but nvcc and cuobjdump are neither on PATH nor in .venv-cuda (.ci/run installs them)");
-        }
-        support::skipped("no nvcc on PATH nor in .venv-cuda (CI would fail here)");
-        return;
-    };
+    let Some(bin) = nvcc_or_skip() else { return };
     let src = root().join("tests/gpu/programs/oob_write.cu");
     let nvcc = bin.join("nvcc");
     // The binary as the ladder finds it (not built, built with line info, built plainly) and

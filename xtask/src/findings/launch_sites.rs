@@ -259,26 +259,26 @@ pub fn only_site<'a>(
     let key = names::kernel_key(kernel);
     let mut found = sites.into_iter().filter(|s| names::kernel_key(&s.kernel) == key);
     let first = found.next()?;
-    found.all(|s| (&s.site, s.address) == (&first.site, first.address)).then_some(first)
+    found.all(|s| place(s) == place(first)).then_some(first)
 }
 
-/// Whether every kernel the binary launches is launched from one place (and there is at
-/// least one): then a launch-blocking run adds nothing to the launch site.
-pub fn all_unique(sites: &[StaticLaunch]) -> bool {
+/// Where a launch is: its frame, and without a line its address (two such are two places).
+fn place(s: &StaticLaunch) -> (&Frame, u64) {
+    (&s.site, s.address)
+}
+
+/// How many places launch each kernel, by [`names::kernel_key`].
+pub fn places(sites: &[StaticLaunch]) -> BTreeMap<String, usize> {
     let mut per: BTreeMap<String, BTreeSet<(&Frame, u64)>> = BTreeMap::new();
     for s in sites {
-        per.entry(names::kernel_key(&s.kernel)).or_default().insert((&s.site, s.address));
+        per.entry(names::kernel_key(&s.kernel)).or_default().insert(place(s));
     }
-    !per.is_empty() && per.values().all(|v| v.len() == 1)
+    per.into_iter().map(|(k, v)| (k, v.len())).collect()
 }
 
 /// The kernels launched from more than one place, for a note.
 pub fn ambiguous(sites: &[StaticLaunch]) -> Vec<String> {
-    let mut per: BTreeMap<String, BTreeSet<(&Frame, u64)>> = BTreeMap::new();
-    for s in sites {
-        per.entry(names::kernel_key(&s.kernel)).or_default().insert((&s.site, s.address));
-    }
-    per.into_iter().filter(|(_, v)| v.len() > 1).map(|(k, _)| k).collect()
+    places(sites).into_iter().filter(|(_, n)| *n > 1).map(|(k, _)| k).collect()
 }
 
 /// The table of `sites` ([`TABLE_HEADER`], then one tab-separated row each; `-` for what is
@@ -370,7 +370,8 @@ main():
                 "scatter_tail(float*, float const*, int, long long) Some(\"main\") Some(71)"
             ]
         );
-        assert!(all_unique(&sites));
+        assert!(ambiguous(&sites).is_empty());
+        assert_eq!(places(&sites).len(), 2);
         assert_eq!(only_site(&sites, "scatter_tail").unwrap().site.line, Some(71));
         assert_eq!(sites[0].site.module.as_deref(), Some("late_fault"));
         let back = parse_table(table(&sites).as_bytes());
@@ -385,7 +386,7 @@ main():
             "/src/late_fault.cu:80\n    9571:\tcall   9e01 <_Z12scatter_tailPfPKfix>\n    9570:\tjne",
         );
         let sites = from_objdump(two.as_bytes(), "late_fault");
-        assert!(!all_unique(&sites));
+        assert_eq!(places(&sites)["scatter_tail"], 2);
         assert!(only_site(&sites, "scatter_tail").is_none());
         assert!(only_site(&sites, "relax").is_some());
         assert_eq!(ambiguous(&sites), ["scatter_tail"]);
@@ -413,12 +414,13 @@ main():
             let _ = parse_table(input.as_bytes());
         }
         let huge = format!("0 <main>:\n    1:\tcall 2 <{}>\n{O0}", "_Z".repeat(MAX_LINE));
-        assert!(all_unique(&from_objdump(huge.as_bytes(), "m")));
+        let huge = from_objdump(huge.as_bytes(), "m");
+        assert!(ambiguous(&huge).is_empty() && places(&huge).len() == 2, "{huge:?}");
         let multi = "0 <核>:\n/src/😀.cu:3\n    1:\tcall   2 <_Z1kv>\n2 <_Z19__device_stub__Z1kvv>:\n";
         let sites = from_objdump(multi.as_bytes(), "m");
         assert_eq!(sites.len(), 1);
         assert_eq!(sites[0].site.file.as_deref(), Some("/src/😀.cu"));
-        assert!(!all_unique(&[]));
+        assert!(places(&[]).is_empty());
     }
 
     /// The H200 recordings (tests/fixtures/h200/objdump): nvcc 13.0 with `-lineinfo -g` at

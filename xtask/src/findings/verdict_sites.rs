@@ -234,8 +234,7 @@ pub(super) fn pick_launch_site<'a>(
     {
         return Some(HostSite { frame: f.clone(), from: memcheck_origin(f), how: MEMCHECK.into() });
     }
-    let tables = inputs.iter().filter(|e| !e.static_launches.is_empty());
-    tables.into_iter().find_map(|e| {
+    inputs.iter().find_map(|e| {
         launch_sites::only_site(&e.static_launches, kernel).map(|s| HostSite {
             frame: s.site.clone(),
             from: e.origin.clone(),

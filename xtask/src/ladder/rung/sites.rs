@@ -73,8 +73,7 @@ pub fn read(io: &mut dyn RungIo, steps: &[Step]) -> Result<Option<bool>> {
     let table = io.dir().join(LAUNCH_SITES);
     std::fs::write(&table, launch_sites::table(&sites))
         .with_context(|| format!("cannot write `{}`", table.display()))?;
-    let kernels: std::collections::BTreeSet<String> =
-        sites.iter().map(|s| crate::findings::names::kernel_key(&s.kernel)).collect();
+    let kernels = launch_sites::places(&sites);
     let several = launch_sites::ambiguous(&sites);
     io.note(format!(
         "the binary launches {} kernel(s) from {} place(s) (`{LAUNCH_SITES}`): a kernel launched \
