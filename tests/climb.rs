@@ -104,6 +104,7 @@ fn climb<'a>(r: &'a Resolved, req: &'a Request, plan: &'a [RungId]) -> Climb<'a>
         plan,
         debug: Debug::LineInfo,
         inherited_prepend: None,
+        inherited_pythonpath: None,
         gpus: 1,
         path: None,
         containers: None,

@@ -415,7 +415,14 @@ fn vllm_dry_run_prints_the_full_plan() {
     // Every rung runs the repro with the eager flag; launch-blocking is bounded.
     let repro = "vllm serve facebook/opt-125m --port 8000 --enforce-eager";
     let lb = section(&plan, "3. launch-blocking:");
-    assert!(lb.contains(&format!("CUDA_LAUNCH_BLOCKING=1 {repro}\n      timeout: 1800 s")), "{lb}");
+    assert!(lb.contains("CUDA_LAUNCH_BLOCKING=1 'PYTHONPATH="), "{lb}");
+    // Every run of a Python target loads the launch recorder, its log in the rung's folder.
+    assert!(
+        lb.contains(&format!("_vllm/recorder' 'DEBUG_IMA_LAUNCHES=")) && lb.contains(&format!(
+            "_vllm/rungs/03-launch-blocking/launches.log' {repro}\n      timeout: 1800 s"
+        )),
+        "{lb}"
+    );
     let coredump = section(&plan, "4. coredump:");
     assert!(
         coredump.contains("CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1") && coredump.contains(repro),
@@ -426,7 +433,10 @@ fn vllm_dry_run_prints_the_full_plan() {
     let memcheck = section(&plan, "6. memcheck:");
     assert!(memcheck.contains(
         "target: env -u TRITON_DISABLE_LINE_INFO -u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_ALLOC_CONF \
-         PYTHONUNBUFFERED=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 compute-sanitizer \
+         PYTHONUNBUFFERED=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 'PYTHONPATH="
+    ));
+    assert!(memcheck.contains(
+        "/rungs/06-memcheck/launches.log' compute-sanitizer \
          --tool memcheck --padding 64 --print-limit 1000 --target-processes all --xml --save"
     ));
     assert!(memcheck.contains(&format!("{repro}\n      timeout: 7200 s")), "{memcheck}");

@@ -10,6 +10,7 @@
 //!   replay.sh       reruns one rung's target with its recorded environment
 //!   SHA256SUMS      every file's hash, written when the run ends (and by `bundle pack`)
 //!   LEFT_OUT.tsv    what an archive left out (coredumps), with sizes and why
+//!   recorder/       sitecustomize.py: the launch recorder a Python target loads
 //!   env/            doctor's report, git describe, pip freeze, what `collect` commands printed
 //!   rungs/NN-<rung>/  stdout.log, stderr.log, command.txt, artifacts (dumps, XML, cuda-gdb logs)
 //!   rungs/01-dump/    (`debug-ima dump PID`) pyspy-<pid>.log, gdb-<pid>.log,
@@ -70,6 +71,12 @@ pub const LINEINFO_TABLE: &str = "lineinfo.tsv";
 pub const LAUNCH_SITES: &str = "launch-sites.log";
 /// The stem of the disassembly's log, removed once read (megabytes of code).
 pub const OBJDUMP_STEM: &str = "objdump";
+/// The launch recorder a Python target loads (`recorder/sitecustomize.py`), written once per
+/// bundle; its folder goes first on the target's `PYTHONPATH`.
+pub const RECORDER_DIR: &str = "recorder";
+pub const RECORDER_FILE: &str = "recorder/sitecustomize.py";
+/// The launch recorder's log in a rung's folder (`findings::launch_log`).
+pub const LAUNCHES: &str = "launches.log";
 /// The prefix of every coredump's file name in a rung folder (`core_%h.%p.%t`).
 pub const DUMP_PREFIX: &str = "core_";
 /// Where `replay.sh` puts what a replay writes (`replay/<rung>/`).
@@ -122,6 +129,13 @@ pub fn rung_dir(index: usize, rung: RungId, attempt: usize) -> PathBuf {
         a => format!("{index:02}-{}-{}", rung.name(), a + 1),
     };
     Path::new(RUNGS_DIR).join(name)
+}
+
+/// The bundle a rung's folder (`<bundle>/rungs/NN-<rung>`) belongs to; `None` for a folder that
+/// is no rung's.
+pub fn bundle_of_rung_dir(dir: &Path) -> Option<&Path> {
+    let rungs = dir.parent()?;
+    (rungs.file_name()? == RUNGS_DIR).then(|| rungs.parent()).flatten()
 }
 
 /// `env/NAME` (relative), as the manifest names it.

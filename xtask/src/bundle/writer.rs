@@ -236,7 +236,11 @@ impl Bundle {
     /// Writes whole or not at all ([`super::archive::write_atomic`]): the manifest rewritten
     /// on a full disk keeps its last version.
     fn write_raw(&self, rel: &str, text: &str) -> Result<()> {
-        super::archive::write_atomic(&self.root.join(rel), text.as_bytes())
+        let path = self.root.join(rel);
+        if let Some(dir) = path.parent().filter(|d| !d.exists()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
+        }
+        super::archive::write_atomic(&path, text.as_bytes())
     }
 
     /// Writes `manifest.yaml` and `replay.sh` (both built from the redacted records).

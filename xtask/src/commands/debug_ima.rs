@@ -323,6 +323,7 @@ impl Config {
             plan: &self.plan,
             debug: self.debug,
             inherited_prepend: self.inherited_prepend.clone(),
+            inherited_pythonpath: std::env::var("PYTHONPATH").ok(),
             gpus,
             path: self.path.clone().filter(|_| containers.is_none()),
             containers,

@@ -127,6 +127,7 @@ pub fn run(args: WatchArgs) -> Result<Outcome> {
         plan: &plan,
         debug: Debug::LineInfo,
         inherited_prepend: None,
+        inherited_pythonpath: std::env::var("PYTHONPATH").ok(),
         gpus: report.gpus().len(),
         path: None,
         containers: None,

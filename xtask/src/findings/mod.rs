@@ -30,6 +30,7 @@ pub mod faulthandler;
 pub mod hazards;
 pub mod host;
 pub mod hoststack;
+pub mod launch_log;
 pub mod launch_sites;
 pub mod memcheck;
 pub mod memcheck_xml;
@@ -78,6 +79,8 @@ pub enum Tool {
     NcclFlightRecorder,
     /// The static launch sites the ladder read from the binary's disassembly (objdump).
     Objdump,
+    /// debug-ima's launch recorder in a Python target (`launches.log`, [`launch_log`]).
+    LaunchRecorder,
 }
 
 impl Tool {
@@ -92,6 +95,7 @@ impl Tool {
             Tool::PySpy => "py-spy",
             Tool::NcclFlightRecorder => "nccl-flight-recorder",
             Tool::Objdump => "objdump",
+            Tool::LaunchRecorder => "launch-recorder",
         }
     }
 }
@@ -287,6 +291,31 @@ pub struct StaticLaunch {
     /// places); 0 with a line.
     #[serde(skip_serializing_if = "is_zero")]
     pub address: u64,
+}
+
+/// A place the program launched a Python-launched (Triton) kernel from, as the launch
+/// recorder saw it in the run ([`launch_log`]): once per distinct place.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct RecordedLaunch {
+    pub pid: u32,
+    /// The kernel's name (the `@triton.jit` function's, which is the device kernel's).
+    pub kernel: String,
+    /// The first frame outside Triton and PyTorch: the user's launching line.
+    pub site: Frame,
+    /// Where the CUDA graph capture this launch was recorded into began, when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture: Option<Frame>,
+    /// The user's frames, innermost first (up to six), for context.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<Frame>,
+}
+
+/// Where a process began capturing a CUDA graph (`torch.cuda.graph`), as the launch recorder
+/// saw it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct RecordedCapture {
+    pub pid: u32,
+    pub site: Frame,
 }
 
 /// Where a bad address lies relative to the nearest allocation (compute-sanitizer).
@@ -803,6 +832,16 @@ pub struct Evidence {
     /// Where the binary's host code launches each kernel ([`launch_sites`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub static_launches: Vec<StaticLaunch>,
+    /// Where the run launched its Triton kernels from, by the launch recorder ([`launch_log`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub recorded_launches: Vec<RecordedLaunch>,
+    /// Where the run began its CUDA graph captures, by the launch recorder.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub recorded_captures: Vec<RecordedCapture>,
+    /// The processes whose Triton launches the recorder saw (it hooked Triton there): a
+    /// kernel of theirs missing from `recorded_launches` was not launched through Triton.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub recorder_pids: Vec<u32>,
     /// What the lines said about the ranks of a distributed job (launcher summaries, NCCL's
     /// watchdog, dump timestamps), for the triage across ranks ([`ranks`]). Not serialised.
     #[serde(skip)]

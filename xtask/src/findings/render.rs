@@ -184,15 +184,16 @@ pub fn render_text(a: &Analysis) -> String {
             }
             if let Some(h) = &v.hang {
                 hang_text(&mut s, h);
-            } else {
-                match &v.launch_site {
-                    Some(h) => {
-                        writeln!(s, "  launched: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap()
-                    }
-                    None => {
-                        writeln!(s, "  launched: unknown (no synchronous source named the launch)").unwrap()
-                    }
+            }
+            match (&v.launch_site, &v.hang) {
+                (Some(h), _) => writeln!(s, "  launched: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap(),
+                (None, None) => {
+                    writeln!(s, "  launched: unknown (no synchronous source named the launch)").unwrap()
                 }
+                (None, Some(_)) => {}
+            }
+            if let Some(h) = &v.captured_at {
+                writeln!(s, "  captured: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap();
             }
             if let Some(h) = &v.surfaced_at {
                 writeln!(s, "  surfaced: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap();

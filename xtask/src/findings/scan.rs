@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader, Read};
 
 use super::{
     coredump::CoredumpParser, cudagdb::CudaGdbParser, faulthandler::FaultHandlerParser, host::HostParser,
-    hoststack::HostStackParser, launch_sites, memcheck::MemcheckParser, memcheck_xml, nccl,
+    hoststack::HostStackParser, launch_log, launch_sites, memcheck::MemcheckParser, memcheck_xml, nccl,
     pyspy::PySpyParser, racecheck::RacecheckParser, ranks::RankParser, waits::WaitsParser, Evidence, LineCtx,
     LineParser,
 };
@@ -105,6 +105,10 @@ pub fn scan_reader<R: Read>(reader: R, path: &str, origin: &str) -> Evidence {
         }
         Content::Text if nccl::looks_like(head) => {
             nccl::parse(r, path, &mut ev);
+            return ev;
+        }
+        Content::Text if launch_log::looks_like(head) => {
+            launch_log::parse(r, &mut ev);
             return ev;
         }
         Content::Text if launch_sites::looks_like(head) => {

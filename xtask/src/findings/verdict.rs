@@ -19,7 +19,9 @@ pub use super::verdict_hang::{
 };
 pub use super::verdict_kinds::OtherFault;
 use super::verdict_kinds::{library_of, snapshots_of_triggered_dumps};
-use super::verdict_sites::{is_tail, keys_match, pick_launch_site, pick_surfaced, related_inputs, user_loc};
+use super::verdict_sites::{
+    is_tail, keys_match, only_captured, pick_captured, pick_launch_site, recorded_launch_site, pick_surfaced, related_inputs, user_loc,
+};
 pub use super::verdict_sites::{HostSite, Located, STATIC_LAUNCH};
 use super::{
     hazards, names,
@@ -115,6 +117,10 @@ pub struct Verdict {
     /// (an asynchronous traceback, `CUDA error at x.cu:39`). Not where the kernel was launched.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub surfaced_at: Option<HostSite>,
+    /// For a kernel that ran in a CUDA graph replay: where it was put into the graph (its
+    /// launch inside the capture, or where the capture began).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub captured_at: Option<HostSite>,
     /// The parts no input established: said as unknown, never guessed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unknown: Vec<Part>,
@@ -554,12 +560,16 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         inputs.iter().filter(|e| related.contains(e.origin.as_str())).cloned().collect();
     let symptoms_related: Vec<Located<Symptom>> =
         symptoms.iter().filter(|s| related.contains(s.origin.as_str())).cloned().collect();
+    let replayed =
+        graph_replay(&findings, &symptoms, &inputs_related) || only_captured(&inputs_related, pid, &kernel);
     let launch_site = pick_launch_site(
         members.iter().map(|&i| &findings[i].item),
         &symptoms_related,
         &inputs_related,
         &kernel,
+        replayed,
     );
+    let captured_at = pick_captured(&inputs_related, pid, &kernel, replayed);
     let surfaced_at = pick_surfaced(&symptoms_related, &inputs_related);
     // Host files in the same spelling as the device line: relative to the user's trees (a
     // Python traceback prints absolute paths where a CPU core has the compiler's).
@@ -569,7 +579,8 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         }
         h
     };
-    let (launch_site, surfaced_at) = (launch_site.map(in_roots), surfaced_at.map(in_roots));
+    let (launch_site, surfaced_at, captured_at) =
+        (launch_site.map(in_roots), surfaced_at.map(in_roots), captured_at.map(in_roots));
 
     // Inputs in a bundle are named `rung/file`; the verdict names the rungs.
     let mut rungs: Vec<String> = Vec::new();
@@ -605,12 +616,17 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         if user.is_none() { library_of(&kernel, members.iter().map(|&i| &findings[i].item)) } else { None };
 
     let mut remarks = Vec::new();
-    if graph_replay(&findings, &symptoms) {
-        remarks.push(
-            "the kernel ran inside a CUDA graph replay: `CUDA_LAUNCH_BLOCKING=1` cannot see inside a \
-             graph, so the host traceback points at the replay, not at a launch"
+    if replayed {
+        remarks.push(match &captured_at {
+            Some(c) => format!(
+                "the kernel ran inside a CUDA graph replay: the host stack of the fault points at the replay; \
+                 it was captured into the graph at {}",
+                c.frame.file.as_deref().map(|f| format!("{f}:{}", c.frame.line.unwrap_or(0))).unwrap_or_default()
+            ),
+            None => "the kernel ran inside a CUDA graph replay: `CUDA_LAUNCH_BLOCKING=1` cannot see inside a \
+                     graph, so the host traceback points at the replay, not at a launch"
                 .to_string(),
-        );
+        });
     }
     if shutdown_false_positive(&kernel, &symptoms) {
         remarks.push(
@@ -699,6 +715,7 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         library_line,
         launch_site,
         surfaced_at,
+        captured_at,
         unknown,
         not_applicable,
         library,
@@ -991,6 +1008,8 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
         Some(l) => format!("hang: `{kernel}` spins at {l} ({threads} threads on the device)"),
         None => format!("hang: `{kernel}` spins (source line unknown; {threads} threads on the device)"),
     };
+    // A kernel that never ends has no fault to stop at: its launch line is the recorder's.
+    let launch_site = recorded_launch_site(inputs, primary.pid, &names::kernel_key(&kernel));
     let verdict = Verdict {
         kernel,
         file: user.as_ref().map(|l| l.file.clone()),
@@ -1005,8 +1024,9 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
         access: None,
         inlined,
         library_line,
-        launch_site: None,
+        launch_site,
         surfaced_at: None,
+        captured_at: None,
         unknown,
         not_applicable: Vec::new(),
         library: None,
@@ -1066,13 +1086,18 @@ pub fn shutdown_false_positive(kernel: &str, symptoms: &[Located<Symptom>]) -> b
         && symptoms.iter().any(|s| s.item.python_frames.iter().any(ranks::in_shutdown_path))
 }
 
-fn graph_replay(findings: &[Located<Fault>], symptoms: &[Located<Symptom>]) -> bool {
+/// Whether the kernel ran in a CUDA graph replay: a host stack of the fault (memcheck's, the
+/// launching thread's under launch-blocking) or the program's traceback is in the replay.
+fn graph_replay(findings: &[Located<Fault>], symptoms: &[Located<Symptom>], inputs: &[Evidence]) -> bool {
     let frame_says = |f: &Frame| {
         f.function
             .as_deref()
             .is_some_and(|n| n.contains("cudaGraphLaunch") || n.contains("CUDAGraph::replay"))
     };
     findings.iter().any(|f| f.item.host_frames.iter().any(frame_says))
+        || inputs.iter().filter(|e| e.launch_blocking).any(|e| {
+            e.host_stacks.iter().any(|st| st.launch_api.as_deref().is_some_and(|a| a.contains("cudaGraphLaunch")))
+        })
         || symptoms.iter().any(|s| {
             s.item.call.as_deref().is_some_and(|c| c.contains("cudaGraphLaunch"))
                 || s.item.python_frames.iter().any(|f| f.function.as_deref() == Some("replay"))

@@ -10,7 +10,10 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use super::{faulthandler, launch_sites, names, Evidence, Fault, Frame, HostStack, SourceLoc, Symptom, Tool};
+use super::{
+    faulthandler, launch_log, launch_sites, names, Evidence, Fault, Frame, HostStack, RecordedLaunch, SourceLoc,
+    Symptom, Tool,
+};
 
 /// A host position and what it rests on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -187,8 +190,10 @@ pub(super) fn pick_launch_site<'a>(
     symptoms: &[Located<Symptom>],
     inputs: &[Evidence],
     kernel: &str,
+    replayed: bool,
 ) -> Option<HostSite> {
     const MEMCHECK: &str = "memcheck's host backtrace at launch";
+    let pid = members.clone().find_map(|f| f.pid);
     let kernel = &names::kernel_key(kernel);
     let memcheck_origin = |want: &Frame| {
         inputs
@@ -229,6 +234,11 @@ pub(super) fn pick_launch_site<'a>(
             if faulthandler::is_stack(&s.item) { FATAL_LAUNCH } else { "the launch-blocking traceback" };
         return Some(HostSite { frame: f.clone(), from: s.origin.clone(), how: how.into() });
     }
+    if !replayed {
+        if let Some(h) = recorded_launch_site(inputs, pid, kernel) {
+            return Some(h);
+        }
+    }
     if let Some(f) =
         members.flat_map(|f| f.host_frames.iter()).find(|f| !f.python && !is_launch_machinery(f, kernel))
     {
@@ -241,6 +251,104 @@ pub(super) fn pick_launch_site<'a>(
             how: STATIC_LAUNCH.into(),
         })
     })
+}
+
+/// How a launch site from the launch recorder is named.
+pub const RECORDED_LAUNCH: &str =
+    "the launch recorder: the only place this process launched the kernel from outside a graph capture";
+/// How a launch inside a graph capture, from the launch recorder, is named.
+pub const RECORDED_CAPTURE: &str = "the launch recorder: where this kernel was launched into the CUDA graph";
+/// How the start of a capture, from the launch recorder, is named.
+pub const CAPTURE_BEGAN: &str = "the launch recorder: where the only CUDA graph capture of this process began \
+     (the kernel's own launch inside it is not recorded: not a Triton kernel)";
+/// How a static launch site inside a captured region is named.
+pub const STATIC_CAPTURE: &str =
+    "the only launch of this kernel in the binary (its disassembly): the launch the graph captured";
+
+/// The places the launch recorder saw the kernel (`kernel`, a [`names::kernel_key`]) launched
+/// from by the faulting process `pid`, or by any process when that one is not known or
+/// launched none.
+fn recorded_places<'a>(inputs: &'a [Evidence], pid: Option<u32>, kernel: &str) -> Vec<&'a RecordedLaunch> {
+    let same = |k: &str| keys_match(&names::kernel_key(k), kernel);
+    let mine = launch_log::places_of(inputs, pid, same);
+    if mine.is_empty() && pid.is_some() {
+        launch_log::places_of(inputs, None, same)
+    } else {
+        mine
+    }
+}
+
+/// The launch site from the launch recorder: the kernel's only place outside graph captures,
+/// when it was never launched into one (then a fault may be a replay's).
+pub(super) fn recorded_launch_site(inputs: &[Evidence], pid: Option<u32>, kernel: &str) -> Option<HostSite> {
+    let places = recorded_places(inputs, pid, kernel);
+    match places[..] {
+        [one] if one.capture.is_none() => Some(HostSite {
+            frame: one.site.clone(),
+            from: origin_of_launch(inputs, one),
+            how: RECORDED_LAUNCH.into(),
+        }),
+        _ => None,
+    }
+}
+
+/// Whether the launch recorder saw the kernel launched only inside graph captures: then it ran
+/// in a replay.
+pub(super) fn only_captured(inputs: &[Evidence], pid: Option<u32>, kernel: &str) -> bool {
+    let places = recorded_places(inputs, pid, &names::kernel_key(kernel));
+    !places.is_empty() && places.iter().all(|p| p.capture.is_some())
+}
+
+fn origin_of_launch(inputs: &[Evidence], l: &RecordedLaunch) -> String {
+    inputs.iter().find(|e| e.recorded_launches.contains(l)).map(|e| e.origin.clone()).unwrap_or_default()
+}
+
+/// Where a kernel that ran in a CUDA graph replay (`replayed`) was put into the graph: its one
+/// launch inside a capture (the launch recorder), else the start of the process's only capture
+/// (the recorder, for a kernel it does not see launched: PyTorch's own), else, for a native
+/// binary, its only launch of the kernel (the disassembly: the captured `<<<...>>>`).
+pub(super) fn pick_captured(inputs: &[Evidence], pid: Option<u32>, kernel: &str, replayed: bool) -> Option<HostSite> {
+    let key = &names::kernel_key(kernel);
+    let places = recorded_places(inputs, pid, key);
+    let captured: Vec<&&RecordedLaunch> = places.iter().filter(|p| p.capture.is_some()).collect();
+    if let [one] = captured[..] {
+        return Some(HostSite {
+            frame: one.site.clone(),
+            from: origin_of_launch(inputs, one),
+            how: format!(
+                "{RECORDED_CAPTURE} (the capture began at {})",
+                one.capture.as_ref().map(frame_at).unwrap_or_default()
+            ),
+        });
+    }
+    if !replayed || !captured.is_empty() {
+        return None;
+    }
+    if places.is_empty() {
+        let mut begun: Vec<(&Frame, &str)> = Vec::new();
+        for e in inputs {
+            for c in e.recorded_captures.iter().filter(|c| pid.is_none_or(|p| p == c.pid)) {
+                if !begun.iter().any(|(f, _)| *f == &c.site) {
+                    begun.push((&c.site, &e.origin));
+                }
+            }
+        }
+        if let [(frame, from)] = begun[..] {
+            return Some(HostSite { frame: frame.clone(), from: from.to_string(), how: CAPTURE_BEGAN.into() });
+        }
+    }
+    inputs.iter().find_map(|e| {
+        launch_sites::only_site(&e.static_launches, key).map(|s| HostSite {
+            frame: s.site.clone(),
+            from: e.origin.clone(),
+            how: STATIC_CAPTURE.into(),
+        })
+    })
+}
+
+/// `file:line` of a frame (`?` where unknown).
+fn frame_at(f: &Frame) -> String {
+    format!("{}:{}", f.file.as_deref().unwrap_or("?"), f.line.map(|l| l.to_string()).unwrap_or("?".into()))
 }
 
 /// How a launch site read from the binary is named: a fact about the code, not a run's stack.

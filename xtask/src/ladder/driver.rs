@@ -14,6 +14,7 @@ use anyhow::Result;
 
 use super::collect::{self, Collected};
 use super::policy::{self, Facts, Next, Request, RungOutcome};
+use super::recorder;
 use super::run::{place_for, run_logged, run_logged_watched};
 use super::rung::{self, Beside, Debug, RungIo, Step, StepCx};
 use crate::bundle::inputs::{is_rung_output, last_line, scan_file};
@@ -38,6 +39,9 @@ pub struct Climb<'a> {
     pub debug: Debug,
     /// `NVCC_PREPEND_FLAGS` of the ladder's environment, which the rebuild keeps.
     pub inherited_prepend: Option<String>,
+    /// `PYTHONPATH` of the ladder's environment, which a Python target's runs keep behind the
+    /// launch recorder's folder ([`super::recorder`]).
+    pub inherited_pythonpath: Option<String>,
     /// How many GPUs doctor saw (`nvidia-smi --query-gpu`).
     pub gpus: usize,
     /// `PATH` for every process of the climb, when doctor found tools outside the tool's own
@@ -92,7 +96,7 @@ impl Climb<'_> {
         let cx = StepCx {
             recipe: self.recipe,
             debug: self.debug,
-            dir,
+            dir: dir.clone(),
             inherited_prepend: self.inherited_prepend.clone(),
             blocking: policy::armed_blocking(self.request, facts, attempt),
             static_sites: facts.static_sites,
@@ -103,13 +107,29 @@ impl Climb<'_> {
                 s.inv.set("PATH", p.clone());
             }
         }
+        if self.records_launches() {
+            for s in steps.iter_mut().filter(|s| s.role == Role::Target) {
+                recorder::arm(&mut s.inv, &dir, self.inherited_pythonpath.as_deref());
+            }
+        }
         steps
+    }
+
+    /// Whether the target's runs load the launch recorder: a Python target on the host or
+    /// through Slurm (not in a container: [`recorder`]).
+    fn records_launches(&self) -> bool {
+        self.recipe.python && self.containers.is_none()
     }
 
     /// Climbs into `bundle`: starts the `collect` commands beside the climb, runs the rungs
     /// the policy asks for, and writes the analysis after each. Whatever happens the bundle
     /// keeps what was collected.
-    pub fn run(self, bundle: Bundle, prompter: &mut dyn Prompter, progress: &dyn Progress) -> Climbed {
+    pub fn run(self, mut bundle: Bundle, prompter: &mut dyn Prompter, progress: &dyn Progress) -> Climbed {
+        if self.records_launches() {
+            if let Err(e) = bundle.write_file(layout::RECORDER_FILE, recorder::SOURCE) {
+                return Climbed { analysis: decide(&[]), bundle, outcome: Err(e) };
+            }
+        }
         let mut jobs = collect::jobs(self.recipe, self.containers.as_ref());
         if let Some(p) = &self.path {
             for j in &mut jobs {

@@ -11,5 +11,6 @@ pub mod driver;
 pub mod dump;
 pub mod plan;
 pub mod policy;
+pub mod recorder;
 pub mod run;
 pub mod rung;
