@@ -309,3 +309,87 @@ fn generalise(command: &str, dir: &Path) -> String {
     }
     out
 }
+
+/// A Python target's runs load the launch recorder: real `python3` running a program that
+/// launches through a stand-in `triton` package (`triton.runtime.jit.JITFunction.run`, the
+/// method the recorder wraps) and a stand-in `torch.cuda.graphs.CUDAGraph`, both found through
+/// the recipe's own `PYTHONPATH`, which stays behind the recorder's folder. The log names the
+/// program's launching lines, the capture's start, and the launch made inside it; the program's
+/// own `sitecustomize` still runs.
+#[test]
+fn a_python_target_records_where_it_launched_its_kernels() {
+    let s = Scratch::for_run("climb-recorder");
+    let put = |rel: &str, text: &str| {
+        let p = s.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    put("pkg/triton/__init__.py", "from .runtime.jit import JITFunction\n");
+    put("pkg/triton/runtime/__init__.py", "");
+    put(
+        "pkg/triton/runtime/jit.py",
+        "class JITFunction:\n    def __init__(self, fn):\n        self.fn = fn\n    def __getitem__(self, grid):\n        \
+         return lambda *a, **k: self.run(*a, grid=grid, warmup=False, **k)\n    def run(self, *a, grid, warmup, **k):\n        \
+         return self.fn(*a)\n",
+    );
+    put("pkg/torch/__init__.py", "from . import cuda\n");
+    put("pkg/torch/cuda/__init__.py", "from .graphs import CUDAGraph\n");
+    put(
+        "pkg/torch/cuda/graphs.py",
+        "class CUDAGraph:\n    def capture_begin(self):\n        pass\n    def capture_end(self):\n        pass\n",
+    );
+    put("own/sitecustomize.py", "import os\nprint('own sitecustomize ran', flush=True)\n");
+    put(
+        "app.py",
+        "import torch, triton\n\
+         def gather_kv(x):\n    return x\n\
+         gather = triton.JITFunction(gather_kv)\n\
+         def step(i):\n    return gather[(1,)](i)\n\
+         for i in range(1000):\n    step(i)\n\
+         g = torch.cuda.CUDAGraph()\n\
+         g.capture_begin()\n\
+         gather[(1,)](3)\n\
+         g.capture_end()\n\
+         print('done', flush=True)\n",
+    );
+    let text = format!(
+        "version: 1\nname: recorded\ndescription: a Python target\npython: true\nrun:\n  command: [\"python3\", \"{}\"]\n  \
+         env:\n    PYTHONPATH: \"{}:{}\"\n",
+        s.path("app.py").display(),
+        s.path("pkg").display(),
+        s.path("own").display()
+    );
+    let rec = recipe::parse(&text, recipe::RecipeSource::File(s.path("recipe.yaml")), s.path(".")).unwrap();
+    let r = recipe::resolve_in(&rec, &Default::default(), &s.path(".")).unwrap();
+    let req = Request { rungs: Some(vec![RungId::Baseline]), python: true, ..Request::default() };
+    let plan = policy::plan(&req);
+    let climbed = climb(&r, &req, &plan).run(
+        bundle(&s, &r),
+        &mut Scripted { answers: vec![], asked: vec![] },
+        &Recorder::default(),
+    );
+    climbed.outcome.unwrap();
+    let root = climbed.bundle.root().to_path_buf();
+    assert!(root.join(layout::RECORDER_FILE).is_file());
+    let dir = root.join(&climbed.bundle.manifest().rungs[0].dir);
+    let out = std::fs::read_to_string(dir.join(layout::STDOUT)).unwrap();
+    assert!(out.contains("own sitecustomize ran") && out.contains("done"), "{out}");
+    let log = std::fs::read_to_string(dir.join(layout::LAUNCHES)).unwrap();
+    let ev = xtask::findings::scan::scan_str(&log, "baseline/launches.log");
+    let app = s.path("app.py").display().to_string();
+    let mut places: Vec<(u32, Option<u32>)> = ev
+        .recorded_launches
+        .iter()
+        .map(|l| (l.site.line.unwrap(), l.capture.as_ref().and_then(|c| c.line)))
+        .collect();
+    places.sort();
+    // One record per place (1,000 launches from line 6), and the launch inside the capture
+    // begun at line 10.
+    assert_eq!(places, [(6, None), (11, Some(10))], "{log}");
+    assert!(ev.recorded_launches.iter().all(|l| l.kernel == "gather_kv" && l.site.file.as_deref() == Some(&app)));
+    let eager = ev.recorded_launches.iter().find(|l| l.capture.is_none()).unwrap();
+    assert_eq!(eager.stack.len(), 2, "step <- <module>: {log}");
+    assert_eq!(ev.recorded_captures.len(), 1);
+    assert_eq!(ev.recorded_captures[0].site.line, Some(10));
+    assert!(!ev.recorder_pids.is_empty(), "{log}");
+}
