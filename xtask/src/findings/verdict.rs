@@ -20,7 +20,7 @@ pub use super::verdict_hang::{
 pub use super::verdict_kinds::OtherFault;
 use super::verdict_kinds::{library_of, snapshots_of_triggered_dumps};
 use super::verdict_sites::{
-    is_tail, keys_match, only_captured, pick_captured, pick_launch_site, recorded_launch_site, pick_surfaced, related_inputs, user_loc,
+    is_tail, keys_match, only_captured, pick_captured, pick_launch_site, recorded_candidates, recorded_launch_site, pick_surfaced, related_inputs, user_loc,
 };
 pub use super::verdict_sites::{HostSite, Located, STATIC_LAUNCH};
 use super::{
@@ -627,6 +627,15 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
                      graph, so the host traceback points at the replay, not at a launch"
                 .to_string(),
         });
+    }
+    let candidates = recorded_candidates(&inputs_related, pid, &kernel);
+    if !candidates.is_empty() && launch_site.as_ref().is_none_or(|h| h.how != super::verdict_sites::FATAL_LAUNCH) {
+        remarks.push(format!(
+            "the launch recorder saw this kernel launched from {} places: {}; one of them launched the faulting one \
+             (a launch-blocking run tells which)",
+            candidates.len(),
+            candidates.join(", ")
+        ));
     }
     if shutdown_false_positive(&kernel, &symptoms) {
         remarks.push(

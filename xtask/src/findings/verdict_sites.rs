@@ -154,7 +154,7 @@ fn site_in_stack(st: &HostStack, kernel_key: &str) -> Option<Frame> {
 }
 
 /// Python's faulthandler stack at the driver's abort, as `how` says it (launch, surfaced).
-const FATAL_LAUNCH: &str = "the Python stack at the driver's abort, under launch-blocking";
+pub(super) const FATAL_LAUNCH: &str = "the Python stack at the driver's abort, under launch-blocking";
 const FATAL_SURFACED: &str =
     "asynchronous: the Python stack at the driver's abort, a later call, not the launch";
 
@@ -289,6 +289,20 @@ pub(super) fn recorded_launch_site(inputs: &[Evidence], pid: Option<u32>, kernel
             how: RECORDED_LAUNCH.into(),
         }),
         _ => None,
+    }
+}
+
+/// The places the launch recorder saw the kernel launched from, when there are several (then
+/// none is the launch site: one of them launched the faulting one), as `file:line`.
+pub(super) fn recorded_candidates(inputs: &[Evidence], pid: Option<u32>, kernel: &str) -> Vec<String> {
+    let places = recorded_places(inputs, pid, &names::kernel_key(kernel));
+    let mut at: Vec<String> = places.iter().map(|p| frame_at(&p.site)).collect();
+    at.sort();
+    at.dedup();
+    if at.len() > 1 {
+        at
+    } else {
+        Vec::new()
     }
 }
 
