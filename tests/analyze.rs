@@ -683,6 +683,45 @@ fn armed_first_runs_recorded_on_the_gpu_give_the_whole_verdict() {
     assert!(findings.contains("\"reproduced\": {\n    \"faulted\": 2,\n    \"runs\": 5"), "{findings}");
 }
 
+/// Bundles of runs with the launch recorder on an H200 (tests/fixtures/bundles/recorder): the
+/// recorder's own frame, innermost in the faulthandler stack under launch-blocking, is never
+/// the launch site; a kernel replayed in a CUDA graph is named with the replay (the launch) and
+/// the launch the recorder saw inside the capture, with where the capture began.
+#[test]
+fn recorder_bundles_recorded_on_the_gpu_name_the_launch_and_the_capture() {
+    let b = root().join("tests/fixtures/bundles/recorder");
+    for (case, launch, captured) in [("eager", 27, None), ("worker", 27, None), ("graph", 44, Some(27))] {
+        let a = analyze(&[b.join(case)]).unwrap();
+        let v = a.verdict.as_ref().unwrap_or_else(|| panic!("{case}: no verdict"));
+        assert!(v.kernel.contains("gather_kv_kernel"), "{case}: {}", v.kernel);
+        assert_eq!(v.line, Some(22), "{case}");
+        assert!(v.unknown.is_empty(), "{case}: {:?} unknown", v.unknown);
+        let site = v.launch_site.as_ref().unwrap_or_else(|| panic!("{case}: no launch site"));
+        assert!(
+            site.frame.file.as_deref().is_some_and(|f| f.ends_with("vllm_shaped.py")),
+            "{case}: {site:?}"
+        );
+        assert_eq!(site.frame.line, Some(launch), "{case}: {site:?}");
+        match captured {
+            Some(line) => {
+                let c = v.captured_at.as_ref().unwrap_or_else(|| panic!("{case}: no capture site"));
+                assert!(c.frame.file.as_deref().is_some_and(|f| f.ends_with("vllm_shaped.py")), "{c:?}");
+                assert_eq!(c.frame.line, Some(line), "{c:?}");
+                assert!(c.how.contains("launch recorder") && c.how.ends_with("vllm_shaped.py:41)"), "{c:?}");
+                assert_eq!(c.from, "baseline/launches");
+                let text = render_text(&a);
+                assert!(text.contains("  captured: gather at "), "{text}");
+                assert!(
+                    v.remarks.iter().any(|r| r.contains("captured into the graph at")),
+                    "{:?}",
+                    v.remarks
+                );
+            }
+            None => assert!(v.captured_at.is_none(), "{case}: {:?}", v.captured_at),
+        }
+    }
+}
+
 /// Bundles of a full-speed armed run on an H200 (tests/fixtures/bundles/static): the launch
 /// site is the binary's only launch of the kernel (`launch-sites.log`), not a stack of the run;
 /// the run was not launch-blocking, so the ladder's CPU core says where the error surfaced.

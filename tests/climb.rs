@@ -386,7 +386,10 @@ fn a_python_target_records_where_it_launched_its_kernels() {
     // One record per place (1,000 launches from line 6), and the launch inside the capture
     // begun at line 10.
     assert_eq!(places, [(6, None), (11, Some(10))], "{log}");
-    assert!(ev.recorded_launches.iter().all(|l| l.kernel == "gather_kv" && l.site.file.as_deref() == Some(&app)));
+    assert!(ev
+        .recorded_launches
+        .iter()
+        .all(|l| l.kernel == "gather_kv" && l.site.file.as_deref() == Some(&app)));
     let eager = ev.recorded_launches.iter().find(|l| l.capture.is_none()).unwrap();
     assert_eq!(eager.stack.len(), 2, "step <- <module>: {log}");
     assert_eq!(ev.recorded_captures.len(), 1);

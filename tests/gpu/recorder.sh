@@ -7,9 +7,10 @@
 #   V  `debug-ima` with the default climb on the Triton programs (vllm_shaped.py eager, graph,
 #      worker; EXTRA_PY: more `name=script:args` cases): the verdict's kernel, line, launch
 #      and capture sites, and the recorder's own log of each run.
-#   C  the recorder's cost: late_fault.py for COST_S seconds, plain and with the recorder armed
-#      (its folder first on PYTHONPATH, DEBUG_IMA_LAUNCHES set), 3 runs each alternating: steps
-#      done in the same time (the program prints them before its last step).
+#   C  the recorder's cost, plain and with the recorder armed (its folder first on PYTHONPATH,
+#      DEBUG_IMA_LAUNCHES set), 3 runs each alternating: launch_loop.py for LOOP_S (5) seconds
+#      (launches a second) and late_fault.py for COST_S (15) seconds (steps done in the same
+#      time, which the program prints before its last step).
 #
 # usage: [PARTS=...] tests/gpu/recorder.sh XTASK_BINARY OUTDIR
 set -u
@@ -76,23 +77,29 @@ part_v() {
 }
 
 steps_of() { grep -o '[0-9]* steps; last step' "$1" | grep -o '^[0-9]*'; }
+rate_of() { grep -o '[0-9]* launches/s' "$1" | grep -o '^[0-9]*'; }
 
 part_c() {
-  md "## C. The recorder's cost on late_fault.py ($COST_S s of launches, steps done)"
-  md ""
-  md "| run | plain steps | recorded steps |"
-  md "|---|---|---|"
   local rec=$WORK/rec
   mkdir -p "$rec/recorder" "$rec/rungs/01-baseline"
   cp "$ROOT/xtask/src/ladder/recorder.py" "$rec/recorder/sitecustomize.py"
+  armed() { PYTHONPATH="$rec/recorder${PYTHONPATH:+:$PYTHONPATH}" DEBUG_IMA_LAUNCHES="$rec/rungs/01-baseline/launches.log" "$@"; }
+  md "## C. The recorder's cost"
+  md ""
+  md "launch_loop.py (one trivial Triton kernel from one line, ${LOOP_S:-5} s), launches a second;"
+  md "late_fault.py ($COST_S s of launches), steps done. Runs alternate plain and recorded."
+  md ""
+  md "| run | loop plain | loop recorded | late plain | late recorded |"
+  md "|---|---|---|---|---|"
   for i in 1 2 3; do
+    timeout 120 python3 "$P/launch_loop.py" "${LOOP_S:-5}" > "$WORK/loop-plain-$i.log" 2>&1
+    armed timeout 120 python3 "$P/launch_loop.py" "${LOOP_S:-5}" > "$WORK/loop-rec-$i.log" 2>&1
     timeout 120 python3 "$P/late_fault.py" "$COST_S" > "$WORK/cost-plain-$i.log" 2>&1
-    PYTHONPATH="$rec/recorder${PYTHONPATH:+:$PYTHONPATH}" DEBUG_IMA_LAUNCHES="$rec/rungs/01-baseline/launches-$i.log" \
-      timeout 120 python3 "$P/late_fault.py" "$COST_S" > "$WORK/cost-rec-$i.log" 2>&1
-    md "| $i | $(steps_of "$WORK/cost-plain-$i.log") | $(steps_of "$WORK/cost-rec-$i.log") |"
-    cp "$rec/rungs/01-baseline/launches-$i.log" "$WORK/cost-launches-$i.log" 2>/dev/null
+    armed timeout 120 python3 "$P/late_fault.py" "$COST_S" > "$WORK/cost-rec-$i.log" 2>&1
+    md "| $i | $(rate_of "$WORK/loop-plain-$i.log") | $(rate_of "$WORK/loop-rec-$i.log") | $(steps_of "$WORK/cost-plain-$i.log") | $(steps_of "$WORK/cost-rec-$i.log") |"
     pack
   done
+  cp "$rec/rungs/01-baseline/launches.log" "$WORK/cost-launches.log" 2>/dev/null
   md ""
 }
 

@@ -84,14 +84,23 @@ fn record(cells: &[&str], ev: &mut Evidence) -> bool {
             "the launch recorder of process {pid} stopped at its limit of records: later places are not in it"
         )),
         "launch" => {
-            let [_, _, kernel, file, line, function, cap_file, cap_line, ..] = cells[..] else { return false };
+            let [_, _, kernel, file, line, function, cap_file, cap_line, ..] = cells[..] else {
+                return false;
+            };
             let Some(site) = frame(file, line, function) else { return false };
             if kernel.is_empty() {
                 return false;
             }
             let capture = frame(cap_file, cap_line, "");
-            let stack = cells.get(8).map(|s| s.split(" <- ").filter_map(stack_frame).collect()).unwrap_or_default();
-            ev.recorded_launches.push(RecordedLaunch { pid, kernel: kernel.to_string(), site, capture, stack });
+            let stack =
+                cells.get(8).map(|s| s.split(" <- ").filter_map(stack_frame).collect()).unwrap_or_default();
+            ev.recorded_launches.push(RecordedLaunch {
+                pid,
+                kernel: kernel.to_string(),
+                site,
+                capture,
+                stack,
+            });
         }
         "capture" => {
             let [_, _, file, line, function, ..] = cells[..] else { return false };

@@ -218,6 +218,9 @@ pub fn is_library_path(path: &str) -> bool {
         "/triton/",
         "/pytorch/",
         "/usr/lib/",
+        // The launch recorder debug-ima loads into a Python target: its frame wraps a Triton
+        // launch in every stack taken there.
+        "/recorder/sitecustomize.py",
     ];
     MARKERS.iter().any(|m| path.contains(m)) || path.starts_with('<')
 }

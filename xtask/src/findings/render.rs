@@ -186,7 +186,9 @@ pub fn render_text(a: &Analysis) -> String {
                 hang_text(&mut s, h);
             }
             match (&v.launch_site, &v.hang) {
-                (Some(h), _) => writeln!(s, "  launched: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap(),
+                (Some(h), _) => {
+                    writeln!(s, "  launched: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap()
+                }
                 (None, None) => {
                     writeln!(s, "  launched: unknown (no synchronous source named the launch)").unwrap()
                 }

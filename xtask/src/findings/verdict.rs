@@ -20,7 +20,8 @@ pub use super::verdict_hang::{
 pub use super::verdict_kinds::OtherFault;
 use super::verdict_kinds::{library_of, snapshots_of_triggered_dumps};
 use super::verdict_sites::{
-    is_tail, keys_match, only_captured, pick_captured, pick_launch_site, recorded_candidates, recorded_launch_site, pick_surfaced, related_inputs, user_loc,
+    is_tail, keys_match, only_captured, pick_captured, pick_launch_site, pick_surfaced, recorded_candidates,
+    recorded_launch_site, related_inputs, user_loc,
 };
 pub use super::verdict_sites::{HostSite, Located, STATIC_LAUNCH};
 use super::{
@@ -629,7 +630,9 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         });
     }
     let candidates = recorded_candidates(&inputs_related, pid, &kernel);
-    if !candidates.is_empty() && launch_site.as_ref().is_none_or(|h| h.how != super::verdict_sites::FATAL_LAUNCH) {
+    if !candidates.is_empty()
+        && launch_site.as_ref().is_none_or(|h| h.how != super::verdict_sites::FATAL_LAUNCH)
+    {
         remarks.push(format!(
             "the launch recorder saw this kernel launched from {} places: {}; one of them launched the faulting one \
              (a launch-blocking run tells which)",
@@ -1105,7 +1108,9 @@ fn graph_replay(findings: &[Located<Fault>], symptoms: &[Located<Symptom>], inpu
     };
     findings.iter().any(|f| f.item.host_frames.iter().any(frame_says))
         || inputs.iter().filter(|e| e.launch_blocking).any(|e| {
-            e.host_stacks.iter().any(|st| st.launch_api.as_deref().is_some_and(|a| a.contains("cudaGraphLaunch")))
+            e.host_stacks
+                .iter()
+                .any(|st| st.launch_api.as_deref().is_some_and(|a| a.contains("cudaGraphLaunch")))
         })
         || symptoms.iter().any(|s| {
             s.item.call.as_deref().is_some_and(|c| c.contains("cudaGraphLaunch"))

@@ -11,8 +11,8 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use super::{
-    faulthandler, launch_log, launch_sites, names, Evidence, Fault, Frame, HostStack, RecordedLaunch, SourceLoc,
-    Symptom, Tool,
+    faulthandler, launch_log, launch_sites, names, Evidence, Fault, Frame, HostStack, RecordedLaunch,
+    SourceLoc, Symptom, Tool,
 };
 
 /// A host position and what it rests on.
@@ -259,7 +259,8 @@ pub const RECORDED_LAUNCH: &str =
 /// How a launch inside a graph capture, from the launch recorder, is named.
 pub const RECORDED_CAPTURE: &str = "the launch recorder: where this kernel was launched into the CUDA graph";
 /// How the start of a capture, from the launch recorder, is named.
-pub const CAPTURE_BEGAN: &str = "the launch recorder: where the only CUDA graph capture of this process began \
+pub const CAPTURE_BEGAN: &str =
+    "the launch recorder: where the only CUDA graph capture of this process began \
      (the kernel's own launch inside it is not recorded: not a Triton kernel)";
 /// How a static launch site inside a captured region is named.
 pub const STATIC_CAPTURE: &str =
@@ -321,7 +322,12 @@ fn origin_of_launch(inputs: &[Evidence], l: &RecordedLaunch) -> String {
 /// launch inside a capture (the launch recorder), else the start of the process's only capture
 /// (the recorder, for a kernel it does not see launched: PyTorch's own), else, for a native
 /// binary, its only launch of the kernel (the disassembly: the captured `<<<...>>>`).
-pub(super) fn pick_captured(inputs: &[Evidence], pid: Option<u32>, kernel: &str, replayed: bool) -> Option<HostSite> {
+pub(super) fn pick_captured(
+    inputs: &[Evidence],
+    pid: Option<u32>,
+    kernel: &str,
+    replayed: bool,
+) -> Option<HostSite> {
     let key = &names::kernel_key(kernel);
     let places = recorded_places(inputs, pid, key);
     let captured: Vec<&&RecordedLaunch> = places.iter().filter(|p| p.capture.is_some()).collect();
@@ -348,7 +354,11 @@ pub(super) fn pick_captured(inputs: &[Evidence], pid: Option<u32>, kernel: &str,
             }
         }
         if let [(frame, from)] = begun[..] {
-            return Some(HostSite { frame: frame.clone(), from: from.to_string(), how: CAPTURE_BEGAN.into() });
+            return Some(HostSite {
+                frame: frame.clone(),
+                from: from.to_string(),
+                how: CAPTURE_BEGAN.into(),
+            });
         }
     }
     inputs.iter().find_map(|e| {

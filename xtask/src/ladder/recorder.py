@@ -84,16 +84,24 @@ def _where(f):
 
 
 def _note_launch(jit):
-    frames = _user_frames(_sys._getframe(2), 6)
-    if not frames:
+    # The fast path, every launch: the first frame outside the launch machinery, and whether
+    # this place was seen; the name and the stack only for a new place.
+    skip = _STATE["skip"] or _skipped()
+    first = _sys._getframe(2)
+    while first is not None:
+        name = first.f_code.co_filename
+        if not name.startswith(skip) and not name.startswith("<frozen"):
+            break
+        first = first.f_back
+    if first is None:
         return
-    first = frames[0]
     capture = _CAPTURES[-1] if _CAPTURES else None
-    name = getattr(getattr(jit, "fn", None), "__name__", None) or getattr(jit, "__name__", "?")
-    key = (name, first.f_code, first.f_lineno, capture)
+    key = (id(jit), first.f_code, first.f_lineno, capture)
     if key in _SEEN:
         return
     _SEEN.add(key)
+    name = getattr(getattr(jit, "fn", None), "__name__", None) or getattr(jit, "__name__", "?")
+    frames = _user_frames(first, 6)
     stack = " <- ".join(":".join(_where(f)) for f in frames)
     cap = list(capture[:2]) if capture else ["-", "-"]
     _write(["launch", name] + _where(first) + cap + [stack])
