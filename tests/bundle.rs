@@ -201,9 +201,12 @@ fn replay_reruns_a_rung_with_its_environment_and_asks_for_redacted_values() {
     let listed = String::from_utf8_lossy(&list.stdout);
     assert!(listed.contains("baseline:\n") && listed.contains("coredump:\n"), "{listed}");
 
+    let sums_before = std::fs::read_to_string(moved.join("SHA256SUMS")).unwrap();
+    let out = s.path("replay-out");
     let mut child = Command::new(&script)
         .arg("coredump")
         .current_dir(root())
+        .env("DEBUG_IMA_REPLAY_DIR", &out)
         .env("PATH", path_with(&[&standins()]))
         .env("STANDIN_CASE", support::fixture("oob_write"))
         .env_remove("MY_TOKEN")
@@ -218,13 +221,18 @@ fn replay_reruns_a_rung_with_its_environment_and_asks_for_redacted_values() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("MY_TOKEN=token-typed\n"), "{}", text(&o));
     assert!(stdout.contains(&format!("KEY={key}\n")), "{}", text(&o));
-    let dump = format!("DUMP={}/replay/coredump/core_%h.%p.%t\n", moved.display());
+    let dump = format!("DUMP={}/coredump/core_%h.%p.%t\n", out.display());
     assert!(stdout.contains(&dump), "want {dump}{}", text(&o));
     assert!(stdout.contains(&format!("PWD={}\n", s.dir.display())), "{}", text(&o));
     // The stand-in target died as recorded, after writing its dump where it was told.
     assert_eq!(o.status.code(), Some(134), "{}", text(&o));
-    let dumps: Vec<_> = std::fs::read_dir(moved.join("replay/coredump")).unwrap().collect();
+    let dumps: Vec<_> = std::fs::read_dir(out.join("coredump")).unwrap().collect();
     assert_eq!(dumps.len(), 1, "{dumps:?}");
+    // Nothing was written into the bundle: it still verifies, and no `replay/` appeared.
+    assert!(!moved.join("replay").exists());
+    assert_eq!(std::fs::read_to_string(moved.join("SHA256SUMS")).unwrap(), sums_before);
+    let v = Command::new(env!("CARGO_BIN_EXE_xtask")).args(["bundle", "verify"]).arg(&moved).output().unwrap();
+    assert!(v.status.success(), "{}", text(&v));
 
     // A value set in the environment is not asked for.
     let o = Command::new(&script)
@@ -265,10 +273,28 @@ fn replay_runs_the_build_where_it_ran_and_lists_commands_not_code() {
     assert!(build.cwd.is_none(), "the recording ran its build in the tool's folder");
     build.argv = ["sh", "-c", "pwd > built-in.txt"].map(String::from).to_vec();
     build.command = "sh -c 'pwd > built-in.txt'".into();
+    // A target that leaves a CPU core in its working directory, as the armed run's does.
+    let baseline = m.rungs.iter_mut().find(|r| r.rung.name() == "baseline").expect("a baseline");
+    let target = baseline.commands.iter_mut().find(|c| c.role.name() == "target").unwrap();
+    target.argv = ["sh", "-c", "echo not-a-real-core > core.4242; exit 3"].map(String::from).to_vec();
+    target.cwd = Some(src.clone());
     let bundle = s.path("bundle");
     std::fs::create_dir_all(&bundle).unwrap();
     let script = bundle.join("replay.sh");
     std::fs::write(&script, xtask::bundle::replay::script(&m)).unwrap();
+    let out = s.path("replay-out");
+    let o = Command::new("bash")
+        .arg(&script)
+        .arg("baseline")
+        .current_dir(&caller)
+        .env("DEBUG_IMA_REPLAY_DIR", &out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "the target's own exit status: {}", text(&o));
+    assert!(out.join("baseline/core.4242").is_file(), "{}", text(&o));
+    assert!(!src.join("core.4242").exists(), "the core was left in the working directory");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("moved the CPU core core.4242"), "{}", text(&o));
+    assert_eq!(std::fs::read_dir(&bundle).unwrap().count(), 1, "the replay wrote into the bundle");
 
     let o = Command::new("bash").arg(&script).arg("rebuild").current_dir(&caller).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
@@ -285,7 +311,7 @@ fn replay_runs_the_build_where_it_ran_and_lists_commands_not_code() {
         "{listed}"
     );
     assert!(listed.contains("coredump:\n"), "{listed}");
-    for code in ["need_dir", "mkdir", "cd ", ";;", "ask ", "$HERE"] {
+    for code in ["need_dir", "out_dir", "keep_cores", "cd ", ";;", "ask ", "$OUT"] {
         assert!(!listed.contains(code), "`{code}` of the script's code in --list:\n{listed}");
     }
 }

@@ -1,7 +1,10 @@
 //! `replay.sh`: the script in every bundle that reruns one rung's target (or the rebuild's
 //! build) with the environment the manifest recorded, from any directory, on the same host or
-//! another one with the same checkout. Paths inside the bundle follow the bundle (`$HERE`), so
-//! dumps and reports of a replay land in `replay/<rung>/` beside the script. Values the bundle
+//! another one with the same checkout. Paths into the rung's folder become the replay's own
+//! folder (`$DEBUG_IMA_REPLAY_DIR/<rung>`, by default a new folder under `$TMPDIR`), so dumps
+//! and reports of a replay land there: a replay never writes into the bundle (which then still
+//! verifies) nor leaves a CPU core in the working directory (one the run dropped there is moved
+//! into the replay's folder). Values the bundle
 //! redacted are asked for at the terminal (not echoed), or taken from the environment when a
 //! variable of that name is set (`HF_TOKEN=... ./replay.sh memcheck`).
 //!
@@ -44,7 +47,6 @@ pub fn script(m: &Manifest) -> String {
         let mut body = String::new();
         let mut words = Words {
             bundle: &bundle,
-            replay_dir: format!("replay/{}", r.rung),
             asks: &mut asks,
             ask_lines: Vec::new(),
         };
@@ -67,7 +69,7 @@ pub fn script(m: &Manifest) -> String {
         for a in &words.ask_lines {
             writeln!(body, "    {a}").unwrap();
         }
-        writeln!(body, "    mkdir -p \"$HERE/replay/{}\"", r.rung).unwrap();
+        writeln!(body, "    out_dir {}", r.rung).unwrap();
         let cwd = cmd.cwd.as_ref().map(|c| c.display().to_string()).or_else(|| started_in.clone());
         listing.push(format!("{}:", r.rung));
         if let Some(cwd) = &cwd {
@@ -84,7 +86,10 @@ pub fn script(m: &Manifest) -> String {
             )
             .unwrap();
         }
-        writeln!(body, "    {}", line.join(" ")).unwrap();
+        writeln!(body, "    rc=0").unwrap();
+        writeln!(body, "    {} || rc=$?", line.join(" ")).unwrap();
+        writeln!(body, "    keep_cores {}", r.rung).unwrap();
+        writeln!(body, "    exit \"$rc\"").unwrap();
         // `--list` shows the command as recorded (redacted), not the script's code.
         listing.push(format!("  {}", crate::ui::safe(&cmd.command, true)));
         write!(cases, "  {})\n{body}    ;;\n", r.rung).unwrap();
@@ -116,7 +121,9 @@ pub fn script(m: &Manifest) -> String {
         .unwrap();
     writeln!(s, "# the environment when a variable of the name asked for is set. Dumps and reports go")
         .unwrap();
-    writeln!(s, "# to replay/RUNG/ beside this script. The inherited environment is yours, not the").unwrap();
+    writeln!(s, "# to $DEBUG_IMA_REPLAY_DIR/RUNG/ (default: a new folder under $TMPDIR, printed), never into")
+        .unwrap();
+    writeln!(s, "# the bundle or the working directory. The inherited environment is yours, not the").unwrap();
     writeln!(s, "# recorded one: {} `environment` lists what the run had.", layout::MANIFEST).unwrap();
     s.push_str(
         &r#"set -euo pipefail
@@ -134,6 +141,29 @@ ask() {
         fi
         printf -v "$1" '%s' "$value"
     fi
+}
+
+out_dir() {
+    # out_dir RUNG: the replay's own folder, outside the bundle.
+    if [ -z "${DEBUG_IMA_REPLAY_DIR:-}" ]; then
+        DEBUG_IMA_REPLAY_DIR="$(mktemp -d "${TMPDIR:-/tmp}/debug-ima-replay.XXXXXX")"
+    fi
+    OUT="$DEBUG_IMA_REPLAY_DIR/$1"
+    mkdir -p "$OUT"
+    STARTED="$OUT/.replay-started"
+    : > "$STARTED"
+    echo "REPLAY_SH: dumps, reports and cores of this replay go to $OUT" >&2
+}
+
+keep_cores() {
+    # keep_cores RUNG: a CPU core the run left in the working directory moves to its folder.
+    local f
+    for f in core core.[0-9]*; do
+        if [ -f "$f" ] && [ "$f" -nt "$STARTED" ]; then
+            mv -- "$f" "$OUT/" && echo "REPLAY_SH: moved the CPU core $f to $OUT/" >&2
+        fi
+    done
+    rm -f "$STARTED"
 }
 
 need_dir() {
@@ -167,11 +197,10 @@ need_dir() {
     s
 }
 
-/// Turns recorded words into shell words: `MARK` becomes an asked-for variable, the bundle's
-/// old root becomes `$HERE`, and the rung's own folder becomes `$HERE/replay/<rung>`.
+/// Turns recorded words into shell words: `MARK` becomes an asked-for variable, and the rung's
+/// own folder (`<root>/rungs/NN-<rung>`) becomes the replay's folder, `$OUT`.
 struct Words<'a> {
     bundle: &'a str,
-    replay_dir: String,
     asks: &'a mut usize,
     ask_lines: Vec<String>,
 }
@@ -199,10 +228,10 @@ impl Words<'_> {
                 }
                 (_, Some(r)) => {
                     out.push_str(&lit(&rest[..r]));
-                    // `<root>/rungs/NN-rung/...` -> `$HERE/replay/<rung>/...`
+                    // `<root>/rungs/NN-rung/...` -> `$OUT/...`
                     let after = &rest[r + self.bundle.len() + "/rungs/".len()..];
                     let tail = after.find('/').map(|i| &after[i..]).unwrap_or("");
-                    out.push_str(&format!("\"$HERE/{}\"", self.replay_dir));
+                    out.push_str("\"$OUT\"");
                     let end = tail.find(MARK).unwrap_or(tail.len());
                     out.push_str(&lit(&tail[..end]));
                     rest =
