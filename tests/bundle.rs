@@ -231,7 +231,8 @@ fn replay_reruns_a_rung_with_its_environment_and_asks_for_redacted_values() {
     // Nothing was written into the bundle: it still verifies, and no `replay/` appeared.
     assert!(!moved.join("replay").exists());
     assert_eq!(std::fs::read_to_string(moved.join("SHA256SUMS")).unwrap(), sums_before);
-    let v = Command::new(env!("CARGO_BIN_EXE_xtask")).args(["bundle", "verify"]).arg(&moved).output().unwrap();
+    let v =
+        Command::new(env!("CARGO_BIN_EXE_xtask")).args(["bundle", "verify"]).arg(&moved).output().unwrap();
     assert!(v.status.success(), "{}", text(&v));
 
     // A value set in the environment is not asked for.

@@ -45,11 +45,7 @@ pub fn script(m: &Manifest) -> String {
         }
         names.push(r.rung.name());
         let mut body = String::new();
-        let mut words = Words {
-            bundle: &bundle,
-            asks: &mut asks,
-            ask_lines: Vec::new(),
-        };
+        let mut words = Words { bundle: &bundle, asks: &mut asks, ask_lines: Vec::new() };
         let mut line: Vec<String> = vec!["env".into()];
         for k in &cmd.env_remove {
             line.push(format!("-u {}", quote(k)));
@@ -121,9 +117,13 @@ pub fn script(m: &Manifest) -> String {
         .unwrap();
     writeln!(s, "# the environment when a variable of the name asked for is set. Dumps and reports go")
         .unwrap();
-    writeln!(s, "# to $DEBUG_IMA_REPLAY_DIR/RUNG/ (default: a new folder under $TMPDIR, printed), never into")
+    writeln!(
+        s,
+        "# to $DEBUG_IMA_REPLAY_DIR/RUNG/ (default: a new folder under $TMPDIR, printed), never into"
+    )
+    .unwrap();
+    writeln!(s, "# the bundle or the working directory. The inherited environment is yours, not the")
         .unwrap();
-    writeln!(s, "# the bundle or the working directory. The inherited environment is yours, not the").unwrap();
     writeln!(s, "# recorded one: {} `environment` lists what the run had.", layout::MANIFEST).unwrap();
     s.push_str(
         &r#"set -euo pipefail

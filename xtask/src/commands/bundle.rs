@@ -1,4 +1,4 @@
-//! `cargo xtask bundle list|show|pack|unpack|verify|report`: what a user does with a bundle
+//! `cargo xtask bundle list|show|pack|unpack|verify|report|rm|prune`: what a user does with a bundle
 //! after the ladder: find it, read it, check it, share it. Reading manifests and logs is
 //! here; archives are `archive`'s, the report's text is `report`'s; the output goes through
 //! `ui`.
@@ -7,7 +7,8 @@
 //! limits of `unpack`), removed when they end.
 //!
 //! Must not: run processes or change a bundle, except `pack`, which writes `SHA256SUMS` (and
-//! `LEFT_OUT.tsv`) into it so that the directory and the archive agree.
+//! `LEFT_OUT.tsv`) into it so that the directory and the archive agree, and `rm`/`prune`
+//! (`bundle_prune`), which remove whole bundles and nothing else.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -83,6 +84,29 @@ pub enum BundleCommand {
     Verify {
         /// The bundle folder or archive to check.
         path: PathBuf,
+    },
+    /// Remove bundles: each PATH must be a bundle folder (a readable manifest.yaml); anything
+    /// else is refused and left as it is.
+    Rm {
+        /// The bundle folders to remove.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Remove old bundles under the bundle root: all but the newest `--keep`, and with
+    /// `--older-than` every one older than that. A bundle a run may still be writing is kept.
+    Prune {
+        /// Where the bundles are (`debug-ima --bundle-dir`).
+        #[arg(long, default_value = crate::bundle::layout::DEFAULT_ROOT)]
+        bundle_dir: PathBuf,
+        /// How many of the newest bundles to keep.
+        #[arg(long, default_value_t = 20)]
+        keep: usize,
+        /// Also remove bundles older than this (`7d`, `12h`, `30m`; a bare number is days).
+        #[arg(long, value_name = "AGE", value_parser = super::bundle_prune::parse_age)]
+        older_than: Option<std::time::Duration>,
+        /// Say what would be removed, and remove nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Markdown for a GitHub issue: symptom, verdict, environment, the commands that
     /// reproduce it, logs folded in `<details>`, under GitHub's size limit. PATH is a bundle
@@ -178,6 +202,27 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
                 line(&u.root.display().to_string()),
                 line(&u.root.display().to_string())
             ))
+        }
+        BundleCommand::Rm { paths } => {
+            // Every path is checked first: a typo among them removes nothing.
+            for p in &paths {
+                Bundle::load(p).with_context(|| {
+                    format!(
+                        "`{}` is not a bundle (no readable {}): nothing was removed",
+                        p.display(),
+                        layout::MANIFEST
+                    )
+                })?;
+            }
+            let mut s = String::new();
+            for p in &paths {
+                let bytes = super::bundle_prune::remove(p)?;
+                writeln!(s, "removed {} ({})", line(&p.display().to_string()), human(bytes)).unwrap();
+            }
+            out(&s)
+        }
+        BundleCommand::Prune { bundle_dir, keep, older_than, dry_run } => {
+            out(&super::bundle_prune::prune(&bundle_dir, keep, older_than, dry_run)?)
         }
         BundleCommand::Verify { path } => {
             let v = archive::verify(&path)?;
