@@ -20,8 +20,8 @@
 # Time: DEADLINE_S (540) from the start for the whole suite; each case gets its budget (below)
 # or what is left, whichever is less; a case that no longer fits MIN_CASE_S (40) is skipped
 # and says so. Other knobs: WORK, HANG_AFTER (overrides the case's hang-after), PYTHON (the
-# pytorch recipe's `python`, default python3), BUILD ("make -B"), KEEP_CORES=1 (leave dumps in
-# WORK; the tarball never has them).
+# pytorch recipe's `python`, default python3), BUILD ("make -B"; where make is missing, the
+# Makefile's nvcc line instead), KEEP_CORES=1 (leave dumps in WORK; the tarball never has them).
 #
 # usage: tests/gpu/kinds_suite.sh XTASK_BINARY OUTDIR [CASE...]
 set -u
@@ -308,7 +308,15 @@ for c in "${CASES[@]}"; do
     cuda)
       prog=$(prog_of "$W/Makefile")
       [ -n "$prog" ] || { prog=$c; note="no PROG/TARGET/BIN in the Makefile; "; }
-      args=(--recipe cuda --set "build=$BUILD" --set "run=./$prog" --set "binaries=$prog")
+      build=$BUILD
+      if [ "${build%% *}" = make ] && ! command -v make > /dev/null; then
+        # No make on this machine: the build line the Makefile runs, as a user would type it.
+        src=$(cd "$W" && find . -maxdepth 1 -name '*.cu' | sort | head -1)
+        libs=$(grep -o -- '-lcublas' "$W/Makefile" | head -1)
+        build="${NVCC:-nvcc} -O2 -arch=sm_90 -o $prog ${src#./}${libs:+ $libs}"
+        note+="no make here: build='$build' "
+      fi
+      args=(--recipe cuda --set "build=$build" --set "run=./$prog" --set "binaries=$prog")
       ;;
     pytorch)
       script=$(cd "$W" && find . -maxdepth 1 -name '*.py' | sort | head -1)
