@@ -267,13 +267,7 @@ impl State<'_, '_> {
             let seen = policy::Seen::of(target_exit, &self.evidence[before..]);
             let outcome = policy::outcome(rung, ran, seen);
             if outcome == RungOutcome::FailedWithoutCuda {
-                let quote = last_line(&dir.join(layout::STDERR))
-                    .or_else(|| last_line(&dir.join(layout::STDOUT)))
-                    .unwrap_or_else(|| "(it printed nothing)".to_string());
-                record.notes.push(format!(
-                    "the target failed without a CUDA error ({}): `{quote}`",
-                    target_exit.map(Exit::text).unwrap_or_default()
-                ));
+                record.notes.push(failed_without_cuda(&dir, target_exit));
             }
             if let Some(li) = ran.and_then(|r| r.lineinfo) {
                 self.facts.lineinfo = Some(li);
@@ -281,14 +275,11 @@ impl State<'_, '_> {
             if let Some(known) = ran.and_then(|r| r.static_sites) {
                 self.facts.static_sites = Some(known);
             }
+            let device = outcome.faulted() || (ran.is_none() && seen.device_error);
             let shown = format!(
                 "{}{}",
                 target_exit.map(Exit::text).unwrap_or_else(|| record.status.to_string()),
-                if outcome.faulted() || (ran.is_none() && seen.device_error) {
-                    ", device error seen"
-                } else {
-                    ""
-                }
+                if device { ", device error seen" } else { "" }
             );
             bar.finish(&shown);
             for n in &record.notes {
@@ -660,6 +651,18 @@ impl Beside for Side<'_> {
         let loads: Vec<u32> = out.stdout.lines().filter_map(|l| l.trim().parse().ok()).collect();
         (!loads.is_empty()).then(|| loads.iter().any(|&l| l > 0))
     }
+}
+
+/// The note of a run that failed without a CUDA error: its exit and the target's last line
+/// (its stderr's, else its stdout's), which usually says why.
+fn failed_without_cuda(dir: &Path, exit: Option<Exit>) -> String {
+    let quote = last_line(&dir.join(layout::STDERR))
+        .or_else(|| last_line(&dir.join(layout::STDOUT)))
+        .unwrap_or_else(|| "(it printed nothing)".to_string());
+    format!(
+        "the target failed without a CUDA error ({}): `{quote}`",
+        exit.map(Exit::text).unwrap_or_default()
+    )
 }
 
 /// What a rung's record says of one step's run beyond its exit: a timeout, a log cut.
