@@ -22,7 +22,10 @@ const COMMON_OPTIONS: [&str; 3] = ["enabled", "timeout", "env"];
 macro_rules! rung_ids {
     (
         ladder {
-            $($(#[$doc:meta])* $rung:ident = $name:literal, needs [$($need:ident),*], options [$($opt:ident),*];)*
+            $(
+                $(#[$doc:meta])*
+                $rung:ident = $name:literal, needs [$($need:ident),*], options [$($opt:ident),*];
+            )*
         }
         beside {
             $($(#[$odoc:meta])* $other:ident = $oname:literal, needs [$($oneed:ident),*];)*
@@ -62,11 +65,14 @@ macro_rules! rung_ids {
                 }
             }
 
-            /// The keys of the rung's options in a recipe (`rungs.NAME.KEY`): [`COMMON_OPTIONS`]
-            /// and its own; none for an id that is no rung of the ladder.
+            /// The keys of the rung's options in a recipe (`rungs.NAME.KEY`): `enabled`,
+            /// `timeout` and `env`, which every rung takes, and its own; none for an id that is
+            /// no rung of the ladder.
             pub fn options(self) -> &'static [&'static str] {
                 match self {
-                    $(RungId::$rung => &[COMMON_OPTIONS[0], COMMON_OPTIONS[1], COMMON_OPTIONS[2] $(, stringify!($opt))*],)*
+                    $(RungId::$rung => {
+                        &[COMMON_OPTIONS[0], COMMON_OPTIONS[1], COMMON_OPTIONS[2] $(, stringify!($opt))*]
+                    })*
                     $(RungId::$other => &[],)*
                 }
             }

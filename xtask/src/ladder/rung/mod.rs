@@ -2,7 +2,8 @@
 //! costs, what the policy needs to know of it, the steps it runs (the exact commands and
 //! environments, which `--dry-run` shows too) and how it runs them. This file registers them
 //! (one line each in `rungs!`) and declares the files they share: the [`Rung`] trait and
-//! the [`Step`] value (`api`), the command builders (`build`, `sanitizer`), the armed run.
+//! the [`Step`] value (`api`), the command builders (`build`, `sanitizer`), the armed run
+//! (`armed`, `sites`), the hang's evidence (`evidence`) and `watch`'s baseline (`watch`).
 //!
 //! Adding a rung: its line in `model/rung.rs` (its [`RungId`], name, needs and recipe
 //! options), its file here implementing [`Rung`], and its line in `rungs!` below
