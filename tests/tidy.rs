@@ -55,18 +55,8 @@ const LAYERS: &[(&str, u32, &str)] = &[
 /// Files in src that belong to no layer.
 const EXEMPT: &[&str] = &["lib.rs", "main.rs"];
 
-/// The rung ids: spelt as literals only in `model/`.
-const RUNG_NAMES: &[&str] = &[
-    "baseline",
-    "rebuild",
-    "launch-blocking",
-    "coredump",
-    "attach",
-    "memcheck",
-    "initcheck",
-    "hang",
-    "dump",
-];
+/// The file whose table names the rung ids ([`rung_names`]): spelt as literals only in `model/`.
+const RUNG_TABLE: &str = "model/rung.rs";
 
 /// Literals equal to a rung name that are not the rung id: (file, literal, reason).
 const RUNG_NAME_ALLOWED: &[(&str, &str, &str)] = &[
@@ -81,12 +71,6 @@ const RUNG_NAME_ALLOWED: &[(&str, &str, &str)] = &[
     ("xtask/src/findings/mod.rs", "coredump", "the name of the tool whose output was read, not the rung id"),
     ("xtask/src/findings/mod.rs", "memcheck", "the name of the tool whose output was read, not the rung id"),
     ("xtask/src/findings/mod.rs", "hang", "the error class of a verdict, not the rung id"),
-    (
-        "xtask/src/recipe/parse.rs",
-        "launch-blocking",
-        "the recipe schema's YAML key for that rung's options (serde rename); a unit test of recipe/ holds \
-         every schema key equal to a RungId name",
-    ),
 ];
 
 /// Bundle file names: a literal containing one of them is spelt only in `bundle/layout.rs`.
@@ -452,12 +436,45 @@ fn check_prints(files: &[SourceFile]) -> Vec<String> {
     out
 }
 
+/// The rung names, read from the table of [`RUNG_TABLE`]: every line `Variant = "name", ...`
+/// of its `rung_ids!` invocation (the ladder's rungs and the ids beside them).
+fn rung_names() -> Vec<String> {
+    let path = crate_root().join("src").join(RUNG_TABLE);
+    let text =
+        fs::read_to_string(&path).unwrap_or_else(|e| panic!("tidy: cannot read {}: {e}", path.display()));
+    let names = table_names(&text);
+    assert!(
+        names.iter().any(|n| n == "baseline") && names.iter().any(|n| n == "dump"),
+        "tidy: no rung table (`Baseline = \"baseline\", needs [...]` lines) in {}: {names:?}",
+        path.display()
+    );
+    names
+}
+
+/// The names of a `rung_ids!` table's lines (`    Variant = "name", needs [..], ..;`).
+fn table_names(text: &str) -> Vec<String> {
+    let Some(start) = text.find("\nrung_ids! {") else { return Vec::new() };
+    let mut out = Vec::new();
+    // The invocation ends at the first `}` in column 0.
+    for line in text[start + 1..].lines().skip(1).take_while(|l| *l != "}").map(str::trim) {
+        let Some((variant, rest)) = line.split_once(" = \"") else { continue };
+        let Some((name, _)) = rest.split_once("\", needs [") else { continue };
+        if variant.chars().all(|c| c.is_ascii_alphanumeric())
+            && variant.starts_with(|c: char| c.is_ascii_uppercase())
+        {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
 /// Rule 4: rung names are spelt only in `model/`, but for the allow-list.
 fn check_rung_names(files: &[SourceFile]) -> Vec<String> {
+    let names = rung_names();
     let mut out = Vec::new();
     let mut used = vec![false; RUNG_NAME_ALLOWED.len()];
     for f in files.iter().filter(|f| !f.is_in("model")) {
-        for lit in f.lits.iter().filter(|l| RUNG_NAMES.contains(&l.text.as_str())) {
+        for lit in f.lits.iter().filter(|l| names.contains(&l.text)) {
             let allowed = RUNG_NAME_ALLOWED.iter().position(|(p, l, _)| *p == f.path && *l == lit.text);
             match allowed {
                 Some(k) => used[k] = true,
@@ -1405,6 +1422,30 @@ mod self_tests {
         assert!(v[0].starts_with("xtask/src/commands/analyze.rs:5: `eprint!(`"));
         assert!(v[1].starts_with("xtask/src/commands/analyze.rs:6: `std::io::stderr(`"));
         assert!(v[2].starts_with("xtask/src/commands/analyze.rs:7: `dbg!(`"));
+    }
+
+    #[test]
+    fn rung_names_are_read_from_the_model_table() {
+        let text = src(&[
+            "//! x",
+            "const X: &str = \"nope\";",
+            "rung_ids! {",
+            "    ladder {",
+            "        /// The target as it is: `{x}`.",
+            "        Baseline = \"baseline\", needs [], options [];",
+            "        LaunchBlocking = \"launch-blocking\", needs [Nvcc], options [args];",
+            "    }",
+            "    beside {",
+            "        Dump = \"dump\", needs [PySpy];",
+            "    }",
+            "}",
+            "const Y: &str = \"after\", needs [",
+        ]);
+        assert_eq!(table_names(&text), ["baseline", "launch-blocking", "dump"]);
+        let real = rung_names();
+        for name in ["baseline", "launch-blocking", "racecheck", "synccheck", "hang", "dump"] {
+            assert!(real.iter().any(|n| n == name), "{name} not in {real:?}");
+        }
     }
 
     #[test]

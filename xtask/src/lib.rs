@@ -16,3 +16,9 @@ pub mod process;
 pub mod recipe;
 pub mod redact;
 pub mod ui;
+
+/// docs/ARCHITECTURE.md, compiled by `cargo test --doc`: its "Adding a rung" example is a rung
+/// written against the crate's public paths, so the page cannot drift from the `Rung` trait.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/ARCHITECTURE.md")]
+mod architecture_doc {}

@@ -57,14 +57,6 @@ pub const DOCTOR: &str = "doctor.txt";
 pub const STDOUT: &str = "stdout.log";
 pub const STDERR: &str = "stderr.log";
 pub const COMMAND: &str = "command.txt";
-/// compute-sanitizer's `--save` report in the memcheck rung's folder.
-pub const MEMCHECK_XML: &str = "memcheck.xml";
-/// initcheck's XML report in its rung folder.
-pub const INITCHECK_XML: &str = "initcheck.xml";
-/// racecheck's XML report in its rung folder.
-pub const RACECHECK_XML: &str = "racecheck.xml";
-/// synccheck's XML report in its rung folder.
-pub const SYNCCHECK_XML: &str = "synccheck.xml";
 /// The rebuild's line-info table.
 pub const LINEINFO_TABLE: &str = "lineinfo.tsv";
 /// The static launch sites read from the target's disassembly (`findings::launch_sites`).
@@ -138,6 +130,12 @@ pub fn bundle_of_rung_dir(dir: &Path) -> Option<&Path> {
     (rungs.file_name()? == RUNGS_DIR).then(|| rungs.parent()).flatten()
 }
 
+/// A sanitizer rung's compute-sanitizer `--save` report in its folder: `<rung>.xml`
+/// (`memcheck.xml`, `initcheck.xml`, `racecheck.xml`, `synccheck.xml`).
+pub fn sanitizer_xml(rung: RungId) -> String {
+    format!("{}.xml", rung.name())
+}
+
 /// `env/NAME` (relative), as the manifest names it.
 pub fn env_file(name: &str) -> String {
     format!("{ENV_DIR}/{name}")
@@ -185,6 +183,8 @@ mod tests {
         let (g, _) = logs(Path::new("/b/r"), "cudagdb-1");
         assert_eq!(command_file(Path::new("/b/r"), &g), Path::new("/b/r/cudagdb-1.command.txt"));
         assert_eq!(rung_dir(1, RungId::Dump, 0), Path::new("rungs/01-dump"));
+        assert_eq!(sanitizer_xml(RungId::Memcheck), "memcheck.xml");
+        assert_eq!(sanitizer_xml(RungId::Synccheck), "synccheck.xml");
         assert_eq!(nccl_json("nccl_trace_rank_12").as_deref(), Some("nccl-trace-12.json"));
         assert_eq!(nccl_json("nccl_trace_rank_"), None);
         assert_eq!(dump_file("vm", 738, 1796162904), "core_vm.738.1796162904");

@@ -20,7 +20,7 @@ use super::rung::{self, Beside, Debug, RungIo, Step, StepCx};
 use crate::bundle::inputs::{is_rung_output, last_line, scan_file};
 use crate::bundle::{self, layout, Bundle, CommandRecord, RungRecord, RungStatus};
 use crate::findings::coredump::sm_progress;
-use crate::findings::verdict::{decide, decide_in, Analysis, Reproduced};
+use crate::findings::verdict::{decide, decide_in, Analysis};
 use crate::findings::Evidence;
 use crate::launch::container::Containers;
 use crate::launch::slurm::Slurm;
@@ -249,7 +249,7 @@ impl State<'_, '_> {
             };
             let steps = self.climb.steps(id, dir.clone(), attempt, self.facts);
             if attempt > 0 {
-                record.notes.push(retry_note(self.climb.request, self.facts, id, attempt));
+                record.notes.push(policy::retry_note(self.climb.request, self.facts, id, attempt));
             }
             let result = {
                 let mut io = Io { state: self, dir: &dir, record: &mut record, bar: bar.as_ref() };
@@ -283,42 +283,23 @@ impl State<'_, '_> {
                     self.evidence.push(ev);
                 }
             }
-            let device_error = self.evidence[before..].iter().any(|e| {
-                !e.faults.is_empty()
-                    || e.symptoms.iter().any(|s| s.error.as_ref().is_some_and(|x| x.is_device_fault()))
-            });
-            let cuda_error =
-                self.evidence[before..].iter().any(|e| e.symptoms.iter().any(|s| s.error.is_some()));
             let target_exit = record.commands.iter().find(|c| c.role == Role::Target).and_then(|c| c.exit);
-            let first = id == RungId::Baseline || (id == RungId::Hang && !ran.is_some_and(|r| r.hung));
-            let ordinary =
-                first && matches!(target_exit, Some(Exit::Code(c)) if c != 0) && !device_error && !cuda_error;
-            let outcome = match ran {
-                Some(_) if ordinary => {
-                    let quote = last_line(&dir.join(layout::STDERR))
-                        .or_else(|| last_line(&dir.join(layout::STDOUT)))
-                        .unwrap_or_else(|| "(it printed nothing)".to_string());
-                    record.notes.push(format!(
-                        "the target failed without a CUDA error ({}): `{quote}`",
-                        target_exit.map(Exit::text).unwrap_or_default()
-                    ));
-                    RungOutcome::FailedWithoutCuda
-                }
-                Some(r) if r.hung => RungOutcome::Hung,
-                Some(_) if target_exit == Some(Exit::TimedOut) => RungOutcome::TimedOut,
-                Some(r) => RungOutcome::Ran { faulted: r.faulted || device_error, yielded: r.yielded },
-                None => RungOutcome::Failed,
-            };
+            let seen = policy::Seen::of(target_exit, &self.evidence[before..]);
+            let outcome = policy::outcome(rung, ran, seen);
+            if outcome == RungOutcome::FailedWithoutCuda {
+                record.notes.push(failed_without_cuda(&dir, target_exit));
+            }
             if let Some(li) = ran.and_then(|r| r.lineinfo) {
                 self.facts.lineinfo = Some(li);
             }
             if let Some(known) = ran.and_then(|r| r.static_sites) {
                 self.facts.static_sites = Some(known);
             }
+            let device = outcome.faulted() || (ran.is_none() && seen.device_error);
             let shown = format!(
                 "{}{}",
                 target_exit.map(Exit::text).unwrap_or_else(|| record.status.to_string()),
-                if outcome.faulted() || (ran.is_none() && device_error) { ", device error seen" } else { "" }
+                if device { ", device error seen" } else { "" }
             );
             bar.finish(&shown);
             for n in &record.notes {
@@ -336,7 +317,7 @@ impl State<'_, '_> {
             }
             self.bundle.push_rung(record)?;
             self.analysis = decide_in(&self.evidence, &self.climb.recipe.source_roots());
-            self.analysis.reproduced = Some(reproduced(&self.done));
+            self.analysis.reproduced = Some(policy::reproduced(&self.done));
             self.bundle.write_analysis(&self.analysis)?;
             if let Err(e) = result {
                 if self.climb.interrupt.is_set() {
@@ -346,7 +327,7 @@ impl State<'_, '_> {
                     // Every later rung writes logs too: stop here, with what is written.
                     return Err(e.context(format!("{id} could not write its files")));
                 }
-                if id == RungId::Baseline || (id == RungId::Hang && self.done.len() == 1) {
+                if policy::error_ends_climb(id, &self.done) {
                     // Every later rung runs the same target: if it cannot start, none can.
                     return Err(e.context("the baseline could not run the target, so no rung can"));
                 }
@@ -692,35 +673,16 @@ impl Beside for Side<'_> {
     }
 }
 
-/// Why a rung runs again, for its record: the attempt, and for the armed baseline whether
-/// this one is launch-blocking.
-fn retry_note(req: &Request, facts: Facts, id: RungId, attempt: usize) -> String {
-    let blocking = if id == RungId::Baseline {
-        if policy::armed_blocking(req, facts, attempt) {
-            ", launch-blocking"
-        } else {
-            ", without launch-blocking (a fault it hides may show so)"
-        }
-    } else {
-        ""
-    };
+/// The note of a run that failed without a CUDA error: its exit and the target's last line
+/// (its stderr's, else its stdout's), which usually says why.
+fn failed_without_cuda(dir: &Path, exit: Option<Exit>) -> String {
+    let quote = last_line(&dir.join(layout::STDERR))
+        .or_else(|| last_line(&dir.join(layout::STDOUT)))
+        .unwrap_or_else(|| "(it printed nothing)".to_string());
     format!(
-        "run {} of {id} (`--retries {}`): the fault did not come back in the earlier run{}",
-        attempt + 1,
-        req.retries,
-        blocking
+        "the target failed without a CUDA error ({}): `{quote}`",
+        exit.map(Exit::text).unwrap_or_default()
     )
-}
-
-/// How many runs of the target this climb made and in how many a fault showed (a device
-/// error, a dump, a hang); rungs that did not run the target (skipped, the rebuild) do not count.
-fn reproduced(done: &[(RungId, RungOutcome)]) -> Reproduced {
-    let ran = done
-        .iter()
-        .filter(|(r, o)| *r != RungId::Rebuild && !matches!(o, RungOutcome::Skipped | RungOutcome::Failed));
-    let runs = ran.clone().count();
-    let faulted = ran.filter(|(_, o)| o.faulted() || *o == RungOutcome::Hung).count();
-    Reproduced { faulted, runs }
 }
 
 /// What a rung's record says of one step's run beyond its exit: a timeout, a log cut.

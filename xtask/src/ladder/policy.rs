@@ -1,12 +1,15 @@
-//! The ladder's policy, pure: which rungs exist, in which order, what each costs, and —
-//! given what the rungs so far found — whether to stop, go on, or change course.
+//! The ladder's policy, pure: which rungs run, in which order, and — given what the rungs so
+//! far found — whether to stop, go on, or change course; what a rung's run comes to
+//! ([`outcome`]). What it knows of each rung (its cost, the sweep, whether it stands for the
+//! baseline, ...) it asks of the rung ([`rung::Rung`]); it names a rung only for the roles its
+//! logic is built on: the armed baseline, the rebuild (new binaries) and the hang rung.
 //!
 //! Must not: spawn processes, touch files or print. The driver asks, runs, and asks again.
 
-use super::rung;
-use crate::findings::verdict::{Analysis, Part};
-use crate::findings::ErrorClass;
-use crate::model::RungId;
+use super::rung::{self, Ran, Rung};
+use crate::findings::verdict::{Analysis, Part, Reproduced};
+use crate::findings::{ErrorClass, Evidence};
+use crate::model::{Exit, RungId};
 
 /// What the user asked for.
 #[derive(Debug, Clone, Default)]
@@ -75,12 +78,13 @@ pub fn blocking_hid(req: &Request, facts: Facts, done: &[(RungId, RungOutcome)])
 }
 
 /// Whether an armed baseline run already did what rung `r` would: the coredump rung's run is
-/// the armed run's (dumps on exception, read by cuda-gdb), launch-blocking for a native target;
-/// so it is covered once an armed run faulted under the same conditions.
+/// the armed run's (dumps on exception, read by cuda-gdb: [`Rung::covered_by_armed_run`]),
+/// launch-blocking for a native target; so it is covered once an armed run faulted under the
+/// same conditions.
 /// A rebuild after it (the binaries lacked line info) makes the next dump worth having again.
 fn covered(req: &Request, facts: Facts, done: &[(RungId, RungOutcome)], r: RungId) -> bool {
     let rebuilt = done.iter().any(|(d, o)| *d == RungId::Rebuild && *o != RungOutcome::Skipped);
-    r == RungId::Coredump
+    rung::get(r).covered_by_armed_run()
         && !rebuilt
         && baseline_runs(req, facts, done).any(|(b, o)| o.faulted() && (req.python || b))
 }
@@ -103,15 +107,17 @@ fn retry(
     if seen {
         return (rung::get(last).needs_fault() && left(last)).then_some(last);
     }
-    let sweep_pending = SWEEP.iter().any(|r| plan.contains(r) && attempts(done, *r) == 0);
+    let sweep_pending = sweep().any(|r| plan.contains(&r) && attempts(done, r) == 0);
     let clean = analysis.verdict.is_none() && analysis.findings.is_empty();
     (clean && !sweep_pending && plan.contains(&RungId::Baseline) && left(RungId::Baseline))
         .then_some(RungId::Baseline)
 }
 
-/// The sweep when nothing faulted, in order, each while nothing was found: memcheck (with
-/// padding), initcheck, racecheck, synccheck.
-pub const SWEEP: [RungId; 4] = [RungId::Memcheck, RungId::Initcheck, RungId::Racecheck, RungId::Synccheck];
+/// The sweep when nothing faulted, in ladder order, each while nothing was found: the rungs
+/// [`Rung::in_sweep`] (memcheck with padding, initcheck, racecheck, synccheck).
+pub fn sweep() -> impl Iterator<Item = RungId> + Clone {
+    rung::ALL.into_iter().filter(|r| r.in_sweep()).map(|r| r.id())
+}
 
 /// The plan: the rungs in the order they will run.
 pub fn plan(req: &Request) -> Vec<RungId> {
@@ -229,15 +235,15 @@ pub enum Next {
     Stop(String),
 }
 
-/// The rungs that can locate a fault, cheapest first for the kind of target: one run each,
-/// the sanitizers last (10-100x slower). For a native target the coredump rung also gives the
-/// launch line (launch-blocking CPU core); for Python, launch-blocking gives it.
-fn by_cost(python: bool) -> [RungId; 5] {
-    if python {
-        [RungId::Coredump, RungId::LaunchBlocking, RungId::Attach, RungId::Memcheck, RungId::Initcheck]
-    } else {
-        [RungId::Coredump, RungId::Attach, RungId::LaunchBlocking, RungId::Memcheck, RungId::Initcheck]
-    }
+/// The rungs that can locate a fault, cheapest first for the kind of target
+/// ([`Rung::cost_rank`]; equal ranks in ladder order): one run each, the sanitizers last
+/// (10-100x slower). For a native target the coredump rung also gives the launch line
+/// (launch-blocking CPU core); for Python, launch-blocking gives it.
+fn by_cost(python: bool) -> Vec<RungId> {
+    let mut ranked: Vec<(u32, RungId)> =
+        rung::ALL.iter().filter_map(|r| r.cost_rank(python).map(|c| (c, r.id()))).collect();
+    ranked.sort_by_key(|(c, _)| *c);
+    ranked.into_iter().map(|(_, r)| r).collect()
 }
 
 fn names(parts: &[Part]) -> String {
@@ -280,7 +286,7 @@ pub fn next(
         return Next::Run(first);
     }
     // An ordinary failure is not a GPU fault: climbing would rerun it under every tool.
-    if done.iter().any(|(r, s)| stands_for_baseline(*r) && *s == RungOutcome::FailedWithoutCuda) {
+    if done.iter().any(|(r, s)| stands_for_baseline(*r, *s) && *s == RungOutcome::FailedWithoutCuda) {
         return Next::Stop(
             "the target failed without a CUDA error (the baseline's note quotes it): that is not a GPU \
              fault, so no rung can locate it. Fix it first, or pass `--rungs` (e.g. \
@@ -321,16 +327,19 @@ pub fn next(
     }
     // A skipped or failed baseline says nothing: the fault rungs still run. A clean one means
     // the symptom did not reproduce; not every bad access faults, so the sweep still runs.
-    let baseline_clean = done.iter().any(|(r, s)| stands_for_baseline(*r) && s.ran_clean());
+    let baseline_clean = done.iter().any(|(r, s)| stands_for_baseline(*r, *s) && s.ran_clean());
     let faulted = done.iter().any(|(_, s)| s.faulted());
     let fault_expected = faulted || !baseline_clean;
     let sweeping = !fault_expected && analysis.verdict.is_none();
     if sweeping {
-        if let Some(&r) = SWEEP.iter().find(|r| pending.contains(r)) {
+        if let Some(r) = sweep().find(|r| pending.contains(r)) {
             return Next::Run(r);
         }
-        let swept: Vec<&str> =
-            done.iter().filter(|(r, s)| SWEEP.contains(r) && s.yielded()).map(|(r, _)| r.name()).collect();
+        let swept: Vec<&str> = done
+            .iter()
+            .filter(|(r, s)| rung::get(*r).in_sweep() && s.yielded())
+            .map(|(r, _)| r.name())
+            .collect();
         let runs = attempts(done, RungId::Baseline);
         let armed = match runs {
             0 | 1 => "the target ran without a CUDA error".to_string(),
@@ -339,7 +348,7 @@ pub fn next(
         return Next::Stop(if swept.is_empty() {
             format!(
                 "no fault was reproduced: {armed}, and the sweep did not run (`--rungs {}` runs it)",
-                SWEEP.map(RungId::name).join(",")
+                sweep().map(RungId::name).collect::<Vec<_>>().join(",")
             )
         } else {
             format!("no fault was reproduced: {armed}, and the sweep ({}) found nothing", swept.join(", "))
@@ -360,7 +369,7 @@ pub fn next(
             // The armed baseline already ran it, and faulted.
             && !covered(req, facts, done, r)
             // Initcheck is the sweep's: it finds reads of unwritten memory, not faults.
-            && (r != RungId::Initcheck || !faulted)
+            && (rung.locates_faults() || !faulted)
             && rung.answers(req.python).iter().any(|p| missing.contains(p))
     });
     match chosen {
@@ -405,10 +414,95 @@ fn hazard_found(analysis: &Analysis) -> Option<String> {
     Some(format!("the verdict is complete: {} in `{}` at {lines}", v.error.as_str(), v.kernel))
 }
 
-/// The rungs whose run, when the target ended by itself, says what a baseline says: the
-/// baseline, and the hang rung, which takes its place when a hang is expected.
-fn stands_for_baseline(r: RungId) -> bool {
-    matches!(r, RungId::Baseline | RungId::Hang)
+/// Whether rung `r`'s run, which came to `o`, says what a baseline says
+/// ([`Rung::stands_for_baseline`]): the baseline, and the hang rung, which takes its place when
+/// a hang is expected, when the target ended by itself.
+fn stands_for_baseline(r: RungId, o: RungOutcome) -> bool {
+    rung::get(r).stands_for_baseline(o == RungOutcome::Hung)
+}
+
+/// What the driver saw of one run of a rung, besides what the rung's run returned: for
+/// [`outcome`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    /// The exit of the rung's target, when it ran one.
+    pub target_exit: Option<Exit>,
+    /// The rung's files show a device error: a located fault, or a symptom that is one.
+    pub device_error: bool,
+    /// The rung's files show a CUDA error of any kind.
+    pub cuda_error: bool,
+}
+
+impl Seen {
+    /// What the evidence read from the rung's files shows, with its target's exit.
+    pub fn of(target_exit: Option<Exit>, evidence: &[Evidence]) -> Seen {
+        let device_error = evidence.iter().any(|e| {
+            !e.faults.is_empty()
+                || e.symptoms.iter().any(|s| s.error.as_ref().is_some_and(|x| x.is_device_fault()))
+        });
+        let cuda_error = evidence.iter().any(|e| e.symptoms.iter().any(|s| s.error.is_some()));
+        Seen { target_exit, device_error, cuda_error }
+    }
+}
+
+/// What one run of `rung` comes to, for the policy, from what its run returned (`ran`; `None`:
+/// it failed, its error is in the bundle) and what the driver `seen`. A run that stands for the
+/// baseline and failed without any CUDA error is [`RungOutcome::FailedWithoutCuda`] (the driver
+/// quotes the target's last line in a note).
+pub fn outcome(rung: &dyn Rung, ran: Option<Ran>, seen: Seen) -> RungOutcome {
+    let Some(r) = ran else { return RungOutcome::Failed };
+    let ordinary = rung.stands_for_baseline(r.hung)
+        && matches!(seen.target_exit, Some(Exit::Code(c)) if c != 0)
+        && !seen.device_error
+        && !seen.cuda_error;
+    if ordinary {
+        RungOutcome::FailedWithoutCuda
+    } else if r.hung {
+        RungOutcome::Hung
+    } else if seen.target_exit == Some(Exit::TimedOut) {
+        RungOutcome::TimedOut
+    } else {
+        RungOutcome::Ran { faulted: r.faulted || seen.device_error, yielded: r.yielded }
+    }
+}
+
+/// Whether the error of rung `id`'s run ends the climb (`done` holds that run, last): the
+/// baseline's, or the hang rung's as the first run, in the baseline's place. Every later rung
+/// runs the same target: if it cannot start, none can.
+pub fn error_ends_climb(id: RungId, done: &[(RungId, RungOutcome)]) -> bool {
+    id == RungId::Baseline || (id == RungId::Hang && done.len() == 1)
+}
+
+/// How many runs of the target this climb made and in how many a fault showed (a device
+/// error, a dump, a hang); rungs that did not run the target (skipped, failed, the rebuild:
+/// [`Rung::runs_target`]) do not count.
+pub fn reproduced(done: &[(RungId, RungOutcome)]) -> Reproduced {
+    let ran = done.iter().filter(|(r, o)| {
+        rung::get(*r).runs_target() && !matches!(o, RungOutcome::Skipped | RungOutcome::Failed)
+    });
+    let runs = ran.clone().count();
+    let faulted = ran.filter(|(_, o)| o.faulted() || *o == RungOutcome::Hung).count();
+    Reproduced { faulted, runs }
+}
+
+/// Why a rung runs again, for its record: the attempt, and for the armed baseline whether
+/// this one is launch-blocking.
+pub fn retry_note(req: &Request, facts: Facts, id: RungId, attempt: usize) -> String {
+    let blocking = if id == RungId::Baseline {
+        if armed_blocking(req, facts, attempt) {
+            ", launch-blocking"
+        } else {
+            ", without launch-blocking (a fault it hides may show so)"
+        }
+    } else {
+        ""
+    };
+    format!(
+        "run {} of {id} (`--retries {}`): the fault did not come back in the earlier run{}",
+        attempt + 1,
+        req.retries,
+        blocking
+    )
 }
 
 /// What a hang, or a sign of one, decides (the default climb and `--full`; `--rungs` runs
@@ -776,6 +870,73 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// The per-rung knowledge the policy asks of the rungs comes to the orders it had as
+    /// tables: the cost order for each kind of target and the sweep.
+    #[test]
+    fn the_rungs_give_the_cost_order_and_the_sweep() {
+        use RungId::*;
+        assert_eq!(by_cost(false), [Coredump, Attach, LaunchBlocking, Memcheck, Initcheck]);
+        assert_eq!(by_cost(true), [Coredump, LaunchBlocking, Attach, Memcheck, Initcheck]);
+        assert_eq!(sweep().collect::<Vec<_>>(), [Memcheck, Initcheck, Racecheck, Synccheck]);
+        let standing: Vec<RungId> =
+            RungId::ALL.into_iter().filter(|r| stands_for_baseline(*r, ran(false))).collect();
+        assert_eq!(standing, [Baseline, Hang]);
+        assert!(!stands_for_baseline(Hang, RungOutcome::Hung));
+        let counted: Vec<RungId> = RungId::ALL.into_iter().filter(|r| !rung::get(*r).runs_target()).collect();
+        assert_eq!(counted, [Rebuild]);
+    }
+
+    /// A run's outcome: a run in the baseline's place that failed without any CUDA error is an
+    /// ordinary failure; a hang, a timeout, a device error seen in the files.
+    #[test]
+    fn a_run_comes_to_its_outcome() {
+        let code = |c: i32| Seen { target_exit: Some(Exit::Code(c)), device_error: false, cuda_error: false };
+        let ran = |faulted: bool, hung: bool| Some(Ran { faulted, yielded: true, hung, ..Ran::default() });
+        let base = rung::get(RungId::Baseline);
+        let hang = rung::get(RungId::Hang);
+        let memcheck = rung::get(RungId::Memcheck);
+        assert_eq!(outcome(base, ran(true, false), code(1)), RungOutcome::FailedWithoutCuda);
+        assert_eq!(outcome(hang, ran(true, false), code(1)), RungOutcome::FailedWithoutCuda);
+        assert_eq!(outcome(hang, ran(true, true), code(1)), RungOutcome::Hung);
+        // `watch`'s baseline that counted as hung and then failed stays an ordinary failure.
+        let watched = rung::get_for(RungId::Baseline, true);
+        assert_eq!(outcome(watched, ran(false, true), code(1)), RungOutcome::FailedWithoutCuda);
+        assert_eq!(outcome(watched, ran(false, true), code(0)), RungOutcome::Hung);
+        assert_eq!(
+            outcome(memcheck, ran(true, false), code(1)),
+            RungOutcome::Ran { faulted: true, yielded: true }
+        );
+        let cuda = Seen { cuda_error: true, ..code(1) };
+        assert_eq!(
+            outcome(base, ran(false, false), cuda),
+            RungOutcome::Ran { faulted: false, yielded: true }
+        );
+        let device = Seen { device_error: true, ..code(0) };
+        assert_eq!(
+            outcome(base, ran(false, false), device),
+            RungOutcome::Ran { faulted: true, yielded: true }
+        );
+        let timed_out = Seen { target_exit: Some(Exit::TimedOut), ..code(0) };
+        assert_eq!(outcome(memcheck, ran(false, false), timed_out), RungOutcome::TimedOut);
+        assert_eq!(outcome(base, None, device), RungOutcome::Failed);
+        // The rebuild runs no target: its run does not count as one.
+        let done = [
+            (RungId::Baseline, ran_clean()),
+            (RungId::Rebuild, RungOutcome::Ran { faulted: false, yielded: true }),
+            (RungId::Coredump, RungOutcome::Ran { faulted: true, yielded: true }),
+            (RungId::Attach, RungOutcome::Skipped),
+        ];
+        assert_eq!(reproduced(&done), Reproduced { faulted: 1, runs: 2 });
+        assert!(error_ends_climb(RungId::Baseline, &done) && !error_ends_climb(RungId::Hang, &done));
+        assert!(
+            error_ends_climb(RungId::Hang, &done[..1]) && !error_ends_climb(RungId::Memcheck, &done[..1])
+        );
+    }
+
+    fn ran_clean() -> RungOutcome {
+        ran(false)
     }
 
     #[test]

@@ -63,6 +63,44 @@ mod tests {
         }
     }
 
+    /// Every option a rung's line in `model/rung.rs` says it takes is one the parser reads,
+    /// and the others are refused for it, naming the ones it takes.
+    #[test]
+    fn every_rung_takes_the_options_its_id_names() {
+        let value = |key: &str| match key {
+            "enabled" => "false",
+            "timeout" => "7",
+            "env" => "{ A: b }",
+            "args" => "[x]",
+            "debug" => "G",
+            other => panic!("no sample value for `{other}`: add one here"),
+        };
+        let all = ["enabled", "timeout", "env", "args", "debug"];
+        for id in RungId::ALL {
+            for key in all {
+                let text = format!(
+                    "version: 1\nname: x\ndescription: x\nrun:\n  command: [\"t\"]\nrungs:\n  {}: {{ {key}: {} }}\n",
+                    id.name(),
+                    value(key)
+                );
+                let r = parse(&text, RecipeSource::Builtin("x".into()), PathBuf::from("."));
+                if id.options().contains(&key) {
+                    assert!(r.unwrap().rung(id).is_some(), "{id}.{key}");
+                } else {
+                    let e = format!("{:#}", r.unwrap_err());
+                    let names: Vec<String> = id.options().iter().map(|k| format!("`{k}`")).collect();
+                    assert!(
+                        e.contains(&format!("unknown field `{key}`, expected one of {}", names.join(", "))),
+                        "{e}"
+                    );
+                }
+            }
+            for key in id.options() {
+                assert!(all.contains(key), "{id} takes `{key}`, which the parser does not read");
+            }
+        }
+    }
+
     #[test]
     fn split_words_errors() {
         for (input, want) in [

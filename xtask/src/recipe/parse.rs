@@ -13,7 +13,7 @@ use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use crate::findings::yaml_bounds::{self, Bound, Limits};
@@ -287,50 +287,160 @@ struct RawCollect {
     timeout: Option<Timeout>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRungs {
-    baseline: Option<RawRung>,
-    rebuild: Option<RawRebuildRung>,
-    #[serde(rename = "launch-blocking")]
-    launch_blocking: Option<RawRung>,
-    coredump: Option<RawRung>,
-    attach: Option<RawRung>,
-    memcheck: Option<RawMemcheckRung>,
-    initcheck: Option<RawMemcheckRung>,
-    racecheck: Option<RawMemcheckRung>,
-    synccheck: Option<RawMemcheckRung>,
-    hang: Option<RawRung>,
-}
+/// `rungs:`: a mapping keyed by rung name ([`RungId::from_name`]: the ladder's rungs, each
+/// once), each value the rung's options, of the keys that rung takes ([`RungId::options`]).
+struct RawRungs(BTreeMap<RungId, RungOptions>);
 
+/// One rung's options as written: every key any rung takes. Which of them a rung takes is
+/// checked as its keys are read ([`OptionsOf`]), so that a key the rung does not take is
+/// refused where it stands.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawRung {
-    enabled: Option<bool>,
-    timeout: Option<Timeout>,
-    #[serde(default)]
-    env: Option<UniqueMap<EnvName, Tpl>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRebuildRung {
-    enabled: Option<bool>,
-    timeout: Option<Timeout>,
-    #[serde(default)]
-    env: Option<UniqueMap<EnvName, Tpl>>,
-    debug: Option<DebugInfo>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawMemcheckRung {
+struct RawRungOptions {
     enabled: Option<bool>,
     timeout: Option<Timeout>,
     #[serde(default)]
     env: Option<UniqueMap<EnvName, Tpl>>,
     #[serde(default)]
     args: Option<Vec<Tpl>>,
+    debug: Option<DebugInfo>,
+}
+
+impl RawRungOptions {
+    fn into_options(self) -> RungOptions {
+        RungOptions {
+            enabled: self.enabled,
+            timeout: self.timeout.map(|t| t.0),
+            env: env_map(self.env),
+            args: self.args.unwrap_or_default().into_iter().map(|a| a.0).collect(),
+            debug: self.debug,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RawRungs {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawRungs;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a mapping")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<RawRungs, A::Error> {
+                let mut out = BTreeMap::new();
+                let mut seen = BTreeSet::new();
+                while let Some(RungKey(id)) = map.next_key()? {
+                    if !seen.insert(id) {
+                        return Err(de::Error::duplicate_field(id.name()));
+                    }
+                    // `rung: ~` (or nothing) gives no options, as if the key were absent.
+                    if let Some(o) = map.next_value_seed(OptionsOf(id))? {
+                        out.insert(id, o.into_options());
+                    }
+                }
+                Ok(RawRungs(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A key of `rungs:`: the name of a rung of the ladder.
+struct RungKey(RungId);
+
+impl<'de> Deserialize<'de> for RungKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RungKey;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("field identifier")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<RungKey, E> {
+                RungId::from_name(v).map(RungKey).ok_or_else(|| E::unknown_field(v, &RungId::NAMES))
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+/// The options of rung `.0` (`None` for `~`): a mapping of the keys it takes.
+struct OptionsOf(RungId);
+
+impl<'de> DeserializeSeed<'de> for OptionsOf {
+    type Value = Option<RawRungOptions>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+        struct V(&'static [&'static str]);
+        impl<'de> Visitor<'de> for V {
+            type Value = Option<RawRungOptions>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a mapping")
+            }
+            fn visit_none<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_unit<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Self::Value, D::Error> {
+                d.deserialize_map(self)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<Self::Value, A::Error> {
+                let keys = TakenKeys { map, taken: self.0 };
+                RawRungOptions::deserialize(de::value::MapAccessDeserializer::new(keys)).map(Some)
+            }
+        }
+        d.deserialize_option(V(self.0.options()))
+    }
+}
+
+/// A rung's options mapping, passing on only the keys the rung takes (`taken`): another is
+/// refused as the key is read, so the error carries the key's line and column.
+struct TakenKeys<A> {
+    map: A,
+    taken: &'static [&'static str],
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for TakenKeys<A> {
+    type Error = A::Error;
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> std::result::Result<Option<K::Value>, A::Error> {
+        self.map.next_key_seed(TakenKey { seed, taken: self.taken })
+    }
+    fn next_value_seed<S: DeserializeSeed<'de>>(
+        &mut self,
+        seed: S,
+    ) -> std::result::Result<S::Value, A::Error> {
+        self.map.next_value_seed(seed)
+    }
+}
+
+/// One key of a rung's options, refused unless the rung takes it, then read by `seed`.
+struct TakenKey<K> {
+    seed: K,
+    taken: &'static [&'static str],
+}
+
+impl<'de, K: DeserializeSeed<'de>> DeserializeSeed<'de> for TakenKey<K> {
+    type Value = K::Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> std::result::Result<K::Value, D::Error> {
+        d.deserialize_identifier(self)
+    }
+}
+
+impl<'de, K: DeserializeSeed<'de>> Visitor<'de> for TakenKey<K> {
+    type Value = K::Value;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("field identifier")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<K::Value, E> {
+        if !self.taken.contains(&v) {
+            return Err(E::unknown_field(v, self.taken));
+        }
+        self.seed.deserialize(de::value::StrDeserializer::new(v))
+    }
 }
 
 const CONTAINER_EXPECTING: &str = "a mapping with `runtime`, `image`, `mounts` or `gpus`";
@@ -425,46 +535,7 @@ impl RawRecipe {
         };
         let hang_after = self.run.hang_after.map(|t| t.0);
         let launch_blocking = self.run.launch_blocking;
-        let mut rungs = BTreeMap::new();
-        if let Some(r) = self.rungs {
-            let plain = |r: RawRung| RungOptions {
-                enabled: r.enabled,
-                timeout: r.timeout.map(|t| t.0),
-                env: env_map(r.env),
-                ..RungOptions::default()
-            };
-            let mut put = |id: RungId, o: Option<RungOptions>| {
-                if let Some(o) = o {
-                    rungs.insert(id, o);
-                }
-            };
-            put(RungId::Baseline, r.baseline.map(plain));
-            put(
-                RungId::Rebuild,
-                r.rebuild.map(|r| RungOptions {
-                    enabled: r.enabled,
-                    timeout: r.timeout.map(|t| t.0),
-                    env: env_map(r.env),
-                    debug: r.debug,
-                    ..RungOptions::default()
-                }),
-            );
-            put(RungId::LaunchBlocking, r.launch_blocking.map(plain));
-            put(RungId::Coredump, r.coredump.map(plain));
-            put(RungId::Attach, r.attach.map(plain));
-            let sanitizer = |r: RawMemcheckRung| RungOptions {
-                enabled: r.enabled,
-                timeout: r.timeout.map(|t| t.0),
-                env: env_map(r.env),
-                args: r.args.unwrap_or_default().into_iter().map(|a| a.0).collect(),
-                ..RungOptions::default()
-            };
-            put(RungId::Memcheck, r.memcheck.map(sanitizer));
-            put(RungId::Initcheck, r.initcheck.map(sanitizer));
-            put(RungId::Racecheck, r.racecheck.map(sanitizer));
-            put(RungId::Synccheck, r.synccheck.map(sanitizer));
-            put(RungId::Hang, r.hang.map(plain));
-        }
+        let rungs = self.rungs.map(|RawRungs(r)| r).unwrap_or_default();
         let container = self.container.map(|RawContainer(c)| ContainerTemplate {
             runtime: c.runtime.map(|r| r.0),
             image: c.image.map(|i| i.0),

@@ -202,8 +202,9 @@ pub struct ContainerTemplate {
     pub gpus: bool,
 }
 
-/// Per-rung options (`rungs.NAME`). `args` exists only for `memcheck`, `debug` only for
-/// `rebuild`; the parser refuses them elsewhere.
+/// Per-rung options (`rungs.NAME`). Which keys a rung takes is its id's
+/// ([`RungId::options`]: `args` the sanitizers', `debug` the rebuild's); the parser refuses
+/// the others.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RungOptions {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -214,7 +215,7 @@ pub struct RungOptions {
     /// Added to the environment of the rung's run (for `rebuild`, of the build).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
-    /// `memcheck`: extra `compute-sanitizer` arguments, before the target's command.
+    /// The sanitizers: extra `compute-sanitizer` arguments, before the target's command.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     /// `rebuild`: `lineinfo` (default) or `G`.

@@ -14,7 +14,10 @@ use crate::model::{Exit, Invocation, Role, RungId};
 use crate::process::{Control, Running};
 use crate::recipe::Resolved;
 
-/// One rung: its identity, what it is for, the steps it runs and how.
+/// One rung: its identity, what it is for, what the policy needs to know of it (the
+/// methods with defaults), the steps it runs and how. Its name, what it needs of the machine
+/// and its recipe options are its [`RungId`]'s line in `model/rung.rs`, which the layers below
+/// the ladder read.
 pub trait Rung: Sync {
     fn id(&self) -> RungId;
     /// What the rung does and what it costs, for the prompt before it runs.
@@ -33,6 +36,42 @@ pub trait Rung: Sync {
     /// the policy picks the cheapest rung that answers what is still unknown.
     fn answers(&self, _python: bool) -> &'static [Part] {
         &[]
+    }
+    /// Where the rung stands among those the policy picks to establish what is unknown of a
+    /// fault, for a Python target or a native one: lower is cheaper, tried first (one run each
+    /// about 10-30, a sanitizer's 10-100x slower run 100 and more). `None`: the policy never
+    /// picks it so (the sweep, `--full` and `--rungs` still run it).
+    fn cost_rank(&self, _python: bool) -> Option<u32> {
+        None
+    }
+    /// Whether the policy may pick it (by [`Rung::cost_rank`]) once the target faulted:
+    /// `false` for a rung that finds only what does not fault (initcheck: reads of memory
+    /// never written), which is the sweep's.
+    fn locates_faults(&self) -> bool {
+        true
+    }
+    /// Whether the rung belongs to the sweep: when nothing faulted, the sweep's rungs run in
+    /// ladder order, each while nothing was found (bugs that do not make the target fault).
+    fn in_sweep(&self) -> bool {
+        false
+    }
+    /// Whether this run of the rung, when the target ended by itself, says what a baseline
+    /// says (`hung`: the target was still running when the rung gave up waiting): the
+    /// baseline, and the hang rung when the target ended before `hang_after`. A failure
+    /// without a CUDA error there stops the climb, a clean run there starts the sweep.
+    fn stands_for_baseline(&self, _hung: bool) -> bool {
+        false
+    }
+    /// Whether the armed baseline run does what this rung's run does (the coredump rung's:
+    /// a dump on the exception, read by cuda-gdb), so that an armed run that faulted under the
+    /// same conditions covers it.
+    fn covered_by_armed_run(&self) -> bool {
+        false
+    }
+    /// Whether the rung runs the target (the rebuild does not): only those runs count in how
+    /// often the fault was reproduced.
+    fn runs_target(&self) -> bool {
+        true
     }
     /// Whether the rung can run for this recipe (the rebuild needs a `build` step).
     fn applies(&self, _recipe: &Resolved) -> bool {

@@ -63,6 +63,12 @@ impl Rung for Attach {
         &[Part::SourceLine, Part::Class]
     }
 
+    /// One run: after the coredump rung; for Python after launch-blocking too, which names
+    /// the launching line.
+    fn cost_rank(&self, python: bool) -> Option<u32> {
+        Some(if python { 30 } else { 20 })
+    }
+
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
         let locals = cx.debug == Debug::Full;
         let py = cx.recipe.python;

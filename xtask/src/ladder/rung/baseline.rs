@@ -49,6 +49,10 @@ impl Rung for Baseline {
         &[Part::SourceLine, Part::Class, Part::LaunchSite]
     }
 
+    fn stands_for_baseline(&self, _hung: bool) -> bool {
+        true
+    }
+
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
         let mut steps = Vec::new();
         if let Some(b) = &cx.recipe.build {

@@ -209,6 +209,17 @@ impl Rung for Coredump {
         }
     }
 
+    /// The cheapest: one run, and for a native target the launch line too (the CPU core of a
+    /// launch-blocking run).
+    fn cost_rank(&self, _python: bool) -> Option<u32> {
+        Some(10)
+    }
+
+    /// The armed baseline arms the same dump and reads it the same way.
+    fn covered_by_armed_run(&self) -> bool {
+        true
+    }
+
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
         let mut steps = vec![Step::target(invocation(cx.recipe, &cx.dir))];
         steps.extend(reading_steps(cx));

@@ -114,6 +114,12 @@ impl Rung for Hang {
          (one byte into its pipe), end the tree, read each dump with `cuda-gdb` (one run)"
     }
 
+    /// It runs in the baseline's place when a hang is expected: a run that ended by itself
+    /// before `hang_after` is the baseline's.
+    fn stands_for_baseline(&self, hung: bool) -> bool {
+        !hung
+    }
+
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
         let r = cx.recipe;
         let mut steps = Vec::new();

@@ -1,4 +1,4 @@
-//! Rung 7, initcheck: `compute-sanitizer --tool initcheck`, the second half of the sweep when
+//! Rung 7, initcheck: `compute-sanitizer --tool initcheck`, the second of the sweep when
 //! nothing faults: a read of device memory that was never written (a read past the end of a
 //! buffer into a neighbour that is not initialised yet, a missing `cudaMemset`).
 //!
@@ -6,9 +6,8 @@
 
 use anyhow::Result;
 
-use super::api::{Ran, Rung, RungIo, Step, StepCx, When};
-use super::memcheck::{kns, run_sanitizer, sanitizer, KERNEL_NAME};
-use crate::bundle::layout::INITCHECK_XML;
+use super::api::{Ran, Rung, RungIo, Step, StepCx};
+use super::sanitizer;
 use crate::findings::verdict::Part;
 use crate::model::RungId;
 
@@ -28,16 +27,25 @@ impl Rung for Initcheck {
         &[Part::SourceLine, Part::Class, Part::LaunchSite]
     }
 
+    /// Right after memcheck, as slow.
+    fn cost_rank(&self, _python: bool) -> Option<u32> {
+        Some(110)
+    }
+
+    /// Reads of unwritten memory do not fault: once the target faulted, it is no answer.
+    fn locates_faults(&self) -> bool {
+        false
+    }
+
+    fn in_sweep(&self) -> bool {
+        true
+    }
+
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
-        let xml = cx.dir.join(INITCHECK_XML);
-        vec![
-            Step::target(sanitizer(cx.recipe, RungId::Initcheck, "initcheck", &[], &xml)),
-            Step::target(sanitizer(cx.recipe, RungId::Initcheck, "initcheck", &[KERNEL_NAME, &kns()], &xml))
-                .when(When::KernelKnown),
-        ]
+        sanitizer::steps(cx, RungId::Initcheck, "initcheck", &[])
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        run_sanitizer(io, steps, INITCHECK_XML, RungId::Initcheck)
+        sanitizer::run(io, steps, RungId::Initcheck)
     }
 }

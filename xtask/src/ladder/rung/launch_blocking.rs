@@ -45,6 +45,12 @@ impl Rung for LaunchBlocking {
         }
     }
 
+    /// One run, somewhat slower: for Python (the launching line) right after the coredump
+    /// rung; for a native target after attach (it adds no part of a verdict there).
+    fn cost_rank(&self, python: bool) -> Option<u32> {
+        Some(if python { 20 } else { 30 })
+    }
+
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
         vec![Step::target(invocation(cx.recipe))]
     }

@@ -11,9 +11,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When, KERNEL};
-use super::build::target;
-use crate::bundle::layout::MEMCHECK_XML;
+use super::api::{Ran, Rung, RungIo, Step, StepCx};
+use super::sanitizer;
 use crate::findings::verdict::Part;
 use crate::model::{Invocation, RungId};
 use crate::recipe::Resolved;
@@ -38,87 +37,25 @@ impl Rung for Memcheck {
         &[Part::SourceLine, Part::Class, Part::LaunchSite]
     }
 
+    /// After every rung of one run: 10-100x slower.
+    fn cost_rank(&self, _python: bool) -> Option<u32> {
+        Some(100)
+    }
+
+    fn in_sweep(&self) -> bool {
+        true
+    }
+
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
-        let xml = cx.dir.join(MEMCHECK_XML);
-        let scoped = sanitizer(
-            cx.recipe,
-            RungId::Memcheck,
-            "memcheck",
-            &["--padding", PADDING, KERNEL_NAME, &kns()],
-            &xml,
-        );
-        vec![Step::target(invocation(cx.recipe, &xml)), Step::target(scoped).when(When::KernelKnown)]
+        sanitizer::steps(cx, RungId::Memcheck, "memcheck", &["--padding", PADDING])
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        run_sanitizer(io, steps, MEMCHECK_XML, RungId::Memcheck)
+        sanitizer::run(io, steps, RungId::Memcheck)
     }
 }
 
 /// The target under memcheck with padding, its XML report saved to `xml`.
 pub fn invocation(r: &Resolved, xml: &Path) -> Invocation {
-    sanitizer(r, RungId::Memcheck, "memcheck", &["--padding", PADDING], xml)
-}
-
-/// compute-sanitizer's kernel filter: only the suspect kernel is checked, which is many times
-/// faster on a program that launches thousands of others.
-pub const KERNEL_NAME: &str = "--kernel-name";
-
-/// The filter's value for the suspect kernel (a substring of its mangled name).
-pub fn kns() -> String {
-    format!("kns={KERNEL}")
-}
-
-/// Records printed before compute-sanitizer stops printing (it still counts the rest).
-pub const DEFAULT_PRINT_LIMIT: &str = "1000";
-
-/// The target under `compute-sanitizer --tool TOOL` with `extra` options, the XML report
-/// saved to `xml`, every child process followed, then the rung's recipe arguments.
-pub fn sanitizer(r: &Resolved, rung: RungId, tool: &str, extra: &[&str], xml: &Path) -> Invocation {
-    let t = target(r);
-    let mut argv: Vec<String> = vec!["compute-sanitizer".into(), "--tool".into(), tool.into()];
-    argv.extend(extra.iter().map(|s| s.to_string()));
-    argv.extend(
-        ["--print-limit", DEFAULT_PRINT_LIMIT, "--target-processes", "all", "--xml", "--save"]
-            .map(String::from),
-    );
-    argv.push(xml.display().to_string());
-    if let Some(o) = r.rungs.get(&rung) {
-        argv.extend(o.args.iter().cloned());
-    }
-    argv.extend(t.argv.iter().cloned());
-    let mut inv = Invocation { argv, ..t };
-    if r.python {
-        inv.set("PYTORCH_NO_CUDA_MEMORY_CACHING", "1");
-        // Expandable segments map memory in big chunks: same problem as the cache.
-        inv.remove("PYTORCH_CUDA_ALLOC_CONF");
-        inv.remove("PYTORCH_ALLOC_CONF");
-    }
-    super::build::with_options(inv, r, rung)
-}
-
-/// Runs a sanitizer's step: scoped to the suspect kernel when the verdict so far names one,
-/// else over every kernel; it yielded when its XML report exists.
-pub fn run_sanitizer(io: &mut dyn RungIo, steps: &[Step], xml: &str, rung: RungId) -> Result<Ran> {
-    let scoped = steps.iter().find(|s| s.when == When::KernelKnown);
-    let ran = match (io.suspect(), scoped) {
-        (Some(kernel), Some(s)) => {
-            io.note(format!(
-                "scoped to the suspect kernel (`--kernel-name kns={kernel}`): other kernels were not checked; \
-                 `--rungs {rung}` alone checks them all"
-            ));
-            io.exec(&s.filled(KERNEL, &kernel, 1))?
-        }
-        _ => io.exec(step(steps, When::Always)?)?,
-    };
-    let yielded = io.dir().join(xml).exists();
-    if !yielded {
-        io.note(format!(
-            "compute-sanitizer wrote no XML report ({}): it may not have run the target; its log says why",
-            ran.text()
-        ));
-    }
-    // A sanitizer that failed without its report did not see the target fault: a fault it saw
-    // is in its report (and in its log, which the driver reads as evidence either way).
-    Ok(Ran { faulted: !ran.success() && yielded, yielded, lineinfo: None, hung: false, static_sites: None })
+    sanitizer::sanitizer(r, RungId::Memcheck, "memcheck", &["--padding", PADDING], xml)
 }

@@ -1,48 +1,52 @@
 //! The rungs: one file each, holding the rung's whole behaviour: what it is for, what it
-//! costs, the steps it runs (the exact commands and environments, which `--dry-run` shows
-//! too) and how it runs them. This file holds the [`Rung`] trait, the [`Step`] value and the
-//! command builders the rungs share.
+//! costs, what the policy needs to know of it, the steps it runs (the exact commands and
+//! environments, which `--dry-run` shows too) and how it runs them. This file registers them
+//! (one line each in `rungs!`) and declares the files they share: the [`Rung`] trait and
+//! the [`Step`] value (`api`), the command builders (`build`, `sanitizer`), the armed run
+//! (`armed`, `sites`), the hang's evidence (`evidence`) and `watch`'s baseline (`watch`).
 //!
-//! Adding a rung: a [`RungId`] variant (with its name and needs) and a file here implementing
-//! [`Rung`], listed in [`ALL`].
+//! Adding a rung: its line in `model/rung.rs` (its [`RungId`], name, needs and recipe
+//! options), its file here implementing [`Rung`], and its line in `rungs!` below
+//! (docs/ARCHITECTURE.md, "Adding a rung").
 //!
 //! Must not: decide which rung runs (the policy), print (the driver's progress does), or spawn
 //! (every step runs through [`RungIo`], which the driver implements).
 
 mod api;
 pub mod armed;
-pub mod attach;
-pub mod baseline;
 mod build;
-pub mod coredump;
 pub mod evidence;
-pub mod hang;
-pub mod initcheck;
-pub mod launch_blocking;
-pub mod memcheck;
-pub mod racecheck;
-pub mod rebuild;
+pub mod sanitizer;
 pub mod sites;
-pub mod synccheck;
 pub mod watch;
 
 use crate::model::RungId;
 pub use api::*;
 pub use build::*;
 
-/// The rungs, in ladder order.
-pub const ALL: [&dyn Rung; 10] = [
-    &baseline::Baseline,
-    &rebuild::Rebuild,
-    &launch_blocking::LaunchBlocking,
-    &coredump::Coredump,
-    &attach::Attach,
-    &memcheck::Memcheck,
-    &initcheck::Initcheck,
-    &racecheck::Racecheck,
-    &synccheck::Synccheck,
-    &hang::Hang,
-];
+/// Declares each rung's file and lists its rung in [`ALL`], in the order given (ladder order,
+/// as [`RungId::ALL`]: the test below holds them so).
+macro_rules! rungs {
+    ($($file:ident::$rung:ident,)*) => {
+        $(pub mod $file;)*
+
+        /// The rungs, in ladder order.
+        pub const ALL: [&dyn Rung; [$(stringify!($file)),*].len()] = [$(&$file::$rung),*];
+    };
+}
+
+rungs! {
+    baseline::Baseline,
+    rebuild::Rebuild,
+    launch_blocking::LaunchBlocking,
+    coredump::Coredump,
+    attach::Attach,
+    memcheck::Memcheck,
+    initcheck::Initcheck,
+    racecheck::Racecheck,
+    synccheck::Synccheck,
+    hang::Hang,
+}
 
 /// The rung of an id, as a climb that watches one run of a job (`watch`) or not runs it:
 /// the baseline of a watch is [`watch::Watched`].

@@ -9,9 +9,8 @@
 
 use anyhow::Result;
 
-use super::api::{Ran, Rung, RungIo, Step, StepCx, When};
-use super::memcheck::{kns, run_sanitizer, sanitizer, KERNEL_NAME};
-use crate::bundle::layout::RACECHECK_XML;
+use super::api::{Ran, Rung, RungIo, Step, StepCx};
+use super::sanitizer;
 use crate::findings::verdict::Part;
 use crate::model::RungId;
 
@@ -32,17 +31,15 @@ impl Rung for Racecheck {
         &[Part::SourceLine, Part::Class]
     }
 
+    fn in_sweep(&self) -> bool {
+        true
+    }
+
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
-        let xml = cx.dir.join(RACECHECK_XML);
-        let tool = RungId::Racecheck.name();
-        vec![
-            Step::target(sanitizer(cx.recipe, RungId::Racecheck, tool, &[], &xml)),
-            Step::target(sanitizer(cx.recipe, RungId::Racecheck, tool, &[KERNEL_NAME, &kns()], &xml))
-                .when(When::KernelKnown),
-        ]
+        sanitizer::steps(cx, RungId::Racecheck, RungId::Racecheck.name(), &[])
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        run_sanitizer(io, steps, RACECHECK_XML, RungId::Racecheck)
+        sanitizer::run(io, steps, RungId::Racecheck)
     }
 }

@@ -37,6 +37,11 @@ impl Rung for Rebuild {
         r.build.is_some()
     }
 
+    /// It builds and checks the binaries; the target does not run.
+    fn runs_target(&self) -> bool {
+        false
+    }
+
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
         let Some(b) = &cx.recipe.build else { return Vec::new() };
         // The build's streams in `stdout.log` and `stderr.log`, like the target's.

@@ -7,9 +7,8 @@
 
 use anyhow::Result;
 
-use super::api::{Ran, Rung, RungIo, Step, StepCx, When};
-use super::memcheck::{kns, run_sanitizer, sanitizer, KERNEL_NAME};
-use crate::bundle::layout::SYNCCHECK_XML;
+use super::api::{Ran, Rung, RungIo, Step, StepCx};
+use super::sanitizer;
 use crate::findings::verdict::Part;
 use crate::model::RungId;
 
@@ -30,17 +29,15 @@ impl Rung for Synccheck {
         &[Part::SourceLine, Part::Class, Part::LaunchSite]
     }
 
+    fn in_sweep(&self) -> bool {
+        true
+    }
+
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
-        let xml = cx.dir.join(SYNCCHECK_XML);
-        let tool = RungId::Synccheck.name();
-        vec![
-            Step::target(sanitizer(cx.recipe, RungId::Synccheck, tool, &[], &xml)),
-            Step::target(sanitizer(cx.recipe, RungId::Synccheck, tool, &[KERNEL_NAME, &kns()], &xml))
-                .when(When::KernelKnown),
-        ]
+        sanitizer::steps(cx, RungId::Synccheck, RungId::Synccheck.name(), &[])
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        run_sanitizer(io, steps, SYNCCHECK_XML, RungId::Synccheck)
+        sanitizer::run(io, steps, RungId::Synccheck)
     }
 }

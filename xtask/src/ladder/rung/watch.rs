@@ -95,6 +95,11 @@ impl Rung for Watched {
         &[Part::SourceLine, Part::Class]
     }
 
+    /// The job's one run, hung or not.
+    fn stands_for_baseline(&self, _hung: bool) -> bool {
+        true
+    }
+
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
         steps(cx)
     }
