@@ -418,7 +418,7 @@ fn vllm_dry_run_prints_the_full_plan() {
     assert!(lb.contains("CUDA_LAUNCH_BLOCKING=1 'PYTHONPATH="), "{lb}");
     // Every run of a Python target loads the launch recorder, its log in the rung's folder.
     assert!(
-        lb.contains(&format!("_vllm/recorder' 'DEBUG_IMA_LAUNCHES="))
+        lb.contains("_vllm/recorder' 'DEBUG_IMA_LAUNCHES=")
             && lb.contains(&format!(
                 "_vllm/rungs/03-launch-blocking/launches.log' {repro}\n      timeout: 1800 s"
             )),

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
 
-use super::bundle::{files, list, Listed};
+use super::bundle_files::{files, human, list, Listed};
 use crate::bundle::{layout, Bundle};
 
 /// A bundle's manifest changed this recently and it has no `SHA256SUMS`: it may be a climb's
@@ -107,7 +107,7 @@ pub fn prune(root: &Path, keep: usize, older_than: Option<Duration>, dry_run: bo
             "{} {} ({})\n",
             if dry_run { "would remove" } else { "removed" },
             crate::ui::safe(&dir.display().to_string(), true),
-            super::bundle::human(bytes)
+            human(bytes)
         ));
     }
     for dir in &p.in_use {
@@ -121,7 +121,7 @@ pub fn prune(root: &Path, keep: usize, older_than: Option<Duration>, dry_run: bo
         "{} {} bundle(s), {}; kept {} under `{}`{}\n",
         if dry_run { "would remove" } else { "removed" },
         p.remove.len(),
-        super::bundle::human(total),
+        human(total),
         p.kept + p.in_use.len(),
         crate::ui::safe(&root.display().to_string(), true),
         if dry_run { " (`--dry-run`: nothing was removed)" } else { "" }

@@ -8,6 +8,7 @@ pub mod analyze;
 pub mod args;
 pub mod bench;
 pub mod bundle;
+pub mod bundle_files;
 pub mod bundle_prune;
 pub mod container;
 pub mod debug_ima;

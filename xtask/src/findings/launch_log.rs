@@ -114,11 +114,7 @@ fn record(cells: &[&str], ev: &mut Evidence) -> bool {
 
 /// The places `pid` (any process, when `None`) launched `kernel` from (`same` compares kernel
 /// names), without repeats: one is the launch site, several are a choice the log cannot make.
-pub fn places_of<'a>(
-    ev: &'a [Evidence],
-    pid: Option<u32>,
-    same: impl Fn(&str) -> bool,
-) -> Vec<&'a RecordedLaunch> {
+pub fn places_of(ev: &[Evidence], pid: Option<u32>, same: impl Fn(&str) -> bool) -> Vec<&RecordedLaunch> {
     let mut out: Vec<&RecordedLaunch> = Vec::new();
     for l in ev.iter().flat_map(|e| &e.recorded_launches) {
         if pid.is_none_or(|p| p == l.pid)
