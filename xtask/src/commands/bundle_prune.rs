@@ -97,11 +97,9 @@ pub fn prune(root: &Path, keep: usize, older_than: Option<Duration>, dry_run: bo
     let mut s = String::new();
     let mut total = 0u64;
     for dir in &p.remove {
-        let bytes = if dry_run {
-            files(dir).map(|f| f.iter().map(|(_, b)| b).sum()).unwrap_or(0)
-        } else {
-            remove(dir)?
-        };
+        // `list` measured each bundle already.
+        let listed = bundles.iter().find(|b| &b.path == dir).map_or(0, |b| b.bytes);
+        let bytes = if dry_run { listed } else { remove(dir)? };
         total += bytes;
         s.push_str(&format!(
             "{} {} ({})\n",

@@ -143,10 +143,20 @@ mod tests {
         assert!(ev.recorded_launches.is_empty() && ev.recorded_captures.is_empty());
         assert!(ev.notes.iter().any(|n| n.contains("were skipped")), "{:?}", ev.notes);
         let cut = "launch\t7\tgather\t/s/a.py\t12\tstep\t-\t-\t/s/a.py:12:step";
-        for n in 0..cut.len() {
-            if cut.is_char_boundary(n) {
-                let _ = read(&cut[..n]);
+        // A record cut anywhere is dropped or read whole up to its optional stack: never a
+        // launch with another kernel, file or line.
+        let mut whole = 0;
+        for n in 0..=cut.len() {
+            let ev = read(&cut[..n]);
+            for l in &ev.recorded_launches {
+                assert_eq!(
+                    (l.kernel.as_str(), l.site.file.as_deref(), l.site.line),
+                    ("gather", Some("/s/a.py"), Some(12))
+                );
+                assert!(l.capture.is_none(), "{n}: {l:?}");
+                whole += 1;
             }
         }
+        assert!(whole > 0, "the whole record was never read");
     }
 }

@@ -20,8 +20,8 @@ pub use super::verdict_hang::{
 pub use super::verdict_kinds::OtherFault;
 use super::verdict_kinds::{library_of, snapshots_of_triggered_dumps};
 use super::verdict_sites::{
-    is_tail, keys_match, only_captured, pick_captured, pick_launch_site, pick_surfaced, recorded_candidates,
-    recorded_launch_site, related_inputs, user_loc,
+    frame_at, is_tail, keys_match, only_captured, pick_captured, pick_launch_site, pick_surfaced,
+    recorded_candidates, recorded_launch_site, related_inputs, user_loc,
 };
 pub use super::verdict_sites::{HostSite, Located, STATIC_LAUNCH};
 use super::{
@@ -622,7 +622,7 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
             Some(c) => format!(
                 "the kernel ran inside a CUDA graph replay: the host stack of the fault points at the replay; \
                  it was captured into the graph at {}",
-                c.frame.file.as_deref().map(|f| format!("{f}:{}", c.frame.line.unwrap_or(0))).unwrap_or_default()
+                frame_at(&c.frame)
             ),
             None => "the kernel ran inside a CUDA graph replay: `CUDA_LAUNCH_BLOCKING=1` cannot see inside a \
                      graph, so the host traceback points at the replay, not at a launch"

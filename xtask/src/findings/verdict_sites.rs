@@ -371,7 +371,7 @@ pub(super) fn pick_captured(
 }
 
 /// `file:line` of a frame (`?` where unknown).
-fn frame_at(f: &Frame) -> String {
+pub(super) fn frame_at(f: &Frame) -> String {
     format!("{}:{}", f.file.as_deref().unwrap_or("?"), f.line.map(|l| l.to_string()).unwrap_or("?".into()))
 }
 
