@@ -159,7 +159,8 @@ keep_cores() {
     # keep_cores RUNG: a CPU core the run left in the working directory moves to its folder.
     local f
     for f in core core.[0-9]*; do
-        if [ -f "$f" ] && [ "$f" -nt "$STARTED" ]; then
+        # Not older than the replay's start (one written in the same second counts as its).
+        if [ -f "$f" ] && ! [ "$STARTED" -nt "$f" ]; then
             mv -- "$f" "$OUT/" && echo "REPLAY_SH: moved the CPU core $f to $OUT/" >&2
         fi
     done
