@@ -200,9 +200,11 @@ fn sleeping_left(dir: &Path) -> bool {
 }
 
 /// A baseline that runs into its time limit (the recorded program without the trigger armed
-/// hangs) leads to the hang rung instead of the fault rungs, `hang_after` its timeout.
+/// hangs) takes the hang's evidence itself at the limit, as the hang rung would, instead of
+/// being killed and run again: one run, the dump read with the hang rung's commands, the CPU
+/// core of the abort, and the climb stops saying the target hung.
 #[test]
-fn a_baseline_timeout_leads_to_the_hang_rung() {
+fn a_baseline_at_its_time_limit_takes_the_hang_evidence_itself() {
     let s = Scratch::for_run("hang-timeout");
     let recipe = s.write_recipe(
         "version: 1\nname: standin\ndescription: \"the stand-in target\"\nrun:\n  command: [\"target\"]\n  timeout: 2\n",
@@ -210,11 +212,31 @@ fn a_baseline_timeout_leads_to_the_hang_rung() {
     let out = Run::new(&s, &recipe, "hang/hang_flag").run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
     let b = s.only_bundle();
-    assert_eq!(b.rung_dirs(), ["01-baseline", "02-hang"], "{}", out.both());
-    assert_eq!(b.exit_of("baseline", "target"), "timed-out");
-    let pid = *pids(&s, "target").last().unwrap();
-    assert!(b.exists(&format!("rungs/02-hang/cudagdb-{pid}.log")), "{:?}", b.files_in("rungs/02-hang"));
-    assert!(stopped(&b).contains("the target hung"), "{}", stopped(&b));
+    assert_eq!(b.rung_dirs(), ["01-baseline"], "{}", out.both());
+    assert!(b.notes("baseline").contains("still running at its time limit (2 s)"), "{}", b.notes("baseline"));
+    let gdb: Vec<String> =
+        b.files_in("rungs/01-baseline").into_iter().filter(|f| f.starts_with("cudagdb-") && f.ends_with(".log")).collect();
+    assert_eq!(gdb.len(), 1, "{:?}", b.files_in("rungs/01-baseline"));
+    assert!(b.read(&format!("rungs/01-baseline/{}", gdb[0])).contains("hang_flag.cu    18"));
+    assert!(b.exists("rungs/01-baseline/cpucore-gdb.log"));
+    assert!(stopped(&b).contains("the target hung: the baseline rung"), "{}", stopped(&b));
+    assert!(out.stdout.contains("verdict: hang in `consume`"), "{}", out.both());
+    s.assert_no_standin_left();
+}
+
+/// `--timeout` sets the run's time limit over the recipe's: the armed run is looked at as
+/// hung at it.
+#[test]
+fn the_timeout_flag_sets_where_the_armed_run_is_looked_at_as_hung() {
+    let s = Scratch::for_run("hang-timeout-flag");
+    let recipe = s.write_recipe(
+        "version: 1\nname: standin\ndescription: \"the stand-in target\"\nrun:\n  command: [\"target\"]\n  timeout: 600\n",
+    );
+    let out = Run::new(&s, &recipe, "hang/hang_flag").arg("--timeout").arg("2").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    assert!(out.took < Duration::from_secs(60), "took {:?}", out.took);
+    let b = s.only_bundle();
+    assert!(b.notes("baseline").contains("still running at its time limit (2 s)"), "{}", b.notes("baseline"));
     s.assert_no_standin_left();
 }
 

@@ -60,6 +60,11 @@ pub struct Args {
     /// docs/hangs.md).
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=2_592_000))]
     pub hang_after: Option<u64>,
+    /// Each run's time limit (overrides the recipe's `run.timeout`; default 600 s). An armed
+    /// first run still going then is looked at as hung (host stacks, a GPU dump of every CUDA
+    /// process) before it is ended.
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=2_592_000))]
+    pub timeout: Option<u64>,
     /// Rebuilds with `-G` (full device debug info: locals, arguments) instead of `-lineinfo`.
     #[arg(long = "device-debug")]
     pub device_debug: bool,
@@ -577,11 +582,14 @@ fn recipe_and_values(
     Ok((recipe, sets))
 }
 
-/// `--hang-after` over the recipe's `run.hang_after`, refused (a usage error naming the fix)
-/// when the run's own time limit would end it first.
+/// `--hang-after` and `--timeout` over the recipe's `run.hang_after` and `run.timeout`,
+/// refused (a usage error naming the fix) when the run's own time limit would end it first.
 fn with_hang_after(resolved: &mut Resolved, args: &Args) -> Result<()> {
     if let Some(secs) = args.hang_after {
         resolved.hang_after = Some(std::time::Duration::from_secs(secs));
+    }
+    if let Some(secs) = args.timeout {
+        resolved.run.timeout = Some(std::time::Duration::from_secs(secs));
     }
     rung::hang::check(resolved).map_err(|e| Usage::error(format!("{e:#}")))
 }

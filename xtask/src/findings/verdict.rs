@@ -21,7 +21,7 @@ pub use super::verdict_kinds::OtherFault;
 use super::verdict_kinds::{library_of, snapshots_of_triggered_dumps};
 use super::verdict_sites::{
     frame_at, is_tail, keys_match, only_captured, pick_captured, pick_launch_site, pick_surfaced,
-    recorded_candidates, recorded_launch_site, related_inputs, user_loc,
+    recorded_candidates, recorded_launch_site, related_inputs, static_launch_site, user_loc,
 };
 pub use super::verdict_sites::{HostSite, Located, STATIC_LAUNCH};
 use super::{
@@ -1020,8 +1020,10 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
         Some(l) => format!("hang: `{kernel}` spins at {l} ({threads} threads on the device)"),
         None => format!("hang: `{kernel}` spins (source line unknown; {threads} threads on the device)"),
     };
-    // A kernel that never ends has no fault to stop at: its launch line is the recorder's.
-    let launch_site = recorded_launch_site(inputs, primary.pid, &names::kernel_key(&kernel));
+    // A kernel that never ends has no fault to stop at: its launch line is the recorder's, or
+    // the binary's only launch of it.
+    let launch_site = recorded_launch_site(inputs, primary.pid, &names::kernel_key(&kernel))
+        .or_else(|| static_launch_site(inputs, &kernel));
     let verdict = Verdict {
         kernel,
         file: user.as_ref().map(|l| l.file.clone()),

@@ -244,6 +244,12 @@ pub(super) fn pick_launch_site<'a>(
     {
         return Some(HostSite { frame: f.clone(), from: memcheck_origin(f), how: MEMCHECK.into() });
     }
+    static_launch_site(inputs, kernel)
+}
+
+/// The binary's only launch of `kernel` (its disassembly, [`launch_sites::only_site`]), where
+/// a rung read one: a fact about the code, for a fault and for a kernel that never ends.
+pub(super) fn static_launch_site(inputs: &[Evidence], kernel: &str) -> Option<HostSite> {
     inputs.iter().find_map(|e| {
         launch_sites::only_site(&e.static_launches, kernel).map(|s| HostSite {
             frame: s.site.clone(),

@@ -451,7 +451,8 @@ impl Seen {
 /// quotes the target's last line in a note).
 pub fn outcome(rung: &dyn Rung, ran: Option<Ran>, seen: Seen) -> RungOutcome {
     let Some(r) = ran else { return RungOutcome::Failed };
-    let ordinary = rung.stands_for_baseline(r.hung)
+    let ordinary = !r.hung
+        && rung.stands_for_baseline(r.hung)
         && matches!(seen.target_exit, Some(Exit::Code(c)) if c != 0)
         && !seen.device_error
         && !seen.cuda_error;
@@ -510,12 +511,11 @@ pub fn retry_note(req: &Request, facts: Facts, id: RungId, attempt: usize) -> St
 /// the target, which would hang again until its time limit); after a rung timed out, the hang
 /// rung, unless it ran already or the recipe disabled it.
 fn after_a_hang(req: &Request, done: &[(RungId, RungOutcome)]) -> Option<Next> {
-    if done.iter().any(|(_, s)| *s == RungOutcome::Hung) {
+    if let Some((hung, _)) = done.iter().find(|(_, s)| *s == RungOutcome::Hung) {
         return Some(Next::Stop(format!(
-            "the target hung: the {} rung took what it could while it ran (its notes say which host stacks \
-             and GPU dumps; each `cudagdb-<pid>.log` names the kernels and lines that spin); the other rungs \
-             rerun the target and would hang too, so the climb stops here",
-            RungId::Hang
+            "the target hung: the {hung} rung took what it could while it ran (its notes say which host stacks \
+             and GPU dumps; each `cudagdb-*.log` names the kernels and lines that spin); the other rungs \
+             rerun the target and would hang too, so the climb stops here"
         )));
     }
     let (timed_out, _) = done.iter().find(|(_, s)| *s == RungOutcome::TimedOut)?;

@@ -14,23 +14,36 @@
 //! core behind.
 
 use std::path::Path;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Result};
 
-use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When};
-use super::build::with_options;
-use super::{armed, coredump, rebuild, sites};
+use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
+use super::build::{target, with_options};
+use super::{armed, coredump, evidence, hang, rebuild, sites};
 use crate::findings::verdict::Part;
-use crate::model::{Invocation, Role, RungId};
+use crate::model::{Exit, Invocation, Role, RungId};
 use crate::recipe::Resolved;
 
 pub struct Baseline;
 
-/// The armed first run, into the rung's folder `dir`; launch-blocking when `blocking`.
+/// The armed first run, into the rung's folder `dir`; launch-blocking when `blocking`. Its
+/// process is given [`hang::HANG_MARGIN`] beyond its time limit ([`limit`]): at the limit the
+/// run is looked at as hung, its evidence taken, and only then is it ended.
 pub fn invocation(r: &Resolved, dir: &Path, blocking: bool) -> Invocation {
-    with_options(armed::invocation(r, dir, blocking), r, RungId::Baseline)
+    let mut inv = with_options(armed::invocation(r, dir, blocking), r, RungId::Baseline);
+    inv.timeout = limit(r).map(|t| t + hang::HANG_MARGIN);
+    inv
 }
+
+/// The armed run's time limit: the baseline's `timeout` option, else the run's (`--timeout`,
+/// `run.timeout`, else the default).
+pub fn limit(r: &Resolved) -> Option<Duration> {
+    with_options(target(r), r, RungId::Baseline).timeout
+}
+
+/// How the note of an armed run that was still running at its time limit starts.
+pub const AT_LIMIT: &str = "still running at its time limit";
 
 impl Rung for Baseline {
     fn id(&self) -> RungId {
@@ -76,10 +89,15 @@ impl Rung for Baseline {
         if reads_sites && cx.blocking {
             steps.push(Step::target(invocation(cx.recipe, &cx.dir, false)).when(When::LaunchSitesKnown));
         }
+        // At its time limit the run counts as hung: the hang rung's evidence, taken beside it.
+        steps.extend(hang::beside_steps(cx));
         if let Some(b) = &cx.recipe.build {
             steps.extend(rebuild::lineinfo_checks(b, When::BinariesPresent));
         }
         steps.extend(coredump::reading_steps(cx));
+        steps.push(
+            Step::new(Role::CudaGdb, evidence::gdb(&cx.dir.join(DUMP)), "cudagdb-{n}").when(When::PerHangDump),
+        );
         steps
     }
 
@@ -100,9 +118,20 @@ impl Rung for Baseline {
             _ => step(steps, When::Always)?,
         };
         let started = SystemTime::now();
-        let ran = io.exec(target)?;
+        let (ran, hung) = run_to_limit(io, steps, target)?;
         // The pipes the armed run's processes made are no files a bundle holds.
         coredump::remove_fifos(io.dir());
+        if hung {
+            // A hang's dumps are read with the hang rung's commands (`info cuda threads`).
+            let read = coredump::read_dumps(io, steps, When::PerHangDump, started, ran)?;
+            return Ok(Ran {
+                faulted: read.yielded,
+                yielded: read.yielded,
+                lineinfo: None,
+                hung: true,
+                static_sites,
+            });
+        }
         // `--device-debug` (`-G`) on binaries that existed: cuobjdump cannot tell `-G` from
         // `-lineinfo`, so they are rebuilt for the locals.
         let wants_g = steps.iter().any(|s| {
@@ -134,6 +163,33 @@ impl Rung for Baseline {
         }
         Ok(Ran { faulted: read.faulted, yielded: true, lineinfo, hung: false, static_sites })
     }
+}
+
+/// Runs the armed `target` (one of `steps`); at its time limit ([`limit`]) it counts as hung
+/// and the hang rung's evidence is taken ([`hang::collect_after`]) before it is ended. Its exit
+/// and whether it hung.
+fn run_to_limit(io: &mut dyn RungIo, steps: &[Step], target: &Step) -> Result<(Exit, bool)> {
+    let Some(limit) = limit(io.recipe()) else { return io.exec(target).map(|e| (e, false)) };
+    let dir = io.dir().to_path_buf();
+    let pyspy = step(steps, When::PerPythonProcess)?.clone();
+    let convert = steps.iter().find(|s| s.when == When::PerNcclTrace).cloned();
+    let mut seen = hang::Seen::default();
+    let why = format!("{AT_LIMIT} ({} s)", limit.as_secs());
+    let exit =
+        io.exec_ticking(target, &mut hang::collect_after(limit, &why, &dir, &pyspy, convert.as_ref(), &mut seen))?;
+    if seen.hung {
+        io.note(format!(
+            "{why}: looked at as hung, its evidence taken (host stacks, a GPU dump of every CUDA process), \
+             then ended; give `--hang-after SECS` to look sooner, or `--timeout SECS` if it is only slow"
+        ));
+    }
+    for n in std::mem::take(&mut seen.notes) {
+        io.note(n);
+    }
+    if let Some(e) = seen.error.take() {
+        return Err(e);
+    }
+    Ok((exit, seen.hung))
 }
 
 /// Builds the target when the recipe's binaries are missing (the `BinariesMissing` step, with

@@ -31,7 +31,7 @@ use super::evidence::{
     alive, fifos, files, gdb, is_python, name_of, poke, poke_until, pyspy, trace_to_json, wait_for_dumps,
     wait_for_traces, Wrote, DUMP_WAIT, OPEN_RETRY, TRACE_WAIT,
 };
-use super::rebuild;
+use super::{rebuild, sites};
 use crate::launch::container::Access;
 use crate::model::{Invocation, Role, RungId};
 use crate::process::{Control, Running};
@@ -127,6 +127,11 @@ impl Rung for Hang {
             let build = rebuild::invocation(r, b, cx.debug, cx.inherited_prepend.as_deref(), RungId::Hang);
             steps.push(Step::new(Role::Build, build, "build").when(When::BinariesMissing));
         }
+        // A kernel that never ends has no fault to stop at: a native binary's launch sites,
+        // read before the run, name where it was launched.
+        if !r.python && cx.static_sites.is_none() {
+            steps.push(sites::step(r));
+        }
         steps.push(Step::target(invocation(r, &cx.dir)).at(At::New(Access::Ptrace)));
         steps.extend(beside_steps(cx));
         steps.push(Step::new(Role::CudaGdb, gdb(&cx.dir.join(HANG_DUMP)), "cudagdb-{n}").when(When::PerDump));
@@ -145,25 +150,18 @@ impl Rung for Hang {
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
         super::baseline::build_if_missing(io, steps)?;
+        let static_sites = sites::read(io, steps)?;
         let after = hang_after(io.recipe());
         let dir = io.dir().to_path_buf();
         let started = SystemTime::now();
         let pyspy = step(steps, When::PerPythonProcess)?.clone();
         let convert = steps.iter().find(|s| s.when == When::PerNcclTrace).cloned();
         let mut seen = Seen::default();
-        let exit = io.exec_ticking(step(steps, When::Always)?, &mut |running, beside| {
-            if seen.hung || running.elapsed() < after {
-                return Control::Continue;
-            }
-            seen.hung = true;
-            beside.say(&format!("still running after {} s: taking the hang's evidence", after.as_secs()));
-            collect(&dir, running, beside, &pyspy, convert.as_ref(), &mut seen);
-            if running.child_exited() {
-                Control::Continue
-            } else {
-                Control::Stop
-            }
-        })?;
+        let why = format!("still running after {} s", after.as_secs());
+        let exit = io.exec_ticking(
+            step(steps, When::Always)?,
+            &mut collect_after(after, &why, &dir, &pyspy, convert.as_ref(), &mut seen),
+        )?;
         // The tree has ended: the pipes it left (PyTorch does not remove the NCCL one) are no
         // files a bundle holds, and a flight-recorder pickle turned into JSON is kept only as
         // JSON (text, redacted like every report).
@@ -192,7 +190,7 @@ impl Rung for Hang {
                 yielded: false,
                 lineinfo: None,
                 hung: false,
-                static_sites: None,
+                static_sites,
             });
         }
         let dumps = files(&dir, DUMP_PREFIX);
@@ -220,7 +218,7 @@ impl Rung for Hang {
             yielded: !dumps.is_empty(),
             lineinfo: None,
             hung: true,
-            static_sites: None,
+            static_sites,
         })
     }
 }
@@ -240,6 +238,32 @@ pub(super) fn beside_steps(cx: &StepCx) -> Vec<Step> {
         );
     }
     steps
+}
+
+/// The tick of a target that counts as hung once `after` has passed since its start: then
+/// `why` is said, the hang's evidence is taken ([`collect`]) into `seen`, and the tree is
+/// ended. The hang rung and the armed baseline at its time limit share it.
+pub(super) fn collect_after<'a>(
+    after: Duration,
+    why: &'a str,
+    dir: &'a Path,
+    pyspy: &'a Step,
+    convert: Option<&'a Step>,
+    seen: &'a mut Seen,
+) -> impl FnMut(&Running, &mut dyn Beside) -> Control + 'a {
+    move |running, beside| {
+        if seen.hung || running.elapsed() < after {
+            return Control::Continue;
+        }
+        seen.hung = true;
+        beside.say(&format!("{why}: taking the hang's evidence"));
+        collect(dir, running, beside, pyspy, convert, seen);
+        if running.child_exited() {
+            Control::Continue
+        } else {
+            Control::Stop
+        }
+    }
 }
 
 /// Everything taken once the run counts as hung, in the order that keeps the evidence: host
@@ -383,8 +407,9 @@ pub fn check(r: &Resolved) -> Result<()> {
     if let (Some(after), Some(t)) = (r.hang_after, r.run.timeout) {
         if after >= t {
             bail!(
-                "`--hang-after {}` is not below the recipe's `run.timeout` ({} s): the run would be killed as \
-                 timed out before it is looked at as hung; give a smaller `--hang-after`",
+                "`--hang-after {}` is not below the run's time limit ({} s, `--timeout` or the recipe's \
+                 `run.timeout`): the run would be ended at its limit before it is looked at as hung; give a \
+                 smaller `--hang-after` or a larger `--timeout`",
                 after.as_secs(),
                 t.as_secs()
             );
