@@ -910,6 +910,40 @@ fn the_kinds_of_issue_23_get_their_verdicts() {
     assert!(json["verdict"]["meaning"].as_str().is_some_and(|m| m.contains("outside any allocation")));
 }
 
+/// Issue 23, recorded on the H200 (tests/fixtures/h200/kinds-pc): a trap's PC is past its
+/// `BPT.TRAP`, so `bt` names the next line; the instruction before the PC and `info line` of it
+/// (the ladder's coredump commands) give the trap's own line. An illegal instruction inside
+/// `__syncwarp` is a barrier error at the user's line (cuda-gdb crashed right after the line
+/// that says so).
+#[test]
+fn a_trap_is_at_its_own_line_and_a_bad_warp_mask_is_a_barrier_error() {
+    let pc = root().join("tests/fixtures/h200/kinds-pc");
+    for (case, file, line, bt_line) in [("paged_kv_trap", "paged_kv.cu", 26, 28), ("trap", "trap.cu", 10, 11)]
+    {
+        let a = analyze(&[pc.join(case).join("cudagdb-1-pc.log")]).unwrap();
+        let v = a.verdict.as_ref().unwrap();
+        assert_eq!(v.error.as_str(), "trap", "{case}");
+        assert!(v.file.as_deref().is_some_and(|f| f.ends_with(file)), "{case}: {v:?}");
+        assert_eq!(v.line, Some(line), "{case}");
+        let text = render_text(&a);
+        assert!(text.contains(&format!("showed the next line ({bt_line})")), "{case}: {text}");
+        // Without the commands that read the instruction before the PC, the line stays `bt`'s.
+        let a = analyze(&[pc.join(case).join("cudagdb-1.log")]).unwrap();
+        assert_eq!(a.verdict.as_ref().unwrap().line, Some(bt_line), "{case}");
+    }
+    let a = analyze(&[pc.join("syncwarp_tail_mask/cudagdb-1.log")]).unwrap();
+    let v = a.verdict.as_ref().unwrap();
+    assert_eq!(v.error.as_str(), "barrier-error", "{v:?}");
+    assert!(
+        v.file.as_deref().is_some_and(|f| f.ends_with("expert_offsets.cu")) && v.line == Some(17),
+        "{v:?}"
+    );
+    assert!(render_text(&a).contains("a warp-synchronous intrinsic"), "{}", render_text(&a));
+    // synccheck on the same program says the same.
+    let v = analyze(&[pc.join("syncwarp_tail_mask/synccheck.log")]).unwrap().verdict.unwrap();
+    assert_eq!((v.error.as_str(), v.line), ("barrier-error", Some(17)));
+}
+
 /// Issue 23: racecheck's analysis report (text and XML) gives a verdict of class `race` that
 /// names both lines, the memory and the hazard count; synccheck's a `barrier-error` at the
 /// user's line (not CUDA's header) with the kind and the launch site from the host frame.

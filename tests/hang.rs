@@ -214,8 +214,11 @@ fn a_baseline_at_its_time_limit_takes_the_hang_evidence_itself() {
     let b = s.only_bundle();
     assert_eq!(b.rung_dirs(), ["01-baseline"], "{}", out.both());
     assert!(b.notes("baseline").contains("still running at its time limit (2 s)"), "{}", b.notes("baseline"));
-    let gdb: Vec<String> =
-        b.files_in("rungs/01-baseline").into_iter().filter(|f| f.starts_with("cudagdb-") && f.ends_with(".log")).collect();
+    let gdb: Vec<String> = b
+        .files_in("rungs/01-baseline")
+        .into_iter()
+        .filter(|f| f.starts_with("cudagdb-") && f.ends_with(".log"))
+        .collect();
     assert_eq!(gdb.len(), 1, "{:?}", b.files_in("rungs/01-baseline"));
     assert!(b.read(&format!("rungs/01-baseline/{}", gdb[0])).contains("hang_flag.cu    18"));
     assert!(b.exists("rungs/01-baseline/cpucore-gdb.log"));

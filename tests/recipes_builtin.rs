@@ -382,7 +382,8 @@ fn vllm_dry_run_prints_the_full_plan() {
     assert!(!baseline.contains("cuobjdump"), "{baseline}");
     // The armed first run: a single vLLM server with no parallel size, so launch-blocking;
     // faulthandler for the launching Python line, the core limit 0 (faulthandler gives the
-    // stacks), the run's time limit.
+    // stacks), the run's time limit (1800 s) with the hang margin (300 s): at its limit the run
+    // is looked at as hung before it is ended.
     for want in [
         "PYTHONUNBUFFERED=1",
         "CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1",
@@ -390,7 +391,7 @@ fn vllm_dry_run_prints_the_full_plan() {
         "PYTHONFAULTHANDLER=1",
         "CUDA_LAUNCH_BLOCKING=1",
         "sh -c 'ulimit -c 0 2>/dev/null; exec \"$@\"' core-limit vllm serve facebook/opt-125m --port 8000 \
-         --enforce-eager\n      timeout: 1800 s",
+         --enforce-eager\n      timeout: 2100 s",
     ] {
         assert!(baseline.contains(want), "`{want}` missing: {baseline}");
     }

@@ -110,6 +110,9 @@ struct KernelRow {
 struct Triggered {
     pc: Option<u64>,
     function: Option<String>,
+    /// The innermost inlined function, where the line names one (`sm_30_intrinsics.hpp:110 in
+    /// _ZN..10__syncwarpEj inlined from expert_offsets.cu:17`).
+    inner: Option<String>,
     /// Innermost first; the last is the user's line.
     chain: Vec<SourceLoc>,
 }
@@ -137,6 +140,13 @@ struct Session {
     /// The address and symbol of that `x/i` line (`0x7f19.. <_Z7consumePViPiPf+288>`).
     instruction_pc: Option<u64>,
     instruction_symbol: Option<String>,
+    /// The last `x/i` line before a `=>` one (`x/2i $pc-16`): its address and instruction. A
+    /// kernel stopped by `__trap()` has its PC past the `BPT.TRAP` (recorded on the H200).
+    before_pc: Option<(u64, String)>,
+    /// A `BPT.TRAP` found just before the PC: its address.
+    trap_pc: Option<u64>,
+    /// `info line *ADDR`: `Line N of "FILE" starts at address A <..> and ends at B <..>.`
+    line_ranges: Vec<LineRange>,
     /// Something cuda-gdb printed that belongs to this session was seen.
     output: bool,
     /// Every row of `info cuda kernels` (capped).
@@ -313,6 +323,8 @@ impl Session {
                 }
             }
         }
+        self.trap_line(&mut f);
+        self.warp_sync(&mut f);
         if let Some(focus) = &self.focus {
             f.block = focus.block;
             f.thread = focus.thread;
@@ -331,6 +343,51 @@ impl Session {
             f.access = Some(access);
         }
         f
+    }
+
+    /// A trap's PC is past its `BPT.TRAP`, so `bt` names the line after `__trap()`: with the
+    /// trap found just before the PC and `info line` of its address, the line is the trap's
+    /// (in the innermost frame, where the trap is; the user's line stays where it was inlined).
+    fn trap_line(&self, f: &mut Fault) {
+        if f.error != Some(ErrorClass::Trap) {
+            return;
+        }
+        let Some(at) = self.trap_pc else { return };
+        let Some(r) = self.line_ranges.iter().find(|r| r.start <= at && at < r.end) else { return };
+        // Inlined: the trap is in the innermost frame; the user's line (outermost) stays.
+        let shown = if f.inlined.is_empty() { f.location.as_mut() } else { f.inlined.first_mut() };
+        let Some(shown) = shown.filter(|l| l.file == r.loc.file && l.line != r.loc.line) else { return };
+        let was = shown.line;
+        shown.line = r.loc.line;
+        f.detail.get_or_insert_with(|| {
+            format!(
+                "the trap's line: the PC is past the `BPT.TRAP` at line {}, so `bt` showed the next line ({was})",
+                r.loc.line
+            )
+        });
+    }
+
+    /// An illegal instruction inside a warp-synchronous intrinsic (`__syncwarp`, `__shfl_*_sync`,
+    /// `__ballot_sync`, ...) is a barrier error: its mask leaves out a lane that executes it, or
+    /// names a lane that has exited (recorded on the H200: synccheck calls the same launch
+    /// `Barrier error detected. Invalid arguments.`).
+    fn warp_sync(&self, f: &mut Fault) {
+        if f.error != Some(ErrorClass::IllegalInstruction) {
+            return;
+        }
+        let inner = self.triggered.as_ref().and_then(|t| t.inner.as_deref());
+        let frame0 = self.frames.first().map(|g| g.function.as_str());
+        let Some(name) = inner.into_iter().chain(frame0).find(|n| names::is_warp_sync_intrinsic(n)) else {
+            return;
+        };
+        f.error = Some(ErrorClass::BarrierError);
+        f.detail.get_or_insert_with(|| {
+            format!(
+                "an illegal instruction in `{}`, a warp-synchronous intrinsic: its mask must name every lane \
+                 that calls it, and only lanes that have not exited",
+                names::pretty(name)
+            )
+        });
     }
 
     fn instruction_sym(&mut self, sym: Option<&str>) {
@@ -598,11 +655,34 @@ impl CudaGdbParser {
     /// Lines that only mean something inside a session.
     fn inside(&mut self, line: &str, ctx: LineCtx) {
         let first = line.as_bytes()[0];
+        if first == b' ' && line.starts_with("   0x") && line.contains(">:") {
+            // `x/2i $pc-16`: `   0x7f99... <_Z16gather_kv_blocksPKfPKiS2_Pfii+304>:\tBPT.TRAP 0x1`.
+            if let (Some(s), (Some(pc), _)) = (self.cur.as_mut(), instruction_address(line)) {
+                if let Some((_, ins)) = line.split_once(">:") {
+                    s.before_pc = Some((pc, ins.trim().chars().take(200).collect()));
+                }
+                self.end_tables();
+                return;
+            }
+        }
+        if first == b'L' {
+            if let (Some(s), Some(r)) = (self.cur.as_mut(), parse_line_range(line)) {
+                if s.line_ranges.len() < MAX_ITEMS {
+                    s.line_ranges.push(r);
+                }
+                return;
+            }
+        }
         if matches!(first, b'*' | b'=') {
             // `x/i $errorpc`: `*> 0x7fd8... <_Z9histogramPKiPji+592>:\tATOMS.POPC.INC.32 RZ[R5+URZ]`.
             if let Some(ins) = errorpc_instruction(line) {
                 self.end_tables();
                 if let Some(s) = self.cur.as_mut() {
+                    if let Some((at, before)) = s.before_pc.take() {
+                        if is_trap_instruction(&before) && s.trap_pc.is_none() {
+                            s.trap_pc = Some(at);
+                        }
+                    }
                     if s.instruction.is_none() {
                         s.instruction = Some(ins);
                         let (pc, sym) = instruction_address(line);
@@ -786,6 +866,41 @@ impl LineParser for CudaGdbParser {
         ev.snapshots.append(&mut self.snapshots);
         ev.notes.append(&mut self.notes);
     }
+}
+
+/// One answer of `info line *ADDR`: the code of `line` of `file` is in `[start, end)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LineRange {
+    loc: SourceLoc,
+    start: u64,
+    end: u64,
+}
+
+/// `Line 26 of "/w/paged_kv.cu" starts at address 0x7f99..0100 <_Z16..+256> and ends at
+/// 0x7f99..0140 <_Z16..+320>.` (gdb's `info line`, recorded by cuda-gdb 13 on the H200).
+fn parse_line_range(line: &str) -> Option<LineRange> {
+    let rest = line.strip_prefix("Line ")?;
+    let (n, rest) = rest.split_once(" of \"")?;
+    let (file, rest) = rest.split_once("\" starts at address ")?;
+    let (start, rest) = rest.split_once(' ')?;
+    let (_, end) = rest.split_once(" and ends at ")?;
+    let end = end.split(|c: char| c == ' ' || c == '.').next()?;
+    Some(LineRange {
+        loc: SourceLoc { file: cut(file, MAX_NAME), line: n.parse().ok()? },
+        start: parse_hex(start)?,
+        end: parse_hex(end)?,
+    })
+}
+
+/// Whether a SASS instruction is the trap `__trap()` compiles to (`BPT.TRAP 0x1`), predicated
+/// or not.
+fn is_trap_instruction(ins: &str) -> bool {
+    let mut words = ins.split_whitespace();
+    let op = match words.next() {
+        Some(w) if w.starts_with('@') => words.next(),
+        w => w,
+    };
+    op.is_some_and(|o| o.starts_with("BPT.TRAP"))
 }
 
 /// A row of `info cuda threads`, before it is merged into a [`ThreadGroup`].
@@ -1120,7 +1235,9 @@ fn parse_triggered(rest: &str) -> Option<Triggered> {
     if let Some(o) = open_of_last_group(r) {
         let inner = &r[o + 1..r.len() - 1];
         let mut segs = inner.split(" inlined from ");
-        if let Some(first) = segs.next().and_then(loc_of) {
+        let head = segs.next();
+        if let Some(first) = head.and_then(loc_of) {
+            t.inner = head.and_then(|h| h.split_once(" in ")).map(|(_, f)| cut(f.trim(), MAX_NAME));
             t.chain.push(first);
             for seg in segs {
                 if let Some(loc) = loc_of(seg) {

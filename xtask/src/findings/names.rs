@@ -387,6 +387,23 @@ pub fn is_python_library(path: &str) -> bool {
     (path.contains('/') && PACKAGES.contains(&head)) || STDLIB.contains(&module)
 }
 
+/// Whether a function (demangled or mangled) is one of CUDA's warp-synchronous intrinsics,
+/// whose mask must name the calling lanes: `__syncwarp`, `__shfl_sync` and its `_up`, `_down`,
+/// `_xor` forms, `__ballot_sync`, `__all_sync`, `__any_sync`, `__uni_sync`, `__match_*_sync`,
+/// `__reduce_*_sync`.
+pub fn is_warp_sync_intrinsic(name: &str) -> bool {
+    const FAMILIES: &[&str] = &["__shfl", "__ballot", "__all", "__any", "__uni", "__match", "__reduce"];
+    name.contains("__syncwarp")
+        || FAMILIES.iter().any(|f| {
+            name.match_indices(f).any(|(i, _)| {
+                let rest = &name[i + f.len()..];
+                let word =
+                    rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap_or("");
+                word.contains("_sync")
+            })
+        })
+}
+
 /// Whether a device source position is the toolkit's or a library's rather than the user's:
 /// CUDA's headers (by path, or by the bare name cuda-gdb prints for an inlined header function:
 /// `device_atomic_functions.hpp`), CUTLASS, CUB, Thrust, cuda::std, and PyTorch's ATen and c10.
@@ -449,6 +466,25 @@ pub fn base_name(path: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn warp_synchronous_intrinsics_are_known_mangled_or_not() {
+        for n in [
+            "__syncwarp",
+            "_ZN48_INTERNAL_6a7f0777_17_expert_offsets_cu_b729ea6a10__syncwarpEj",
+            "__shfl_xor_sync(unsigned int, float, int, int)",
+            "_Z15__shfl_down_syncjfji",
+            "__ballot_sync",
+            "__match_any_sync",
+            "__reduce_add_sync",
+        ] {
+            assert!(is_warp_sync_intrinsic(n), "{n}");
+        }
+        for n in ["__syncthreads", "__shfl", "all_reduce_kernel", "atomicAdd", "__any_of", "__syncwar"] {
+            assert!(!is_warp_sync_intrinsic(n), "{n}");
+        }
+    }
+
     use super::*;
     use proptest::prelude::*;
 

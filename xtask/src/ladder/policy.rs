@@ -900,9 +900,11 @@ mod tests {
         assert_eq!(outcome(base, ran(true, false), code(1)), RungOutcome::FailedWithoutCuda);
         assert_eq!(outcome(hang, ran(true, false), code(1)), RungOutcome::FailedWithoutCuda);
         assert_eq!(outcome(hang, ran(true, true), code(1)), RungOutcome::Hung);
-        // `watch`'s baseline that counted as hung and then failed stays an ordinary failure.
+        // A run that counted as hung (the armed baseline at its limit, `watch`'s job) is a hang
+        // whatever its exit: ended by the dump's abort through a shell, it exits 134.
+        assert_eq!(outcome(base, ran(false, true), code(134)), RungOutcome::Hung);
         let watched = rung::get_for(RungId::Baseline, true);
-        assert_eq!(outcome(watched, ran(false, true), code(1)), RungOutcome::FailedWithoutCuda);
+        assert_eq!(outcome(watched, ran(false, true), code(1)), RungOutcome::Hung);
         assert_eq!(outcome(watched, ran(false, true), code(0)), RungOutcome::Hung);
         assert_eq!(
             outcome(memcheck, ran(true, false), code(1)),

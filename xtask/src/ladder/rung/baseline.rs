@@ -16,7 +16,7 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
 use super::build::{target, with_options};
@@ -103,7 +103,7 @@ impl Rung for Baseline {
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
         let build = io.recipe().build.clone();
-        let built = build_if_missing(io, steps)?;
+        let built = rebuild::build_if_missing(io, steps)?;
         let static_sites = sites::read(io, steps)?;
         let unblocked = steps.iter().find(|s| s.when == When::LaunchSitesKnown);
         let target = match (static_sites, unblocked) {
@@ -190,22 +190,4 @@ fn run_to_limit(io: &mut dyn RungIo, steps: &[Step], target: &Step) -> Result<(E
         return Err(e);
     }
     Ok((exit, seen.hung))
-}
-
-/// Builds the target when the recipe's binaries are missing (the `BinariesMissing` step, with
-/// line info): true when it built. A failed build is the rung's error, naming its log. The
-/// baseline and the hang rung (which replaces the baseline) both start so.
-pub(super) fn build_if_missing(io: &mut dyn RungIo, steps: &[Step]) -> Result<bool> {
-    let Some(b) = io.recipe().build.clone() else { return Ok(false) };
-    if !b.binaries_missing() {
-        return Ok(false);
-    }
-    io.say("building the target first, with line info (`-lineinfo -g`)");
-    rebuild::create_binary_dirs(&b)?;
-    let build = step(steps, When::BinariesMissing)?;
-    let ran = io.exec(build)?;
-    if !ran.success() {
-        bail!("the recipe's build failed ({}): see `{}/{}.log`", ran.text(), io.shown_dir(), build.stem);
-    }
-    Ok(true)
 }

@@ -30,6 +30,10 @@ pub fn cuda_gdb(first: &[String], target: Option<String>, full: bool, locals: bo
             // 0.5 s more per session on the H200 (0.31 s against 0.84 s): worth it once, on the
             // dump; attach comes only when the dump said too little.
             commands.push("x/i $errorpc".to_string());
+            // A trap (`__trap()`) has no error PC and its PC is past the `BPT.TRAP`: the
+            // instruction before the PC and its line name the trap's line (recorded on the H200,
+            // tests/fixtures/h200/kinds-pc).
+            commands.extend(["x/2i $pc-16".to_string(), "info line *($pc-16)".to_string()]);
         }
         if locals {
             commands.extend(["info locals".to_string(), "info args".to_string()]);

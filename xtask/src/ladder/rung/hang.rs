@@ -149,7 +149,7 @@ impl Rung for Hang {
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        super::baseline::build_if_missing(io, steps)?;
+        rebuild::build_if_missing(io, steps)?;
         let static_sites = sites::read(io, steps)?;
         let after = hang_after(io.recipe());
         let dir = io.dir().to_path_buf();

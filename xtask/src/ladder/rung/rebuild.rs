@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::api::{Debug, Ran, Rung, RungIo, Step, StepCx, When};
+use super::api::{step, Debug, Ran, Rung, RungIo, Step, StepCx, When};
 use super::build::{from_step, with_options};
 use crate::bundle::layout;
 use crate::model::{Invocation, Role, RungId};
@@ -154,6 +154,24 @@ pub fn count_line_sections(cuobjdump_elf: &str) -> usize {
 /// prints far more than should be held in memory.
 pub fn count_line_sections_in(reader: impl std::io::BufRead) -> usize {
     reader.split(b'\n').map_while(Result::ok).filter(|l| l.windows(10).any(|w| w == b"debug_line")).count()
+}
+
+/// Builds the target when the recipe's binaries are missing (the `BinariesMissing` step, with
+/// line info): true when it built. A failed build is the rung's error, naming its log. The
+/// baseline and the hang rung (which replaces the baseline) both start so.
+pub(super) fn build_if_missing(io: &mut dyn RungIo, steps: &[Step]) -> Result<bool> {
+    let Some(b) = io.recipe().build.clone() else { return Ok(false) };
+    if !b.binaries_missing() {
+        return Ok(false);
+    }
+    io.say("building the target first, with line info (`-lineinfo -g`)");
+    create_binary_dirs(&b)?;
+    let build = step(steps, When::BinariesMissing)?;
+    let ran = io.exec(build)?;
+    if !ran.success() {
+        bail!("the recipe's build failed ({}): see `{}/{}.log`", ran.text(), io.shown_dir(), build.stem);
+    }
+    Ok(true)
 }
 
 #[cfg(test)]
