@@ -942,6 +942,13 @@ fn a_trap_is_at_its_own_line_and_a_bad_warp_mask_is_a_barrier_error() {
     // synccheck on the same program says the same.
     let v = analyze(&[pc.join("syncwarp_tail_mask/synccheck.log")]).unwrap().verdict.unwrap();
     assert_eq!((v.error.as_str(), v.line), ("barrier-error", Some(17)));
+    // A block hung in the two `__syncthreads()` of an if and its else (a dump the tool
+    // triggered): a barrier error at the focus's barrier, the other barrier's line named.
+    let a = analyze(&[pc.join("syncthreads_divergent/cudagdb-1-hang.log")]).unwrap();
+    let v = a.verdict.as_ref().unwrap();
+    assert_eq!((v.error.as_str(), v.line), ("barrier-error", Some(26)), "{v:?}");
+    assert!(v.hang.is_some());
+    assert!(render_text(&a).contains("wait at 2 different lines (23, 26)"), "{}", render_text(&a));
 }
 
 /// Issue 23: racecheck's analysis report (text and XML) gives a verdict of class `race` that

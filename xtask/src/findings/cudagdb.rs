@@ -143,6 +143,8 @@ struct Session {
     /// The last `x/i` line before a `=>` one (`x/2i $pc-16`): its address and instruction. A
     /// kernel stopped by `__trap()` has its PC past the `BPT.TRAP` (recorded on the H200).
     before_pc: Option<(u64, String)>,
+    /// The source line cuda-gdb printed after the device `bt` (the focus frame's).
+    source_text: Option<String>,
     /// A `BPT.TRAP` found just before the PC: its address.
     trap_pc: Option<u64>,
     /// `info line *ADDR`: `Line N of "FILE" starts at address A <..> and ends at B <..>.`
@@ -241,6 +243,7 @@ impl Session {
             warp: focus.warp,
             pc: self.instruction_pc,
             instruction: self.instruction.clone(),
+            source_text: self.source_text.clone(),
             kernels: self
                 .kernels
                 .iter()
@@ -705,6 +708,14 @@ impl CudaGdbParser {
                     self.listing.push(frame);
                 }
                 return;
+            }
+        }
+        // `26\t    __syncthreads();`: the source of the focus frame, printed after a device `bt`.
+        if first.is_ascii_digit() && self.in_listing && self.listing.iter().any(|f| f.launch) {
+            if let (Some(s), Some((n, text))) = (self.cur.as_mut(), line.split_once('\t')) {
+                if n.parse::<u32>().is_ok() && s.source_text.is_none() && !text.trim().is_empty() {
+                    s.source_text = Some(cut(text.trim(), MAX_NAME));
+                }
             }
         }
         self.end_listing();

@@ -608,6 +608,9 @@ pub struct DeviceSnapshot {
     /// The instruction at the focus PC (`x/i $pc`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instruction: Option<String>,
+    /// The focus frame's source line as cuda-gdb printed it after `bt` (`__syncthreads();`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_text: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub kernels: Vec<KernelInfo>,
     /// `info cuda threads`, rows of one kernel, PC and line merged, in the order first seen.

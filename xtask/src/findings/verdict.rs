@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use super::verdict_hang::{focus_line, hang_groups, hang_without_kernel, host_waits};
+use super::verdict_hang::{divergent_barrier, focus_line, hang_groups, hang_without_kernel, host_waits};
 pub use super::verdict_hang::{
     group_text, host_frame_text, Hang, HangGroup, HangProcess, HostWait, NcclStuck,
 };
@@ -864,6 +864,8 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
     let inlined: Vec<SourceLoc> =
         if primary.chain.len() > 1 { primary.chain.iter().map(canonical).collect() } else { Vec::new() };
     let groups = hang_groups(primary, roots, &canonical);
+    let barrier = divergent_barrier(primary, &groups);
+    let error = if barrier.is_some() { ErrorClass::BarrierError } else { ErrorClass::Hang };
 
     // The processes: those with a dump, in input order, then py-spy's, by first appearance.
     let mut processes: Vec<HangProcess> = Vec::new();
@@ -985,6 +987,7 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
     if library_line {
         remarks.push("the spinning line is in library or toolkit code, not in your sources".to_string());
     }
+    remarks.extend(barrier);
     remarks.push(match primary.core {
         Some(_) => {
             "a snapshot, not a fault: the dump was triggered while the kernels ran; block and thread are \
@@ -1016,6 +1019,9 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
     }
     let threads: u64 = primary.thread_count();
     let conclusion = match &user {
+        Some(l) if error == ErrorClass::BarrierError => {
+            format!("barrier-error: `{kernel}` hangs at the barrier at {l} ({threads} threads on the device)")
+        }
         Some(l) if groups.is_empty() => format!("hang: `{kernel}` spins at {l} (threads not listed)"),
         Some(l) => format!("hang: `{kernel}` spins at {l} ({threads} threads on the device)"),
         None => format!("hang: `{kernel}` spins (source line unknown; {threads} threads on the device)"),
@@ -1028,8 +1034,8 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
         kernel,
         file: user.as_ref().map(|l| l.file.clone()),
         line: user.as_ref().map(|l| l.line),
-        error: ErrorClass::Hang,
-        meaning: ErrorClass::Hang.meaning(),
+        meaning: error.meaning(),
+        error,
         block: primary.block,
         thread: primary.thread,
         device: primary.device,

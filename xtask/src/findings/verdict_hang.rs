@@ -315,3 +315,46 @@ pub(super) fn hang_without_kernel(inputs: &[Evidence]) -> Option<String> {
     }
     (!parts.is_empty()).then(|| parts.join("; "))
 }
+
+/// Whether a source line calls a block barrier: `__syncthreads()` (and its `_count`, `_and`,
+/// `_or` forms), `__barrier_sync`, PTX `bar.sync` / `barrier.sync`, or a cooperative group's
+/// `.sync()`.
+pub fn is_block_barrier(text: &str) -> bool {
+    ["__syncthreads", "__barrier_sync", "bar.sync", "barrier.sync", ".sync()", "::sync("]
+        .iter()
+        .any(|b| text.contains(b))
+}
+
+/// Blocks as one number, for ranges: (z, y, x).
+fn block_key(d: Dim3) -> (u32, u32, u32) {
+    (d[2], d[1], d[0])
+}
+
+/// A hang of barriers in divergent code: cuda-gdb's focus line is a block barrier and the
+/// threads of the same blocks wait at two or more different lines (recorded on the H200: the
+/// two `__syncthreads()` of an if and its else, tests/fixtures/h200/kinds-pc). The evidence, in
+/// words, for the verdict's remark; `None` when the dump does not show it.
+pub(super) fn divergent_barrier(primary: &DeviceSnapshot, groups: &[HangGroup]) -> Option<String> {
+    let text = primary.source_text.as_deref().filter(|t| is_block_barrier(t))?;
+    let focus = groups.iter().find(|g| g.focus)?;
+    let (lo, hi) = (block_key(focus.block_range[0]), block_key(focus.block_range[1]));
+    let mut lines: Vec<u32> = groups
+        .iter()
+        .filter(|g| block_key(g.block_range[0]) <= hi && lo <= block_key(g.block_range[1]))
+        .filter(|g| g.file == focus.file)
+        .filter_map(|g| g.line)
+        .collect();
+    lines.sort_unstable();
+    lines.dedup();
+    (lines.len() >= 2).then(|| {
+        let at: Vec<String> = lines.iter().map(u32::to_string).collect();
+        format!(
+            "the threads of the same blocks wait at {} different lines ({}), and cuda-gdb's focus line is a \
+             barrier (`{}`): a barrier in divergent code, which the block's threads reach at different calls; \
+             `--rungs synccheck` names it",
+            lines.len(),
+            at.join(", "),
+            text
+        )
+    })
+}
