@@ -172,7 +172,7 @@ def judge(v):
             names = [o.get("kernel") or "" for o in v.get("others") or []]
             got.append("others:" + (",".join(n.split("(")[0] for n in names) or "none"))
             ok &= all(any(w.lower() in n.lower() for n in names) for w in want.split(","))
-        elif k in ("race-other-line", "alt-line", "hang-after"):
+        elif k in ("race-other-line", "alt-line", "hang-after", "timeout"):
             pass  # in the site check, or how the suite runs the case
         else:
             got.append(f"{k}:?")
@@ -328,6 +328,9 @@ for c in "${CASES[@]}"; do
   esac
   if ha=$(extra_of hang-after); then
     args+=(--hang-after "${HANG_AFTER:-$ha}")
+  fi
+  if to=$(extra_of timeout); then
+    args+=(--timeout "$to")
   fi
   echo "== $c (limit ${limit} s, $(left_s) s left): debug-ima ${args[*]} --yes --bundle-dir $B"
   t0=$(now)

@@ -295,6 +295,11 @@ impl State<'_, '_> {
             if let Some(known) = ran.and_then(|r| r.static_sites) {
                 self.facts.static_sites = Some(known);
             }
+            if rung.stands_for_baseline(false) && self.facts.armed_secs.is_none() {
+                if let Some(c) = record.commands.iter().find(|c| c.role == Role::Target) {
+                    self.facts.armed_secs = Some(c.duration_s.ceil().clamp(0.0, u32::MAX as f64) as u32);
+                }
+            }
             let device = outcome.faulted() || (ran.is_none() && seen.device_error);
             let shown = format!(
                 "{}{}",

@@ -225,7 +225,16 @@ pub struct Facts {
     /// The target's disassembly named where its kernels are launched (the first armed run
     /// read it); `None`: not read.
     pub static_sites: Option<bool>,
+    /// How long the first armed run of the target took, whole seconds (rounded up); `None`:
+    /// it has not run.
+    pub armed_secs: Option<u32>,
 }
+
+/// An armed run at most this long makes memcheck cheap enough to run after a complete
+/// verdict, to look for an earlier bug that corrupted memory without faulting (measured on the
+/// H200: 0.66 s armed, 0.87 s under memcheck for a program of two such bugs,
+/// tests/fixtures/h200/kinds-pc/two_bugs_softmax_scatter). Past it the verdict says how.
+pub const CONFIRM_UNDER_S: u32 = 30;
 
 /// The next step.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -311,11 +320,15 @@ pub fn next(
                 }
                 _ => "?".into(),
             };
+            if let Some(r) = confirm(req, &pending, done, analysis, facts) {
+                return Next::Run(r);
+            }
             return Next::Stop(format!(
-                "the verdict is complete: `{}` at {at}, launched from {}{}",
+                "the verdict is complete: `{}` at {at}, launched from {}{}{}",
                 v.kernel,
                 v.launch_site.as_ref().map(|h| site(&h.frame)).unwrap_or_default(),
-                skipping(&[])
+                skipping(&[]),
+                unconfirmed(req, &pending, done, facts)
             ));
         }
         // A part that cannot exist (a library kernel's source line) is never looked for.
@@ -390,6 +403,49 @@ pub fn next(
             None => format!("no remaining rung can locate the fault{}", skipping(&[])),
         }),
     }
+}
+
+/// Whether a complete verdict from a faulting run is checked with memcheck for an earlier
+/// bug that did not fault (an overrun in one kernel corrupts the indices the next one faults
+/// on): a native target whose armed run was short ([`CONFIRM_UNDER_S`]), memcheck planned and
+/// not run, and no sanitizer has looked yet. The default climb only: `--rungs` and `--full`
+/// run what they run.
+fn confirm(
+    req: &Request,
+    pending: &[RungId],
+    done: &[(RungId, RungOutcome)],
+    analysis: &Analysis,
+    facts: Facts,
+) -> Option<RungId> {
+    let v = analysis.verdict.as_ref()?;
+    let faulted = done.iter().any(|(_, o)| o.faulted());
+    let swept = done.iter().any(|(r, _)| rung::get(*r).in_sweep());
+    let cheap = facts.armed_secs.is_some_and(|s| s <= CONFIRM_UNDER_S);
+    let fault = !matches!(v.error, ErrorClass::Race | ErrorClass::BarrierError | ErrorClass::Hang);
+    (!req.python && faulted && !swept && cheap && fault && pending.contains(&RungId::Memcheck))
+        .then_some(RungId::Memcheck)
+}
+
+/// What the stop of a complete verdict adds when memcheck did not check it for an earlier
+/// silent bug ([`confirm`] declined): how to get that check.
+fn unconfirmed(req: &Request, pending: &[RungId], done: &[(RungId, RungOutcome)], facts: Facts) -> String {
+    let swept = done.iter().any(|(r, _)| rung::get(*r).in_sweep());
+    let faulted = done.iter().any(|(_, o)| o.faulted());
+    if swept || !faulted || !pending.contains(&RungId::Memcheck) {
+        return String::new();
+    }
+    let why = if req.python {
+        "a Python target (memcheck on PyTorch takes minutes)".to_string()
+    } else {
+        match facts.armed_secs {
+            Some(s) => format!("its run took {s} s (memcheck is 10-100x slower)"),
+            None => "its run time is unknown".to_string(),
+        }
+    };
+    format!(
+        ". memcheck did not look for an earlier bug that corrupted memory without faulting, {why}: \
+         `--rungs {},{}` does"
+    , RungId::Baseline, RungId::Memcheck)
 }
 
 /// A race or a barrier error with its kernel, line(s) and class is as complete as such a
@@ -694,7 +750,7 @@ mod tests {
         // A faulting full-speed first run does not cover the coredump rung (launch-blocking), so
         // a kernel launched from several places still gets its launch site from it.
         let done = vec![(RungId::Baseline, ran(true))];
-        let with = Facts { lineinfo: Some(true), static_sites: Some(true) };
+        let with = Facts { lineinfo: Some(true), static_sites: Some(true), armed_secs: None };
         assert!(!covered(&req, with, &done, RungId::Coredump));
         assert!(covered(&req, Facts { static_sites: None, ..with }, &done, RungId::Coredump));
     }
@@ -771,6 +827,41 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A complete verdict from a short native run is checked by memcheck for an earlier bug
+    /// that corrupted memory without faulting; a long run or a Python target is not, and the
+    /// stop says how to get that check. Once memcheck ran, the climb stops.
+    #[test]
+    fn a_short_run_s_complete_verdict_gets_one_memcheck_pass() {
+        let req = Request { has_build: true, ..Request::default() };
+        let p = plan(&req);
+        let done = vec![(RungId::Baseline, ran(true))];
+        let a = shared_atomic(true);
+        let short = Facts { lineinfo: Some(true), armed_secs: Some(2), ..Facts::default() };
+        assert_eq!(next(&req, &p, &done, &a, short), Next::Run(RungId::Memcheck));
+        let mut after = done.clone();
+        after.push((RungId::Memcheck, ran(true)));
+        match next(&req, &p, &after, &a, short) {
+            Next::Stop(why) => assert!(why.contains("complete") && !why.contains("did not look"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        let long = Facts { armed_secs: Some(CONFIRM_UNDER_S + 1), ..short };
+        match next(&req, &p, &done, &a, long) {
+            Next::Stop(why) => {
+                assert!(why.contains("memcheck did not look for an earlier bug"), "{why}");
+                assert!(why.contains("--rungs baseline,memcheck"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let py = Request { python: true, ..req.clone() };
+        match next(&py, &plan(&py), &done, &a, short) {
+            Next::Stop(why) => assert!(why.contains("a Python target"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // `--full` runs memcheck anyway; `--rungs` without it does not add it.
+        let rungs = Request { rungs: Some(vec![RungId::Baseline]), ..req };
+        assert!(matches!(next(&rungs, &plan(&rungs), &done, &a, short), Next::Stop(_)));
     }
 
     #[test]
