@@ -18,7 +18,7 @@ pub use super::verdict_hang::{
     group_text, host_frame_text, Hang, HangGroup, HangProcess, HostWait, NcclStuck,
 };
 pub use super::verdict_kinds::OtherFault;
-use super::verdict_kinds::{library_of, snapshots_of_triggered_dumps};
+use super::verdict_kinds::{library_of, same_assert, snapshots_of_triggered_dumps};
 use super::verdict_sites::{
     frame_at, is_tail, keys_match, only_captured, pick_captured, pick_launch_site, pick_surfaced,
     recorded_candidates, recorded_launch_site, related_inputs, static_launch_site, user_loc,
@@ -392,8 +392,12 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
     // Cluster the faults by kernel; the cluster with the most weight wins, ties going to
     // the one seen first. Only faults that name a kernel can found a verdict.
     let mut index = Clusters::new();
+    let pairs: Vec<(&str, &Fault)> = findings.iter().map(|f| (f.origin.as_str(), &f.item)).collect();
+    let same = same_assert(&pairs);
     for (i, f) in findings.iter().enumerate() {
-        let Some(k) = kernel_of(&f.item) else { continue };
+        // An assert's message joins the dump of it: its kernel is the one launched.
+        let named = same[i].map(|j| &findings[j].item).unwrap_or(&f.item);
+        let Some(k) = kernel_of(named) else { continue };
         index.add(i, k, names::kernel_key(k));
     }
     let clusters: Vec<(String, Vec<usize>)> = index.list.into_iter().map(|(k, _, m)| (k, m)).collect();

@@ -551,11 +551,12 @@ impl RungIo for Io<'_, '_, '_> {
         self.state.climb.interrupt.is_set()
     }
 
-    /// Only the default climb scopes a sanitizer to the suspect: `--full` and `--rungs` ask for
-    /// the rung as such, every kernel checked.
+    /// Only the default climb scopes a sanitizer to the suspect, and only while its verdict
+    /// lacks a part: `--full` and `--rungs` ask for the rung as such, and a sanitizer after a
+    /// complete verdict looks for another bug (`policy::confirm`), so every kernel is checked.
     fn suspect(&self) -> Option<String> {
         let req = self.state.climb.request;
-        if req.full || req.rungs.is_some() {
+        if req.full || req.rungs.is_some() || policy::complete(&self.state.analysis) {
             return None;
         }
         crate::findings::verdict::kernel_filter(&self.state.analysis)

@@ -405,6 +405,11 @@ pub fn next(
     }
 }
 
+/// Whether the verdict has every part it can have (a library kernel has no source line).
+pub fn complete(analysis: &Analysis) -> bool {
+    analysis.verdict.as_ref().is_some_and(|v| v.unknown.iter().all(|p| v.not_applicable.contains(p)))
+}
+
 /// Whether a complete verdict from a faulting run is checked with memcheck for an earlier
 /// bug that did not fault (an overrun in one kernel corrupts the indices the next one faults
 /// on): a native target whose armed run was short ([`CONFIRM_UNDER_S`]), memcheck planned and
@@ -444,8 +449,10 @@ fn unconfirmed(req: &Request, pending: &[RungId], done: &[(RungId, RungOutcome)]
     };
     format!(
         ". memcheck did not look for an earlier bug that corrupted memory without faulting, {why}: \
-         `--rungs {},{}` does"
-    , RungId::Baseline, RungId::Memcheck)
+         `--rungs {},{}` does",
+        RungId::Baseline,
+        RungId::Memcheck
+    )
 }
 
 /// A race or a barrier error with its kernel, line(s) and class is as complete as such a

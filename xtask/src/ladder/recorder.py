@@ -26,7 +26,11 @@ import sys as _sys
 
 MAX_LINES = 20000
 _HOOKS = {}
-_SEEN = set()
+# Places seen: (id(jit), id(code), line, capture) -> the code object, kept so that its id is
+# never reused while the key stands. Keys by id: hashing a code object hashes its bytecode.
+_SEEN = {}
+# id(code) -> (code, whether it is launch machinery), for the frames walked on every launch.
+_MACHINERY = {}
 _CAPTURES = []
 _STATE = {"fd": None, "lines": 0, "skip": None}
 
@@ -83,23 +87,29 @@ def _where(f):
     return [f.f_code.co_filename, str(f.f_lineno), f.f_code.co_name]
 
 
-def _note_launch(jit):
-    # The fast path, every launch: the first frame outside the launch machinery, and whether
-    # this place was seen; the name and the stack only for a new place.
-    skip = _STATE["skip"] or _skipped()
-    first = _sys._getframe(2)
-    while first is not None:
-        name = first.f_code.co_filename
-        if not name.startswith(skip) and not name.startswith("<frozen"):
-            break
+def _is_machinery(code):
+    known = _MACHINERY.get(id(code))
+    if known is None:
+        name = code.co_filename
+        known = (code, name.startswith(_STATE["skip"] or _skipped()) or name.startswith("<frozen"))
+        _MACHINERY[id(code)] = known
+    return known[1]
+
+
+def _note_launch(jit, first):
+    # The fast path, every launch: the first frame outside the launch machinery (each code
+    # object judged once), and whether this place was seen; the name and the stack only for a
+    # new place.
+    while first is not None and _is_machinery(first.f_code):
         first = first.f_back
     if first is None:
         return
     capture = _CAPTURES[-1] if _CAPTURES else None
-    key = (id(jit), first.f_code, first.f_lineno, capture)
+    code = first.f_code
+    key = (id(jit), id(code), first.f_lineno, capture)
     if key in _SEEN:
         return
-    _SEEN.add(key)
+    _SEEN[key] = code
     name = getattr(getattr(jit, "fn", None), "__name__", None) or getattr(jit, "__name__", "?")
     frames = _user_frames(first, 6)
     stack = " <- ".join(":".join(_where(f)) for f in frames)
@@ -114,10 +124,12 @@ def _hook_triton(mod):
         _write(["hooked", "none: triton.runtime.jit has no JITFunction.run"])
         return
 
+    getframe = _sys._getframe
+
     def run_recorded(self, *args, **kwargs):
         if not kwargs.get("warmup"):
             try:
-                _note_launch(self)
+                _note_launch(self, getframe(1))
             except Exception:
                 pass
         return run(self, *args, **kwargs)
