@@ -995,3 +995,75 @@ fn race_and_barrier_recordings_name_both_lines_and_the_user_line() {
     }
     assert!(analyze(&[kinds.join("barrier/racecheck.log")]).unwrap().verdict.is_none());
 }
+
+/// The bundles of `tests/gpu/kinds_suite.sh` on an H200 (13 of 13 right there, 2026-12-02:
+/// tests/fixtures/h200/kinds-suite/kinds.md), read again without a GPU: every verdict still
+/// matches tests/gpu/kinds/expected.tsv in every field the suite checks (kernel, file, line,
+/// class, launch site, the race's other line, the capture site, the library, the other bugs).
+/// memcheck's XML reports over 400 KB were left out of the fixtures; the text reports hold the
+/// same records.
+#[test]
+fn the_kinds_suite_bundles_still_get_their_verdicts() {
+    let expected = std::fs::read_to_string(root().join("tests/gpu/kinds/expected.tsv")).unwrap();
+    let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+    let mut checked = 0;
+    for row in expected.lines().filter(|l| !l.starts_with('#') && !l.starts_with("case\t")) {
+        let f: Vec<&str> = row.split('\t').collect();
+        let [case, _recipe, kernel, file, line, class, launch, extra] = f[..] else { panic!("row {row:?}") };
+        let a = analyze(&[root().join("tests/fixtures/bundles/kinds").join(case)]).unwrap();
+        let v = a.verdict.as_ref().unwrap_or_else(|| panic!("{case}: no verdict: {}", a.conclusion));
+        let extras: Vec<(&str, &str)> =
+            extra.split(';').filter(|e| *e != "-").filter_map(|e| e.split_once('=')).collect();
+        let extra_of = |k: &str| extras.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
+        let k = v.kernel.to_lowercase();
+        assert!(kernel.split('|').any(|w| k.contains(&w.to_lowercase())), "{case}: kernel {}", v.kernel);
+        match file {
+            "-" => assert_eq!(v.file, None, "{case}"),
+            f => assert_eq!(v.file.as_deref().map(base).as_deref(), Some(f), "{case}"),
+        }
+        match line {
+            "-" => assert_eq!(v.line, None, "{case}"),
+            "*" => assert!(v.line.is_some(), "{case}"),
+            l => {
+                let ok: Vec<u32> =
+                    std::iter::once(l).chain(extra_of("alt-line")).map(|n| n.parse().unwrap()).collect();
+                assert!(
+                    v.line.is_some_and(|got| ok.contains(&got)),
+                    "{case}: line {:?}, want {ok:?}",
+                    v.line
+                );
+            }
+        }
+        assert_eq!(v.error.as_str(), class, "{case}");
+        let site = v.launch_site.as_ref().unwrap_or_else(|| panic!("{case}: no launch site"));
+        let at = format!(
+            "{}:{}",
+            site.frame.file.as_deref().map(base).unwrap_or_default(),
+            site.frame.line.unwrap_or(0)
+        );
+        assert_eq!(at, launch, "{case}");
+        if let Some(n) = extra_of("race-other-line") {
+            let other = v.hazard.as_ref().and_then(|h| h.other_side.as_ref()).map(|o| o.at.line);
+            assert_eq!(other, Some(n.parse().unwrap()), "{case}");
+        }
+        if let Some(want) = extra_of("captured") {
+            let c = v.captured_at.as_ref().unwrap_or_else(|| panic!("{case}: no capture site"));
+            let got = format!(
+                "{}:{}",
+                c.frame.file.as_deref().map(base).unwrap_or_default(),
+                c.frame.line.unwrap_or(0)
+            );
+            assert!(want.split('|').any(|w| w == got), "{case}: captured {got}, want {want}");
+        }
+        if let Some(lib) = extra_of("library") {
+            assert!(v.library.as_deref().is_some_and(|l| l.contains(lib)), "{case}: {:?}", v.library);
+        }
+        if let Some(others) = extra_of("others") {
+            for o in others.split(',') {
+                assert!(v.others.iter().any(|x| x.kernel.contains(o)), "{case}: others {:?}", v.others);
+            }
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 13);
+}
