@@ -818,6 +818,62 @@ fn a_failed_baseline_build_is_not_a_clean_run() {
     assert_eq!(out.code(), Some(1), "a failed build is a failure:\n{}", out.both());
 }
 
+/// A failed build's error shows the compiler's last lines (not only where its log is), made
+/// safe for the terminal, and says what to do.
+#[test]
+fn a_failed_build_shows_the_compiler_s_last_lines() {
+    let s = Scratch::for_run("build-says-why");
+    let script = s.path("cc.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nfor i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do echo \"compiling unit $i\"; done\n\
+         echo 'app.cu(7): error: identifier \"blockDimx\" is undefined' >&2\n\
+         printf '1 error detected in the compilation of \"app.cu\".\\033[2J\\n' >&2\nexit 2\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let recipe = s.write_recipe(&format!(
+        "version: 1\nname: build-says\ndescription: \"a build that fails with a message\"\n\
+         build:\n  command: [\"{}\"]\n  binaries: [\"never-built\"]\n\
+         run:\n  command: [\"target\"]\n",
+        script.display()
+    ));
+    let out = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline").run();
+    assert_eq!(out.code(), Some(1), "{}", out.both());
+    let both = out.both();
+    assert!(both.contains("its last lines:"), "{both}");
+    assert!(both.contains("identifier \"blockDimx\" is undefined"), "{both}");
+    assert!(both.contains("1 error detected in the compilation"), "{both}");
+    assert!(!both.contains("compiling unit 1\n") && both.contains("compiling unit 14"), "{both}");
+    assert!(!both.contains('\u{1b}'), "an escape reached the terminal: {both:?}");
+    assert!(both.contains("fix the build, then run again"), "{both}");
+}
+
+/// `--rungs all` (as doctor takes it) plans every rung in ladder order, the hang rung only
+/// when a hang is expected.
+#[test]
+fn rungs_all_plans_every_rung() {
+    let s = Scratch::for_run("rungs-all");
+    let recipe = s.write_recipe(&target_recipe(""));
+    let out = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("all").arg("--dry-run").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    assert!(
+        out.stdout.contains(
+            "plan: baseline, launch-blocking, coredump, attach, memcheck, initcheck, racecheck, synccheck\n"
+        ),
+        "{}",
+        out.both()
+    );
+    let out = Run::new(&s, &recipe, "oob_write")
+        .arg("--rungs")
+        .arg("all")
+        .arg("--hang-after")
+        .arg("5")
+        .arg("--dry-run")
+        .run();
+    assert!(out.stdout.contains("plan: hang, baseline, "), "{}", out.both());
+}
+
 /// (i) `--dry-run` prints every rung's command and environment (initcheck's, the native
 /// coredump rung's core-limit shell and CPU-core step, the baseline's build with line info
 /// among them), and runs nothing.

@@ -968,6 +968,15 @@ fn scalars_are_taken_as_written_and_other_types_are_refused_by_field() {
         let e = err(&format!("{head}{yaml}"));
         assert!(e.contains(says), "{yaml}: {e}");
     }
+    // A time limit with its unit, as people write them.
+    for (t, secs) in [("\"2m\"", 120), ("90s", 90), ("1h30m", 5400), ("1d", 86_400), ("45", 45)] {
+        let r = parse_file(&format!("{head}run:\n  command: [t]\n  timeout: {t}\n")).unwrap();
+        assert_eq!(r.run.timeout, Some(secs), "{t}");
+    }
+    for bad in ["2x", "m", "1h30", "-5m", "0"] {
+        let e = err(&format!("{head}run:\n  command: [t]\n  timeout: {bad}\n"));
+        assert!(e.contains("run.timeout: invalid"), "{bad}: {e}");
+    }
     // `name: [a]` names the field too.
     let e = err("version: 1\nname: [a]\ndescription: d\nrun:\n  command: [t]\n");
     assert!(e.contains("name: invalid type: sequence, expected a recipe name"), "{e}");

@@ -127,6 +127,9 @@ pub enum Command {
     /// (`bench pack`: `bundle pack` against `tar -I 'zstd -T0'`).
     ///
     /// Exit codes: 0 `result PASS`, 1 `result FAIL` (a goal missed) or it could not run.
+    ///
+    /// The project's own benchmark (docs/benchmarks.md): left out of the user's help.
+    #[command(hide = true)]
     Bench {
         #[command(subcommand)]
         what: Option<BenchCommand>,

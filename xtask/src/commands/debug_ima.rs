@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use super::doctor::RungChoice;
 use super::Outcome;
 use crate::bundle::{layout, Bundle, RungStatus};
 use crate::doctor;
@@ -37,9 +38,10 @@ pub struct Args {
     /// (its run only; no build, so no rebuild rung).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
-    /// Runs exactly these rungs, in ladder order (comma-separated).
+    /// Runs exactly these rungs, in ladder order (comma-separated; `all`: every rung, the hang
+    /// rung only with `--hang-after`).
     #[arg(long, value_delimiter = ',', value_enum)]
-    pub rungs: Option<Vec<RungId>>,
+    pub rungs: Option<Vec<RungChoice>>,
     /// Runs every rung, even after one has located the fault.
     #[arg(long)]
     pub full: bool,
@@ -229,7 +231,7 @@ impl Config {
             std::env::var("WORLD_SIZE").ok().as_deref(),
         );
         let req = Request {
-            rungs: args.rungs.clone(),
+            rungs: args.rungs.as_deref().map(|c| rung_ids(c, resolved.hang_after.is_some())),
             retries: args.retries,
             blocking_unsafe,
             watch: false,
@@ -580,6 +582,15 @@ fn recipe_and_values(
         }
     }
     Ok((recipe, sets))
+}
+
+/// The rungs `--rungs` names: `all` is every rung in ladder order, the hang rung only when a
+/// hang is expected (`--hang-after`: it reruns the target until then).
+fn rung_ids(choices: &[RungChoice], hang_after: bool) -> Vec<RungId> {
+    if choices.contains(&RungChoice::All) {
+        return RungId::ALL.into_iter().filter(|r| *r != RungId::Hang || hang_after).collect();
+    }
+    choices.iter().filter_map(|c| if let RungChoice::One(r) = c { Some(*r) } else { None }).collect()
 }
 
 /// `--hang-after` and `--timeout` over the recipe's `run.hang_after` and `run.timeout`,

@@ -58,7 +58,8 @@ impl Rung for Rebuild {
         let build = steps.next().context("the rebuild has no build step")?;
         let ran = io.exec(build)?;
         if !ran.success() {
-            bail!("the rebuild failed ({}): see `{}/{}`", ran.text(), io.shown_dir(), layout::STDERR);
+            let tail = last_lines(&[io.dir().join(layout::STDERR), io.dir().join(layout::STDOUT)]);
+            bail!("the rebuild failed ({}){tail}\nthe whole log: `{}/{}`", ran.text(), io.shown_dir(), layout::STDERR);
         }
         let all_ok = check_lineinfo(io, &b, steps, "after the rebuild")?;
         Ok(Ran { faulted: false, yielded: all_ok, lineinfo: Some(all_ok), hung: false, static_sites: None })
@@ -156,6 +157,29 @@ pub fn count_line_sections_in(reader: impl std::io::BufRead) -> usize {
     reader.split(b'\n').map_while(Result::ok).filter(|l| l.windows(10).any(|w| w == b"debug_line")).count()
 }
 
+/// How many of a failed build's last lines its error shows.
+const BUILD_TAIL: usize = 12;
+
+/// The last [`BUILD_TAIL`] non-empty lines of the first of `logs` that has any, as the
+/// failed build's error shows them (the compiler's message is usually there): `:\n` and the
+/// lines, indented, each made safe for a terminal; empty when no log has a line.
+fn last_lines(logs: &[std::path::PathBuf]) -> String {
+    for log in logs {
+        let Ok(bytes) = std::fs::read(log) else { continue };
+        let text = String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(64 * 1024)..]).into_owned();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        if lines.is_empty() {
+            continue;
+        }
+        let shown: Vec<String> = lines[lines.len().saturating_sub(BUILD_TAIL)..]
+            .iter()
+            .map(|l| format!("    {}", crate::ui::safe(&l.chars().take(300).collect::<String>(), true)))
+            .collect();
+        return format!(", its last lines:\n{}", shown.join("\n"));
+    }
+    String::new()
+}
+
 /// Builds the target when the recipe's binaries are missing (the `BinariesMissing` step, with
 /// line info): true when it built. A failed build is the rung's error, naming its log. The
 /// baseline and the hang rung (which replaces the baseline) both start so.
@@ -169,7 +193,13 @@ pub(super) fn build_if_missing(io: &mut dyn RungIo, steps: &[Step]) -> Result<bo
     let build = step(steps, When::BinariesMissing)?;
     let ran = io.exec(build)?;
     if !ran.success() {
-        bail!("the recipe's build failed ({}): see `{}/{}.log`", ran.text(), io.shown_dir(), build.stem);
+        let tail = last_lines(&[io.dir().join(format!("{}.log", build.stem))]);
+        bail!(
+            "the recipe's build failed ({}){tail}\nthe whole log: `{}/{}.log`; fix the build, then run again",
+            ran.text(),
+            io.shown_dir(),
+            build.stem
+        );
     }
     Ok(true)
 }
