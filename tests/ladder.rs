@@ -841,7 +841,12 @@ fn a_failed_build_shows_the_compiler_s_last_lines() {
     let out = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline").run();
     assert_eq!(out.code(), Some(1), "{}", out.both());
     let both = out.both();
-    assert!(both.contains("its last lines:"), "{both}");
+    assert!(both.contains("the build's last lines (`rungs/01-baseline/build.log`)"), "{both}");
+    assert!(
+        out.stdout.contains("stopped: error: ") && !out.stdout.contains("\\n"),
+        "one line: {}",
+        out.stdout
+    );
     assert!(both.contains("identifier \"blockDimx\" is undefined"), "{both}");
     assert!(both.contains("1 error detected in the compilation"), "{both}");
     assert!(!both.contains("compiling unit 1\n") && both.contains("compiling unit 14"), "{both}");

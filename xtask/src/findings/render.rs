@@ -185,7 +185,18 @@ pub fn render_text(a: &Analysis) -> String {
             if let Some(h) = &v.hang {
                 hang_text(&mut s, h);
             }
+            // A launch known to its function only (no host debug info): said so, so that it
+            // agrees with `unknown:` below, which then names the launch *line*.
+            let function_only = v.launch_site.as_ref().is_some_and(|h| h.frame.line.is_none());
             match (&v.launch_site, &v.hang) {
+                (Some(h), _) if function_only => writeln!(
+                    s,
+                    "  launched: {} (the function only: its line needs host debug info, `-g`) [{}; {}]",
+                    frame_text(&h.frame),
+                    h.how,
+                    h.from
+                )
+                .unwrap(),
                 (Some(h), _) => {
                     writeln!(s, "  launched: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap()
                 }
@@ -201,7 +212,17 @@ pub fn render_text(a: &Analysis) -> String {
                 writeln!(s, "  surfaced: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap();
             }
             if !v.unknown.is_empty() {
-                let parts: Vec<&str> = v.unknown.iter().map(|p| p.as_str()).collect();
+                let parts: Vec<&str> = v
+                    .unknown
+                    .iter()
+                    .map(|p| {
+                        if *p == super::verdict::Part::LaunchSite && function_only {
+                            "launch line"
+                        } else {
+                            p.as_str()
+                        }
+                    })
+                    .collect();
                 writeln!(s, "  unknown:  {}", parts.join(", ")).unwrap();
             }
             if let Some(lib) = &v.library {

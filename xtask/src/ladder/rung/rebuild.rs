@@ -58,8 +58,10 @@ impl Rung for Rebuild {
         let build = steps.next().context("the rebuild has no build step")?;
         let ran = io.exec(build)?;
         if !ran.success() {
-            let tail = last_lines(&[io.dir().join(layout::STDERR), io.dir().join(layout::STDOUT)]);
-            bail!("the rebuild failed ({}){tail}\nthe whole log: `{}/{}`", ran.text(), io.shown_dir(), layout::STDERR);
+            let log = format!("{}/{}", io.shown_dir(), layout::STDERR);
+            let logs = [io.dir().join(layout::STDERR), io.dir().join(layout::STDOUT)];
+            note_last_lines(io, &logs, &log);
+            bail!("the rebuild failed ({}): the notes above show its last lines, `{log}` all of them", ran.text());
         }
         let all_ok = check_lineinfo(io, &b, steps, "after the rebuild")?;
         Ok(Ran { faulted: false, yielded: all_ok, lineinfo: Some(all_ok), hung: false, static_sites: None })
@@ -157,27 +159,46 @@ pub fn count_line_sections_in(reader: impl std::io::BufRead) -> usize {
     reader.split(b'\n').map_while(Result::ok).filter(|l| l.windows(10).any(|w| w == b"debug_line")).count()
 }
 
-/// How many of a failed build's last lines its error shows.
-const BUILD_TAIL: usize = 12;
+/// How many of a failed build's last lines its note shows, and how many of its error lines
+/// (`error`, `fatal`, `undefined reference`) from before them.
+const BUILD_TAIL: usize = 10;
+const BUILD_ERRORS: usize = 6;
 
-/// The last [`BUILD_TAIL`] non-empty lines of the first of `logs` that has any, as the
-/// failed build's error shows them (the compiler's message is usually there): `:\n` and the
-/// lines, indented, each made safe for a terminal; empty when no log has a line.
-fn last_lines(logs: &[std::path::PathBuf]) -> String {
+/// A note with the failed build's last lines ([`build_tail`]) of the first of `logs` that has
+/// any; `shown` names the log for the user.
+fn note_last_lines(io: &mut dyn RungIo, logs: &[std::path::PathBuf], shown: &str) {
     for log in logs {
         let Ok(bytes) = std::fs::read(log) else { continue };
-        let text = String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(64 * 1024)..]).into_owned();
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        if lines.is_empty() {
-            continue;
+        let text = String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(256 * 1024)..]).into_owned();
+        if let Some(lines) = build_tail(&text) {
+            io.note(format!("the build's last lines (`{shown}`):\n{lines}"));
+            return;
         }
-        let shown: Vec<String> = lines[lines.len().saturating_sub(BUILD_TAIL)..]
-            .iter()
-            .map(|l| format!("    {}", crate::ui::safe(&l.chars().take(300).collect::<String>(), true)))
-            .collect();
-        return format!(", its last lines:\n{}", shown.join("\n"));
     }
-    String::new()
+}
+
+/// The lines of a failed build's log worth showing, indented and made safe for a terminal:
+/// its error lines (the compiler writes them to stderr, which may come before its other output
+/// in the log), then its last lines, each once, in the log's order; `None` for an empty log.
+pub fn build_tail(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let is_error = |l: &str| {
+        let l = l.to_ascii_lowercase();
+        l.contains("error") || l.contains("fatal") || l.contains("undefined reference")
+    };
+    let tail_from = lines.len().saturating_sub(BUILD_TAIL);
+    let mut keep: Vec<usize> =
+        (0..tail_from).filter(|&i| is_error(lines[i])).collect::<Vec<_>>().into_iter().rev().take(BUILD_ERRORS).collect();
+    keep.reverse();
+    keep.extend(tail_from..lines.len());
+    let shown: Vec<String> = keep
+        .iter()
+        .map(|&i| format!("    {}", crate::ui::safe(&lines[i].chars().take(300).collect::<String>(), true)))
+        .collect();
+    Some(shown.join("\n"))
 }
 
 /// Builds the target when the recipe's binaries are missing (the `BinariesMissing` step, with
@@ -193,12 +214,13 @@ pub(super) fn build_if_missing(io: &mut dyn RungIo, steps: &[Step]) -> Result<bo
     let build = step(steps, When::BinariesMissing)?;
     let ran = io.exec(build)?;
     if !ran.success() {
-        let tail = last_lines(&[io.dir().join(format!("{}.log", build.stem))]);
+        let log = format!("{}/{}.log", io.shown_dir(), build.stem);
+        let logs = [io.dir().join(format!("{}.log", build.stem))];
+        note_last_lines(io, &logs, &log);
         bail!(
-            "the recipe's build failed ({}){tail}\nthe whole log: `{}/{}.log`; fix the build, then run again",
-            ran.text(),
-            io.shown_dir(),
-            build.stem
+            "the recipe's build failed ({}): the notes above show its last lines, `{log}` all of them; fix the \
+             build, then run again",
+            ran.text()
         );
     }
     Ok(true)
