@@ -808,3 +808,52 @@ fn a_manifest_with_a_bom_and_numbers_reads_and_a_list_for_a_string_is_refused() 
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(err.contains("stopped: invalid type: sequence, expected a string at line"), "{err}");
 }
+
+/// `bundle pack --anonymize`: the archive holds the bundle with its home folders, user names
+/// and host names replaced the same way in every file and name (the H200 bundle's host `vm` in
+/// the manifest, a home and a `user@host` prompt added to a log), verifies once unpacked, and
+/// the bundle itself is left as it was; with `--with-coredumps` it is refused (a dump is not
+/// text).
+#[test]
+fn pack_anonymize_replaces_homes_users_and_hosts_in_the_archive_only() {
+    let s = Scratch::create("bundle", "pack-anonymize");
+    let b = fixture_bundle(&s, "kinds/transpose_race", "2026-12-02T18-10-32Z_cuda");
+    let log = b.join("rungs/01-baseline/stdout.log");
+    let mut logged = std::fs::read_to_string(&log).unwrap();
+    logged.push_str("alice@gpu-node-17:/home/alice/proj$ ./transpose\n");
+    std::fs::write(&log, &logged).unwrap();
+    let out = s.path("shared.tar.gz");
+    let o = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["bundle", "pack", "--anonymize", "--gzip", "-o"])
+        .arg(&out)
+        .arg(&b)
+        .env("HOME", "/home/alice")
+        .env("USER", "alice")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let said = text(&o);
+    assert!(said.contains("anonymized: ") && said.contains("`/home/alice` -> `/home/user`"), "{said}");
+    assert!(said.contains("`vm` -> `host"), "{said}");
+    let into = s.path("unpacked");
+    let u = xtask(&s.dir, &["bundle", "unpack", out.to_str().unwrap(), into.to_str().unwrap()]);
+    assert!(u.status.success(), "{}", text(&u));
+    let top = into.join("2026-12-02T18-10-32Z_cuda");
+    let v = xtask(&s.dir, &["bundle", "verify", top.to_str().unwrap()]);
+    assert!(v.status.success(), "{}", text(&v));
+    for (path, bytes) in support::every_file(&top) {
+        let t = String::from_utf8_lossy(&bytes);
+        assert!(!t.contains("alice") && !t.contains("gpu-node-17"), "{path:?} still names them");
+        assert!(!t.contains("hostname: vm"), "{path:?}");
+    }
+    let log = std::fs::read_to_string(top.join("rungs/01-baseline/stdout.log")).unwrap();
+    assert!(log.ends_with("user@host2:/home/user/proj$ ./transpose\n"), "{log}");
+    // The bundle is as it was.
+    assert_eq!(std::fs::read_to_string(b.join("rungs/01-baseline/stdout.log")).unwrap(), logged);
+    assert!(std::fs::read_to_string(b.join("manifest.yaml")).unwrap().contains("hostname: vm"));
+    // No scratch copy is left beside the archive.
+    let left: Vec<_> = std::fs::read_dir(&s.dir).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(!left.iter().any(|n| n.to_string_lossy().starts_with(".debug-ima-anonymize")), "{left:?}");
+    let r = xtask(&s.dir, &["bundle", "pack", "--anonymize", "--with-coredumps", b.to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(2), "{}", text(&r));
+}

@@ -1,6 +1,7 @@
 //! The bundle: its [`layout`] (every path and name), the [`manifest`] schema, the [`writer`]
 //! the ladder writes it with, the files an analysis reads ([`inputs`]), `replay.sh`
-//! ([`replay`]), the GitHub-issue report ([`report`]) and the archives ([`archive`]). `recorded` holds
+//! ([`replay`]), the GitHub-issue report ([`report`]), the archives ([`archive`]) and their
+//! anonymized copies ([`anonymize`]). `recorded` holds
 //! what the writer and the runner share: the recorded environment and redaction of logs and
 //! tool reports. This file only declares and re-exports.
 //!
@@ -11,6 +12,7 @@
 //!
 //! Must not: run processes or decide policy.
 
+pub mod anonymize;
 pub mod archive;
 pub mod inputs;
 pub mod layout;

@@ -60,6 +60,10 @@ pub enum BundleCommand {
         /// The archive to write (default: `<bundle>.tar.zst` beside the bundle).
         #[arg(long, short)]
         output: Option<PathBuf>,
+        /// Replace home folders, user names and host names (the same way in every file and
+        /// file name) in what is packed, for a public issue; the bundle itself is not changed.
+        #[arg(long, conflicts_with = "with_coredumps")]
+        anonymize: bool,
     },
     /// Unpack an archive made by `bundle pack` into DIR (default: the current directory),
     /// refusing links, devices, absolute or `..` paths and oversized entries.
@@ -142,16 +146,24 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
                 out(&render_show(&path, &m, &files))
             }
         }
-        BundleCommand::Pack { path, with_coredumps, gzip, output } => {
+        BundleCommand::Pack { path, with_coredumps, gzip, output, anonymize } => {
             let m = Bundle::load(&path)?;
             let compression = if gzip { archive::Compression::Gzip } else { archive::Compression::Zstd };
             let archive = output.unwrap_or_else(|| archive::default_archive_path_for(&path, compression));
             let opts = PackOptions { with_coredumps, compression, ..PackOptions::default() };
             // Ctrl-C stops the packing and removes the partial archive.
             let interrupt = Interrupt::install()?;
-            let p = archive::pack_until(&path, &archive, &opts, &|| interrupt.is_set())
-                .with_context(|| format!("cannot pack `{}`", path.display()))?;
-            let mut s = format!(
+            let mut s = String::new();
+            let p = if anonymize {
+                let (p, said) = pack_anonymized(&path, &m, &archive, &opts, &|| interrupt.is_set())?;
+                s.push_str(&said);
+                p
+            } else {
+                archive::pack_until(&path, &archive, &opts, &|| interrupt.is_set())
+                    .with_context(|| format!("cannot pack `{}`", path.display()))?
+            };
+            write!(
+                s,
                 "packed {} files ({}) into {} ({})\nsha256 {}  (also in {}.sha256)\n",
                 p.files,
                 human(p.input_bytes),
@@ -159,7 +171,8 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
                 human(p.bytes),
                 p.sha256,
                 line(&p.archive.display().to_string())
-            );
+            )
+            .unwrap();
             if !p.left_out.is_empty() {
                 let total: u64 = p.left_out.iter().map(|(_, b)| b).sum();
                 writeln!(
@@ -587,6 +600,69 @@ fn short(s: &str, max: usize) -> String {
     } else {
         s.chars().take(max - 1).collect::<String>() + "…"
     }
+}
+
+/// `bundle pack --anonymize`: the bundle copied with its names replaced
+/// ([`crate::bundle::anonymize`]) into a scratch folder beside the archive, packed from there,
+/// the copy removed; what was replaced, for the user (on this terminal only: the names are
+/// the user's own).
+fn pack_anonymized(
+    path: &Path,
+    m: &Manifest,
+    archive: &Path,
+    opts: &PackOptions,
+    stop: &dyn Fn() -> bool,
+) -> Result<(archive::Packed, String)> {
+    use crate::bundle::anonymize::{self, Names};
+    let canon = std::fs::canonicalize(path).with_context(|| {
+        format!("cannot read the bundle {}; check the path (`ls bundles/`)", path.display())
+    })?;
+    let top = canon.file_name().map(PathBuf::from).context("the bundle has no folder name")?;
+    let parent = archive.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let scratch = parent.join(format!(".debug-ima-anonymize-{}", std::process::id()));
+    struct Remove<'a>(&'a Path);
+    impl Drop for Remove<'_> {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(self.0);
+        }
+    }
+    let _gone = Remove(&scratch);
+    let texts = anonymize::texts_of(path);
+    let here = std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
+    let names = Names::find(
+        texts.iter().map(String::as_str),
+        m.host.get("hostname").map(String::as_str),
+        std::env::var("HOME").ok().as_deref(),
+        std::env::var("USER").ok().as_deref(),
+        here.as_deref().map(str::trim),
+    );
+    let copy = scratch.join(&top);
+    let done = anonymize::copy(path, &copy, &names).with_context(|| {
+        format!("cannot write the anonymized copy in {}; check the space there", parent.display())
+    })?;
+    let p = archive::pack_until(&copy, archive, opts, stop)
+        .with_context(|| format!("cannot pack the anonymized copy of `{}`", path.display()))?;
+    let mut said = String::new();
+    let pairs: Vec<String> = names
+        .homes
+        .iter()
+        .chain(&names.users)
+        .chain(&names.hosts)
+        .map(|(f, t)| format!("`{}` -> `{t}`", ui::safe(f, true)))
+        .collect();
+    writeln!(
+        said,
+        "anonymized: {} replacement(s) in {} files ({}); the bundle itself is unchanged",
+        done.replaced,
+        done.files,
+        if pairs.is_empty() { "no home, user or host name found".to_string() } else { pairs.join(", ") }
+    )
+    .unwrap();
+    if !done.binary.is_empty() {
+        writeln!(said, "copied as they are (not text, so not anonymized): {}", done.binary.join(", "))
+            .unwrap();
+    }
+    Ok((p, said))
 }
 
 #[cfg(test)]

@@ -895,7 +895,7 @@ fn parse_line_range(line: &str) -> Option<LineRange> {
     let (file, rest) = rest.split_once("\" starts at address ")?;
     let (start, rest) = rest.split_once(' ')?;
     let (_, end) = rest.split_once(" and ends at ")?;
-    let end = end.split(|c: char| c == ' ' || c == '.').next()?;
+    let end = end.split([' ', '.']).next()?;
     Some(LineRange {
         loc: SourceLoc { file: cut(file, MAX_NAME), line: n.parse().ok()? },
         start: parse_hex(start)?,

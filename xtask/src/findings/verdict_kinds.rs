@@ -140,6 +140,32 @@ pub fn snapshots_of_triggered_dumps(inputs: &[Evidence]) -> Vec<Evidence> {
     out
 }
 
+/// For each fault (with the input it came from), the fault it is the same occurrence as, when
+/// it is a device assert's message (`FILE:LINE: FUNC: block: [..], thread: [..] Assertion ..`)
+/// and a tool of the same rung saw that assert with the same block and thread: the message's
+/// `FUNC` is the device function that asserted (ATen's is a lambda's `operator()`), the other
+/// record's kernel is the one launched (recorded on the H200:
+/// `at::native::_scatter_gather_elementwise_kernel<..>` in the driver's dump of the assert).
+pub(super) fn same_assert(faults: &[(&str, &Fault)]) -> Vec<Option<usize>> {
+    let rung = |o: &str| o.split('/').next().unwrap_or_default().to_string();
+    faults
+        .iter()
+        .map(|&(origin, f)| {
+            let message = f.tool == Some(Tool::Host) && f.error == Some(ErrorClass::DeviceAssert);
+            if !message || f.block.is_none() || f.thread.is_none() {
+                return None;
+            }
+            faults.iter().position(|&(o, g)| {
+                g.tool != Some(Tool::Host)
+                    && g.error == Some(ErrorClass::DeviceAssert)
+                    && g.kernel.is_some()
+                    && (g.block, g.thread) == (f.block, f.thread)
+                    && rung(o) == rung(origin)
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::scan::scan_reader;
@@ -263,30 +289,4 @@ mod tests {
         );
         assert_eq!(library_of("bias_add(float*, float, int)", [f("two_bugs")].iter()), None);
     }
-}
-
-/// For each fault (with the input it came from), the fault it is the same occurrence as, when
-/// it is a device assert's message (`FILE:LINE: FUNC: block: [..], thread: [..] Assertion ..`)
-/// and a tool of the same rung saw that assert with the same block and thread: the message's
-/// `FUNC` is the device function that asserted (ATen's is a lambda's `operator()`), the other
-/// record's kernel is the one launched (recorded on the H200:
-/// `at::native::_scatter_gather_elementwise_kernel<..>` in the driver's dump of the assert).
-pub(super) fn same_assert(faults: &[(&str, &Fault)]) -> Vec<Option<usize>> {
-    let rung = |o: &str| o.split('/').next().unwrap_or_default().to_string();
-    faults
-        .iter()
-        .map(|&(origin, f)| {
-            let message = f.tool == Some(Tool::Host) && f.error == Some(ErrorClass::DeviceAssert);
-            if !message || f.block.is_none() || f.thread.is_none() {
-                return None;
-            }
-            faults.iter().position(|&(o, g)| {
-                g.tool != Some(Tool::Host)
-                    && g.error == Some(ErrorClass::DeviceAssert)
-                    && g.kernel.is_some()
-                    && (g.block, g.thread) == (f.block, f.thread)
-                    && rung(o) == rung(origin)
-            })
-        })
-        .collect()
 }
