@@ -300,6 +300,10 @@ fn run(cli: Cli) -> Result<i32> {
             crate::model::Usage::error(format!("`-C {}`: cannot work in that folder: {e}", dir.display()))
         })?;
     }
+    // An installed tool whose clone is gone reads its built-in recipes from its cache folder.
+    if matches!(cli.command, Command::DebugIma(_) | Command::Watch(_) | Command::Recipe(_)) {
+        crate::commands::builtin_files::ensure()?;
+    }
     let outcome = match cli.command {
         Command::Analyze(args) => analyze::run(args)?,
         Command::DebugIma(args) => {

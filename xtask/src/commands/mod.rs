@@ -7,6 +7,7 @@
 pub mod analyze;
 pub mod args;
 pub mod bench;
+pub mod builtin_files;
 pub mod bundle;
 pub mod bundle_files;
 pub mod bundle_prune;

@@ -47,6 +47,17 @@ const BUILTIN_TEXTS: [&str; 4] = [
     include_str!("../../../recipes/vllm.yaml"),
 ];
 
+/// The files of the built-in recipes' folder, by path relative to it, as this binary was
+/// built with them: an installed tool whose clone is gone writes them into its cache folder
+/// ([`crate::recipe::cached_builtin_dir`]) and runs from there.
+pub const EMBEDDED: [(&str, &str); 5] = [
+    ("demo.yaml", BUILTIN_TEXTS[0]),
+    ("cuda.yaml", BUILTIN_TEXTS[1]),
+    ("pytorch.yaml", BUILTIN_TEXTS[2]),
+    ("vllm.yaml", BUILTIN_TEXTS[3]),
+    ("demo/ima_demo.cu", include_str!("../../../recipes/demo/ima_demo.cu")),
+];
+
 /// `{max_jobs}`: as many compile jobs as there are cores, but no more than one per
 /// [`GIB_PER_JOB`] GiB of available memory (when known), and at least one.
 pub fn max_jobs(cores: usize, mem_available_bytes: Option<u64>) -> usize {
