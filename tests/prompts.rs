@@ -295,6 +295,30 @@ fn the_recipe_is_asked_for_and_enter_takes_the_demo() {
     assert!(s.bundle_dirs().is_empty(), "a bundle was created");
 }
 
+/// The recipe picker offers the recipe files of the current folder after the built-in ones
+/// (here the scratch's `recipe.yaml`); picking one loads it.
+#[test]
+fn the_recipe_picker_offers_the_folder_s_own_recipes() {
+    let s = Scratch::new("choose-local-recipe");
+    let mut t = s.tty(&["--dry-run"], &standin_path());
+    t.expect("which recipe describes your target?");
+    t.expect("./recipe.yaml");
+    t.keys(&DOWN.repeat(recipe_count()));
+    t.keys(ENTER);
+    t.expect("which recipe describes your target? (Esc or q: cancel): ./recipe.yaml");
+    // Its own variable is asked for: the recipe was loaded.
+    t.expect("label (a word the target gets as its argument)");
+    t.keys("hello\r");
+    let (code, rest) = t.finish();
+    assert_eq!(code, 0, "{rest}");
+    assert!(rest.contains("recipe: ") && rest.contains("hello"), "{rest}");
+}
+
+/// How many built-in recipes the picker lists first.
+fn recipe_count() -> usize {
+    xtask::recipe::builtin_names().len()
+}
+
 /// Ctrl-C at the recipe choice: an interruption (exit 130), nothing runs, no bundle, and the
 /// cursor dialoguer hid is shown again.
 #[test]

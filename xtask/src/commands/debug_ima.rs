@@ -572,7 +572,12 @@ fn recipe_and_values(
             std::env::current_dir().context("cannot read the current directory")?,
         )?,
         (Some(n), true) => recipe::load(n)?,
-        (None, true) => recipe::load(&while_prompting(|| prompter.choose_recipe(recipe::builtin_names()))?)?,
+        (None, true) => {
+            let local = local_recipes(&std::env::current_dir().context("cannot read the current directory")?);
+            let mut names: Vec<&str> = recipe::builtin_names().to_vec();
+            names.extend(local.iter().map(String::as_str));
+            recipe::load(&while_prompting(|| prompter.choose_recipe(&names))?)?
+        }
     };
     let mut sets = args.recipe.values()?;
     if interactive {
@@ -582,6 +587,36 @@ fn recipe_and_values(
         }
     }
     Ok((recipe, sets))
+}
+
+/// The recipe files in `dir` (`*.yaml`, `*.yml`, and those in its `recipes/`) that load as
+/// recipes, as `./NAME.yaml`, sorted: the recipe picker offers them after the built-in ones.
+fn local_recipes(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for (sub, prefix) in [("", "./"), ("recipes", "./recipes/")] {
+        let Ok(rd) = std::fs::read_dir(dir.join(sub)) else { continue };
+        let mut names: Vec<String> = rd
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".yaml") || n.ends_with(".yml"))
+            .collect();
+        names.sort();
+        // Inside the clone, its `recipes/` holds the built-in ones: offered once, by name.
+        let builtin = sub == "recipes" && dir.join(sub) == recipe::builtin_dir();
+        for n in names.into_iter().take(32) {
+            let stem = n.rsplit_once('.').map_or(n.as_str(), |(s, _)| s);
+            if builtin && recipe::builtin_names().contains(&stem) {
+                continue;
+            }
+            let path = format!("{prefix}{n}");
+            let file = dir.join(sub).join(&n);
+            if recipe::load(&file.display().to_string()).is_ok() && !out.contains(&path) {
+                out.push(path);
+            }
+        }
+    }
+    out
 }
 
 /// The rungs `--rungs` names: `all` is every rung in ladder order, the hang rung only when a
@@ -603,4 +638,23 @@ fn with_hang_after(resolved: &mut Resolved, args: &Args) -> Result<()> {
         resolved.run.timeout = Some(std::time::Duration::from_secs(secs));
     }
     rung::hang::check(resolved).map_err(|e| Usage::error(format!("{e:#}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_folder_s_recipes_are_offered_and_other_yaml_is_not() {
+        let dir = std::env::temp_dir().join(format!("local-recipes-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("recipes")).unwrap();
+        let good = "version: 1\nname: mine\ndescription: d\nrun:\n  command: [./app]\n";
+        std::fs::write(dir.join("mine.yaml"), good).unwrap();
+        std::fs::write(dir.join("recipes/other.yml"), good.replace("mine", "other")).unwrap();
+        std::fs::write(dir.join("notes.yaml"), "not: [a recipe\n").unwrap();
+        std::fs::write(dir.join("ci.yaml"), "jobs: {}\n").unwrap();
+        assert_eq!(local_recipes(&dir), ["./mine.yaml", "./recipes/other.yml"]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
