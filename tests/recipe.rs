@@ -981,3 +981,48 @@ fn scalars_are_taken_as_written_and_other_types_are_refused_by_field() {
     let e = err("version: 1\nname: [a]\ndescription: d\nrun:\n  command: [t]\n");
     assert!(e.contains("name: invalid type: sequence, expected a recipe name"), "{e}");
 }
+
+/// `recipe init` in the folders of the GPU suite's own programs (tests/gpu/kinds: each with its
+/// Makefile, and the Python ones with their script): the drafted recipe loads, names the
+/// program the Makefile builds (`make -B`, `./PROG`) or the script, says what it guessed, and
+/// makes a plan; a second init refuses to overwrite it; a folder with nothing to draft from
+/// says where to start instead.
+#[test]
+fn recipe_init_drafts_a_recipe_that_loads_for_the_suite_s_programs() {
+    let kinds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/gpu/kinds");
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("recipe-init-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let xtask = |dir: &Path, args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).current_dir(dir).output().unwrap()
+    };
+    for (case, want) in [
+        ("paged_kv_trap", "[\"./paged_kv\"]"),
+        ("syncwarp_tail_mask", "[\"./expert_offsets\"]"),
+        ("rmsnorm_block_race", "[\"./rmsnorm\"]"),
+        ("triton_rope_graph", "[\"python3\", \"rope_decode.py\"]"),
+    ] {
+        let dir = tmp.join(case);
+        std::fs::create_dir_all(&dir).unwrap();
+        for e in std::fs::read_dir(kinds.join(case)).unwrap().flatten() {
+            std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+        }
+        let o = xtask(&dir, &["recipe", "init"]);
+        let said = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{case}: {said}");
+        assert!(said.contains("wrote ./debug-ima.yaml") && said.contains("next: "), "{case}: {said}");
+        let yaml = std::fs::read_to_string(dir.join("debug-ima.yaml")).unwrap();
+        assert!(yaml.contains(want), "{case}: {yaml}");
+        assert_eq!(yaml.contains("[\"make\", \"-B\"]"), !case.starts_with("triton"), "{case}: {yaml}");
+        let plan = xtask(&dir, &["debug-ima", "--recipe", "./debug-ima.yaml", "--dry-run"]);
+        assert!(plan.status.success(), "{case}: {}", String::from_utf8_lossy(&plan.stderr));
+        let again = xtask(&dir, &["recipe", "init"]);
+        assert_eq!(again.status.code(), Some(2), "{case}");
+        assert!(String::from_utf8_lossy(&again.stderr).contains("--force"), "{case}");
+    }
+    let empty = tmp.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = xtask(&empty, &["recipe", "init"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("recipe show cuda"));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
