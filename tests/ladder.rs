@@ -854,6 +854,33 @@ fn a_failed_build_shows_the_compiler_s_last_lines() {
     assert!(both.contains("fix the build, then run again"), "{both}");
 }
 
+/// `-q` leaves only the result on the terminal (no rung lines, no notes: the bundle has
+/// them); `-v` adds every command as it ran, redacted as the bundle records it, with its
+/// exit and time. The verdict is the same either way.
+#[test]
+fn quiet_says_only_the_result_and_verbose_every_command() {
+    let s = Scratch::for_run("quiet-verbose");
+    let recipe = s.write_recipe(&target_recipe(""));
+    let quiet = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline").arg("-q").run();
+    assert!(quiet.stdout.contains("verdict: ") && quiet.stdout.contains("bundle: "), "{}", quiet.both());
+    assert!(!quiet.stderr.contains("==>") && !quiet.stderr.contains("note:"), "{}", quiet.both());
+    let loud = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline").arg("--verbose").run();
+    assert!(loud.stderr.contains("==> [1/1] baseline"), "{}", loud.both());
+    assert!(
+        loud.stderr.contains("    $ ") && loud.stderr.contains("target") && loud.stderr.contains(" s)"),
+        "{}",
+        loud.both()
+    );
+    let verdict = |o: &str| o.lines().find(|l| l.starts_with("verdict: ")).map(str::to_string);
+    assert_eq!(verdict(&quiet.stdout), verdict(&loud.stdout));
+    // Before the subcommand too, as `-C` and `--color` are.
+    let early = Run::new(&s, &recipe, "oob_write");
+    let mut early = early.arg("--rungs").arg("baseline");
+    early.args.insert(0, "-q".into());
+    let out = early.run();
+    assert_eq!(out.code(), quiet.code(), "{}", out.both());
+}
+
 /// `--rungs all` (as doctor takes it) plans every rung in ladder order, the hang rung only
 /// when a hang is expected.
 #[test]

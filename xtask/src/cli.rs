@@ -60,6 +60,13 @@ pub struct Cli {
     /// unless `NO_COLOR` is set
     #[arg(long, global = true, value_enum, value_name = "WHEN", default_value = "auto")]
     pub color: ui::ColorChoice,
+    /// Only the result (the verdict, the stop reason, the bundle) and errors and warnings: no
+    /// progress, rung lines or notes (the bundle has them all)
+    #[arg(long, short = 'q', global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Also every command as it ran, with its exit and time (redacted, as the bundle records it)
+    #[arg(long, short = 'v', global = true)]
+    pub verbose: bool,
 }
 
 /// How the user started the tool, for the help: `cargo xtask` in the clone (the binary
@@ -185,6 +192,11 @@ pub fn main() -> i32 {
         }
     };
     ui::set_color(cli.color);
+    ui::set_verbosity(match (cli.quiet, cli.verbose) {
+        (true, _) => ui::Verbosity::Quiet,
+        (_, true) => ui::Verbosity::Verbose,
+        _ => ui::Verbosity::Normal,
+    });
     if let Err(e) = process::log_cap() {
         error(&e);
         return EXIT_USAGE;
@@ -211,7 +223,7 @@ pub fn main() -> i32 {
 /// The command line with the ladder's subcommand put in where none is named: the installed
 /// tool is named after its main job, so `debug-ima --recipe demo` and `debug-ima -- ./app`
 /// are `debug-ima run --recipe demo` and `debug-ima run -- ./app`. Only an option that is
-/// neither global (`-C DIR`, `--color WHEN`) nor the help's or the version's, or a `--`, in
+/// neither global (`-C DIR`, `--color WHEN`, `-q`, `-v`) nor the help's or the version's, or a `--`, in
 /// the place of the subcommand, does it.
 pub fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let mut i = 1;
@@ -219,6 +231,7 @@ pub fn with_default_command(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::
         let a = args[i].to_string_lossy().into_owned();
         match a.as_str() {
             "-C" | "--color" => i += 2,
+            "-q" | "--quiet" | "-v" | "--verbose" => i += 1,
             _ if a.starts_with("--color=") || (a.starts_with("-C") && a.len() > 2) => i += 1,
             "-h" | "--help" | "-V" | "--version" => return args,
             _ if a.starts_with('-') => {

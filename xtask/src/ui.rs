@@ -67,9 +67,41 @@ pub fn error(chain: &str) {
     let _ = writeln!(io::stderr().lock(), "{prefix} {}", safe(&named(chain), false));
 }
 
+/// How much the tool says besides its result: `-q` only the result, errors and warnings;
+/// `-v` every command too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verbosity {
+    Quiet,
+    Normal,
+    Verbose,
+}
+
+/// The process-wide [`Verbosity`]: 0 normal, 1 quiet, 2 verbose; `cli` sets it once.
+static VERBOSITY: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+pub fn set_verbosity(v: Verbosity) {
+    let n = match v {
+        Verbosity::Normal => 0,
+        Verbosity::Quiet => 1,
+        Verbosity::Verbose => 2,
+    };
+    VERBOSITY.store(n, std::sync::atomic::Ordering::Relaxed);
+}
+
+pub fn verbosity() -> Verbosity {
+    match VERBOSITY.load(std::sync::atomic::Ordering::Relaxed) {
+        1 => Verbosity::Quiet,
+        2 => Verbosity::Verbose,
+        _ => Verbosity::Normal,
+    }
+}
+
 /// A progress or status line on stderr (never mixed into stdout's results). A leading
-/// `warning:` is coloured when stderr takes colour.
+/// `warning:` is coloured when stderr takes colour. With `-q` only warnings are printed.
 pub fn status(text: &str) {
+    if verbosity() == Verbosity::Quiet && !text.trim_start().starts_with("warning:") {
+        return;
+    }
     let text = named(text);
     let text = safe(&text, false);
     let _ = writeln!(io::stderr().lock(), "{}", paint_warning(&text, colour_on(Sink::Stderr)));
@@ -307,7 +339,7 @@ pub struct RungProgress {
 impl RungProgress {
     pub fn start(index: usize, total: usize, rung: &str, what: &str) -> RungProgress {
         let label = format!("[{index}/{total}] {rung}");
-        let bar = if io::stderr().is_terminal() {
+        let bar = if io::stderr().is_terminal() && verbosity() != Verbosity::Quiet {
             let pb = ProgressBar::new_spinner();
             pb.set_style(
                 ProgressStyle::with_template("{spinner} {prefix} {elapsed:>4} {wide_msg}")

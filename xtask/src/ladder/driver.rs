@@ -463,6 +463,10 @@ impl Io<'_, '_, '_> {
             on_tick,
         )?;
         self.state.bundle.note_redactions(found);
+        if crate::ui::verbosity() == crate::ui::Verbosity::Verbose {
+            let exit = rec.exit.map(Exit::text).unwrap_or_else(|| "not started".into());
+            self.bar.note(&format!("$ {} ({exit}, {:.1} s)", rec.command, rec.duration_s));
+        }
         self.record.commands.push(rec);
         let o = result?;
         if place.in_container() && o.exit == Exit::Code(125) {
