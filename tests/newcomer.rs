@@ -178,6 +178,14 @@ fn installed_as_the_readme_says_it_runs_in_the_users_project_and_with_dash_c() {
         &["run", "--recipe", "mine.yaml", "--rungs", "baseline", "--yes", "--bundle-dir", "bundles"],
     );
     assert_ran_in_project(&project_dir, &out, 0);
+    // The bundle records the tool by the name it was started under, as its messages do.
+    let bundle = bundles(&project_dir).pop().unwrap();
+    let manifest = std::fs::read_to_string(bundle.join("manifest.yaml")).unwrap();
+    assert!(manifest.starts_with("tool: debug-ima\n"), "{manifest}");
+    let replay = std::fs::read_to_string(bundle.join("replay.sh")).unwrap();
+    assert!(replay.contains("# Written by debug-ima "), "{replay}");
+    let report = debug_ima(&s, &bin, &project_dir, &["bundle", "report", bundle.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&report.stdout).contains("### `debug-ima` report"), "{}", both(&report));
     for f in ["built-here.txt", "ran-here.txt"] {
         std::fs::remove_file(project_dir.join(f)).unwrap();
     }

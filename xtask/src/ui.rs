@@ -36,6 +36,16 @@ pub fn set_invoked_as(name: &str) {
     let _ = INVOKED_AS.set(name.to_string());
 }
 
+/// The tool's name as the user started it, for what the bundle records (`tool:` in the
+/// manifest, `replay.sh`, the report): `debug-ima` for the installed binary, `cargo xtask
+/// debug-ima` under the alias.
+pub fn tool_name() -> String {
+    match INVOKED_AS.get() {
+        Some(name) if name != "cargo xtask" => name.clone(),
+        _ => "cargo xtask debug-ima".to_string(),
+    }
+}
+
 /// `text` with every `` `cargo xtask `` command written as the user started the tool
 /// (`` `debug-ima doctor` `` for the installed binary); unchanged under the alias.
 pub fn named(text: &str) -> Cow<'_, str> {

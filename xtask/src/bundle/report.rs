@@ -36,7 +36,8 @@ pub fn render(input: &ReportInput) -> String {
     let m = input.manifest;
     let a = input.analysis;
     let mut head = String::new();
-    writeln!(head, "### `cargo xtask debug-ima` report: recipe `{}`\n", m.recipe_name()).unwrap();
+    let tool = if m.tool.is_empty() { "cargo xtask debug-ima" } else { m.tool.as_str() };
+    writeln!(head, "### `{}` report: recipe `{}`\n", crate::ui::safe(tool, true), m.recipe_name()).unwrap();
     if let Some(s) = a.symptoms.first() {
         let mut line = format!("**Symptom:** `{}`", one(&s.item.message));
         if let Some(at) = &s.item.reported_at {

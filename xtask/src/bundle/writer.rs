@@ -141,7 +141,7 @@ impl Bundle {
             &mut redactions,
         );
         let manifest = Manifest {
-            tool: "cargo xtask debug-ima".into(),
+            tool: crate::ui::tool_name(),
             version: env!("CARGO_PKG_VERSION").into(),
             created: stamp,
             root: dir.display().to_string(),
