@@ -177,6 +177,12 @@ fn the_ladder_runs_through_srun_on_both_nodes_and_attaches_on_the_faulting_ranks
     let ranks = &b.findings()["verdict"]["ranks"];
     assert_eq!(ranks["culprit"]["rank"], 1, "{ranks}");
     assert_eq!(ranks["collateral"][0]["rank"], 0, "{ranks}");
+    // Where srun placed them, and rank 0's true account: it ran on node1 and ended cleanly; the
+    // `task 0: Aborted` of the attach rung's own `srun --overlap` step is not rank 0's.
+    assert_eq!(ranks["culprit"]["node"], "node2", "{ranks}");
+    assert_eq!(ranks["collateral"][0]["node"], "node1", "{ranks}");
+    let reason = ranks["collateral"][0]["reason"].as_str().unwrap_or_default();
+    assert!(!reason.contains("srun: task 0"), "{ranks}");
     // Each rank's output, labelled by its task, in the rung's logs.
     let err = b.read("rungs/02-attach/stderr.log");
     for want in [

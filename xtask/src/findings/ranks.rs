@@ -369,6 +369,12 @@ fn rung(origin: &str) -> &str {
     origin.split('/').next().unwrap_or_default()
 }
 
+/// Whether an input is a tool's own step in a rung (`attach/cudagdb-1`, `coredump/cpucore-gdb`),
+/// not the target's output (`attach`, a rung's `ranks/` logs, a file given to `analyze`).
+fn is_tool_step(origin: &str) -> bool {
+    origin.split_once('/').is_some_and(|(_, rest)| !rest.starts_with("ranks/"))
+}
+
 /// The triage, when the inputs show two ranks or more and one of them can be named the culprit.
 pub fn triage(inputs: &[Evidence], v: &Established) -> Option<RankTriage> {
     // The launcher's summary names each rank's pid (per run: pids differ between rungs).
@@ -384,8 +390,12 @@ pub fn triage(inputs: &[Evidence], v: &Established) -> Option<RankTriage> {
     let by_pid = |p: Option<u32>| p.and_then(|p| pid_rank.get(&p).copied().flatten());
     let mut seen: BTreeMap<u32, Seen> = BTreeMap::new();
     for ev in inputs {
-        let mut env: Vec<u32> =
-            ev.rank_notes.iter().filter(|n| n.signal == Signal::Env).filter_map(|n| n.rank).collect();
+        // Only the job's own output speaks of its tasks: a tool's step (cuda-gdb attached
+        // through `srun --overlap`, a dump read) is one task of its own, and srun's word on it
+        // (`srun: error: node2: task 0: Aborted`) is about that step, not rank 0 of the job.
+        let tool_step = is_tool_step(&ev.origin);
+        let notes = || ev.rank_notes.iter().filter(move |_| !tool_step);
+        let mut env: Vec<u32> = notes().filter(|n| n.signal == Signal::Env).filter_map(|n| n.rank).collect();
         env.dedup();
         let file_rank = (env.len() == 1).then(|| env[0]);
         for f in &ev.faults {
@@ -393,7 +403,12 @@ pub fn triage(inputs: &[Evidence], v: &Established) -> Option<RankTriage> {
                 seen.entry(r).or_default().faults.push(f);
             }
         }
-        for n in ev.rank_notes.iter().filter(|n| n.signal != Signal::Env) {
+        for n in notes() {
+            // A placement line (`debug-ima: task 0 on node node1`) says the rank ran, and where.
+            let placed = n.signal == Signal::Env && n.host.is_some();
+            if n.signal == Signal::Env && !placed {
+                continue;
+            }
             if let Some(r) = n.rank.or_else(|| by_pid(n.pid)).or(file_rank) {
                 seen.entry(r).or_default().notes.push((&ev.origin, n));
             }
@@ -467,7 +482,13 @@ pub fn triage(inputs: &[Evidence], v: &Established) -> Option<RankTriage> {
     let launcher_host = |s: &Seen| {
         s.notes.iter().filter_map(|n| n.1.host.as_deref()).find(|h| *h != "localhost").map(str::to_string)
     };
-    let node = exception.and_then(|n| n.host.clone()).or(waits_host).or_else(|| launcher_host(c));
+    // The launcher's placement names the node as the job knows it (Slurm's node name); a dump's
+    // file name has the machine's own host name.
+    let placed = |s: &Seen| s.notes.iter().find(|n| n.1.signal == Signal::Env).and_then(|n| n.1.host.clone());
+    let node = placed(c)
+        .or_else(|| exception.and_then(|n| n.host.clone()))
+        .or(waits_host)
+        .or_else(|| launcher_host(c));
     let device = if on_verdict { v.device } else { None }.or_else(|| c.faults.iter().find_map(|f| f.device));
     let (kernel, error) = if on_verdict {
         (Some(v.kernel.to_string()), Some(v.error.clone()))
@@ -563,7 +584,7 @@ pub fn triage(inputs: &[Evidence], v: &Established) -> Option<RankTriage> {
         };
         collateral.push(RankEntry {
             rank: r,
-            node: dumped.and_then(|n| n.host.clone()).or_else(|| launcher_host(s)),
+            node: placed(s).or_else(|| dumped.and_then(|n| n.host.clone())).or_else(|| launcher_host(s)),
             device: s.faults.iter().find_map(|f| f.device),
             pid: dumped
                 .and_then(|n| n.pid)
@@ -747,10 +768,11 @@ mod tests {
         assert!(ev.faults.iter().all(|f| f.rank == Some(1)), "{:?}", ev.faults);
         let t = triaged(&[ev]);
         let c = &t.culprit;
-        assert_eq!((c.rank, c.device, c.pid, c.node.as_deref()), (1, Some(1), Some(886), Some("vm")));
+        // The node srun placed task 1 on, not the dump's host name (`vm`).
+        assert_eq!((c.rank, c.device, c.pid, c.node.as_deref()), (1, Some(1), Some(886), Some("node2")));
         assert_eq!(c.kernel.as_deref(), Some("gather_kv_kernel"));
         let r0 = &t.collateral[0];
-        assert_eq!(r0.rank, 0);
+        assert_eq!((r0.rank, r0.node.as_deref()), (0, Some("node1")));
         assert!(
             r0.reason.starts_with("NCCL watchdog timed out in WorkNCCL(SeqNum=2, OpType=ALLREDUCE"),
             "{}",
@@ -779,6 +801,43 @@ mod tests {
         if !v.kernel.contains("gather_kv_kernel") {
             assert!(v.remarks.iter().any(|r| r.contains("rank 1 faulted first")), "{:?}", v.remarks);
         }
+    }
+
+    /// The CI cluster's two-rank job, as its bundle holds it: the target's labelled output
+    /// (both placement lines, rank 1's fault, rank 0's clean end) and the attach step's log, where
+    /// srun reported the tool's own single task (`task 0`) ending. Rank 0 is collateral on
+    /// node1 with no fault of its own, never "exited after rank 1 failed (srun: task 0
+    /// Aborted)"; without its placement line nothing of the job names rank 0 and there is no
+    /// triage (one rank), rather than a wrong one.
+    #[test]
+    fn srun_s_word_on_a_tool_step_is_not_a_rank_of_the_job() {
+        let dump = recording!("bundles/dist_fault-full/rungs/03-coredump/stderr.log");
+        let mut target = labelled(1, dump.lines().filter(|l| l.contains("] coredump: ")));
+        target.push_str("0: debug-ima: task 0 on node node1\n0: clean run finished\n");
+        let step = "srun: error: node2: task 0: Aborted\n";
+        // Origins as a bundle's inputs name them: the rung, and the rung's step.
+        let at = |text: &str, origin: &str| Evidence { origin: origin.into(), ..scan_str(text, "log") };
+        let t = triaged(&[at(&target, "attach"), at(step, "attach/cudagdb-1")]);
+        // Its node as Slurm placed it (the dump's file name says the machine's `vm`).
+        assert_eq!((t.culprit.rank, t.culprit.node.as_deref()), (1, Some("node2")));
+        assert_eq!(t.collateral.len(), 1);
+        let r0 = &t.collateral[0];
+        assert_eq!((r0.rank, r0.node.as_deref()), (0, Some("node1")), "{r0:?}");
+        assert_eq!(r0.reason, "no fault of its own seen");
+        // The same line in the target's own output is srun's word on rank 0: then it counts.
+        let t = triaged(&[at(&format!("{target}{step}"), "attach")]);
+        assert!(t.collateral[0].reason.contains("srun: task 0 Aborted"), "{:?}", t.collateral);
+        // Mutation: without rank 0's placement line, nothing of the job names rank 0.
+        let alone =
+            target.replace("0: debug-ima: task 0 on node node1\n", "").replace("0: clean run finished\n", "");
+        let a = decide(&[at(&alone, "attach"), at(step, "attach/cudagdb-1")]);
+        let v = a.verdict.expect("a verdict");
+        assert!(v.ranks.is_none(), "{:?}\n{alone}", v.ranks);
+        assert!(
+            !is_tool_step("attach")
+                && !is_tool_step("attach/ranks/rank-1.stderr")
+                && is_tool_step("attach/cudagdb-1")
+        );
     }
 
     fn fault(rank: u32, kernel: &str) -> Fault {
