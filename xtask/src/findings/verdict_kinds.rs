@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::model::RungId;
 
-use super::{names, DeviceSnapshot, ErrorClass, Evidence, Fault, Frame, SourceLoc, Tool};
+use super::{names, DeviceSnapshot, Dim3, ErrorClass, Evidence, Fault, Frame, SourceLoc, Tool};
 
 /// Another distinct fault the tools reported (another kernel, line or class), ranked after the
 /// verdict's own.
@@ -148,20 +148,23 @@ pub fn snapshots_of_triggered_dumps(inputs: &[Evidence]) -> Vec<Evidence> {
 /// `at::native::_scatter_gather_elementwise_kernel<..>` in the driver's dump of the assert).
 pub(super) fn same_assert(faults: &[(&str, &Fault)]) -> Vec<Option<usize>> {
     let rung = |o: &str| o.split('/').next().unwrap_or_default().to_string();
+    // The records of an assert a tool saw, by (rung, block, thread): the first of each.
+    let mut seen: std::collections::HashMap<(String, Dim3, Dim3), usize> = std::collections::HashMap::new();
+    for (i, &(origin, g)) in faults.iter().enumerate() {
+        let tool =
+            g.tool != Some(Tool::Host) && g.error == Some(ErrorClass::DeviceAssert) && g.kernel.is_some();
+        if let (true, Some(b), Some(t)) = (tool, g.block, g.thread) {
+            seen.entry((rung(origin), b, t)).or_insert(i);
+        }
+    }
     faults
         .iter()
         .map(|&(origin, f)| {
             let message = f.tool == Some(Tool::Host) && f.error == Some(ErrorClass::DeviceAssert);
-            if !message || f.block.is_none() || f.thread.is_none() {
-                return None;
+            match (message, f.block, f.thread) {
+                (true, Some(b), Some(t)) => seen.get(&(rung(origin), b, t)).copied(),
+                _ => None,
             }
-            faults.iter().position(|&(o, g)| {
-                g.tool != Some(Tool::Host)
-                    && g.error == Some(ErrorClass::DeviceAssert)
-                    && g.kernel.is_some()
-                    && (g.block, g.thread) == (f.block, f.thread)
-                    && rung(o) == rung(origin)
-            })
         })
         .collect()
 }
