@@ -8,7 +8,9 @@
 //! makes does not exist yet, the recipe's build runs first, with line info and host debug info
 //! (`NVCC_PREPEND_FLAGS="-lineinfo -g"`, which leave the device code as it is), so that no
 //! rebuild is needed later; binaries that existed already are checked with `cuobjdump`
-//! instead, and the policy rebuilds only when they lack line info.
+//! instead, and the policy rebuilds only when they lack line info. A run still going at its time
+//! limit is looked at as hung there ([`hang::collect_after`]: host stacks, a GPU dump of every
+//! CUDA process) before it is ended, so a hang needs no second run.
 //!
 //! Must not: change the target's environment beyond the armed run's, or leave a pipe or a CPU
 //! core behind.

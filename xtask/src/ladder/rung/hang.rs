@@ -7,7 +7,9 @@
 //! byte to every GPU pipe: the driver writes a dump and aborts the process (exit 134). The
 //! rung waits for that, without signalling a process that writes its dump, then ends the
 //! tree, reads each dump with `cuda-gdb` (`info cuda threads` groups the spinning warps by
-//! line) and, for a native target, the CPU core the abort left (`thread apply all bt`).
+//! line) and, for a native target, the CPU core the abort left (`thread apply all bt`). A
+//! native binary's launch sites are read before the run ([`super::sites`]): a kernel that
+//! never ends has no fault to stop at, so its launch line comes from there.
 //!
 //! Recorded on an H200 (tests/fixtures/h200/hang/README.md): one byte is enough; a cuda-gdb
 //! attached before the trigger prevents the dump, so nothing attaches before it. What it shares
