@@ -277,6 +277,22 @@ fn without_a_gpu_nothing_is_asked() {
     assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
 }
 
+/// A mistyped `--recipe` is said first on a terminal too, before the missing GPU, with the
+/// name it was likely meant to be.
+#[test]
+fn a_mistyped_recipe_is_said_before_the_gpu_check_on_a_terminal() {
+    if has_real_nvidia_smi() {
+        support::skipped("this machine has an nvidia-smi");
+        return;
+    }
+    let s = Scratch::new("typo-recipe");
+    let t = s.tty(&["--recipe", "cdua"], &std::env::var("PATH").unwrap_or_default());
+    let (code, rest) = t.finish();
+    assert_ne!(code, 0, "{rest}");
+    assert!(rest.contains("unknown recipe `cdua` (did you mean `cuda`?)"), "{rest}");
+    assert!(!rest.contains("no usable GPU"), "the GPU check came first:\n{rest}");
+}
+
 /// Without `--recipe` on a terminal, the binary asks which recipe; Enter takes the first
 /// (`demo`), whose plan `--dry-run` prints.
 #[test]

@@ -368,6 +368,11 @@ pub fn run(args: Args) -> Result<Outcome> {
     let interactive = !args.yes && ui::is_tty();
     let mut prompter: Box<dyn Prompter> =
         if interactive { Box::new(ui::Interactive) } else { Box::new(ui::NonInteractive) };
+    // A recipe named on the command line is read first, terminal or not: a typo in it is the
+    // first thing to say, as it is without a terminal.
+    if let (Some(name), true) = (&args.recipe.recipe, args.command.is_empty()) {
+        recipe::load(name)?;
+    }
     // Without `nvidia-smi` (known at once) the ladder cannot run: say so before asking.
     if interactive && !args.dry_run {
         if let Some(gpu) = doctor::gpu_not_found() {

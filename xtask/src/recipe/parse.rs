@@ -38,12 +38,30 @@ pub fn load(name_or_path: &str) -> Result<Recipe> {
         || name_or_path.ends_with(".yml")
         || path.exists();
     if !looks_like_path {
+        let near = builtin_names().iter().find(|n| edit_distance(n, &name_or_path.to_ascii_lowercase()) <= 2);
         bail!(
-            "unknown recipe `{name_or_path}`: built-in recipes are {}; or pass a path to a .yaml file",
+            "unknown recipe `{name_or_path}`{}: built-in recipes are {}; or pass a path to a .yaml file",
+            near.map(|n| format!(" (did you mean `{n}`?)")).unwrap_or_default(),
             builtin_names().join(", ")
         );
     }
     load_file(path)
+}
+
+/// Levenshtein distance of two short names (a transposition counts 2), for "did you mean".
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 /// Reads and parses a recipe file (at most [`MAX_RECIPE_BYTES`]).
