@@ -300,6 +300,13 @@ pub struct RankEntry {
     /// It faulted only in a communication kernel while shutting down: likely a false positive.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub shutdown_false_positive: bool,
+    /// Where the node came from: `INPUT:LINE` of the line that named it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_from: Option<String>,
+    /// Where the reason came from: `INPUT:LINE` of each line it rests on, or the input of each
+    /// tool's finding (`coredump/cudagdb-1`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reason_from: Vec<String>,
 }
 
 /// Which rank faulted first, and every other rank with what it saw.
@@ -322,6 +329,8 @@ pub struct Established<'a> {
 #[derive(Default)]
 struct Seen<'a> {
     faults: Vec<&'a Fault>,
+    /// The input of each fault, in the same order.
+    fault_from: Vec<&'a str>,
     notes: Vec<(&'a str, &'a RankNote)>,
     symptoms: Vec<(&'a str, &'a Symptom)>,
 }
@@ -329,6 +338,30 @@ struct Seen<'a> {
 impl Seen<'_> {
     fn first(&self, s: Signal) -> Option<&RankNote> {
         self.notes.iter().map(|n| n.1).find(|n| n.signal == s)
+    }
+    /// `INPUT:LINE` of a note of this rank (found by identity).
+    fn at(&self, note: &RankNote) -> Option<String> {
+        self.notes.iter().find(|(_, n)| std::ptr::eq(*n, note)).map(|(o, n)| format!("{o}:{}", n.log_line))
+    }
+    /// The inputs of the rank's faults, each once, in order.
+    fn fault_inputs(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for o in &self.fault_from {
+            if !out.iter().any(|x| x == o) {
+                out.push(o.to_string());
+            }
+        }
+        out
+    }
+    /// The placement line's node (Slurm's name for it) and where it was said.
+    fn placed(&self) -> Option<(String, String)> {
+        let (o, n) = self.notes.iter().find(|n| n.1.signal == Signal::Env && n.1.host.is_some())?;
+        Some((n.host.clone()?, format!("{o}:{}", n.log_line)))
+    }
+    /// The first note naming a host other than `localhost`, and where it was said.
+    fn hosted(&self) -> Option<(String, String)> {
+        let (o, n) = self.notes.iter().find(|n| n.1.host.as_deref().is_some_and(|h| h != "localhost"))?;
+        Some((n.host.clone()?, format!("{o}:{}", n.log_line)))
     }
     fn exception_time(&self) -> Option<u64> {
         self.notes.iter().filter(|n| n.1.signal == Signal::DeviceException).filter_map(|n| n.1.time).min()
@@ -351,6 +384,7 @@ impl Seen<'_> {
         let Some(run) = run else {
             return Seen {
                 faults: self.faults.clone(),
+                fault_from: self.fault_from.clone(),
                 notes: self.notes.clone(),
                 symptoms: self.symptoms.clone(),
             };
@@ -360,7 +394,7 @@ impl Seen<'_> {
         if notes.is_empty() && symptoms.is_empty() {
             return self.in_run(None);
         }
-        Seen { faults: self.faults.clone(), notes, symptoms }
+        Seen { faults: self.faults.clone(), fault_from: self.fault_from.clone(), notes, symptoms }
     }
 }
 
@@ -400,7 +434,9 @@ pub fn triage(inputs: &[Evidence], v: &Established) -> Option<RankTriage> {
         let file_rank = (env.len() == 1).then(|| env[0]);
         for f in &ev.faults {
             if let Some(r) = f.rank.or_else(|| by_pid(f.pid)).or(file_rank) {
-                seen.entry(r).or_default().faults.push(f);
+                let e = seen.entry(r).or_default();
+                e.faults.push(f);
+                e.fault_from.push(&ev.origin);
             }
         }
         for n in notes() {
@@ -479,16 +515,11 @@ pub fn triage(inputs: &[Evidence], v: &Established) -> Option<RankTriage> {
             hosts.iter().all(|(h, r)| *h == hosts[0].0 && r.is_none_or(|r| r == culprit)) && own.len() == 1;
         mine.or_else(|| (one && !hosts.is_empty()).then(|| hosts[0].0.to_string()))
     };
-    let launcher_host = |s: &Seen| {
-        s.notes.iter().filter_map(|n| n.1.host.as_deref()).find(|h| *h != "localhost").map(str::to_string)
-    };
     // The launcher's placement names the node as the job knows it (Slurm's node name); a dump's
     // file name has the machine's own host name.
-    let placed = |s: &Seen| s.notes.iter().find(|n| n.1.signal == Signal::Env).and_then(|n| n.1.host.clone());
-    let node = placed(c)
-        .or_else(|| exception.and_then(|n| n.host.clone()))
-        .or(waits_host)
-        .or_else(|| launcher_host(c));
+    let exception_host = exception.and_then(|n| Some((n.host.clone()?, c.at(n)?)));
+    let waits_host = waits_host.map(|h| (h, "the wait message cuda-gdb attached on".to_string()));
+    let (node, node_from) = c.placed().or(exception_host).or(waits_host).or_else(|| c.hosted()).unzip();
     let device = if on_verdict { v.device } else { None }.or_else(|| c.faults.iter().find_map(|f| f.device));
     let (kernel, error) = if on_verdict {
         (Some(v.kernel.to_string()), Some(v.error.clone()))
@@ -500,6 +531,20 @@ pub fn triage(inputs: &[Evidence], v: &Established) -> Option<RankTriage> {
         (Some(e), Some(k)) => format!("{} in {k}", e.as_str()),
         (None, Some(k)) => format!("a fault in {k}"),
         _ => "a device error".to_string(),
+    };
+    let reason_from: Vec<String> = if c.own_fault() {
+        match exception.and_then(|n| c.at(n)) {
+            Some(at) => vec![at],
+            None => c.fault_inputs(),
+        }
+    } else {
+        c.symptoms
+            .iter()
+            .find(|(_, sy)| sy.error.as_ref().is_some_and(ErrorClass::is_device_fault))
+            .map(|(o, _)| o.to_string())
+            .or_else(|| c.first(Signal::WatchdogError).and_then(|n| c.at(n)))
+            .into_iter()
+            .collect()
     };
     let mut reason = if c.own_fault() {
         match exception {
@@ -534,6 +579,8 @@ pub fn triage(inputs: &[Evidence], v: &Established) -> Option<RankTriage> {
         error,
         reason,
         shutdown_false_positive: shutdown,
+        node_from,
+        reason_from,
     };
 
     let culprit_time = c.exception_time();
@@ -550,41 +597,61 @@ pub fn triage(inputs: &[Evidence], v: &Established) -> Option<RankTriage> {
         let dumped =
             s.notes.iter().map(|n| n.1).find(|n| n.signal == Signal::DeviceException && n.pid.is_some());
         let shutdown = s.shutdown_only();
-        let reason = if shutdown {
+        // Each reason with the lines it rests on.
+        let one = |n: &RankNote| s.at(n).into_iter().collect::<Vec<_>>();
+        let (reason, reason_from) = if shutdown {
             let k = s
                 .faults
                 .iter()
                 .find_map(|f| f.kernel.as_deref())
                 .map(names::display_kernel)
                 .unwrap_or_default();
-            format!("faulted only while shutting down, in {k}: likely a false positive (peer memory already unmapped)")
+            (
+                format!("faulted only while shutting down, in {k}: likely a false positive (peer memory already unmapped)"),
+                s.fault_inputs(),
+            )
         } else if s.own_fault() {
-            match (s.exception_time(), culprit_time) {
+            let from = match s.notes.iter().find(|n| n.1.signal == Signal::DeviceException) {
+                Some((_, n)) => one(n),
+                None => s.fault_inputs(),
+            };
+            let reason = match (s.exception_time(), culprit_time) {
                 (Some(t), Some(ct)) => format!(
                     "faulted too, later ({} after rank {culprit}'s {})",
                     clock_text(t),
                     clock_text(ct)
                 ),
                 _ => format!("faulted too (rank {culprit} is named first)"),
-            }
+            };
+            (reason, from)
         } else if let Some(n) = s.first(Signal::WatchdogError).filter(|n| !n.text.contains("timeout")) {
-            format!("NCCL watchdog saw rank {culprit}'s failure ({})", n.text)
-        } else if let Some(sy) = s.device_symptom() {
-            format!("reported `{}` with no fault of its own: rank {culprit}'s failure reached it", sy.message)
+            (format!("NCCL watchdog saw rank {culprit}'s failure ({})", n.text), one(n))
+        } else if let Some((o, sy)) =
+            s.symptoms.iter().find(|(_, sy)| sy.error.as_ref().is_some_and(ErrorClass::is_device_fault))
+        {
+            (
+                format!(
+                    "reported `{}` with no fault of its own: rank {culprit}'s failure reached it",
+                    sy.message
+                ),
+                vec![o.to_string()],
+            )
         } else if let Some(n) = s.first(Signal::Timeout) {
-            format!("NCCL watchdog timed out in {} waiting for rank {culprit}", n.text)
-        } else if s.first(Signal::Terminate).is_some() {
-            format!("ProcessGroupNCCL took the process down after rank {culprit}'s failure")
+            (format!("NCCL watchdog timed out in {} waiting for rank {culprit}", n.text), one(n))
+        } else if let Some(n) = s.first(Signal::Terminate) {
+            (format!("ProcessGroupNCCL took the process down after rank {culprit}'s failure"), one(n))
         } else if let Some(n) = exit.filter(|n| n.text.contains("SIGTERM") || n.text.contains("SIGKILL")) {
-            format!("stopped by the launcher after rank {culprit} failed ({})", n.text)
+            (format!("stopped by the launcher after rank {culprit} failed ({})", n.text), one(n))
         } else if let Some(n) = exit {
-            format!("exited after rank {culprit} failed ({})", n.text)
+            (format!("exited after rank {culprit} failed ({})", n.text), one(n))
         } else {
-            "no fault of its own seen".to_string()
+            ("no fault of its own seen".to_string(), Vec::new())
         };
+        let dumped_host = dumped.and_then(|n| Some((n.host.clone()?, s.at(n)?)));
+        let (node, node_from) = s.placed().or(dumped_host).or_else(|| s.hosted()).unzip();
         collateral.push(RankEntry {
             rank: r,
-            node: placed(s).or_else(|| dumped.and_then(|n| n.host.clone())).or_else(|| launcher_host(s)),
+            node,
             device: s.faults.iter().find_map(|f| f.device),
             pid: dumped
                 .and_then(|n| n.pid)
@@ -594,6 +661,8 @@ pub fn triage(inputs: &[Evidence], v: &Established) -> Option<RankTriage> {
             error: None,
             reason,
             shutdown_false_positive: shutdown,
+            node_from,
+            reason_from,
         });
     }
     Some(RankTriage { culprit: culprit_entry, collateral })
@@ -824,9 +893,17 @@ mod tests {
         let r0 = &t.collateral[0];
         assert_eq!((r0.rank, r0.node.as_deref()), (0, Some("node1")), "{r0:?}");
         assert_eq!(r0.reason, "no fault of its own seen");
+        // Every claim names its line: the placement lines, the dump's exception line.
+        let lines = target.lines().count();
+        assert_eq!(r0.node_from.as_deref(), Some(format!("attach:{}", lines - 1).as_str()), "{r0:?}");
+        assert!(r0.reason_from.is_empty());
+        assert_eq!(t.culprit.node_from.as_deref(), Some("attach:1"));
+        let exception_line = target.lines().position(|l| l.contains("Detected an exception")).unwrap() + 1;
+        assert_eq!(t.culprit.reason_from, [format!("attach:{exception_line}")]);
         // The same line in the target's own output is srun's word on rank 0: then it counts.
         let t = triaged(&[at(&format!("{target}{step}"), "attach")]);
         assert!(t.collateral[0].reason.contains("srun: task 0 Aborted"), "{:?}", t.collateral);
+        assert_eq!(t.collateral[0].reason_from, [format!("attach:{}", lines + 1)]);
         // Mutation: without rank 0's placement line, nothing of the job names rank 0.
         let alone =
             target.replace("0: debug-ima: task 0 on node node1\n", "").replace("0: clean run finished\n", "");
