@@ -165,3 +165,35 @@ fn bench_exits_1_when_its_result_is_fail() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(!out_file.exists(), "the generated log is removed");
 }
+
+/// `completions bash` prints a script Bash accepts, made from the command line itself: sourced,
+/// it completes subcommands (nested too), options, and the values of a value option, and
+/// options before any subcommand as the ladder's (its default command).
+#[test]
+fn completions_for_bash_complete_commands_options_and_values() {
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask")).args(["completions", "bash"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let script = String::from_utf8(out.stdout).unwrap();
+    assert!(script.contains("complete -o filenames -F _xtask xtask"), "{script}");
+    assert!(!script.contains("\"bench"), "the hidden `bench` is offered");
+    let file =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("completions-{}.bash", std::process::id()));
+    std::fs::write(&file, &script).unwrap();
+    let probe = format!(
+        "source '{}'; t() {{ COMP_WORDS=(\"$@\"); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); _xtask; echo \"$*|${{COMPREPLY[*]}}\"; }}; \
+         t xtask bundle p; t xtask bundle pack --an; t xtask --rungs sy; t xtask run --hang; t xtask recipe i",
+        file.display()
+    );
+    let got = Command::new("bash").arg("-c").arg(&probe).output().unwrap();
+    let _ = std::fs::remove_file(&file);
+    let got = String::from_utf8_lossy(&got.stdout).into_owned();
+    for want in [
+        "xtask bundle p|pack prune",
+        "xtask bundle pack --an|--anonymize",
+        "xtask --rungs sy|synccheck",
+        "xtask run --hang|--hang-after",
+        "xtask recipe i|init",
+    ] {
+        assert!(got.lines().any(|l| l == want), "`{want}` not in:\n{got}");
+    }
+}

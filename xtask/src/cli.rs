@@ -130,6 +130,12 @@ pub enum Command {
     /// Build the project's container images (containers/): `container build cuda`.
     #[command(subcommand)]
     Container(container::ContainerCommand),
+    /// Print a shell completion script: `source <(debug-ima completions bash)`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: crate::commands::completions::Shell,
+    },
     /// Measure the analyzer on a generated 1 GiB memcheck log against `grep -c`
     /// (`bench pack`: `bundle pack` against `tar -I 'zstd -T0'`).
     ///
@@ -332,6 +338,10 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Recipe(cmd) => recipe::run(cmd)?,
         Command::Bundle(cmd) => bundle::run(cmd)?,
         Command::Container(cmd) => container::run(cmd)?,
+        Command::Completions { shell } => {
+            let cli = <Cli as clap::CommandFactory>::command();
+            crate::commands::completions::run(&cli, shell)?
+        }
         Command::Bench { what: None, args } => bench::run(args)?,
         Command::Bench { what: Some(BenchCommand::Pack(args)), .. } => bench::run_pack(args)?,
         Command::Bench { what: Some(BenchCommand::Redact(args)), .. } => bench::run_redact(args)?,

@@ -11,6 +11,7 @@ pub mod builtin_files;
 pub mod bundle;
 pub mod bundle_files;
 pub mod bundle_prune;
+pub mod completions;
 pub mod container;
 pub mod debug_ima;
 pub mod doctor;
