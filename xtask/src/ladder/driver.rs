@@ -207,7 +207,8 @@ impl State<'_, '_> {
             };
             let rung = rung::get_for(id, self.climb.request.watch);
             index += 1;
-            let choice = match process::while_prompting(|| prompter.before_rung(id.name(), rung.describe())) {
+            let what = rung.prompt(self.climb.recipe, self.climb.debug);
+            let choice = match process::while_prompting(|| prompter.before_rung(id.name(), &what)) {
                 Ok(c) => c,
                 // Ctrl-C at the prompt (a key in the terminal's raw mode): an interruption
                 // like the signal, whether or not one came too.

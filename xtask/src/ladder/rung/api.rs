@@ -28,6 +28,13 @@ pub trait Rung: Sync {
         let _ = debug;
         self.describe().to_string()
     }
+    /// What the prompt before the rung says it will do, for this recipe: its description at
+    /// the debug level, and what the recipe makes of it where that matters (the rebuild's
+    /// command and time limit).
+    fn prompt(&self, r: &Resolved, debug: Debug) -> String {
+        let _ = r;
+        self.describe_for(debug)
+    }
     /// Whether the rung is of use only when the target faults (then a clean baseline skips it).
     fn needs_fault(&self) -> bool {
         false

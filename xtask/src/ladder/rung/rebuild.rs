@@ -33,6 +33,24 @@ impl Rung for Rebuild {
         )
     }
 
+    /// The recipe's own build command and its time limit; a `pip install` says that it replaces
+    /// the package installed in this Python environment.
+    fn prompt(&self, r: &Resolved, debug: Debug) -> String {
+        let mut text = self.describe_for(debug);
+        let Some(b) = &r.build else { return text };
+        let words = b.argv.join(" ");
+        text.push_str(&format!(": `{}`", words.chars().take(160).collect::<String>()));
+        if let Some(t) = b.timeout {
+            text.push_str(&format!(", up to {} min", t.as_secs().div_ceil(60)));
+        }
+        let pip = b.argv.windows(2).any(|w| w[0].ends_with("pip") && w[1] == "install")
+            || b.argv.windows(3).any(|w| w[0] == "-m" && w[1] == "pip" && w[2] == "install");
+        if pip {
+            text.push_str("; it reinstalls the package into this Python environment, replacing the installed one");
+        }
+        text
+    }
+
     fn applies(&self, r: &Resolved) -> bool {
         r.build.is_some()
     }
@@ -238,6 +256,24 @@ mod tests {
         let li = std::fs::read_to_string(format!("{dir}/cuobjdump-elf-lineinfo.txt")).unwrap();
         assert_eq!(count_line_sections(&plain), 0);
         assert_eq!(count_line_sections(&li), 10);
+    }
+
+    /// The prompt before the rebuild says the recipe's own command and time limit, and that a
+    /// `pip install` (the vLLM recipe's) replaces the package installed in the environment.
+    #[test]
+    fn the_rebuild_prompt_says_what_it_runs_and_what_it_replaces() {
+        let resolve = |name: &str, sets: &[(&str, &str)]| {
+            let r = crate::recipe::load(name).unwrap();
+            let sets = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            crate::recipe::resolve(&r, &sets, &Default::default()).unwrap()
+        };
+        let vllm = resolve("vllm", &[("vllm_src", "/src/vllm"), ("repro", "python3 repro.py")]);
+        let p = Rebuild.prompt(&vllm, Debug::LineInfo);
+        assert!(p.contains("pip install") && p.contains("replacing the installed one"), "{p}");
+        assert!(p.contains(", up to 240 min"), "{p}");
+        let cuda = resolve("cuda", &[("build", "make -B"), ("run", "./app")]);
+        let p = Rebuild.prompt(&cuda, Debug::Full);
+        assert!(p.contains(": `make -B`") && p.contains("\"-G -g\"") && !p.contains("replacing"), "{p}");
     }
 
     #[test]
