@@ -199,6 +199,11 @@ fn sleeping_left(dir: &Path) -> bool {
     })
 }
 
+/// The stand-in target's recipe with the run's time limit `secs`.
+fn standin_with_timeout(secs: u64) -> String {
+    format!("version: 1\nname: standin\ndescription: \"the stand-in target\"\nrun:\n  command: [\"target\"]\n  timeout: {secs}\n")
+}
+
 /// A baseline that runs into its time limit (the recorded program without the trigger armed
 /// hangs) takes the hang's evidence itself at the limit, as the hang rung would, instead of
 /// being killed and run again: one run, the dump read with the hang rung's commands, the CPU
@@ -206,9 +211,7 @@ fn sleeping_left(dir: &Path) -> bool {
 #[test]
 fn a_baseline_at_its_time_limit_takes_the_hang_evidence_itself() {
     let s = Scratch::for_run("hang-timeout");
-    let recipe = s.write_recipe(
-        "version: 1\nname: standin\ndescription: \"the stand-in target\"\nrun:\n  command: [\"target\"]\n  timeout: 2\n",
-    );
+    let recipe = s.write_recipe(&standin_with_timeout(2));
     let out = Run::new(&s, &recipe, "hang/hang_flag").run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
     let b = s.only_bundle();
@@ -232,9 +235,7 @@ fn a_baseline_at_its_time_limit_takes_the_hang_evidence_itself() {
 #[test]
 fn the_timeout_flag_sets_where_the_armed_run_is_looked_at_as_hung() {
     let s = Scratch::for_run("hang-timeout-flag");
-    let recipe = s.write_recipe(
-        "version: 1\nname: standin\ndescription: \"the stand-in target\"\nrun:\n  command: [\"target\"]\n  timeout: 600\n",
-    );
+    let recipe = s.write_recipe(&standin_with_timeout(600));
     let out = Run::new(&s, &recipe, "hang/hang_flag").arg("--timeout").arg("2").run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
     assert!(out.took < Duration::from_secs(60), "took {:?}", out.took);

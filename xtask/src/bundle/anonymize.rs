@@ -11,9 +11,10 @@
 //! only where it is surely that name: in a home path, in `user@host`, in `USER=`/`HOSTNAME=`,
 //! in the manifest's `hostname:` and in the GPU dumps' and pipes' names (`core_vm.977.`).
 //!
-//! Must not: change the bundle it reads (it writes a copy), replace inside binary files (they
-//! are copied as they are, and counted), or run anything.
+//! Must not: change the bundle it reads (it writes a copy), read or replace inside binary files
+//! and coredumps (they are linked or copied as they are, and counted), or run anything.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -198,15 +199,21 @@ fn replace_bounded(
     n
 }
 
-/// The text files of a bundle (each up to 64 MiB; larger ones and binary ones are not read),
-/// for [`Names::find`].
-pub fn texts_of(bundle: &Path) -> Vec<String> {
+/// The text files of a bundle, by path relative to it (each up to 64 MiB; larger ones, the
+/// coredumps and what is not UTF-8 are not kept), read once for [`Names::find`] and [`copy`].
+pub fn texts_of(bundle: &Path) -> BTreeMap<PathBuf, String> {
     walkdir::WalkDir::new(bundle)
         .sort_by_file_name()
         .into_iter()
         .flatten()
         .filter(|e| e.file_type().is_file() && e.metadata().is_ok_and(|m| m.len() <= 64 << 20))
-        .filter_map(|e| String::from_utf8(fs::read(e.path()).ok()?).ok())
+        .filter_map(|e| {
+            let rel = e.path().strip_prefix(bundle).ok()?.to_path_buf();
+            if super::archive::is_coredump(&rel.to_string_lossy()) {
+                return None;
+            }
+            Some((rel, String::from_utf8(fs::read(e.path()).ok()?).ok()?))
+        })
         .collect()
 }
 
@@ -219,34 +226,33 @@ pub struct Copied {
     pub binary: Vec<String>,
 }
 
-/// Copies the bundle `from` into `to` (a folder that must not exist), every text file and
-/// every name anonymized with `names`; binary files are copied as they are.
-pub fn copy(from: &Path, to: &Path, names: &Names) -> Result<Copied> {
+/// Copies the bundle `from` into `to` (a folder that must not exist), every name anonymized
+/// with `names` and every text of `texts` ([`texts_of`]) written anonymized; other files (not
+/// text, or too large to read) are linked or copied as they are.
+pub fn copy(from: &Path, to: &Path, texts: &BTreeMap<PathBuf, String>, names: &Names) -> Result<Copied> {
     let mut done = Copied::default();
     for e in walkdir::WalkDir::new(from).sort_by_file_name() {
         let e = e.with_context(|| format!("cannot read the bundle {}", from.display()))?;
         let rel = e.path().strip_prefix(from).unwrap_or(e.path());
-        let rel_text = rel.to_string_lossy();
-        let (rel_anon, n) = names.apply(&rel_text);
+        let (rel_anon, n) = names.apply(&rel.to_string_lossy());
         done.replaced += n;
         let dest: PathBuf = to.join(rel_anon.as_str());
         let t = e.file_type();
         if t.is_dir() {
             fs::create_dir_all(&dest).with_context(|| format!("cannot create {}", dest.display()))?;
         } else if t.is_file() {
-            let bytes = fs::read(e.path()).with_context(|| format!("cannot read {}", e.path().display()))?;
-            match String::from_utf8(bytes) {
-                Ok(text) => {
-                    let (anon, n) = names.apply(&text);
+            let wrote = match texts.get(rel) {
+                Some(text) => {
+                    let (anon, n) = names.apply(text);
                     done.replaced += n;
                     fs::write(&dest, anon)
                 }
-                Err(e) => {
+                None => {
                     done.binary.push(rel_anon.clone());
-                    fs::write(&dest, e.into_bytes())
+                    fs::hard_link(e.path(), &dest).or_else(|_| fs::copy(e.path(), &dest).map(|_| ()))
                 }
-            }
-            .with_context(|| format!("cannot write {}", dest.display()))?;
+            };
+            wrote.with_context(|| format!("cannot write {}", dest.display()))?;
             done.files += 1;
         }
         // Links and other kinds are not copied: a bundle holds none (pack refuses them).
@@ -308,7 +314,7 @@ mod tests {
         fs::write(b.join("rungs/01-baseline/core_vm.12.34"), [0xff, 0xfe, b'v', b'm']).unwrap();
         fs::write(b.join("rungs/01-baseline/stdout.log"), "alice@vm:/home/alice$ ./app\n").unwrap();
         let n = Names::find(["root: /home/alice/b"], Some("vm"), None, None, None);
-        let c = copy(&b, &tmp.join("out"), &n).unwrap();
+        let c = copy(&b, &tmp.join("out"), &texts_of(&b), &n).unwrap();
         assert_eq!(c.files, 3);
         assert_eq!(c.binary, ["rungs/01-baseline/core_host.12.34"]);
         let log = fs::read_to_string(tmp.join("out/rungs/01-baseline/stdout.log")).unwrap();

@@ -620,24 +620,18 @@ fn pack_anonymized(
     let top = canon.file_name().map(PathBuf::from).context("the bundle has no folder name")?;
     let parent = archive.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let scratch = parent.join(format!(".debug-ima-anonymize-{}", std::process::id()));
-    struct Remove<'a>(&'a Path);
-    impl Drop for Remove<'_> {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(self.0);
-        }
-    }
-    let _gone = Remove(&scratch);
+    let _gone = archive::RemoveDir::new(&scratch);
     let texts = anonymize::texts_of(path);
     let here = std::fs::read_to_string("/proc/sys/kernel/hostname").ok();
     let names = Names::find(
-        texts.iter().map(String::as_str),
+        texts.values().map(String::as_str),
         m.host.get("hostname").map(String::as_str),
         std::env::var("HOME").ok().as_deref(),
         std::env::var("USER").ok().as_deref(),
         here.as_deref().map(str::trim),
     );
     let copy = scratch.join(&top);
-    let done = anonymize::copy(path, &copy, &names).with_context(|| {
+    let done = anonymize::copy(path, &copy, &texts, &names).with_context(|| {
         format!("cannot write the anonymized copy in {}; check the space there", parent.display())
     })?;
     let p = archive::pack_until(&copy, archive, opts, stop)

@@ -27,20 +27,13 @@ pub struct Pruning {
     pub in_use: Vec<PathBuf>,
 }
 
-/// `7d`, `12h`, `30m`, `90s`, or a number of days.
+/// `7d`, `12h`, `30m`, `90s`, `1d12h`, or a number of days ([`crate::model::duration::secs`]).
 pub fn parse_age(s: &str) -> Result<Duration> {
     let s = s.trim();
-    let (digits, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
-    let n: u64 =
-        digits.parse().with_context(|| format!("`{s}` is no age: write it as 7d, 12h, 30m or 90s"))?;
-    let secs = match unit {
-        "" | "d" => n.checked_mul(86_400),
-        "h" => n.checked_mul(3600),
-        "m" => n.checked_mul(60),
-        "s" => Some(n),
-        _ => bail!("`{s}` is no age: write it as 7d, 12h, 30m or 90s"),
-    };
-    secs.map(Duration::from_secs).with_context(|| format!("`{s}` is too long an age"))
+    match crate::model::duration::secs(s, 86_400) {
+        Some(secs) => Ok(Duration::from_secs(secs)),
+        None => bail!("`{s}` is no age (or too long a one): write it as 7d, 12h, 30m or 90s"),
+    }
 }
 
 /// Chooses what `prune` removes from `bundles` (newest first, as `bundle list` gives them): all

@@ -627,10 +627,8 @@ fn local_recipes(dir: &std::path::Path) -> Vec<String> {
 /// The rungs `--rungs` names: `all` is every rung in ladder order, the hang rung only when a
 /// hang is expected (`--hang-after`: it reruns the target until then).
 fn rung_ids(choices: &[RungChoice], hang_after: bool) -> Vec<RungId> {
-    if choices.contains(&RungChoice::All) {
-        return RungId::ALL.into_iter().filter(|r| *r != RungId::Hang || hang_after).collect();
-    }
-    choices.iter().filter_map(|c| if let RungChoice::One(r) = c { Some(*r) } else { None }).collect()
+    RungChoice::named(choices)
+        .unwrap_or_else(|| RungId::ALL.into_iter().filter(|r| *r != RungId::Hang || hang_after).collect())
 }
 
 /// `--hang-after` and `--timeout` over the recipe's `run.hang_after` and `run.timeout`,

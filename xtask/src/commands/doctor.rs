@@ -45,6 +45,13 @@ pub enum RungChoice {
     One(RungId),
 }
 
+impl RungChoice {
+    /// The rungs `choices` name, in their order; `None` when one of them is `all`.
+    pub fn named(choices: &[RungChoice]) -> Option<Vec<RungId>> {
+        choices.iter().map(|c| if let RungChoice::One(r) = c { Some(*r) } else { None }).collect()
+    }
+}
+
 /// Every rung in ladder order, then `all`.
 const CHOICES: [RungChoice; RungId::ALL.len() + 1] = {
     let mut out = [RungChoice::All; RungId::ALL.len() + 1];
@@ -84,11 +91,8 @@ pub fn run(args: DoctorArgs) -> Result<Outcome> {
         }
         _ => None,
     };
-    let need: Vec<RungId> = if args.rungs.contains(&RungChoice::All) {
-        Vec::new()
-    } else {
-        args.rungs.iter().filter_map(|c| if let RungChoice::One(r) = c { Some(*r) } else { None }).collect()
-    };
+    // No rung named: every rung's needs.
+    let need: Vec<RungId> = RungChoice::named(&args.rungs).unwrap_or_default();
     let opts = Options { coredump_dir: args.coredump_dir, need, container };
     let report = run_checks(&opts);
     let text = if args.json {

@@ -387,6 +387,12 @@ pub fn is_python_library(path: &str) -> bool {
     (path.contains('/') && PACKAGES.contains(&head)) || STDLIB.contains(&module)
 }
 
+/// The rung of an input's name, as a bundle's inputs are named (`coredump` of
+/// `coredump/cudagdb-1`, and of `coredump`).
+pub fn rung_of(origin: &str) -> &str {
+    origin.split('/').next().unwrap_or_default()
+}
+
 /// Whether a function (demangled or mangled) is one of CUDA's warp-synchronous intrinsics,
 /// whose mask must name the calling lanes: `__syncwarp`, `__shfl_sync` and its `_up`, `_down`,
 /// `_xor` forms, `__ballot_sync`, `__all_sync`, `__any_sync`, `__uni_sync`, `__match_*_sync`,

@@ -389,18 +389,14 @@ impl Seen<'_> {
                 symptoms: self.symptoms.clone(),
             };
         };
-        let notes: Vec<_> = self.notes.iter().copied().filter(|(o, _)| rung(o) == run).collect();
-        let symptoms: Vec<_> = self.symptoms.iter().copied().filter(|(o, _)| rung(o) == run).collect();
+        let notes: Vec<_> = self.notes.iter().copied().filter(|(o, _)| names::rung_of(o) == run).collect();
+        let symptoms: Vec<_> =
+            self.symptoms.iter().copied().filter(|(o, _)| names::rung_of(o) == run).collect();
         if notes.is_empty() && symptoms.is_empty() {
             return self.in_run(None);
         }
         Seen { faults: self.faults.clone(), fault_from: self.fault_from.clone(), notes, symptoms }
     }
-}
-
-/// The rung of an origin (`coredump` of `coredump/cudagdb-1`).
-fn rung(origin: &str) -> &str {
-    origin.split('/').next().unwrap_or_default()
 }
 
 /// Whether an input is a tool's own step in a rung (`attach/cudagdb-1`, `coredump/cpucore-gdb`),
@@ -501,7 +497,10 @@ pub fn triage(inputs: &[Evidence], v: &Established) -> Option<RankTriage> {
         .or_else(|| c.faults.iter().find_map(|f| f.pid));
     // The run the culprit's pid belongs to: the other ranks' pids are taken from the same run.
     let culprit_run = pid.and_then(|p| {
-        seen.values().flat_map(|s| &s.notes).find(|(_, n)| n.pid == Some(p)).map(|(o, _)| rung(o).to_string())
+        seen.values()
+            .flat_map(|s| &s.notes)
+            .find(|(_, n)| n.pid == Some(p))
+            .map(|(o, _)| names::rung_of(o).to_string())
     });
     let waits_host = {
         let mut hosts: Vec<(&str, Option<u32>)> = Vec::new();
@@ -591,7 +590,7 @@ pub fn triage(inputs: &[Evidence], v: &Established) -> Option<RankTriage> {
             .notes
             .iter()
             .filter(|(_, n)| n.signal == Signal::Exit)
-            .find(|(o, _)| culprit_run.as_deref().is_none_or(|run| rung(o) == run))
+            .find(|(o, _)| culprit_run.as_deref().is_none_or(|run| names::rung_of(o) == run))
             .or_else(|| s.notes.iter().find(|(_, n)| n.signal == Signal::Exit))
             .map(|n| n.1);
         let dumped =

@@ -830,11 +830,6 @@ fn other_faults(
     ranked.into_iter().map(|(_, _, o)| o).collect()
 }
 
-/// The rung of an input's origin (`hang` of `hang/cudagdb-584`).
-fn rung_of(origin: &str) -> &str {
-    origin.split('/').next().unwrap_or_default()
-}
-
 /// A verdict of class `hang`: from the first GPU dump (in input order) with threads running
 /// and no exception. `None` when no input has one.
 fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, String)> {
@@ -1016,7 +1011,7 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
             || host_from.contains(e.origin.as_str())
     };
     for ev in inputs.iter().filter(|e| supports(e)) {
-        let r = rung_of(&ev.origin).to_string();
+        let r = names::rung_of(&ev.origin).to_string();
         if !rungs.contains(&r) {
             rungs.push(r);
         }

@@ -319,7 +319,7 @@ pub(super) fn hang_without_kernel(inputs: &[Evidence]) -> Option<String> {
 /// Whether a source line calls a block barrier: `__syncthreads()` (and its `_count`, `_and`,
 /// `_or` forms), `__barrier_sync`, PTX `bar.sync` / `barrier.sync`, or a cooperative group's
 /// `.sync()`.
-pub fn is_block_barrier(text: &str) -> bool {
+fn is_block_barrier(text: &str) -> bool {
     ["__syncthreads", "__barrier_sync", "bar.sync", "barrier.sync", ".sync()", "::sync("]
         .iter()
         .any(|b| text.contains(b))

@@ -147,9 +147,9 @@ pub fn snapshots_of_triggered_dumps(inputs: &[Evidence]) -> Vec<Evidence> {
 /// record's kernel is the one launched (recorded on the H200:
 /// `at::native::_scatter_gather_elementwise_kernel<..>` in the driver's dump of the assert).
 pub(super) fn same_assert(faults: &[(&str, &Fault)]) -> Vec<Option<usize>> {
-    let rung = |o: &str| o.split('/').next().unwrap_or_default().to_string();
+    let rung = names::rung_of;
     // The records of an assert a tool saw, by (rung, block, thread): the first of each.
-    let mut seen: std::collections::HashMap<(String, Dim3, Dim3), usize> = std::collections::HashMap::new();
+    let mut seen: std::collections::HashMap<(&str, Dim3, Dim3), usize> = std::collections::HashMap::new();
     for (i, &(origin, g)) in faults.iter().enumerate() {
         let tool =
             g.tool != Some(Tool::Host) && g.error == Some(ErrorClass::DeviceAssert) && g.kernel.is_some();

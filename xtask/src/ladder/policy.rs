@@ -320,15 +320,15 @@ pub fn next(
                 }
                 _ => "?".into(),
             };
-            if let Some(r) = confirm(req, &pending, done, analysis, facts) {
-                return Next::Run(r);
-            }
+            let unchecked = match memcheck_pass(req, &pending, done, analysis, facts) {
+                Ok(r) => return Next::Run(r),
+                Err(said) => said,
+            };
             return Next::Stop(format!(
-                "the verdict is complete: `{}` at {at}, launched from {}{}{}",
+                "the verdict is complete: `{}` at {at}, launched from {}{}{unchecked}",
                 v.kernel,
                 v.launch_site.as_ref().map(|h| site(&h.frame)).unwrap_or_default(),
                 skipping(&[]),
-                unconfirmed(req, &pending, done, facts)
             ));
         }
         // A part that cannot exist (a library kernel's source line) is never looked for.
@@ -405,54 +405,46 @@ pub fn next(
     }
 }
 
-/// Whether the verdict has every part it can have (a library kernel has no source line).
+/// Whether the verdict has every part it can have (a part that cannot exist, a library
+/// kernel's source line, is `not_applicable`, never `unknown`).
 pub fn complete(analysis: &Analysis) -> bool {
-    analysis.verdict.as_ref().is_some_and(|v| v.unknown.iter().all(|p| v.not_applicable.contains(p)))
+    analysis.verdict.as_ref().is_some_and(|v| v.unknown.is_empty())
 }
 
-/// Whether a complete verdict from a faulting run is checked with memcheck for an earlier
+/// The memcheck pass after a complete verdict from a faulting run, which looks for an earlier
 /// bug that did not fault (an overrun in one kernel corrupts the indices the next one faults
-/// on): a native target whose armed run was short ([`CONFIRM_UNDER_S`]), memcheck planned and
-/// not run, and no sanitizer has looked yet. The default climb only: `--rungs` and `--full`
-/// run what they run.
-fn confirm(
+/// on): `Ok` to run it, for a native target whose armed run was short ([`CONFIRM_UNDER_S`]);
+/// else what the stop says of it: how to get the pass, or nothing when no pass applies (no
+/// fault, a sanitizer looked already, memcheck not planned or run, a race or a hang). The default
+/// climb only: `--rungs` and `--full` run what they run.
+fn memcheck_pass(
     req: &Request,
     pending: &[RungId],
     done: &[(RungId, RungOutcome)],
     analysis: &Analysis,
     facts: Facts,
-) -> Option<RungId> {
-    let v = analysis.verdict.as_ref()?;
+) -> Result<RungId, String> {
+    let fault = analysis
+        .verdict
+        .as_ref()
+        .is_some_and(|v| !matches!(v.error, ErrorClass::Race | ErrorClass::BarrierError | ErrorClass::Hang));
     let faulted = done.iter().any(|(_, o)| o.faulted());
     let swept = done.iter().any(|(r, _)| rung::get(*r).in_sweep());
-    let cheap = facts.armed_secs.is_some_and(|s| s <= CONFIRM_UNDER_S);
-    let fault = !matches!(v.error, ErrorClass::Race | ErrorClass::BarrierError | ErrorClass::Hang);
-    (!req.python && faulted && !swept && cheap && fault && pending.contains(&RungId::Memcheck))
-        .then_some(RungId::Memcheck)
-}
-
-/// What the stop of a complete verdict adds when memcheck did not check it for an earlier
-/// silent bug ([`confirm`] declined): how to get that check.
-fn unconfirmed(req: &Request, pending: &[RungId], done: &[(RungId, RungOutcome)], facts: Facts) -> String {
-    let swept = done.iter().any(|(r, _)| rung::get(*r).in_sweep());
-    let faulted = done.iter().any(|(_, o)| o.faulted());
-    if swept || !faulted || !pending.contains(&RungId::Memcheck) {
-        return String::new();
+    if !fault || !faulted || swept || !pending.contains(&RungId::Memcheck) {
+        return Err(String::new());
     }
-    let why = if req.python {
-        "a Python target (memcheck on PyTorch takes minutes)".to_string()
-    } else {
-        match facts.armed_secs {
-            Some(s) => format!("its run took {s} s (memcheck is 10-100x slower)"),
-            None => "its run time is unknown".to_string(),
-        }
+    let why = match facts.armed_secs {
+        _ if req.python => "a Python target (memcheck on PyTorch takes minutes)".to_string(),
+        Some(s) if s <= CONFIRM_UNDER_S => return Ok(RungId::Memcheck),
+        Some(s) => format!("its run took {s} s (memcheck is 10-100x slower)"),
+        None => "its run time is unknown".to_string(),
     };
-    format!(
+    Err(format!(
         ". memcheck did not look for an earlier bug that corrupted memory without faulting, {why}: \
          `--rungs {},{}` does",
         RungId::Baseline,
         RungId::Memcheck
-    )
+    ))
 }
 
 /// A race or a barrier error with its kernel, line(s) and class is as complete as such a
@@ -515,7 +507,7 @@ impl Seen {
 pub fn outcome(rung: &dyn Rung, ran: Option<Ran>, seen: Seen) -> RungOutcome {
     let Some(r) = ran else { return RungOutcome::Failed };
     let ordinary = !r.hung
-        && rung.stands_for_baseline(r.hung)
+        && rung.stands_for_baseline(false)
         && matches!(seen.target_exit, Some(Exit::Code(c)) if c != 0)
         && !seen.device_error
         && !seen.cuda_error;

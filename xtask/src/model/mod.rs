@@ -4,6 +4,7 @@
 //!
 //! Must not: run processes, read files, print or decide anything.
 
+pub mod duration;
 pub mod error;
 pub mod exit;
 pub mod invocation;

@@ -998,7 +998,7 @@ impl<'de> Deserialize<'de> for Timeout {
                 write!(f, "a whole number of seconds, 1 to {MAX_TIMEOUT_SECS} (or with a unit: `90s`, `2m`, `1h30m`)")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Timeout, E> {
-                match duration_secs(v) {
+                match crate::model::duration::secs(v, 1) {
                     Some(secs) => self.visit_u64(secs),
                     None => Err(E::invalid_type(de::Unexpected::Str(v), &self)),
                 }
@@ -1017,31 +1017,6 @@ impl<'de> Deserialize<'de> for Timeout {
         }
         d.deserialize_any(V)
     }
-}
-
-/// `90`, `90s`, `2m`, `1h30m`, `1d`: whole seconds; `None` for anything else.
-pub(super) fn duration_secs(text: &str) -> Option<u64> {
-    let t = text.trim();
-    if let Ok(n) = t.parse::<u64>() {
-        return Some(n);
-    }
-    let (mut total, mut num, mut any) = (0u64, None::<u64>, false);
-    for c in t.chars() {
-        if let Some(d) = c.to_digit(10) {
-            num = Some(num.unwrap_or(0).checked_mul(10)?.checked_add(u64::from(d))?);
-            continue;
-        }
-        let unit = match c {
-            's' => 1,
-            'm' => 60,
-            'h' => 3600,
-            'd' => 86_400,
-            _ => return None,
-        };
-        total = total.checked_add(num.take()?.checked_mul(unit)?)?;
-        any = true;
-    }
-    (any && num.is_none()).then_some(total)
 }
 
 /// A command: a non-empty list of words, or a non-blank string.

@@ -27,5 +27,5 @@ pub use shared::{
     is_coredump, sha256_file, write_sums, write_sums_reusing, Compression, BINARY_WHY, COREDUMP_WHY,
     DEFAULT_LEVEL, LEFT_OUT, MTIME, SUMS,
 };
-pub use unpack::{is_archive, unpack, unpack_temp, unpack_until, TempUnpacked, Unpacked};
+pub use unpack::{is_archive, unpack, unpack_temp, unpack_until, RemoveDir, TempUnpacked, Unpacked};
 pub use verify::{render_verification, verify, Verification};

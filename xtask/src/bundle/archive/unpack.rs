@@ -120,7 +120,14 @@ impl Visit for Unpacker<'_> {
 }
 
 /// Removes a directory tree when dropped, unless disarmed.
-pub(super) struct RemoveDir(Option<PathBuf>);
+pub struct RemoveDir(Option<PathBuf>);
+
+impl RemoveDir {
+    /// Removes `dir` (whether or not it exists yet) when dropped.
+    pub fn new(dir: &Path) -> RemoveDir {
+        RemoveDir(Some(dir.to_path_buf()))
+    }
+}
 
 impl Drop for RemoveDir {
     fn drop(&mut self) {

@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Result;
 
 use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
-use super::build::{target, with_options};
+use super::build::{target, with_options, DEFAULT_RUN_TIMEOUT};
 use super::{armed, coredump, evidence, hang, rebuild, sites};
 use crate::findings::verdict::Part;
 use crate::model::{Exit, Invocation, Role, RungId};
@@ -34,18 +34,15 @@ pub struct Baseline;
 /// run is looked at as hung, its evidence taken, and only then is it ended.
 pub fn invocation(r: &Resolved, dir: &Path, blocking: bool) -> Invocation {
     let mut inv = with_options(armed::invocation(r, dir, blocking), r, RungId::Baseline);
-    inv.timeout = limit(r).map(|t| t + hang::HANG_MARGIN);
+    inv.timeout = Some(limit(r) + hang::HANG_MARGIN);
     inv
 }
 
 /// The armed run's time limit: the baseline's `timeout` option, else the run's (`--timeout`,
 /// `run.timeout`, else the default).
-pub fn limit(r: &Resolved) -> Option<Duration> {
-    with_options(target(r), r, RungId::Baseline).timeout
+pub fn limit(r: &Resolved) -> Duration {
+    with_options(target(r), r, RungId::Baseline).timeout.unwrap_or(DEFAULT_RUN_TIMEOUT)
 }
-
-/// How the note of an armed run that was still running at its time limit starts.
-pub const AT_LIMIT: &str = "still running at its time limit";
 
 impl Rung for Baseline {
     fn id(&self) -> RungId {
@@ -120,9 +117,8 @@ impl Rung for Baseline {
             _ => step(steps, When::Always)?,
         };
         let started = SystemTime::now();
+        // The pipes the armed run's processes made are removed after it (no files a bundle holds).
         let (ran, hung) = run_to_limit(io, steps, target)?;
-        // The pipes the armed run's processes made are no files a bundle holds.
-        coredump::remove_fifos(io.dir());
         if hung {
             // A hang's dumps are read with the hang rung's commands (`info cuda threads`).
             let read = coredump::read_dumps(io, steps, When::PerHangDump, started, ran)?;
@@ -168,28 +164,17 @@ impl Rung for Baseline {
 }
 
 /// Runs the armed `target` (one of `steps`); at its time limit ([`limit`]) it counts as hung
-/// and the hang rung's evidence is taken ([`hang::collect_after`]) before it is ended. Its exit
+/// and the hang rung's evidence is taken ([`hang::run_until_hung`]) before it is ended. Its exit
 /// and whether it hung.
 fn run_to_limit(io: &mut dyn RungIo, steps: &[Step], target: &Step) -> Result<(Exit, bool)> {
-    let Some(limit) = limit(io.recipe()) else { return io.exec(target).map(|e| (e, false)) };
-    let dir = io.dir().to_path_buf();
-    let pyspy = step(steps, When::PerPythonProcess)?.clone();
-    let convert = steps.iter().find(|s| s.when == When::PerNcclTrace).cloned();
-    let mut seen = hang::Seen::default();
-    let why = format!("{AT_LIMIT} ({} s)", limit.as_secs());
-    let exit =
-        io.exec_ticking(target, &mut hang::collect_after(limit, &why, &dir, &pyspy, convert.as_ref(), &mut seen))?;
-    if seen.hung {
+    let limit = limit(io.recipe());
+    let why = format!("still running at its time limit ({} s)", limit.as_secs());
+    let (exit, hung) = hang::run_until_hung(io, steps, target, limit, &why)?;
+    if hung {
         io.note(format!(
             "{why}: looked at as hung, its evidence taken (host stacks, a GPU dump of every CUDA process), \
              then ended; give `--hang-after SECS` to look sooner, or `--timeout SECS` if it is only slow"
         ));
     }
-    for n in std::mem::take(&mut seen.notes) {
-        io.note(n);
-    }
-    if let Some(e) = seen.error.take() {
-        return Err(e);
-    }
-    Ok((exit, seen.hung))
+    Ok((exit, hung))
 }

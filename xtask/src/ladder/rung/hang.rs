@@ -35,7 +35,7 @@ use super::evidence::{
 };
 use super::{rebuild, sites};
 use crate::launch::container::Access;
-use crate::model::{Invocation, Role, RungId};
+use crate::model::{Exit, Invocation, Role, RungId};
 use crate::process::{Control, Running};
 use crate::recipe::Resolved;
 
@@ -156,32 +156,9 @@ impl Rung for Hang {
         let after = hang_after(io.recipe());
         let dir = io.dir().to_path_buf();
         let started = SystemTime::now();
-        let pyspy = step(steps, When::PerPythonProcess)?.clone();
-        let convert = steps.iter().find(|s| s.when == When::PerNcclTrace).cloned();
-        let mut seen = Seen::default();
         let why = format!("still running after {} s", after.as_secs());
-        let exit = io.exec_ticking(
-            step(steps, When::Always)?,
-            &mut collect_after(after, &why, &dir, &pyspy, convert.as_ref(), &mut seen),
-        )?;
-        // The tree has ended: the pipes it left (PyTorch does not remove the NCCL one) are no
-        // files a bundle holds, and a flight-recorder pickle turned into JSON is kept only as
-        // JSON (text, redacted like every report).
-        for p in fifos(&dir, "", "") {
-            let _ = std::fs::remove_file(p);
-        }
-        for t in files(&dir, NCCL_TRACE).into_iter().filter(|t| t.extension().is_none()) {
-            if t.with_extension("json").is_file() {
-                let _ = std::fs::remove_file(t);
-            }
-        }
-        for n in std::mem::take(&mut seen.notes) {
-            io.note(n);
-        }
-        if let Some(e) = seen.error.take() {
-            return Err(e);
-        }
-        if !seen.hung {
+        let (exit, hung) = run_until_hung(io, steps, step(steps, When::Always)?, after, &why)?;
+        if !hung {
             io.note(format!(
                 "the target ended by itself ({}) before `hang_after` ({} s): it did not hang in this run",
                 exit.text(),
@@ -242,10 +219,45 @@ pub(super) fn beside_steps(cx: &StepCx) -> Vec<Step> {
     steps
 }
 
+/// Runs `target` (one of `steps`, which hold the [`beside_steps`]); once `after` has passed
+/// since its start and it still runs, `why` is said, the hang's evidence taken ([`collect`])
+/// and the tree ended. Then the pipes the tree left (PyTorch does not remove the NCCL one) are
+/// removed, as is each flight-recorder pickle turned into JSON (kept only as JSON: text,
+/// redacted like every report), and what was seen is noted. Its exit and whether it counted as
+/// hung. The hang rung and the armed baseline at its time limit run the target so.
+pub(super) fn run_until_hung(
+    io: &mut dyn RungIo,
+    steps: &[Step],
+    target: &Step,
+    after: Duration,
+    why: &str,
+) -> Result<(Exit, bool)> {
+    let dir = io.dir().to_path_buf();
+    let pyspy = step(steps, When::PerPythonProcess)?.clone();
+    let convert = steps.iter().find(|s| s.when == When::PerNcclTrace).cloned();
+    let mut seen = Seen::default();
+    let exit = io.exec_ticking(target, &mut collect_after(after, why, &dir, &pyspy, convert.as_ref(), &mut seen))?;
+    for p in fifos(&dir, "", "") {
+        let _ = std::fs::remove_file(p);
+    }
+    for t in files(&dir, NCCL_TRACE).into_iter().filter(|t| t.extension().is_none()) {
+        if t.with_extension("json").is_file() {
+            let _ = std::fs::remove_file(t);
+        }
+    }
+    for n in std::mem::take(&mut seen.notes) {
+        io.note(n);
+    }
+    if let Some(e) = seen.error.take() {
+        return Err(e);
+    }
+    Ok((exit, seen.hung))
+}
+
 /// The tick of a target that counts as hung once `after` has passed since its start: then
 /// `why` is said, the hang's evidence is taken ([`collect`]) into `seen`, and the tree is
-/// ended. The hang rung and the armed baseline at its time limit share it.
-pub(super) fn collect_after<'a>(
+/// ended.
+fn collect_after<'a>(
     after: Duration,
     why: &'a str,
     dir: &'a Path,

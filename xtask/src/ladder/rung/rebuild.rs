@@ -5,12 +5,12 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use super::api::{step, Debug, Ran, Rung, RungIo, Step, StepCx, When};
 use super::build::{from_step, with_options};
 use crate::bundle::layout;
-use crate::model::{Invocation, Role, RungId};
+use crate::model::{Exit, Invocation, Role, RungId};
 use crate::recipe::{Resolved, Step as RecipeStep};
 
 pub struct Rebuild;
@@ -76,10 +76,8 @@ impl Rung for Rebuild {
         let build = steps.next().context("the rebuild has no build step")?;
         let ran = io.exec(build)?;
         if !ran.success() {
-            let log = format!("{}/{}", io.shown_dir(), layout::STDERR);
             let logs = [io.dir().join(layout::STDERR), io.dir().join(layout::STDOUT)];
-            note_last_lines(io, &logs, &log);
-            bail!("the rebuild failed ({}): the notes above show its last lines, `{log}` all of them", ran.text());
+            return Err(build_failed(io, "the rebuild", ran, &logs, layout::STDERR));
         }
         let all_ok = check_lineinfo(io, &b, steps, "after the rebuild")?;
         Ok(Ran { faulted: false, yielded: all_ok, lineinfo: Some(all_ok), hung: false, static_sites: None })
@@ -178,27 +176,39 @@ pub fn count_line_sections_in(reader: impl std::io::BufRead) -> usize {
 }
 
 /// How many of a failed build's last lines its note shows, and how many of its error lines
-/// (`error`, `fatal`, `undefined reference`) from before them.
+/// from before them.
 const BUILD_TAIL: usize = 10;
 const BUILD_ERRORS: usize = 6;
 
-/// A note with the failed build's last lines ([`build_tail`]) of the first of `logs` that has
-/// any; `shown` names the log for the user.
-fn note_last_lines(io: &mut dyn RungIo, logs: &[std::path::PathBuf], shown: &str) {
+/// The error of a failed build (`what`: "the rebuild"), after a note with its last lines
+/// ([`build_tail`]) from the first of `logs` that has any; `shown` names the log in the rung's
+/// folder. The end of each log is read, never the whole of it (a log may be a gigabyte).
+fn build_failed(io: &mut dyn RungIo, what: &str, ran: Exit, logs: &[std::path::PathBuf], shown: &str) -> anyhow::Error {
+    use std::io::{Read, Seek, SeekFrom};
+    let shown = format!("{}/{shown}", io.shown_dir());
     for log in logs {
-        let Ok(bytes) = std::fs::read(log) else { continue };
-        let text = String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(256 * 1024)..]).into_owned();
-        if let Some(lines) = build_tail(&text) {
+        let Ok(mut f) = std::fs::File::open(log) else { continue };
+        let mut bytes = Vec::new();
+        let tail = f.seek(SeekFrom::End(0)).map_or(0, |len| len.saturating_sub(256 * 1024));
+        if f.seek(SeekFrom::Start(tail)).is_err() || f.read_to_end(&mut bytes).is_err() {
+            continue;
+        }
+        if let Some(lines) = build_tail(&String::from_utf8_lossy(&bytes)) {
             io.note(format!("the build's last lines (`{shown}`):\n{lines}"));
-            return;
+            break;
         }
     }
+    anyhow::anyhow!(
+        "{what} failed ({}): the notes above show its last lines, `{shown}` all of them; fix the build, then run again",
+        ran.text()
+    )
 }
 
 /// The lines of a failed build's log worth showing, indented and made safe for a terminal:
-/// its error lines (the compiler writes them to stderr, which may come before its other output
-/// in the log), then its last lines, each once, in the log's order; `None` for an empty log.
-pub fn build_tail(text: &str) -> Option<String> {
+/// its last error lines (`error`, `fatal`, `undefined reference`; the compiler writes them to
+/// stderr, which may come before its other output in the log), then its last lines, in the
+/// log's order; `None` for an empty log.
+fn build_tail(text: &str) -> Option<String> {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     if lines.is_empty() {
         return None;
@@ -208,9 +218,8 @@ pub fn build_tail(text: &str) -> Option<String> {
         l.contains("error") || l.contains("fatal") || l.contains("undefined reference")
     };
     let tail_from = lines.len().saturating_sub(BUILD_TAIL);
-    let mut keep: Vec<usize> =
-        (0..tail_from).filter(|&i| is_error(lines[i])).collect::<Vec<_>>().into_iter().rev().take(BUILD_ERRORS).collect();
-    keep.reverse();
+    let mut keep: Vec<usize> = (0..tail_from).filter(|&i| is_error(lines[i])).collect();
+    keep.drain(..keep.len().saturating_sub(BUILD_ERRORS));
     keep.extend(tail_from..lines.len());
     let shown: Vec<String> = keep
         .iter()
@@ -232,14 +241,9 @@ pub(super) fn build_if_missing(io: &mut dyn RungIo, steps: &[Step]) -> Result<bo
     let build = step(steps, When::BinariesMissing)?;
     let ran = io.exec(build)?;
     if !ran.success() {
-        let log = format!("{}/{}.log", io.shown_dir(), build.stem);
-        let logs = [io.dir().join(format!("{}.log", build.stem))];
-        note_last_lines(io, &logs, &log);
-        bail!(
-            "the recipe's build failed ({}): the notes above show its last lines, `{log}` all of them; fix the \
-             build, then run again",
-            ran.text()
-        );
+        let log = format!("{}.log", build.stem);
+        let logs = [io.dir().join(&log)];
+        return Err(build_failed(io, "the recipe's build", ran, &logs, &log));
     }
     Ok(true)
 }
