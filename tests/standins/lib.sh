@@ -26,6 +26,7 @@ case_dir() {
 
 # The recorded exit status of a row of meta.tsv (empty when the row is absent).
 recorded_code() { # case-dir row
+  [ -f "$1/meta.tsv" ] || return 0
   awk -F'\t' -v r="$2" '$1 == r { print $2; exit }' "$1/meta.tsv"
 }
 

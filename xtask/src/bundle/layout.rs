@@ -63,6 +63,10 @@ pub const LINEINFO_TABLE: &str = "lineinfo.tsv";
 pub const LAUNCH_SITES: &str = "launch-sites.log";
 /// The stem of the disassembly's log, removed once read (megabytes of code).
 pub const OBJDUMP_STEM: &str = "objdump";
+/// The kernels a sanitizer rung was scoped to, from the binaries' SASS (racecheck, synccheck).
+pub const SCOPE_TABLE: &str = "scope.txt";
+/// The stem of a binary's `cuobjdump -sass` log (`sass-1.log`), removed once read.
+pub const SASS_STEM: &str = "sass-{n}";
 /// The launch recorder a Python target loads (`recorder/sitecustomize.py`), written once per
 /// bundle; its folder goes first on the target's `PYTHONPATH`.
 pub const RECORDER_DIR: &str = "recorder";

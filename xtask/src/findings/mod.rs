@@ -40,6 +40,7 @@ pub mod pyspy;
 pub mod racecheck;
 pub mod ranks;
 pub mod render;
+pub mod sass;
 pub mod scan;
 pub mod verdict;
 pub mod verdict_hang;

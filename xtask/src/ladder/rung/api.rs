@@ -163,6 +163,12 @@ pub enum When {
     /// Instead of the [`When::Always`] step, when the verdict so far names a suspect kernel
     /// ([`KERNEL`] stands for its mangled name).
     KernelKnown,
+    /// Before a sanitizer's run, once per binary: its SASS, which names the kernels the check
+    /// concerns (`sanitizer::Scope`).
+    Listing,
+    /// Instead of the [`When::Always`] step, when the binaries' SASS named the kernels the
+    /// check concerns ([`KERNELS`] stands for their filters, [`LAUNCHES`] for how many launches).
+    KernelsListed,
     /// On the CPU core the target's abort wrote, once moved into the rung's folder.
     PerCpuCore,
     /// Once per dump the target left ([`DUMP`] in its argv stands for the dump's path).
@@ -196,6 +202,8 @@ impl When {
             When::BinariesMissing => "if a binary does not exist yet",
             When::BinariesPresent => "if the binaries existed already",
             When::KernelKnown => "instead, when a suspect kernel is known",
+            When::Listing => "before the run, per binary: which kernels the check concerns",
+            When::KernelsListed => "instead, when the binaries' SASS names the kernels the check concerns",
             When::PerCpuCore => "on the CPU core, if one was written (then deleted)",
             When::PerDump => "per dump",
             When::PerHangDump => "per dump, once the job counted as hung",
@@ -223,6 +231,11 @@ pub enum At {
 pub const DUMP: &str = "core_<host>.<pid>.<time>";
 /// Stands for the suspect kernel's mangled name in a [`When::KernelKnown`] step.
 pub const KERNEL: &str = "<mangled name of the suspect kernel>";
+/// Stands for each kernel's mangled name in a [`When::KernelsListed`] step: its
+/// `--kernel-name kne=` pair is repeated once per kernel.
+pub const KERNELS: &str = "<each kernel of the scope>";
+/// Stands for how many launches a [`When::KernelsListed`] step checks.
+pub const LAUNCHES: &str = "<2 per kernel>";
 /// Stands for the pid in a [`When::OnWaitMessage`] step.
 pub const PID: &str = "<PID from the message>";
 /// Stands for a process's pid in a [`When::PerPythonProcess`] step.
@@ -272,6 +285,19 @@ impl Step {
             }
         }
         s.stem = s.stem.replace("{n}", &n.to_string());
+        s
+    }
+
+    /// The step with the argument holding `placeholder` and the one before it (its option)
+    /// repeated once per value, the placeholder replaced by the value: `--kernel-name kne=A
+    /// --kernel-name kne=B`.
+    pub fn listed(&self, placeholder: &str, values: &[String]) -> Step {
+        let mut s = self.clone();
+        if let Some(i) = s.inv.argv.iter().position(|a| a.contains(placeholder)).filter(|&i| i > 0) {
+            let (option, arg) = (s.inv.argv[i - 1].clone(), s.inv.argv[i].clone());
+            let pairs = values.iter().flat_map(|v| [option.clone(), arg.replace(placeholder, v)]);
+            s.inv.argv.splice(i - 1..=i, pairs);
+        }
         s
     }
 }

@@ -7,7 +7,7 @@
 use anyhow::Result;
 
 use super::api::{Ran, Rung, RungIo, Step, StepCx};
-use super::sanitizer;
+use super::sanitizer::{self, Scope};
 use crate::findings::verdict::Part;
 use crate::model::RungId;
 
@@ -42,10 +42,10 @@ impl Rung for Initcheck {
     }
 
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
-        sanitizer::steps(cx, RungId::Initcheck, "initcheck", &[])
+        sanitizer::steps(cx, RungId::Initcheck, "initcheck", &[], Scope::Every)
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        sanitizer::run(io, steps, RungId::Initcheck)
+        sanitizer::run(io, steps, RungId::Initcheck, Scope::Every)
     }
 }

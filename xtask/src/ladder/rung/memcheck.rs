@@ -12,7 +12,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::api::{Ran, Rung, RungIo, Step, StepCx};
-use super::sanitizer;
+use super::sanitizer::{self, Scope};
 use crate::findings::verdict::Part;
 use crate::model::{Invocation, RungId};
 use crate::recipe::Resolved;
@@ -47,11 +47,11 @@ impl Rung for Memcheck {
     }
 
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
-        sanitizer::steps(cx, RungId::Memcheck, "memcheck", &["--padding", PADDING])
+        sanitizer::steps(cx, RungId::Memcheck, "memcheck", &["--padding", PADDING], Scope::Every)
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        sanitizer::run(io, steps, RungId::Memcheck)
+        sanitizer::run(io, steps, RungId::Memcheck, Scope::Every)
     }
 }
 

@@ -10,7 +10,7 @@
 use anyhow::Result;
 
 use super::api::{Ran, Rung, RungIo, Step, StepCx};
-use super::sanitizer;
+use super::sanitizer::{self, Scope};
 use crate::findings::verdict::Part;
 use crate::model::RungId;
 
@@ -36,10 +36,10 @@ impl Rung for Racecheck {
     }
 
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
-        sanitizer::steps(cx, RungId::Racecheck, RungId::Racecheck.name(), &[])
+        sanitizer::steps(cx, RungId::Racecheck, RungId::Racecheck.name(), &[], Scope::Shared)
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        sanitizer::run(io, steps, RungId::Racecheck)
+        sanitizer::run(io, steps, RungId::Racecheck, Scope::Shared)
     }
 }

@@ -1,20 +1,69 @@
 //! What the compute-sanitizer rungs share (memcheck, initcheck, racecheck, synccheck): the
 //! target under `compute-sanitizer --tool TOOL` with its XML report saved in the rung's
-//! folder ([`layout::sanitizer_xml`]), the same again scoped to the suspect kernel, and the
-//! run that picks between them.
+//! folder ([`layout::sanitizer_xml`]), the same again scoped to the suspect kernel, or, for a
+//! tool that checks only some kernels ([`Scope`]), to the native binaries' kernels that its
+//! check concerns (their SASS, `cuobjdump -sass`), and the run that picks between them.
 //!
 //! Must not: parse the reports (`findings::memcheck`, `findings::memcheck_xml`,
-//! `findings::racecheck` do), or know any one sanitizer rung (each passes its id and tool).
+//! `findings::racecheck` do) or the SASS (`findings::sass`), keep a SASS listing (megabytes),
+//! or know any one sanitizer rung (each passes its id, tool and scope).
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
-use super::api::{step, Ran, RungIo, Step, StepCx, When, KERNEL};
+use super::api::{step, Ran, RungIo, Step, StepCx, When, KERNEL, KERNELS, LAUNCHES};
 use super::build::{target, with_options};
-use crate::bundle::layout;
-use crate::model::{Invocation, RungId};
+use super::coredump::executable;
+use crate::bundle::layout::{self, SASS_STEM, SCOPE_TABLE};
+use crate::files::open_regular;
+use crate::findings::sass::{self, KernelUse};
+use crate::model::{Invocation, Role, RungId};
 use crate::recipe::Resolved;
+
+/// Which kernels a sanitizer's check concerns, when not every one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every kernel (memcheck, initcheck).
+    Every,
+    /// Those that touch shared memory (racecheck), each kernel's first launches: a race on
+    /// shared memory is a missing barrier in the code, which every launch that runs the code
+    /// shows (tests/fixtures/h200/scope: the four race programs' hazards, all found in their
+    /// first launch).
+    Shared,
+    /// Those that wait at a barrier (synccheck), every launch: a barrier's misuse may depend on
+    /// the data (barrier.cu's shows in its second launch, not in its first).
+    Syncs,
+}
+
+impl Scope {
+    fn picks(self) -> fn(&KernelUse) -> bool {
+        match self {
+            Scope::Every => |_| true,
+            Scope::Shared => |u| u.shared,
+            Scope::Syncs => |u| u.syncs,
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Scope::Every => "run kernels",
+            Scope::Shared => "touch shared memory",
+            Scope::Syncs => "wait at a barrier",
+        }
+    }
+}
+
+/// More kernels than this and the filter is left out (every kernel is checked): an argument
+/// list of thousands of names (a library of generated kernels) helps no one.
+const MAX_SCOPED: usize = 64;
+
+/// Launches of each scoped kernel that racecheck checks ([`Scope::Shared`]), counted over
+/// the scoped kernels' launches together (compute-sanitizer's `--launch-count`).
+const LAUNCHES_PER_KERNEL: usize = 2;
+
+/// How long one binary's `cuobjdump -sass` may take.
+const SASS_TIMEOUT_S: u64 = 120;
 
 /// compute-sanitizer's kernel filter: only the suspect kernel is checked, which is many times
 /// faster on a program that launches thousands of others.
@@ -55,29 +104,152 @@ pub fn sanitizer(r: &Resolved, rung: RungId, tool: &str, extra: &[&str], xml: &P
 
 /// A sanitizer rung's steps: the target under `compute-sanitizer --tool TOOL` with `extra`
 /// options over every kernel, and instead, when a suspect kernel is known, scoped to it; the
-/// XML report as [`layout::sanitizer_xml`] names it in the rung's folder.
-pub fn steps(cx: &StepCx, rung: RungId, tool: &str, extra: &[&str]) -> Vec<Step> {
+/// XML report as [`layout::sanitizer_xml`] names it in the rung's folder. With a [`Scope`]
+/// other than every kernel, for a native target: first each binary's SASS, then, instead of
+/// the run over every kernel, the run scoped to the kernels of the scope.
+pub fn steps(cx: &StepCx, rung: RungId, tool: &str, extra: &[&str], scope: Scope) -> Vec<Step> {
     let xml = cx.dir.join(layout::sanitizer_xml(rung));
     let kns = kns();
     let scoped: Vec<&str> = extra.iter().copied().chain([KERNEL_NAME, kns.as_str()]).collect();
-    vec![
+    let mut steps = vec![
         Step::target(sanitizer(cx.recipe, rung, tool, extra, &xml)),
         Step::target(sanitizer(cx.recipe, rung, tool, &scoped, &xml)).when(When::KernelKnown),
-    ]
+    ];
+    let binaries = listed_binaries(cx.recipe);
+    if scope == Scope::Every || cx.recipe.python || binaries.is_empty() {
+        return steps;
+    }
+    for (i, bin) in binaries.iter().enumerate() {
+        steps.push(sass_step(cx.recipe, bin, i + 1));
+    }
+    let filter = format!("kne={KERNELS}");
+    let mut listed: Vec<&str> = extra.iter().copied().chain([KERNEL_NAME, filter.as_str()]).collect();
+    if scope == Scope::Shared && !bounded_by_recipe(cx.recipe, rung) {
+        listed.extend(["--launch-count", LAUNCHES]);
+    }
+    steps.push(Step::target(sanitizer(cx.recipe, rung, tool, &listed, &xml)).when(When::KernelsListed));
+    steps
+}
+
+/// The binaries whose kernels a scope reads: the build's, else the target's executable.
+fn listed_binaries(r: &Resolved) -> Vec<String> {
+    match r.build.as_ref().filter(|b| !b.binaries.is_empty()) {
+        Some(b) => b.binaries.iter().map(|p| p.display().to_string()).collect(),
+        None => vec![executable(r)].into_iter().filter(|e| !e.is_empty()).collect(),
+    }
+}
+
+/// Whether the recipe's own arguments for the rung already choose its launches.
+fn bounded_by_recipe(r: &Resolved, rung: RungId) -> bool {
+    r.rungs.get(&rung).is_some_and(|o| {
+        o.args.iter().any(|a| {
+            ["--launch-count", "-c", "--launch-skip", "-s"]
+                .iter()
+                .any(|f| a == f || a.starts_with(&format!("{f}=")))
+        })
+    })
+}
+
+/// `cuobjdump -sass BINARY`, through a shell that finds a bare name on `PATH` as the run would.
+fn sass_step(r: &Resolved, binary: &str, n: usize) -> Step {
+    let script = "p=$(command -v -- \"$1\") || exit 127; exec cuobjdump -sass \"$p\"";
+    let inv = Invocation {
+        timeout: Some(std::time::Duration::from_secs(SASS_TIMEOUT_S)),
+        cwd: r.run.cwd.clone(),
+        ..Invocation::new(vec![
+            "sh".into(),
+            "-c".into(),
+            script.into(),
+            "cuobjdump-sass".into(),
+            binary.into(),
+        ])
+    };
+    Step::new(Role::Cuobjdump, inv, SASS_STEM.replace("{n}", &n.to_string())).when(When::Listing)
+}
+
+/// Reads each binary's SASS (the [`When::Listing`] steps), writes [`SCOPE_TABLE`] and gives
+/// the kernels of `scope`; `None` when a listing could not be read (then every kernel is
+/// checked) or there are more than [`MAX_SCOPED`].
+fn scoped_kernels(io: &mut dyn RungIo, steps: &[Step], scope: Scope) -> Result<Option<Vec<String>>> {
+    let mut listings = Vec::new();
+    let mut table = format!(
+        "# debug-ima: the binaries' kernels (cuobjdump -sass): kernel<TAB>shared<TAB>syncs<TAB>binary\n"
+    );
+    for s in steps.iter().filter(|s| s.when == When::Listing) {
+        if io.interrupted() {
+            return Ok(None);
+        }
+        let ran = io.exec(s)?;
+        let (log, _) = layout::logs(io.dir(), &s.stem);
+        let listing = match open_regular(&log) {
+            Ok(f) if ran.success() => Some(sass::kernels(std::io::BufReader::new(f))),
+            _ => None,
+        };
+        let binary = s.inv.argv.last().cloned().unwrap_or_default();
+        match &listing {
+            Some(k) => {
+                let _ = std::fs::remove_file(&log);
+                for (name, u) in k {
+                    table.push_str(&format!("{name}\t{}\t{}\t{binary}\n", u.shared, u.syncs));
+                }
+            }
+            None => io.note(format!(
+                "`cuobjdump -sass {binary}` did not list its kernels ({}; `{}`): every kernel is checked",
+                ran.text(),
+                s.stem
+            )),
+        }
+        listings.push(listing);
+    }
+    let path = io.dir().join(SCOPE_TABLE);
+    std::fs::write(&path, table).with_context(|| format!("cannot write `{}`", path.display()))?;
+    Ok(sass::select(&listings, scope.picks()).filter(|k| k.len() <= MAX_SCOPED))
 }
 
 /// Runs a sanitizer's step: scoped to the suspect kernel when the verdict so far names one,
-/// else over every kernel; it yielded when its XML report exists.
-pub fn run(io: &mut dyn RungIo, steps: &[Step], rung: RungId) -> Result<Ran> {
+/// else to the kernels of `scope` where the binaries' SASS names them (none: the check is
+/// skipped, and found nothing), else over every kernel; it yielded when its XML report exists.
+pub fn run(io: &mut dyn RungIo, steps: &[Step], rung: RungId, scope: Scope) -> Result<Ran> {
     let scoped = steps.iter().find(|s| s.when == When::KernelKnown);
-    let ran = match (io.suspect(), scoped) {
-        (Some(kernel), Some(s)) => {
+    let listed = steps.iter().find(|s| s.when == When::KernelsListed);
+    let ran = match (io.suspect(), scoped, listed) {
+        (Some(kernel), Some(s), _) => {
             io.note(format!(
                 "scoped to the suspect kernel (`--kernel-name kns={kernel}`): other kernels were not checked; \
                  `--rungs {rung}` alone checks them all"
             ));
             io.exec(&s.filled(KERNEL, &kernel, 1))?
         }
+        (None, _, Some(s)) => match scoped_kernels(io, steps, scope)? {
+            Some(kernels) if kernels.is_empty() => {
+                io.note(format!(
+                    "no kernel of the binaries does what {rung} checks ({}: `{SCOPE_TABLE}`): it has nothing to \
+                     check, and did not run the target",
+                    scope.what()
+                ));
+                return Ok(Ran { yielded: true, ..Ran::default() });
+            }
+            Some(kernels) => {
+                let launches = kernels.len() * LAUNCHES_PER_KERNEL;
+                let bounded = s.inv.argv.iter().any(|a| a == LAUNCHES);
+                io.note(format!(
+                    "scoped to the {} kernel(s) of the binaries that {} (`{SCOPE_TABLE}`){}: other kernels \
+                     (libraries', JIT-compiled ones) were not checked",
+                    kernels.len(),
+                    scope.what(),
+                    if bounded {
+                        format!(
+                            ", their first {launches} launches (a race is in the code, which one launch of it \
+                             shows; `rungs: {{{rung}: {{args: [--launch-count, \"0\"]}}}}` in a recipe checks every one)"
+                        )
+                    } else {
+                        String::new()
+                    }
+                ));
+                io.exec(&s.listed(KERNELS, &kernels).filled(LAUNCHES, &launches.to_string(), 1))?
+            }
+            None => io.exec(step(steps, When::Always)?)?,
+        },
         _ => io.exec(step(steps, When::Always)?)?,
     };
     let xml = layout::sanitizer_xml(rung);

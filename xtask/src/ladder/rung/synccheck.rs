@@ -8,7 +8,7 @@
 use anyhow::Result;
 
 use super::api::{Ran, Rung, RungIo, Step, StepCx};
-use super::sanitizer;
+use super::sanitizer::{self, Scope};
 use crate::findings::verdict::Part;
 use crate::model::RungId;
 
@@ -34,10 +34,10 @@ impl Rung for Synccheck {
     }
 
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
-        sanitizer::steps(cx, RungId::Synccheck, RungId::Synccheck.name(), &[])
+        sanitizer::steps(cx, RungId::Synccheck, RungId::Synccheck.name(), &[], Scope::Syncs)
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        sanitizer::run(io, steps, RungId::Synccheck)
+        sanitizer::run(io, steps, RungId::Synccheck, Scope::Syncs)
     }
 }
