@@ -172,8 +172,8 @@ fn sass_step(r: &Resolved, binary: &str, n: usize) -> Step {
 /// checked) or there are more than [`MAX_SCOPED`].
 fn scoped_kernels(io: &mut dyn RungIo, steps: &[Step], scope: Scope) -> Result<Option<Vec<String>>> {
     let mut listings = Vec::new();
-    let mut table = format!(
-        "# debug-ima: the binaries' kernels (cuobjdump -sass): kernel<TAB>shared<TAB>syncs<TAB>binary\n"
+    let mut table = String::from(
+        "# debug-ima: the binaries' kernels (cuobjdump -sass): kernel<TAB>shared<TAB>syncs<TAB>binary\n",
     );
     for s in steps.iter().filter(|s| s.when == When::Listing) {
         if io.interrupted() {
