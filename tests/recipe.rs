@@ -12,7 +12,7 @@ use xtask::recipe::ContainerConfig;
 use xtask::recipe::{
     builtin_names, builtin_text, check, check_recipe, container_mounts, join_words, load, missing_variables,
     parse, parse_set, render_list, render_show_in, resolve_in, split_words, uses_variable, ContainerTemplate,
-    DebugInfo, RecipeSource, Words, MAX_RECIPE_BYTES,
+    DebugInfo, RecipeSource, Words, MAX_RECIPE_BYTES, MAX_RECIPE_ERRORS,
 };
 
 fn root() -> PathBuf {
@@ -244,6 +244,150 @@ fn version_name_and_commands_are_checked() {
     assert!(e.starts_with("recipes/x.yaml:7:3: variables: `cwd` is a built-in variable"), "{e}");
     assert!(err("").starts_with("recipes/x.yaml: the file is empty"));
     assert!(err("# only a comment\n").starts_with("recipes/x.yaml: the file is empty"));
+}
+
+// ---- every error at once (issue 24) ------------------------------------------------------
+
+const TOP_KEYS: &str = "expected one of `version`, `name`, `description`, `python`, `variables`, `collect`, \
+                        `build`, `run`, `rungs`, `container`, `launch`";
+
+/// The last line of an error with several: how many, and the command to check again.
+fn summary(n: usize) -> String {
+    format!("{n} errors in recipes/x.yaml: fix them and run `cargo xtask recipe check recipes/x.yaml` again")
+}
+
+#[test]
+fn three_mistakes_in_three_blocks_are_all_reported_in_file_order() {
+    let text =
+        "version: 1\nname: x\ndescription: d\nvariables:\n  arch: { default: sm_90, help: y }\nrun:\n  \
+                command: [\"./a\", \"{arch}\"]\nrungs:\n  memcheck: { timeot: 5 }\ncolour: red\n";
+    let e = err(text);
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), 4, "{e}");
+    assert!(lines[0].starts_with("recipes/x.yaml:5:27: variables.arch: unknown field `help`"), "{e}");
+    assert!(lines[1].starts_with("recipes/x.yaml:9:15: rungs.memcheck: unknown field `timeot`"), "{e}");
+    assert!(lines[1].ends_with(" (did you mean `timeout`?)"), "{e}");
+    assert_eq!(lines[2], format!("recipes/x.yaml:10:1: unknown field `colour`, {TOP_KEYS}"));
+    assert_eq!(lines[3], summary(3));
+}
+
+#[test]
+fn one_mistake_reads_as_before() {
+    assert_eq!(
+        err(&format!("{MINIMAL}colour: red\n")),
+        format!("recipes/x.yaml:6:1: unknown field `colour`, {TOP_KEYS}")
+    );
+    assert_eq!(err("version: 1\nname: x\ndescription: d\n"), "recipes/x.yaml:1:1: missing field `run`");
+    let e = err(&format!("{MINIMAL}rungs:\n  memchek: {{}}\n"));
+    assert_eq!(e.lines().count(), 1, "{e}");
+}
+
+/// The declared names come from the whole text: a `variables` with an error, blanked to read
+/// the rest, does not make its names unknown where they are used.
+#[test]
+fn a_blanked_variables_block_makes_no_unknown_references() {
+    let text = "version: 1\nname: x\ndescription: d\nvariables:\n  arch: { default: sm_90, help: y }\n  \
+                size: { default: \"1\" }\nrun:\n  command: [\"./a\", \"{arch}\", \"{size}\"]\nrungs:\n  \
+                memcheck: { args: [\"{size}\"] }\n";
+    let e = err(text);
+    assert!(e.starts_with("recipes/x.yaml:5:27: variables.arch: unknown field `help`"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    // An unknown one is still reported, besides the other error.
+    let e = err(&text.replace("[\"{size}\"]", "[\"{sise}\"]"));
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), 3, "{e}");
+    assert!(lines[1].starts_with("recipes/x.yaml:10:22: rungs.memcheck.args[0]: unknown variable `{sise}` (did you mean `{size}`?)"), "{e}");
+}
+
+/// A key missing from the text is reported with the other errors (last); one missing only
+/// because its block was blanked is not.
+#[test]
+fn a_missing_key_is_reported_with_the_others_and_a_blanked_one_is_not() {
+    let e = err("version: 1\nname: x\ndescription: d\ncolour: red\n");
+    assert_eq!(
+        e,
+        format!("recipes/x.yaml:4:1: unknown field `colour`, {TOP_KEYS}\nrecipes/x.yaml:1:1: missing field `run`\n{}", summary(2))
+    );
+    let e = err("version: 1\nname: x\ndescription: d\nrun:\n  command: []\ncolour: red\n");
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), 3, "{e}");
+    assert!(lines[0].starts_with("recipes/x.yaml:5:12: run.command: the command is an empty list"), "{e}");
+    assert!(lines[1].starts_with("recipes/x.yaml:6:1: unknown field `colour`"), "{e}");
+    let e = err("version: 2\nname: x\n");
+    let lines: Vec<&str> = e.lines().collect();
+    assert!(lines[0].starts_with("recipes/x.yaml:1:10: version: unsupported recipe version 2"), "{e}");
+    assert_eq!(
+        lines[1..],
+        [
+            "recipes/x.yaml:1:1: missing field `description`",
+            "recipes/x.yaml:1:1: missing field `run`",
+            &summary(3)
+        ]
+    );
+}
+
+/// A YAML syntax error blanks from where the construct it was reading began, so the blocks
+/// after it are read as they are.
+#[test]
+fn a_syntax_error_and_a_later_mistake() {
+    let e = err("version: 1\nname: x\ndescription: d\nrun:\n  command: [\"./a\"\nrungs:\n  memcheck: { timeout: 5 }\ncolour: red\n");
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), 3, "{e}");
+    assert!(lines[0].contains("while parsing a flow sequence at line 5 column 12"), "{e}");
+    assert!(lines[1].starts_with("recipes/x.yaml:8:1: unknown field `colour`"), "{e}");
+}
+
+#[test]
+fn the_checks_after_parsing_report_every_failure() {
+    let e = err(
+        "version: 1\nname: x\ndescription: d\nrun:\n  command: [a]\n  env: { A: x }\n  env_remove: [A]\n  \
+                 timeout: 5\n  hang_after: 10\n",
+    );
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), 3, "{e}");
+    assert!(
+        lines[0].starts_with("recipes/x.yaml: run: `A` is both in `run.env` and in `run.env_remove`"),
+        "{e}"
+    );
+    assert!(lines[1].starts_with("recipes/x.yaml: run: `hang_after: 10` is not below `timeout: 5`"), "{e}");
+    assert_eq!(lines[2], summary(2));
+}
+
+#[test]
+fn errors_stop_at_the_bound() {
+    let many: String = (0..30).map(|i| format!("k{i}: x\n")).collect();
+    let e = err(&format!("{MINIMAL}{many}"));
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), MAX_RECIPE_ERRORS + 1, "{e}");
+    assert!(lines[0].starts_with("recipes/x.yaml:6:1: unknown field `k0`"), "{e}");
+    assert!(
+        lines[MAX_RECIPE_ERRORS]
+            .starts_with("20 errors in recipes/x.yaml (the first 20; there may be more): "),
+        "{e}"
+    );
+}
+
+#[test]
+fn near_names_are_suggested_and_far_ones_are_not() {
+    let e = err(&format!("{MINIMAL}rugns:\n  memcheck: {{}}\n"));
+    assert_eq!(e, format!("recipes/x.yaml:6:1: unknown field `rugns`, {TOP_KEYS} (did you mean `rungs`?)"));
+    let e = err(&format!("{MINIMAL}rungs:\n  memchek: {{}}\n"));
+    assert!(e.starts_with("recipes/x.yaml:7:3: rungs: unknown field `memchek`, expected one of"), "{e}");
+    assert!(e.ends_with(" (did you mean `memcheck`?)"), "{e}");
+    let e = err(&format!("{MINIMAL}rungs:\n  rebuild: {{ debug: g }}\n"));
+    assert!(e.ends_with(" (did you mean `G`?)"), "{e}");
+    let e = err(&format!("{MINIMAL}colour: red\n"));
+    assert!(!e.contains("did you mean"), "{e}");
+    let e = err(&format!("{MINIMAL}rungs:\n  sanitizer: {{}}\n"));
+    assert!(!e.contains("did you mean"), "{e}");
+    let vars =
+        "version: 1\nname: x\ndescription: d\nvariables:\n  arch: { default: sm_90 }\nrun:\n  command: ";
+    let e = err(&format!("{vars}[\"./a\", \"{{arc}}\"]\n"));
+    assert!(e.starts_with("recipes/x.yaml:7:20: run.command[1]: unknown variable `{arc}` (did you mean `{arch}`?): the recipe declares `arch`"), "{e}");
+    let e = err(&format!("{vars}[\"./a\", \"{{cdw}}\"]\n"));
+    assert!(e.contains("unknown variable `{cdw}` (did you mean `{cwd}`?)"), "{e}");
+    let e = err(&format!("{vars}[\"./a\", \"{{outdir}}\"]\n"));
+    assert!(!e.contains("did you mean"), "{e}");
 }
 
 // ---- variables ---------------------------------------------------------------------------
@@ -813,6 +957,55 @@ proptest! {
         if let Ok(r) = parse_file(&mutated) {
             let _ = resolve_in(&r, &BTreeMap::new(), Path::new(CWD));
             let _ = render_show_in(&r, Path::new(CWD));
+        }
+    }
+
+    /// Whole lines deleted, repeated, garbled, dedented or added to a built-in: never a panic
+    /// or a hang, every error a line of its own naming the file, at most the bound of them,
+    /// and the count line right.
+    #[test]
+    fn mutated_lines_report_bounded_errors(
+        which in 0usize..4,
+        edits in prop::collection::vec((0u8..5, 0usize..400, "[a-z_:{}\\[\\] \"'#&*|>-]{0,12}"), 1..8),
+    ) {
+        let text = builtin_text(builtin_names()[which]).unwrap();
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        for (op, at, s) in edits {
+            if lines.is_empty() {
+                break;
+            }
+            let i = at % lines.len();
+            match op {
+                0 => { lines.remove(i); }
+                1 => { let l = lines[i].clone(); lines.insert(i, l); }
+                2 => {
+                    let l = &mut lines[i];
+                    let mut c = (at / 7).min(l.len());
+                    while !l.is_char_boundary(c) { c -= 1; }
+                    l.insert_str(c, &s);
+                }
+                3 => { lines[i] = lines[i].trim_start().to_string(); }
+                _ => lines.insert(i, s),
+            }
+        }
+        let started = std::time::Instant::now();
+        let result = parse_file(&lines.join("\n"));
+        prop_assert!(started.elapsed() < Duration::from_secs(5));
+        if let Err(e) = result {
+            let msg = format!("{e:#}");
+            let all: Vec<&str> = msg.lines().collect();
+            if all.len() > 1 {
+                let (last, errors) = all.split_last().unwrap();
+                let n: usize = last.split(' ').next().unwrap().parse().unwrap();
+                prop_assert_eq!(n, errors.len(), "{}", msg);
+                prop_assert!(n <= MAX_RECIPE_ERRORS, "{}", msg);
+                prop_assert!(last.contains(" errors in recipes/x.yaml"), "{}", msg);
+                for line in errors {
+                    prop_assert!(line.starts_with("recipes/x.yaml"), "{}", msg);
+                }
+            } else {
+                prop_assert!(msg.starts_with("recipes/x.yaml"), "{}", msg);
+            }
         }
     }
 

@@ -1,11 +1,12 @@
 //! Recipes: the YAML files that say how to build and run a target. Strict parsing with
-//! `file:line:column` errors, `{variable}` expansion, shell-like word splitting (never a
-//! shell), the built-in recipes, the text of `cargo xtask recipe list|show|check`, and the
-//! drafts of `recipe init` ([`init`]).
+//! `file:line:column` errors (every one at once: `errors.rs`), `{variable}` expansion,
+//! shell-like word splitting (never a shell), the built-in recipes, the text of `cargo xtask
+//! recipe list|show|check`, and the drafts of `recipe init` ([`init`]).
 //!
 //! All YAML code of the project lives here. Must not: spawn processes, print, or write
 //! files; it reads files only in [`load`] and [`check`].
 
+mod errors;
 pub mod init;
 mod parse;
 mod show;

@@ -19,6 +19,7 @@ use serde::Deserialize;
 use crate::findings::yaml_bounds::{self, Bound, Limits};
 use crate::model::{Launcher, RungId, Runtime};
 
+use super::errors::*;
 use super::template::*;
 use super::types::*;
 use super::words::*;
@@ -46,22 +47,6 @@ pub fn load(name_or_path: &str) -> Result<Recipe> {
         );
     }
     load_file(path)
-}
-
-/// Levenshtein distance of two short names (a transposition counts 2), for "did you mean".
-fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 /// Reads and parses a recipe file (at most [`MAX_RECIPE_BYTES`]).
@@ -150,19 +135,32 @@ pub fn parse(text: &str, source: RecipeSource, dir: PathBuf) -> Result<Recipe> {
     // bytes of aliases of aliases expand to gigabytes.
     bounded(text, &label)?;
     // First pass: only the declared variables' names, so that the strict pass can point at
-    // an unknown `{reference}` where it stands. A failure here is reported by the strict pass.
-    let declared = serde_yaml::from_str::<Prepass>(text)
-        .ok()
-        .map(|p| p.variables.map(|v| v.into_keys().collect::<BTreeSet<_>>()).unwrap_or_default());
-    let raw: RawRecipe = {
-        let _guard = DeclaredGuard::set(declared);
-        serde_yaml::from_str(text).map_err(|e| yaml_error(&label, text, e))?
-    };
+    // an unknown `{reference}` where it stands. A failure here is reported by the strict pass;
+    // the names stay those of the whole text while the strict passes blank blocks with errors
+    // (a blanked `variables` would make every reference unknown).
+    let mut declared = prepass(text);
+    let raw = strict_passes(&label, text, &REQUIRED_KEYS, |t, variables_blanked| {
+        if declared.is_none() && !variables_blanked {
+            declared = prepass(t);
+        }
+        let _guard = DeclaredGuard::set(declared.clone());
+        serde_yaml::from_str::<RawRecipe>(t).map_err(|e| pass_error(t, e))
+    })?;
     let recipe = raw.into_recipe(source, dir, text);
-    check_references(&recipe, text)?;
-    check_env_remove(&recipe)?;
-    check_hang_after(&recipe)?;
+    let failed = [check_references(&recipe, text), check_env_remove(&recipe), check_hang_after(&recipe)];
+    at_once(&label, failed.into_iter().filter_map(Result::err).collect(), false)?;
     Ok(recipe)
+}
+
+/// The top-level keys of [`RawRecipe`] without a default, in its order.
+const REQUIRED_KEYS: [&str; 4] = ["version", "name", "description", "run"];
+
+/// The declared variables' names, when the text reads as a mapping whose `variables` (if
+/// any) is a mapping.
+fn prepass(text: &str) -> Option<BTreeSet<String>> {
+    serde_yaml::from_str::<Prepass>(text)
+        .ok()
+        .map(|p| p.variables.map(|v| v.into_keys().collect::<BTreeSet<_>>()).unwrap_or_default())
 }
 
 /// Refuses a recipe over the limits of [`Limits::RECIPE`] (see [`crate::findings::yaml_bounds`]),
@@ -198,29 +196,21 @@ fn shorten(msg: String) -> String {
     format!("{}... ({} bytes cut)", &msg[..end], msg.len() - end)
 }
 
-fn is_blank_yaml(text: &str) -> bool {
-    text.lines().all(|l| {
-        let t = l.trim();
-        t.is_empty() || t.starts_with('#') || t == "---" || t == "..."
-    })
-}
-
-fn yaml_error(label: &str, text: &str, e: serde_yaml::Error) -> anyhow::Error {
+/// A strict pass's error: serde's place, and its message without it, the Rust types named
+/// as YAML, a near name suggested ([`with_suggestion`]).
+fn pass_error(text: &str, e: serde_yaml::Error) -> PassError {
     let mut msg = shorten(e.to_string());
-    match e.location() {
-        Some(loc) => {
-            let suffix = format!(" at line {} column {}", loc.line(), loc.column());
-            if let Some(i) = msg.rfind(&suffix) {
-                msg.replace_range(i..i + suffix.len(), "");
-            }
-            msg = friendly_struct_names(&msg);
-            if msg.starts_with("EOF while parsing") && is_blank_yaml(text) {
-                msg = "the file is empty".to_string();
-            }
-            anyhow!("{label}:{}:{}: {msg}", loc.line(), loc.column())
+    let at = e.location().map(|loc| (loc.line(), loc.column()));
+    if let Some((line, column)) = at {
+        let suffix = format!(" at line {line} column {column}");
+        if let Some(i) = msg.rfind(&suffix) {
+            msg.replace_range(i..i + suffix.len(), "");
         }
-        None => anyhow!("{label}: {}", friendly_struct_names(&msg)),
+        if msg.starts_with("EOF while parsing") && is_blank_yaml(text) {
+            msg = "the file is empty".to_string();
+        }
     }
+    PassError { at, msg: with_suggestion(friendly_struct_names(&msg)) }
 }
 
 /// serde names the Rust type in `expected struct RawRun`; say what the YAML needs instead.

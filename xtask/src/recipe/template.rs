@@ -11,6 +11,7 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use crate::model::{Runtime, Usage};
 
+use super::errors::nearest;
 use super::types::*;
 use super::words::*;
 
@@ -577,17 +578,21 @@ pub(super) fn normalize(p: &Path) -> PathBuf {
     out
 }
 
-pub(super) fn unknown_variable_message(name: &str, declared: &BTreeSet<String>) -> String {
-    let declared = if declared.is_empty() {
+/// The error for `{name}`, which is not among the declared `names`; a near name suggested.
+pub(super) fn unknown_variable_message(name: &str, names: &BTreeSet<String>) -> String {
+    let declared = if names.is_empty() {
         "the recipe declares no variables".to_string()
     } else {
         format!(
             "the recipe declares {}",
-            declared.iter().map(|d| format!("`{d}`")).collect::<Vec<_>>().join(", ")
+            names.iter().map(|d| format!("`{d}`")).collect::<Vec<_>>().join(", ")
         )
     };
+    let near = nearest(name, names.iter().map(String::as_str).chain(BUILTIN_VARIABLES))
+        .map(|n| format!(" (did you mean `{{{n}}}`?)"))
+        .unwrap_or_default();
     format!(
-        "unknown variable `{{{name}}}`: {declared} (built in: {}); declare it under `variables:`, or write `{{{{` for a literal brace",
+        "unknown variable `{{{name}}}`{near}: {declared} (built in: {}); declare it under `variables:`, or write `{{{{` for a literal brace",
         builtin_list()
     )
 }

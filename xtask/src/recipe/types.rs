@@ -19,6 +19,9 @@ pub const VERSION: u64 = 1;
 /// A recipe is a short file; anything bigger is refused before it is parsed.
 pub const MAX_RECIPE_BYTES: usize = 1 << 20;
 /// The longest `timeout` accepted, in seconds (30 days); longer is surely a typo.
+/// The most errors one reading of a recipe reports (issue 24: all of them at once).
+pub const MAX_RECIPE_ERRORS: usize = 20;
+
 pub const MAX_TIMEOUT_SECS: u64 = 30 * 24 * 3600;
 /// Variables every recipe has without declaring them. `recipe_dir` and `cwd` come from the
 /// recipe and the current directory; the others are supplied by the caller (the ladder fills
