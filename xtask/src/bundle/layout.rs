@@ -63,10 +63,11 @@ pub const LINEINFO_TABLE: &str = "lineinfo.tsv";
 pub const LAUNCH_SITES: &str = "launch-sites.log";
 /// The stem of the disassembly's log, removed once read (megabytes of code).
 pub const OBJDUMP_STEM: &str = "objdump";
-/// The kernels a sanitizer rung was scoped to, from the binaries' SASS (racecheck, synccheck).
+/// The binaries' kernels and which have shared memory, from `cuobjdump -elf` (racecheck's scope).
 pub const SCOPE_TABLE: &str = "scope.txt";
-/// The stem of a binary's `cuobjdump -sass` log (`sass-1.log`), removed once read.
-pub const SASS_STEM: &str = "sass-{n}";
+/// The stem of a binary's `cuobjdump -elf` log in racecheck's folder (`elf-1.log`), removed
+/// once read.
+pub const ELF_STEM: &str = "elf-{n}";
 /// The launch recorder a Python target loads (`recorder/sitecustomize.py`), written once per
 /// bundle; its folder goes first on the target's `PYTHONPATH`.
 pub const RECORDER_DIR: &str = "recorder";

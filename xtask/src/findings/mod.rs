@@ -25,6 +25,7 @@ macro_rules! transcript {
 }
 
 pub mod coredump;
+pub mod cubin;
 pub mod cudagdb;
 pub mod faulthandler;
 pub mod hazards;
@@ -40,7 +41,6 @@ pub mod pyspy;
 pub mod racecheck;
 pub mod ranks;
 pub mod render;
-pub mod sass;
 pub mod scan;
 pub mod verdict;
 pub mod verdict_hang;

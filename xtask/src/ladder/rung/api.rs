@@ -163,10 +163,10 @@ pub enum When {
     /// Instead of the [`When::Always`] step, when the verdict so far names a suspect kernel
     /// ([`KERNEL`] stands for its mangled name).
     KernelKnown,
-    /// Before a sanitizer's run, once per binary: its SASS, which names the kernels the check
-    /// concerns (`sanitizer::Scope`).
+    /// Before a sanitizer's run, once per binary: its device code's sections, which name the
+    /// kernels the check concerns (`sanitizer::Scope`).
     Listing,
-    /// Instead of the [`When::Always`] step, when the binaries' SASS named the kernels the
+    /// Instead of the [`When::Always`] step, when the binaries' listings named the kernels the
     /// check concerns ([`KERNELS`] stands for their filters, [`LAUNCHES`] for how many launches).
     KernelsListed,
     /// On the CPU core the target's abort wrote, once moved into the rung's folder.
@@ -203,7 +203,7 @@ impl When {
             When::BinariesPresent => "if the binaries existed already",
             When::KernelKnown => "instead, when a suspect kernel is known",
             When::Listing => "before the run, per binary: which kernels the check concerns",
-            When::KernelsListed => "instead, when the binaries' SASS names the kernels the check concerns",
+            When::KernelsListed => "instead, when the binaries' listings name the kernels the check concerns",
             When::PerCpuCore => "on the CPU core, if one was written (then deleted)",
             When::PerDump => "per dump",
             When::PerHangDump => "per dump, once the job counted as hung",

@@ -2,10 +2,11 @@
 //! target under `compute-sanitizer --tool TOOL` with its XML report saved in the rung's
 //! folder ([`layout::sanitizer_xml`]), the same again scoped to the suspect kernel, or, for a
 //! tool that checks only some kernels ([`Scope`]), to the native binaries' kernels that its
-//! check concerns (their SASS, `cuobjdump -sass`), and the run that picks between them.
+//! check concerns (their device code's sections, `cuobjdump -elf`), and the run that picks
+//! between them.
 //!
 //! Must not: parse the reports (`findings::memcheck`, `findings::memcheck_xml`,
-//! `findings::racecheck` do) or the SASS (`findings::sass`), keep a SASS listing (megabytes),
+//! `findings::racecheck` do) or the ELF listings (`findings::cubin`), keep a listing,
 //! or know any one sanitizer rung (each passes its id, tool and scope).
 
 use std::path::Path;
@@ -15,41 +16,29 @@ use anyhow::{Context, Result};
 use super::api::{step, Ran, RungIo, Step, StepCx, When, KERNEL, KERNELS, LAUNCHES};
 use super::build::{target, with_options};
 use super::coredump::executable;
-use crate::bundle::layout::{self, SASS_STEM, SCOPE_TABLE};
+use crate::bundle::layout::{self, ELF_STEM, SCOPE_TABLE};
 use crate::files::open_regular;
-use crate::findings::sass::{self, KernelUse};
+use crate::findings::cubin;
 use crate::model::{Invocation, Role, RungId};
 use crate::recipe::Resolved;
 
 /// Which kernels a sanitizer's check concerns, when not every one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
-    /// Every kernel (memcheck, initcheck).
+    /// Every kernel (memcheck, initcheck, synccheck).
     Every,
-    /// Those that touch shared memory (racecheck), each kernel's first launches: a race on
+    /// Those that have shared memory (racecheck), each kernel's first launches: a race on
     /// shared memory is a missing barrier in the code, which every launch that runs the code
     /// shows (tests/fixtures/h200/scope: the four race programs' hazards, all found in their
     /// first launch).
     Shared,
-    /// Those that wait at a barrier (synccheck), every launch: a barrier's misuse may depend on
-    /// the data (barrier.cu's shows in its second launch, not in its first).
-    Syncs,
 }
 
 impl Scope {
-    fn picks(self) -> fn(&KernelUse) -> bool {
-        match self {
-            Scope::Every => |_| true,
-            Scope::Shared => |u| u.shared,
-            Scope::Syncs => |u| u.syncs,
-        }
-    }
-
     fn what(self) -> &'static str {
         match self {
             Scope::Every => "run kernels",
-            Scope::Shared => "touch shared memory",
-            Scope::Syncs => "wait at a barrier",
+            Scope::Shared => "have shared memory",
         }
     }
 }
@@ -62,8 +51,8 @@ const MAX_SCOPED: usize = 64;
 /// the scoped kernels' launches together (compute-sanitizer's `--launch-count`).
 const LAUNCHES_PER_KERNEL: usize = 2;
 
-/// How long one binary's `cuobjdump -sass` may take.
-const SASS_TIMEOUT_S: u64 = 120;
+/// How long one binary's `cuobjdump -elf` may take.
+const ELF_TIMEOUT_S: u64 = 120;
 
 /// compute-sanitizer's kernel filter: only the suspect kernel is checked, which is many times
 /// faster on a program that launches thousands of others.
@@ -105,7 +94,7 @@ pub fn sanitizer(r: &Resolved, rung: RungId, tool: &str, extra: &[&str], xml: &P
 /// A sanitizer rung's steps: the target under `compute-sanitizer --tool TOOL` with `extra`
 /// options over every kernel, and instead, when a suspect kernel is known, scoped to it; the
 /// XML report as [`layout::sanitizer_xml`] names it in the rung's folder. With a [`Scope`]
-/// other than every kernel, for a native target: first each binary's SASS, then, instead of
+/// other than every kernel, for a native target: first each binary's ELF listing, then, instead of
 /// the run over every kernel, the run scoped to the kernels of the scope.
 pub fn steps(cx: &StepCx, rung: RungId, tool: &str, extra: &[&str], scope: Scope) -> Vec<Step> {
     let xml = cx.dir.join(layout::sanitizer_xml(rung));
@@ -120,7 +109,7 @@ pub fn steps(cx: &StepCx, rung: RungId, tool: &str, extra: &[&str], scope: Scope
         return steps;
     }
     for (i, bin) in binaries.iter().enumerate() {
-        steps.push(sass_step(cx.recipe, bin, i + 1));
+        steps.push(elf_step(cx.recipe, bin, i + 1));
     }
     let filter = format!("kne={KERNELS}");
     let mut listed: Vec<&str> = extra.iter().copied().chain([KERNEL_NAME, filter.as_str()]).collect();
@@ -150,30 +139,30 @@ fn bounded_by_recipe(r: &Resolved, rung: RungId) -> bool {
     })
 }
 
-/// `cuobjdump -sass BINARY`, through a shell that finds a bare name on `PATH` as the run would.
-fn sass_step(r: &Resolved, binary: &str, n: usize) -> Step {
-    let script = "p=$(command -v -- \"$1\") || exit 127; exec cuobjdump -sass \"$p\"";
+/// `cuobjdump -elf BINARY`, through a shell that finds a bare name on `PATH` as the run would.
+fn elf_step(r: &Resolved, binary: &str, n: usize) -> Step {
+    let script = "p=$(command -v -- \"$1\") || exit 127; exec cuobjdump -elf \"$p\"";
     let inv = Invocation {
-        timeout: Some(std::time::Duration::from_secs(SASS_TIMEOUT_S)),
+        timeout: Some(std::time::Duration::from_secs(ELF_TIMEOUT_S)),
         cwd: r.run.cwd.clone(),
         ..Invocation::new(vec![
             "sh".into(),
             "-c".into(),
             script.into(),
-            "cuobjdump-sass".into(),
+            "cuobjdump-elf".into(),
             binary.into(),
         ])
     };
-    Step::new(Role::Cuobjdump, inv, SASS_STEM.replace("{n}", &n.to_string())).when(When::Listing)
+    Step::new(Role::Cuobjdump, inv, ELF_STEM.replace("{n}", &n.to_string())).when(When::Listing)
 }
 
-/// Reads each binary's SASS (the [`When::Listing`] steps), writes [`SCOPE_TABLE`] and gives
-/// the kernels of `scope`; `None` when a listing could not be read (then every kernel is
+/// Reads each binary's ELF listing (the [`When::Listing`] steps), writes [`SCOPE_TABLE`] and gives
+/// the kernels with shared memory; `None` when a listing could not be read (then every kernel is
 /// checked) or there are more than [`MAX_SCOPED`].
-fn scoped_kernels(io: &mut dyn RungIo, steps: &[Step], scope: Scope) -> Result<Option<Vec<String>>> {
+fn scoped_kernels(io: &mut dyn RungIo, steps: &[Step]) -> Result<Option<Vec<String>>> {
     let mut listings = Vec::new();
     let mut table = String::from(
-        "# debug-ima: the binaries' kernels (cuobjdump -sass): kernel<TAB>shared<TAB>syncs<TAB>binary\n",
+        "# debug-ima: the binaries' kernels (cuobjdump -elf): kernel<TAB>shared memory<TAB>binary\n",
     );
     for s in steps.iter().filter(|s| s.when == When::Listing) {
         if io.interrupted() {
@@ -182,19 +171,19 @@ fn scoped_kernels(io: &mut dyn RungIo, steps: &[Step], scope: Scope) -> Result<O
         let ran = io.exec(s)?;
         let (log, _) = layout::logs(io.dir(), &s.stem);
         let listing = match open_regular(&log) {
-            Ok(f) if ran.success() => Some(sass::kernels(std::io::BufReader::new(f))),
+            Ok(f) if ran.success() => Some(cubin::kernels(std::io::BufReader::new(f))),
             _ => None,
         };
         let binary = s.inv.argv.last().cloned().unwrap_or_default();
         match &listing {
             Some(k) => {
                 let _ = std::fs::remove_file(&log);
-                for (name, u) in k {
-                    table.push_str(&format!("{name}\t{}\t{}\t{binary}\n", u.shared, u.syncs));
+                for (name, shared) in k {
+                    table.push_str(&format!("{name}\t{shared}\t{binary}\n"));
                 }
             }
             None => io.note(format!(
-                "`cuobjdump -sass {binary}` did not list its kernels ({}; `{}`): every kernel is checked",
+                "`cuobjdump -elf {binary}` did not list its kernels ({}; `{}`): every kernel is checked",
                 ran.text(),
                 s.stem
             )),
@@ -203,11 +192,11 @@ fn scoped_kernels(io: &mut dyn RungIo, steps: &[Step], scope: Scope) -> Result<O
     }
     let path = io.dir().join(SCOPE_TABLE);
     std::fs::write(&path, table).with_context(|| format!("cannot write `{}`", path.display()))?;
-    Ok(sass::select(&listings, scope.picks()).filter(|k| k.len() <= MAX_SCOPED))
+    Ok(cubin::select(&listings).filter(|k| k.len() <= MAX_SCOPED))
 }
 
 /// Runs a sanitizer's step: scoped to the suspect kernel when the verdict so far names one,
-/// else to the kernels of `scope` where the binaries' SASS names them (none: the check is
+/// else to the kernels of `scope` where the binaries' ELF listings name them (none: the check is
 /// skipped, and found nothing), else over every kernel; it yielded when its XML report exists.
 pub fn run(io: &mut dyn RungIo, steps: &[Step], rung: RungId, scope: Scope) -> Result<Ran> {
     let scoped = steps.iter().find(|s| s.when == When::KernelKnown);
@@ -220,7 +209,7 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step], rung: RungId, scope: Scope) -> R
             ));
             io.exec(&s.filled(KERNEL, &kernel, 1))?
         }
-        (None, _, Some(s)) => match scoped_kernels(io, steps, scope)? {
+        (None, _, Some(s)) => match scoped_kernels(io, steps)? {
             Some(kernels) if kernels.is_empty() => {
                 io.note(format!(
                     "no kernel of the binaries does what {rung} checks ({}: `{SCOPE_TABLE}`): it has nothing to \
