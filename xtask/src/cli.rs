@@ -130,12 +130,14 @@ pub enum Command {
     /// Build the project's container images (containers/): `container build cuda`.
     #[command(subcommand)]
     Container(container::ContainerCommand),
-    /// Print a shell completion script: `source <(debug-ima completions bash)`.
+    /// Print a shell completion script (bash, zsh, fish): `source <(debug-ima completions bash)`.
     Completions {
         /// The shell.
         #[arg(value_enum)]
         shell: crate::commands::completions::Shell,
     },
+    /// Print the manual page (roff): `debug-ima man > ~/.local/share/man/man1/debug-ima.1`.
+    Man,
     /// Measure the analyzer on a generated 1 GiB memcheck log against `grep -c`
     /// (`bench pack`: `bundle pack` against `tar -I 'zstd -T0'`).
     ///
@@ -342,6 +344,7 @@ fn run(cli: Cli) -> Result<i32> {
             let cli = <Cli as clap::CommandFactory>::command();
             crate::commands::completions::run(&cli, shell)?
         }
+        Command::Man => crate::commands::man::run(&<Cli as clap::CommandFactory>::command())?,
         Command::Bench { what: None, args } => bench::run(args)?,
         Command::Bench { what: Some(BenchCommand::Pack(args)), .. } => bench::run_pack(args)?,
         Command::Bench { what: Some(BenchCommand::Redact(args)), .. } => bench::run_redact(args)?,

@@ -16,6 +16,7 @@ pub mod container;
 pub mod debug_ima;
 pub mod doctor;
 pub mod dump;
+pub mod man;
 pub mod recipe;
 pub mod seal;
 pub mod watch;
