@@ -388,3 +388,32 @@ fn a_users_core_files_in_the_working_folder_are_left_alone() {
     assert!(!notes.contains("core.12345"), "{notes}");
     s.assert_no_standin_left();
 }
+
+/// Ctrl-C while the hang rung waits for `hang_after`: the target is killed, the rung is
+/// interrupted, and its line says so and nothing more (a target killed by Ctrl-C is no device
+/// error; the summary and the line agree).
+#[test]
+fn ctrl_c_on_a_hang_says_interrupted_not_device_error() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let s = Scratch::for_run("hang-ctrl-c");
+    let recipe = s.write_recipe(&target_recipe(""));
+    let run = Run::new(&s, &recipe, "hang/hang_flag").arg("--hang-after").arg("20");
+    let start = std::time::Instant::now();
+    let child = run.spawn();
+    let running = support::wait_for(Duration::from_secs(30), || !pids(&s, "target").is_empty());
+    std::thread::sleep(Duration::from_millis(500));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let out = run.finish(child, start);
+    assert!(running, "the hang rung's target did not start: {}", out.both());
+    assert_eq!(out.code(), Some(130), "{}", out.both());
+    let all = out.both();
+    let line = all.lines().find(|l| l.trim_start().starts_with("[1/")).unwrap_or_default();
+    assert!(line.contains("hang: interrupted ("), "{all}");
+    assert!(!all.contains("device error seen"), "{all}");
+    let pids = pids(&s, "target");
+    assert!(
+        support::wait_for(Duration::from_secs(2), || pids.iter().all(|p| !alive(*p))),
+        "left running after Ctrl-C: {pids:?}"
+    );
+}

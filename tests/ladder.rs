@@ -20,19 +20,9 @@ use nix::unistd::Pid;
 
 mod support;
 use support::run::{target_recipe, Output, Run};
-use support::{alive, path_with, root, standins, Scratch};
+use support::{alive, path_with, root, standins, wait_for, Scratch};
 
 /// Waits up to `limit` for the condition, checking every 20 ms.
-fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    cond()
-}
 
 /// (a) The default ladder on the out-of-bounds write, a native target, climbs until the
 /// verdict is complete: the baseline is the armed first run (the GPU coredump on exception,
@@ -349,6 +339,15 @@ fn ctrl_c_in_the_middle_keeps_the_bundle_and_kills_the_target() {
     assert_eq!(b.rung_dirs(), ["01-baseline", "02-coredump"], "nothing ran after Ctrl-C");
     assert_eq!(b.rung("coredump")["status"].as_str(), Some("interrupted"), "{}", b.read("manifest.yaml"));
     assert_eq!(b.exit_of("coredump", "target"), "interrupted");
+    // Its line says what happened, no more: a target killed by Ctrl-C is no device error.
+    let line =
+        out.both().lines().find(|l| l.trim_start().starts_with("[2/2] coredump: ")).map(str::to_string);
+    let line = line.unwrap_or_default();
+    assert!(
+        line.trim().starts_with("[2/2] coredump: interrupted (") && !line.contains("device error"),
+        "{}",
+        out.both()
+    );
     // What the armed baseline found is kept: its dump's reading.
     assert!(b.files_in("rungs/01-baseline").iter().any(|f| f.starts_with("cudagdb")));
     assert!(b.manifest()["stopped"].as_str().unwrap().contains("interrupted"), "{}", b.read("manifest.yaml"));

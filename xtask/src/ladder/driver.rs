@@ -301,11 +301,18 @@ impl State<'_, '_> {
                     self.facts.armed_secs = Some(c.duration_s.ceil().clamp(0.0, u32::MAX as f64) as u32);
                 }
             }
-            let device = outcome.faulted() || (ran.is_none() && seen.device_error);
+            // What the line says is what the files show: a device error only when they hold one
+            // (a target killed by Ctrl-C, or one that died of a signal without a CUDA error in
+            // its logs, is no device error).
+            let interrupted = record.status == RungStatus::Interrupted;
             let shown = format!(
                 "{}{}",
                 target_exit.map(Exit::text).unwrap_or_else(|| record.status.to_string()),
-                if device { ", device error seen" } else { "" }
+                match (seen.device_error, outcome.faulted() && !interrupted) {
+                    (true, _) => ", device error seen",
+                    (false, true) => ", faulted (no device error in its files)",
+                    (false, false) => "",
+                }
             );
             bar.finish(&shown);
             for n in &record.notes {
