@@ -20,8 +20,10 @@ use crate::redact::Redaction;
 /// Where a step runs, with the run's containers: a new container named after its logs (or
 /// its role), numbered by `started`; beside the target, inside the target's. Through Slurm,
 /// the target's run is a job step of the allocation (named as its container would be) wrapping
-/// that place, and what runs beside it runs on the waiting task's node; the other steps (a
-/// build, cuda-gdb on a dump, cuobjdump) stay where the bundle is (a shared filesystem).
+/// that place, and what runs beside it runs on the waiting task's node; with an image through
+/// pyxis, the build is a step of one task on every node, in the image (what it installs must
+/// be in the container the target then runs in); the other steps (a build without pyxis,
+/// cuda-gdb on a dump, cuobjdump) stay where the bundle is (a shared filesystem).
 pub fn place_for(
     containers: Option<&Containers>,
     slurm: Option<&Slurm>,
@@ -40,6 +42,10 @@ pub fn place_for(
     };
     match (slurm, step.at) {
         (Some(_), At::BesideTarget) => target.beside(),
+        (Some(s), At::New(_)) if step.role == Role::Build && s.pyxis.is_some() && containers.is_none() => {
+            *started += 1;
+            Place::SlurmPerNode(s.clone(), s.step_name(*started, what))
+        }
         (Some(s), At::New(access)) if step.role == Role::Target => {
             if containers.is_none() {
                 *started += 1;
@@ -125,4 +131,41 @@ pub fn run_logged_watched(
         found.extend(bundle::log_redactions(&o.redacted, &out_rel, &err_rel));
     }
     Ok((rec, result))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch::slurm::Pyxis;
+
+    /// Through Slurm with an image through pyxis, the build runs in the image on every node (a
+    /// step of one task a node, in the climb's one container) and the target as a step of every
+    /// task; cuobjdump stays on the batch host. Without pyxis, the build stays there too.
+    #[test]
+    fn with_pyxis_the_build_runs_in_the_image_on_every_node() {
+        let env = |k: &str| match k {
+            "SLURM_JOB_ID" => Some("42".to_string()),
+            "SLURM_JOB_NUM_NODES" => Some("2".to_string()),
+            _ => None,
+        };
+        let mut s = Slurm::from_env(&env, "debug-ima-b-7").unwrap();
+        let step = |role| Step::new(role, Invocation::new(vec!["pip".into(), "install".into()]), "build");
+        let mut started = 0;
+        let place = |s: &Slurm, started: &mut usize, role| {
+            place_for(None, Some(s), started, &step(role), &Place::Host).wrap(&step(role).inv).argv.join(" ")
+        };
+        assert_eq!(place(&s, &mut started, Role::Build), "pip install", "no pyxis: on the batch host");
+        s.pyxis = Some(Pyxis { image: "img".into(), mounts: vec![], workdir: "/w".into() });
+        let build = place(&s, &mut started, Role::Build);
+        assert!(build.starts_with("srun --label --kill-on-bad-exit=1 --job-name=debug-ima-b-7-01-build --ntasks-per-node=1 --nodes=2 "), "{build}");
+        assert!(
+            build.ends_with(
+                " --container-image=img --container-workdir=/w --container-name=debug-ima-b-7 -- pip install"
+            ),
+            "{build}"
+        );
+        let target = place(&s, &mut started, Role::Target);
+        assert!(target.contains("--container-name=debug-ima-b-7 -- sh -c"), "the same container: {target}");
+        assert_eq!(place(&s, &mut started, Role::Cuobjdump), "pip install");
+    }
 }

@@ -31,6 +31,9 @@ pub enum Place {
     /// As a job step named so (every task of the allocation, `srun`), each task at the inner
     /// place on its node.
     Slurm(Slurm, String, Access, Box<Place>),
+    /// As a job step named so of one task on every node, in pyxis's container (the build, with
+    /// an image through pyxis: [`Slurm::wrap_per_node`]).
+    SlurmPerNode(Slurm, String),
     /// On one node (`srun --overlap -w NODE`) of the running step named so, at the inner place
     /// there (cuda-gdb beside the waiting task). The node is [`slurm::NODE`] until known.
     SlurmOn(Slurm, String, String, Box<Place>),
@@ -44,6 +47,7 @@ impl Place {
             Place::New(c, name, access) => c.wrap(inv, name, *access),
             Place::In(c, name) => c.exec_in(name, inv),
             Place::Slurm(s, name, access, inner) => s.wrap(&inner.wrap(inv), name, *access),
+            Place::SlurmPerNode(s, name) => s.wrap_per_node(inv, name),
             Place::SlurmOn(s, node, name, inner) => s.on_node(node, name, &inner.wrap(inv)),
         }
     }
@@ -61,7 +65,7 @@ impl Place {
 
     /// Whether it runs through Slurm.
     pub fn through_slurm(&self) -> bool {
-        matches!(self, Place::Slurm(..) | Place::SlurmOn(..))
+        matches!(self, Place::Slurm(..) | Place::SlurmOn(..) | Place::SlurmPerNode(..))
     }
 
     /// Where a process beside this one runs: inside its container, or on the host.
@@ -78,6 +82,7 @@ impl Place {
     pub fn in_container(&self) -> bool {
         match self {
             Place::Host => false,
+            Place::SlurmPerNode(s, _) => s.pyxis.is_some(),
             Place::Slurm(_, _, _, inner) | Place::SlurmOn(_, _, _, inner) => inner.in_container(),
             _ => true,
         }
@@ -91,6 +96,13 @@ impl Place {
         match self {
             Place::New(c, name, _) => {
                 if let Some(argv) = c.remove(name) {
+                    run_short(&argv);
+                }
+            }
+            Place::SlurmPerNode(s, name) => {
+                if let Some(argv) =
+                    run_short(&s.steps_query()).and_then(|out| s.cancel(&out.stdout, name, true))
+                {
                     run_short(&argv);
                 }
             }

@@ -4,7 +4,11 @@
 //! step of its own name (`--job-name`), its output labelled by task (`--label`), the rung's
 //! variables exported by name (`--export=ALL,NAME,...`: the values come from srun's own
 //! environment, never from its command line), and, with an image and no container runtime,
-//! pyxis's flags (`--container-image`, `--container-mounts` for the bundle and the work dir).
+//! pyxis's flags (`--container-image`, `--container-mounts` for the bundle and the work dir,
+//! one `--container-name` for the whole climb, so that what the build installs in the image on
+//! a node, a vLLM rebuilt with line info, is what the later steps there run). With pyxis the
+//! build is a step too, one task on every node ([`Slurm::wrap_per_node`]): in the image, not on
+//! the batch host.
 //! Each task announces where it runs before it `exec`s the command (one line, [`placement`]),
 //! so that the attach rung can reach the node of the task that waits for a debugger with
 //! `srun --jobid=J --overlap -w NODE` ([`Slurm::on_node`]). Cleanup cancels the run's step by
@@ -104,7 +108,7 @@ impl Slurm {
             argv.push(format!("--nodes={n}"));
         }
         argv.push(export(inv));
-        self.push_pyxis(&mut argv, inv, name, true);
+        self.push_pyxis(&mut argv, inv, true);
         argv.push("--".into());
         argv.extend(
             [
@@ -134,13 +138,38 @@ impl Slurm {
             format!("--job-name={}", beside_name(name)),
             export(inv),
         ];
-        self.push_pyxis(&mut argv, inv, name, false);
+        self.push_pyxis(&mut argv, inv, false);
         argv.push("--".into());
         argv.extend(inv.argv.iter().cloned());
         Invocation { argv, ..inv.clone() }
     }
 
-    fn push_pyxis(&self, argv: &mut Vec<String>, inv: &Invocation, name: &str, new: bool) {
+    /// `inv` (the build) as a job step of one task on every node of the allocation, in pyxis's
+    /// container: `srun --label --kill-on-bad-exit=1 --job-name=NAME --ntasks-per-node=1
+    /// --nodes=M --export=ALL,VAR,... [pyxis] -- ARGV`, so that each node's container has what
+    /// it installs.
+    pub fn wrap_per_node(&self, inv: &Invocation, name: &str) -> Invocation {
+        let mut argv: Vec<String> = vec![
+            "srun".into(),
+            "--label".into(),
+            "--kill-on-bad-exit=1".into(),
+            format!("--job-name={name}"),
+            "--ntasks-per-node=1".into(),
+        ];
+        if let Some(n) = self.nodes {
+            argv.push(format!("--nodes={n}"));
+        }
+        argv.push(export(inv));
+        self.push_pyxis(&mut argv, inv, true);
+        argv.push("--".into());
+        argv.extend(inv.argv.iter().cloned());
+        Invocation { argv, ..inv.clone() }
+    }
+
+    /// pyxis's container of the climb: named after the climb (its [`Slurm::prefix`]), one on
+    /// each node, made from the image by the first step there and used by every later one (and
+    /// joined by the steps beside).
+    fn push_pyxis(&self, argv: &mut Vec<String>, inv: &Invocation, new: bool) {
         let Some(p) = &self.pyxis else { return };
         if new {
             argv.push(format!("--container-image={}", p.image));
@@ -150,8 +179,9 @@ impl Slurm {
             }
             argv.push(format!("--container-workdir={}", inv.cwd.as_ref().unwrap_or(&p.workdir).display()));
         }
-        // Named, so that the step beside joins the running container.
-        argv.push(format!("--container-name={name}"));
+        // Named: the step beside joins the running container, and a later step finds what the
+        // build installed.
+        argv.push(format!("--container-name={}", self.prefix));
     }
 
     /// `squeue -h -s -j JOB -o '%i %j'`: the allocation's steps, `JOB.STEP NAME` a line.
@@ -288,15 +318,25 @@ mod tests {
             w.contains(
                 " --container-image=nvcr.io/nvidia/pytorch:25.01-py3 \
                  --container-mounts=/shared/bundles:/shared/bundles,/shared/app:/shared/app \
-                 --container-workdir=/shared/app --container-name=n -- "
+                 --container-workdir=/shared/app --container-name=debug-ima-b-7 -- "
             ),
             "{w}"
         );
         let g = s.on_node("node2", "n", &Invocation::new(vec!["cuda-gdb".into(), "-p".into(), "9".into()]));
         assert_eq!(
             g.argv.join(" "),
-            "srun --jobid=42 --overlap -w node2 -N1 -n1 --job-name=n-beside --export=ALL --container-name=n -- \
-             cuda-gdb -p 9"
+            "srun --jobid=42 --overlap -w node2 -N1 -n1 --job-name=n-beside --export=ALL \
+             --container-name=debug-ima-b-7 -- cuda-gdb -p 9"
+        );
+        // The build: one task a node, in the same container as every step after it.
+        let mut build = Invocation::new(vec!["pip".into(), "install".into(), "-e".into(), ".".into()]);
+        build.set("NVCC_PREPEND_FLAGS", "-lineinfo -g");
+        assert_eq!(
+            s.wrap_per_node(&build, "debug-ima-b-7-02-build").argv.join(" "),
+            "srun --label --kill-on-bad-exit=1 --job-name=debug-ima-b-7-02-build --ntasks-per-node=1 --nodes=2 \
+             --export=ALL,NVCC_PREPEND_FLAGS --container-image=nvcr.io/nvidia/pytorch:25.01-py3 \
+             --container-mounts=/shared/bundles:/shared/bundles,/shared/app:/shared/app \
+             --container-workdir=/shared/app --container-name=debug-ima-b-7 -- pip install -e ."
         );
     }
 
