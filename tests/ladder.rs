@@ -22,8 +22,6 @@ mod support;
 use support::run::{target_recipe, Output, Run};
 use support::{alive, path_with, root, standins, wait_for, Scratch};
 
-/// Waits up to `limit` for the condition, checking every 20 ms.
-
 /// (a) The default ladder on the out-of-bounds write, a native target, climbs until the
 /// verdict is complete: the baseline is the armed first run (the GPU coredump on exception,
 /// the dump pipe, under launch-blocking, the core limit raised for the target), and its
