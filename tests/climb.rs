@@ -219,6 +219,12 @@ fn a_failure_without_cuda_stops_after_the_baseline() {
     let notes = m.rungs[0].notes.join("\n");
     assert!(notes.contains("FileNotFoundError") && notes.contains("exit 1"), "{notes}");
     assert!(climbed.analysis.verdict.is_none());
+    // The conclusion agrees with the stop: no advice to sweep for a Python exception.
+    let c = &climbed.analysis.conclusion;
+    assert!(
+        c.contains("failed without a CUDA error") && !c.contains("sweep") && !c.contains("memcheck"),
+        "{c}"
+    );
 
     // Named rungs run whatever the baseline said.
     let s = Scratch::for_run("climb-no-cuda-forced");

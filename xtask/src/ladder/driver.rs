@@ -331,6 +331,16 @@ impl State<'_, '_> {
             self.bundle.push_rung(record)?;
             self.analysis = decide_in(&self.evidence, &self.climb.recipe.source_roots());
             self.analysis.reproduced = Some(policy::reproduced(&self.done));
+            // The files hold no CUDA error, but the run failed: the conclusion says that, not
+            // "nothing faulted, run the sweep" beside a stop that says to fix it first.
+            if self.analysis.verdict.is_none()
+                && self.done.iter().any(|(_, o)| *o == RungOutcome::FailedWithoutCuda)
+            {
+                self.analysis.conclusion =
+                    "no verdict: the target failed without a CUDA error (the baseline's \
+                                            note quotes it): that is no GPU fault, fix it first"
+                        .to_string();
+            }
             self.bundle.write_analysis(&self.analysis)?;
             if let Err(e) = result {
                 if self.climb.interrupt.is_set() {
