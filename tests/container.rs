@@ -499,7 +499,7 @@ fn the_dry_run_shows_every_command_in_its_container() {
         "--cap-add SYS_PTRACE --security-opt seccomp=unconfined",
         "--name debug-ima-utc-time_planned-0-12-cpucore-gdb ",
         "debug-ima/cuda:13.0 cuda-gdb -batch -nx target ",
-        "/rungs/03-coredump/cpu-core' -ex 'set pagination off' -ex 'thread apply all bt'",
+        "/rungs/<NN>-coredump/cpu-core' -ex 'set pagination off' -ex 'thread apply all bt'",
         "podman run --rm --name debug-ima-utc-time_planned-0-13-target ",
         "podman exec -e TMPDIR debug-ima-utc-time_planned-0-13-target cuda-gdb -batch -nx -p '<PID from the message>'",
         "debug-ima/cuda:13.0 env -u TRITON_DISABLE_LINE_INFO compute-sanitizer --tool initcheck ",

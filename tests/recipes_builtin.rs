@@ -421,7 +421,7 @@ fn vllm_dry_run_prints_the_full_plan() {
     assert!(
         lb.contains("_vllm/recorder' 'DEBUG_IMA_LAUNCHES=")
             && lb.contains(&format!(
-                "_vllm/rungs/03-launch-blocking/launches.log' {repro}\n      timeout: 1800 s"
+                "_vllm/rungs/<NN>-launch-blocking/launches.log' {repro}\n      timeout: 1800 s"
             )),
         "{lb}"
     );
@@ -438,7 +438,7 @@ fn vllm_dry_run_prints_the_full_plan() {
          PYTHONUNBUFFERED=1 PYTORCH_NO_CUDA_MEMORY_CACHING=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 'PYTHONPATH="
     ));
     assert!(memcheck.contains(
-        "/rungs/06-memcheck/launches.log' compute-sanitizer \
+        "/rungs/<NN>-memcheck/launches.log' compute-sanitizer \
          --tool memcheck --padding 64 --print-limit 1000 --target-processes all --xml --save"
     ));
     assert!(memcheck.contains(&format!("{repro}\n      timeout: 7200 s")), "{memcheck}");

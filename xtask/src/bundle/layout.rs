@@ -128,6 +128,12 @@ pub fn rung_dir(index: usize, rung: RungId, attempt: usize) -> PathBuf {
     Path::new(RUNGS_DIR).join(name)
 }
 
+/// A rung's folder as a plan names it before the climb has decided which rungs run:
+/// `rungs/<NN>-<rung>`, NN standing for its place among those that do.
+pub fn rung_dir_unnumbered(rung: RungId) -> PathBuf {
+    Path::new(RUNGS_DIR).join(format!("<NN>-{}", rung.name()))
+}
+
 /// The bundle a rung's folder (`<bundle>/rungs/NN-<rung>`) belongs to; `None` for a folder that
 /// is no rung's.
 pub fn bundle_of_rung_dir(dir: &Path) -> Option<&Path> {

@@ -22,6 +22,12 @@ pub fn render(climb: &Climb, bundle: &Path) -> String {
         r.name,
         climb.plan.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ")
     );
+    if !(climb.request.full || climb.request.rungs.is_some()) {
+        s.push_str(
+            "   (after the first, only the rungs the verdict still needs run, cheapest first, until it is \
+             complete; their folders are numbered as they run: `rungs/<NN>-<rung>`)\n",
+        );
+    }
     let containers = climb.containers.as_ref();
     if let Some(c) = containers {
         s.push_str(&format!(
@@ -89,8 +95,11 @@ pub fn steps(climb: &Climb, bundle: &Path) -> Vec<Planned> {
     let mut started = 0;
     for (i, id) in climb.plan.iter().enumerate() {
         let mut target = Place::Host;
-        for mut step in climb.steps(*id, bundle.join(layout::rung_dir(i + 1, *id, 0)), 0, Default::default())
-        {
+        // Every rung of `--full` or `--rungs` runs, numbered as listed; the default climb runs
+        // the first and then only what the verdict still needs, numbered as they run.
+        let definite = climb.request.full || climb.request.rungs.is_some() || i == 0;
+        let dir = if definite { layout::rung_dir(i + 1, *id, 0) } else { layout::rung_dir_unnumbered(*id) };
+        for mut step in climb.steps(*id, bundle.join(dir), 0, Default::default()) {
             // The baseline builds or checks, as the binaries are there or not now.
             if (step.when == When::BinariesMissing && !missing)
                 || (step.when == When::BinariesPresent && missing)
@@ -115,6 +124,9 @@ fn label(step: &Step) -> String {
     match (step.role, step.when) {
         (Role::Build, When::BinariesMissing) => {
             "build (with line info, the binaries do not exist yet)".to_string()
+        }
+        (Role::Cuobjdump, When::Listing) => {
+            "kernel listing (before the run, per binary, of the kernels with shared memory)".to_string()
         }
         (Role::Cuobjdump, _) => "line-info check".to_string(),
         (_, When::Always) => step.role.name().to_string(),

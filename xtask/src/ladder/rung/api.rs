@@ -202,7 +202,7 @@ impl When {
             When::BinariesMissing => "if a binary does not exist yet",
             When::BinariesPresent => "if the binaries existed already",
             When::KernelKnown => "instead, when a suspect kernel is known",
-            When::Listing => "before the run, per binary: which kernels the check concerns",
+            When::Listing => "before the run, per binary, to name the kernels the check concerns",
             When::KernelsListed => "instead, when the binaries' listings name the kernels the check concerns",
             When::PerCpuCore => "on the CPU core, if one was written (then deleted)",
             When::PerDump => "per dump",
