@@ -387,6 +387,14 @@ fn hang_text(s: &mut String, h: &Hang) {
         let label = if i == 0 { "  threads:  " } else { "            " };
         writeln!(s, "{label}{}", group_text(g, i == 0)).unwrap();
     }
+    if let Some(o) = &h.odd_one_out {
+        writeln!(
+            s,
+            "  odd one:  {} is stuck elsewhere: {}; the other {} at: {}",
+            o.who, o.at, o.others, o.others_at
+        )
+        .unwrap();
+    }
     for p in &h.processes {
         writeln!(s, "  process:  {}", process_text(p)).unwrap();
     }

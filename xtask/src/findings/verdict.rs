@@ -1053,7 +1053,12 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
         rungs,
         disagreements: Vec::new(),
         remarks,
-        hang: Some(Hang { groups, processes, nccl }),
+        hang: Some(Hang {
+            odd_one_out: super::verdict_hang::odd_one_out(&processes, &nccl),
+            groups,
+            processes,
+            nccl,
+        }),
         ranks: None,
         hazard: None,
     };

@@ -21,6 +21,75 @@ pub struct Hang {
     /// Collectives of the NCCL flight recorder enqueued and not completed, per rank and group.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nccl: Vec<NcclStuck>,
+    /// Of three or more processes, the one stuck somewhere else than all the others
+    /// ([`odd_one_out`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub odd_one_out: Option<OddOneOut>,
+}
+
+/// The process of a multi-process hang that is not where the others are: "15 ranks in
+/// ncclAllReduce #812, rank 7 in `gemm` at mlp.cu:40".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OddOneOut {
+    /// `rank 7 (pid 9012)`, `pid 9012`.
+    pub who: String,
+    /// Where it is stuck, as [`stuck_at`] says it.
+    pub at: String,
+    /// How many processes are stuck where the others are, and where.
+    pub others: usize,
+    pub others_at: String,
+}
+
+/// Where a process is stuck, in words that are equal for processes stuck at the same place:
+/// its kernel and line (or "no kernel running"), where its host waits, and its rank's first
+/// NCCL collective not completed (op and sequence number).
+pub fn stuck_at(p: &HangProcess, nccl: &[NcclStuck]) -> String {
+    let mut s = match (&p.kernel, &p.spinning_at) {
+        (Some(k), Some(l)) => {
+            format!("`{}` at {}:{}", names::display_kernel(k), names::base_name(&l.file), l.line)
+        }
+        (Some(k), None) => format!("`{}`", names::display_kernel(k)),
+        (None, _) if p.no_kernel => "no kernel running".to_string(),
+        (None, _) => "no GPU state".to_string(),
+    };
+    if let Some(w) = p.host.first() {
+        let call = w.api.clone().or_else(|| w.waiting_in.as_ref().map(host_frame_text));
+        match call {
+            Some(c) => s.push_str(&format!(", host waiting in {c}")),
+            None => s.push_str(&format!(", host at {}", host_frame_text(&w.frame))),
+        }
+    }
+    let pending =
+        nccl.iter().filter(|n| n.rank.is_some() && n.rank == p.rank).find_map(|n| n.pending.first());
+    if let Some(c) = pending {
+        s.push_str(&format!(", NCCL {}{}", c.op, c.seq.map(|q| format!(" #{q}")).unwrap_or_default()));
+    }
+    s
+}
+
+/// Of three or more stuck processes, the one alone where it is while every other one is
+/// stuck at the same place; `None` when there is no such one (all alike, two groups of
+/// several, or fewer than three processes, where which one is odd cannot be told).
+pub fn odd_one_out(processes: &[HangProcess], nccl: &[NcclStuck]) -> Option<OddOneOut> {
+    if processes.len() < 3 {
+        return None;
+    }
+    let places: Vec<String> = processes.iter().map(|p| stuck_at(p, nccl)).collect();
+    let odd: Vec<usize> =
+        (0..places.len()).filter(|&i| places.iter().filter(|q| **q == places[i]).count() == 1).collect();
+    let [i] = odd[..] else { return None };
+    let rest: Vec<&String> = places.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, q)| q).collect();
+    if rest.iter().any(|q| *q != rest[0]) {
+        return None;
+    }
+    let p = &processes[i];
+    let who = match (p.rank, p.pid) {
+        (Some(r), Some(pid)) => format!("rank {r} (pid {pid})"),
+        (Some(r), None) => format!("rank {r}"),
+        (None, Some(pid)) => format!("pid {pid}"),
+        (None, None) => "a process".to_string(),
+    };
+    Some(OddOneOut { who, at: places[i].clone(), others: rest.len(), others_at: rest[0].clone() })
 }
 
 /// Threads of one kernel at one user line.
@@ -357,4 +426,102 @@ pub(super) fn divergent_barrier(primary: &DeviceSnapshot, groups: &[HangGroup]) 
             text
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rank(r: u32, kernel: Option<(&str, &str, u32)>, api: &str) -> HangProcess {
+        HangProcess {
+            pid: Some(9000 + r),
+            rank: Some(r),
+            dumped: true,
+            kernel: kernel.map(|k| k.0.to_string()),
+            spinning_at: kernel.map(|k| SourceLoc { file: k.1.to_string(), line: k.2 }),
+            threads: if kernel.is_some() { 256 } else { 0 },
+            no_kernel: kernel.is_none(),
+            host: vec![HostWait {
+                frame: Frame {
+                    function: Some("step".into()),
+                    file: Some("train.py".into()),
+                    line: Some(40),
+                    python: true,
+                    ..Frame::default()
+                },
+                waiting_in: None,
+                api: Some(api.to_string()),
+                thread: None,
+                from: format!("hang/pyspy-{}", 9000 + r),
+                tool: Tool::PySpy,
+            }],
+            ..HangProcess::default()
+        }
+    }
+
+    fn stuck(r: u32, op: &str, seq: u64) -> NcclStuck {
+        NcclStuck {
+            rank: Some(r),
+            group: "0".into(),
+            desc: None,
+            incomplete: 1,
+            last_completed: Some(seq as i64 - 1),
+            pending: vec![NcclCollective { op: op.into(), seq: Some(seq), ..NcclCollective::default() }],
+            from: format!("hang/nccl-trace-{r}"),
+        }
+    }
+
+    /// Seven ranks waiting in `cudaStreamSynchronize` with no kernel, one still in a GEMM: the
+    /// GEMM rank is named, with where the others are.
+    #[test]
+    fn the_one_rank_in_a_kernel_while_the_others_wait_is_named() {
+        let mut ps: Vec<HangProcess> = (0..8).map(|r| rank(r, None, "cudaStreamSynchronize")).collect();
+        ps[5] = rank(5, Some(("_Z4gemmPKfS0_Pfiii", "mlp.cu", 40)), "cudaStreamSynchronize");
+        let o = odd_one_out(&ps, &[]).unwrap();
+        assert_eq!(o.who, "rank 5 (pid 9005)");
+        assert!(
+            o.at.starts_with("`gemm(float const*, float const*, float*, int, int, int)` at mlp.cu:40"),
+            "{}",
+            o.at
+        );
+        assert_eq!(
+            (o.others, o.others_at.as_str()),
+            (7, "no kernel running, host waiting in cudaStreamSynchronize")
+        );
+    }
+
+    /// The same kernel and host everywhere, but one rank's NCCL collective is another: told
+    /// apart by the flight recorder's op and sequence number.
+    #[test]
+    fn a_rank_at_another_collective_is_named_by_its_sequence_number() {
+        let ps: Vec<HangProcess> = (0..4).map(|r| rank(r, None, "ncclCommWatchTimeout")).collect();
+        let nccl: Vec<NcclStuck> = (0..4)
+            .map(|r| if r == 2 { stuck(r, "nccl:all_gather", 811) } else { stuck(r, "nccl:all_reduce", 812) })
+            .collect();
+        let o = odd_one_out(&ps, &nccl).unwrap();
+        assert_eq!(o.who, "rank 2 (pid 9002)");
+        assert!(
+            o.at.ends_with("NCCL nccl:all_gather #811") && o.others_at.ends_with("NCCL nccl:all_reduce #812"),
+            "{o:?}"
+        );
+    }
+
+    /// No odd one: all alike, two groups of two, or only two processes (either may be odd).
+    #[test]
+    fn without_a_clear_odd_one_nothing_is_named() {
+        let alike: Vec<HangProcess> = (0..4).map(|r| rank(r, None, "cudaDeviceSynchronize")).collect();
+        assert_eq!(odd_one_out(&alike, &[]), None);
+        let mut halves = alike.clone();
+        halves[2] = rank(2, Some(("k", "a.cu", 1)), "cudaDeviceSynchronize");
+        halves[3] = rank(3, Some(("k", "a.cu", 1)), "cudaDeviceSynchronize");
+        assert_eq!(odd_one_out(&halves, &[]), None);
+        let mut two = alike[..2].to_vec();
+        two[1] = rank(1, Some(("k", "a.cu", 1)), "cudaDeviceSynchronize");
+        assert_eq!(odd_one_out(&two, &[]), None);
+        // Two odd ones among four: not one odd one.
+        let mut two_odd = alike.clone();
+        two_odd[0] = rank(0, Some(("k", "a.cu", 1)), "cudaDeviceSynchronize");
+        two_odd[1] = rank(1, Some(("j", "b.cu", 2)), "cudaDeviceSynchronize");
+        assert_eq!(odd_one_out(&two_odd, &[]), None);
+    }
 }
