@@ -4,9 +4,13 @@
 //! and a git repository with a tag): its relative paths (`--recipe mine.yaml`, `./app`,
 //! `make`, `bundles/`) resolve there and `git describe` names that project, not this clone;
 //! `-C DIR` does the same from elsewhere. And `cargo xtask --help` keeps working in the clone.
+//! Installed from a copy of the clone that is deleted afterwards, the tool writes the files
+//! it carries (the built-in recipes, the container files) into its cache folder and
+//! `container build` builds from there.
 //!
 //! The GPU tools are the stand-ins of tests/standins/ (first on PATH): `./app` runs the
-//! stand-in target, which replays a recording of tests/fixtures/h200/.
+//! stand-in target, which replays a recording of tests/fixtures/h200/; `docker` is a stand-in
+//! the test writes, which records what it is given.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -50,12 +54,17 @@ fn run_ok(cmd: &mut Command, what: &str) -> Output {
 /// its own (the test runner's is locked by the `cargo test` that runs this): the first time
 /// it builds the dependencies, later times only link. Returns the binary.
 fn install(root_dir: &Path) -> PathBuf {
+    install_from(&root(), root_dir)
+}
+
+/// [`install`] from the workspace at `src` (the clone, or a copy of it).
+fn install_from(src: &Path, root_dir: &Path) -> PathBuf {
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("newcomer-target");
     std::fs::create_dir_all(root_dir).unwrap();
     run_ok(
         cargo()
             .args(["install", "--path"])
-            .arg(root().join("xtask"))
+            .arg(src.join("xtask"))
             .args(["--locked", "--bin", "debug-ima", "--debug", "--offline", "--root"])
             .arg(root_dir)
             .env("CARGO_TARGET_DIR", &target)
@@ -254,4 +263,175 @@ fn cargo_xtask_still_works_inside_the_clone() {
     let err = String::from_utf8_lossy(&out.stderr).to_lowercase();
     assert!(err.contains("gpu") && (err.contains("nvidia-smi") || err.contains("driver")), "{}", both(&out));
     assert!(!bundles.exists(), "a bundle was created without a GPU");
+}
+
+/// A folder outside the clone (the system's temporary folder, not `CARGO_TARGET_TMPDIR`,
+/// which is inside it), removed at the end unless the test failed.
+struct Outside(PathBuf);
+
+impl Outside {
+    fn create(name: &str) -> Outside {
+        let dir = std::env::temp_dir().join(format!("debug-ima-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let dir = dir.canonicalize().unwrap();
+        assert!(!dir.starts_with(root().canonicalize().unwrap()), "{} is inside the clone", dir.display());
+        Outside(dir)
+    }
+}
+
+impl Drop for Outside {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// A stand-in `docker` for `container build`: `build -f FILE -t TAG CONTEXT` appends its
+/// argv, the context's file names and a copy of FILE to `log/`, and remembers TAG; `image
+/// inspect --format ... TAG` prints what Docker prints for a local build (`sha256:<64 hex>|`,
+/// no repo digests) for a remembered tag, else fails as Docker does for a missing image.
+fn standin_docker(dir: &Path, log: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::create_dir_all(log).unwrap();
+    let script = format!(
+        r##"#!/bin/sh
+export LC_ALL=C
+log='{log}'
+printf 'argv:' >> "$log/calls.txt"
+for a in "$@"; do printf ' %s' "$a" >> "$log/calls.txt"; done
+echo >> "$log/calls.txt"
+if [ "$1" = build ] && [ "$2" = -f ] && [ "$4" = -t ] && [ $# -eq 6 ]; then
+    echo "context: $(ls -A "$6" | tr '\n' ' ')" >> "$log/calls.txt"
+    cp "$3" "$log/$(basename "$3")"
+    echo "$5" >> "$log/tags.txt"
+    echo "#1 [internal] load build definition from $(basename "$3")"
+    echo "#2 naming to docker.io/$5 done"
+    exit 0
+fi
+if [ "$1" = image ] && [ "$2" = inspect ] && [ "$3" = --format ] && [ $# -eq 5 ]; then
+    if grep -qxF "$5" "$log/tags.txt" 2>/dev/null; then
+        echo "sha256:$(printf %s "$5" | sha256sum | cut -d' ' -f1)|"
+        exit 0
+    fi
+    echo "Error: No such image: $5" >&2
+    exit 1
+fi
+echo "stand-in docker: unexpected call: $*" >&2
+exit 99
+"##,
+        log = log.display()
+    );
+    support::plant::write_exec(&dir.join("docker"), &script);
+}
+
+/// The clone copied (what `cargo install --path xtask` reads), installed from, then deleted:
+/// the binary's own idea of its clone (`CARGO_MANIFEST_DIR`, the copy) is gone, and it runs
+/// from a folder outside any clone with a home and a cache of the test's. `container build
+/// pytorch` writes the container files it carries into the cache folder, beside the built-in
+/// recipes', and builds `cuda` (missing) then `pytorch` from there, the files byte for byte
+/// the clone's; the README its hint names is that folder's.
+#[test]
+fn installed_without_its_clone_it_builds_the_images_from_the_files_it_carries() {
+    let s = Scratch::create("newcomer", "no-clone");
+    let out = Outside::create("no-clone");
+    let copy = out.0.join("clone-copy");
+    for f in ["Cargo.toml", "Cargo.lock"] {
+        std::fs::create_dir_all(&copy).unwrap();
+        std::fs::copy(root().join(f), copy.join(f)).unwrap();
+    }
+    for d in ["xtask", "recipes", "containers"] {
+        copy_tree(&root().join(d), &copy.join(d));
+    }
+    let bin = install_from(&copy, &s.path("install"));
+    std::fs::remove_dir_all(&copy).unwrap();
+
+    let home = out.0.join("home");
+    let cache = out.0.join("cache");
+    let work = out.0.join("work");
+    for d in [&home, &cache, &work] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    assert!(
+        !work.ancestors().any(|d| d.join("containers/cuda.Containerfile").exists()),
+        "a containers/ above {}",
+        work.display()
+    );
+    let standins_dir = out.0.join("standin-bin");
+    let log = out.0.join("docker-log");
+    standin_docker(&standins_dir, &log);
+    let run = |args: &[&str]| -> Output {
+        Command::new(&bin)
+            .args(args)
+            .current_dir(&work)
+            .env("PATH", path_with(&[&standins_dir]))
+            .env("HOME", &home)
+            .env("XDG_CACHE_HOME", &cache)
+            .env_remove("CARGO_MANIFEST_DIR")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .output()
+            .expect("cannot run the installed debug-ima")
+    };
+
+    let built = run(&["container", "build", "pytorch"]);
+    assert_eq!(built.status.code(), Some(0), "{}", both(&built));
+    // The one cache folder of this build: debug-ima/VERSION-COMMIT/containers.
+    let versions: Vec<PathBuf> =
+        std::fs::read_dir(cache.join("debug-ima")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(versions.len(), 1, "{versions:?}");
+    let folder = versions[0].join("containers");
+    let calls = std::fs::read_to_string(log.join("calls.txt")).unwrap();
+    let inspect =
+        "image inspect --format {{.Id}}|{{range $i, $d := .RepoDigests}}{{if $i}},{{end}}{{$d}}{{end}}";
+    let f = folder.display();
+    let expected = format!(
+        "argv: {inspect} debug-ima/cuda:13.0\n\
+         argv: build -f {f}/cuda.Containerfile -t debug-ima/cuda:13.0 {f}\n\
+         context: README.md cuda.Containerfile pytorch.Containerfile vllm-image.yaml vllm.Containerfile \n\
+         argv: {inspect} debug-ima/cuda:13.0\n\
+         argv: build -f {f}/pytorch.Containerfile -t debug-ima/pytorch:2.11.0 {f}\n\
+         context: README.md cuda.Containerfile pytorch.Containerfile vllm-image.yaml vllm.Containerfile \n\
+         argv: {inspect} debug-ima/pytorch:2.11.0\n"
+    );
+    assert_eq!(calls, expected, "{}", both(&built));
+    // What the builds were given is what the clone has (and the binary carries: the unit test).
+    for name in ["cuda.Containerfile", "pytorch.Containerfile"] {
+        let given = std::fs::read(log.join(name)).unwrap();
+        assert!(given == std::fs::read(root().join("containers").join(name)).unwrap(), "{name} differs");
+    }
+    let id = String::from_utf8_lossy(&built.stdout).to_string();
+    let (tag, id) = id.trim_end().split_once(' ').unwrap_or_else(|| panic!("{}", both(&built)));
+    assert_eq!(tag, "debug-ima/pytorch:2.11.0");
+    assert!(id.starts_with("sha256:") && id.len() == 71, "{id}");
+
+    // The hint names the README of that folder, which is there.
+    let apptainer = run(&["container", "build", "cuda", "--runtime", "apptainer"]);
+    assert_eq!(apptainer.status.code(), Some(1), "{}", both(&apptainer));
+    let readme = folder.join("README.md");
+    assert!(
+        String::from_utf8_lossy(&apptainer.stderr).contains(&readme.display().to_string()),
+        "{}",
+        both(&apptainer)
+    );
+    assert!(std::fs::read(&readme).unwrap() == std::fs::read(root().join("containers/README.md")).unwrap());
+
+    // The built-in recipes went beside it, under the same version.
+    let shown = run(&["recipe", "show", "demo"]);
+    assert_eq!(shown.status.code(), Some(0), "{}", both(&shown));
+    assert!(versions[0].join("recipes/demo/ima_demo.cu").is_file(), "{}", both(&shown));
 }

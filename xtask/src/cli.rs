@@ -127,7 +127,8 @@ pub enum Command {
     /// Exit codes: 0 done, 1 failure or (`verify`) a file that does not match.
     #[command(subcommand)]
     Bundle(bundle::BundleCommand),
-    /// Build the project's container images (containers/): `container build cuda`.
+    /// Build the project's container images (containers/, or the copies the tool carries):
+    /// `container build cuda`.
     #[command(subcommand)]
     Container(container::ContainerCommand),
     /// Print a shell completion script (bash, zsh, fish): `source <(debug-ima completions bash)`.
@@ -324,6 +325,12 @@ fn run(cli: Cli) -> Result<i32> {
     // An installed tool whose clone is gone reads its built-in recipes from its cache folder.
     if matches!(cli.command, Command::DebugIma(_) | Command::Watch(_) | Command::Recipe(_)) {
         crate::commands::builtin_files::ensure()?;
+    }
+    // Their hints name the container files' README (`launch::images::readme`), which must be
+    // there; `container build` fills the folder itself, failing when it cannot. A cache folder
+    // that cannot be written fails no run here: it would only leave a hint's file missing.
+    if matches!(cli.command, Command::DebugIma(_) | Command::Doctor(_)) {
+        let _ = crate::commands::builtin_files::ensure_containers();
     }
     let outcome = match cli.command {
         Command::Analyze(args) => analyze::run(args)?,

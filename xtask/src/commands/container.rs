@@ -1,7 +1,9 @@
 //! `cargo xtask container build NAME`: builds one of the project's images
 //! (`containers/NAME.Containerfile`, its own base first when that is missing) with Docker or
 //! Podman, shows the build's output on stderr, and prints the tag and the image id that
-//! bundles record.
+//! bundles record. The files are the clone's `containers/`, or, for an installed tool whose
+//! clone is gone, the copies embedded in the binary, written into its cache folder
+//! (`commands::builtin_files`).
 //!
 //! Must not: pull or push anything itself (the runtime's build pulls the base), or print
 //! anything on stdout but the `TAG ID` line.
@@ -10,8 +12,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use super::Outcome;
+use super::{builtin_files, Outcome};
 use crate::launch::container::{parse_inspect, ImageDef, RuntimeArgv, IMAGES};
+use crate::launch::images;
 use crate::launch::run_short;
 use crate::model::{Exit, Runtime};
 use crate::process::{self, Control, Interrupt, Spec};
@@ -35,7 +38,8 @@ pub enum ContainerCommand {
         /// The tag (default: `debug-ima/NAME:VERSION`, see containers/README.md).
         #[arg(long)]
         tag: Option<String>,
-        /// Where the Containerfiles are (default: this repository's `containers/`).
+        /// Where the Containerfiles are (default: this repository's `containers/`, else their
+        /// copies in the cache folder).
         #[arg(long, hide = true)]
         containers_dir: Option<PathBuf>,
     },
@@ -43,11 +47,16 @@ pub enum ContainerCommand {
 
 pub fn run(cmd: ContainerCommand) -> Result<Outcome> {
     let ContainerCommand::Build { name, runtime, build_args, tag, containers_dir } = cmd;
+    let dir = match containers_dir {
+        Some(dir) => dir,
+        None => builtin_files::ensure_containers()?,
+    };
+    let readme = images::readme_in(&dir);
     match runtime {
         Runtime::Docker | Runtime::Podman => {}
         Runtime::Apptainer => bail!(
             "`container build` uses `docker` or `podman`; for Apptainer build the Docker image, then \
-             `apptainer build debug-ima-{name}.sif docker-daemon://IMAGE` (containers/README.md)"
+             `apptainer build debug-ima-{name}.sif docker-daemon://IMAGE` ({readme})"
         ),
         Runtime::None => bail!(
             "`--runtime none` has no image to build: `none` runs the ladder on the host, without a \
@@ -60,9 +69,6 @@ pub fn run(cmd: ContainerCommand) -> Result<Outcome> {
             bail!("`--build-arg {a}` is not KEY=VALUE");
         }
     }
-    let dir = containers_dir.unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap_or(Path::new(".")).join("containers")
-    });
     let def = ImageDef::find(&name).context("unknown image")?;
     let tag = tag.unwrap_or_else(|| def.tag_for(&build_args));
     let interrupt = Interrupt::install()?;
@@ -85,7 +91,11 @@ fn build(
 ) -> Result<String> {
     let file = dir.join(format!("{}.Containerfile", def.name));
     if !file.is_file() {
-        bail!("`{}` does not exist: run from a checkout of this repository", file.display());
+        bail!(
+            "`{}` does not exist: give the folder that holds the project's Containerfiles, or leave \
+             `--containers-dir` out to build from the copies this tool carries",
+            file.display()
+        );
     }
     if let Some(base) = def.base.and_then(ImageDef::find) {
         let given = build_args.iter().any(|a| a.starts_with("BASE="));

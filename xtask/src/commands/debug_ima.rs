@@ -23,6 +23,7 @@ use crate::ladder::policy::{self, Request};
 use crate::ladder::rung::{self, rebuild::create_binary_dirs, Debug};
 use crate::launch::container::{self, Containers};
 use crate::launch::container_record;
+use crate::launch::images;
 use crate::launch::slurm::{self, Pyxis, Slurm};
 use crate::model::{Launcher, PromptEnd, RungId, Runtime, Usage};
 use crate::process::{while_prompting, Interrupt};
@@ -115,8 +116,9 @@ fn container_choice(
     let Some(image) = args.image.clone().or_else(|| config.image.clone()) else {
         return Err(Usage::error(format!(
             "`--container {}` needs an image: give `--image IMAGE` or `container: {{ image: ... }}` in the \
-             recipe (`cargo xtask container build cuda` builds `debug-ima/cuda:13.0`, see containers/README.md)",
-            runtime.name()
+             recipe (`cargo xtask container build cuda` builds `debug-ima/cuda:13.0`, see {})",
+            runtime.name(),
+            images::readme()
         )));
     };
     Ok(Some((runtime, image, config.gpus)))

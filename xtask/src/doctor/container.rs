@@ -14,6 +14,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::launch::container::RuntimeArgv;
+use crate::launch::images;
 use crate::model::{Exit, Need, Runtime};
 
 use super::checks::*;
@@ -484,23 +485,23 @@ pub(super) fn project_image(image: &str) -> Option<&str> {
 /// How to get a missing image: the project's own are built, others pulled.
 pub(super) fn image_missing_fix(runtime: Runtime, image: &str) -> String {
     match (runtime, project_image(image)) {
-        (Runtime::Apptainer, _) => {
+        (Runtime::Apptainer, _) => format!(
             "build the `.sif` from a Docker image: `apptainer build debug-ima-cuda.sif \
-                                    docker-daemon://debug-ima/cuda:13.0` (see containers/README.md), or give \
-                                    the path of an existing one"
-                .to_string()
-        }
+             docker-daemon://debug-ima/cuda:13.0` (see {}), or give the path of an existing one",
+            images::readme()
+        ),
         (rt, Some(name)) => {
             let flag = if rt == Runtime::Podman { " --runtime podman" } else { "" };
             format!(
-                "build it: `cargo xtask container build {name}{flag}` (the project's images, \
-                 containers/README.md)"
+                "build it: `cargo xtask container build {name}{flag}` (the project's images, {})",
+                images::readme()
             )
         }
         (rt, None) => format!(
             "pull it: `{} pull {image}`, or build one of the project's images (`cargo xtask container build \
-             cuda`, see containers/README.md)",
-            rt.name()
+             cuda`, see {})",
+            rt.name(),
+            images::readme()
         ),
     }
 }
@@ -688,7 +689,8 @@ pub(super) fn image_lacks_fix(tool: &str, image: &str) -> String {
     format!(
         "the image `{image}` lacks {tool}: build it on an `nvidia/cuda:*-devel` base, which has nvcc, \
          cuobjdump, cuda-gdb and compute-sanitizer (the project's images do: `cargo xtask container build \
-         cuda`, see containers/README.md)"
+         cuda`, see {})",
+        images::readme()
     )
 }
 
@@ -756,8 +758,9 @@ pub fn check_in_image(
                 let detail = format!("in {image}: `{shown} --version` failed ({exit}): {first}");
                 Check::new(name, absent, detail, need).fix(format!(
                         "run `{}` and fix what it reports, or rebuild the image on an `nvidia/cuda:*-devel` base \
-                         (see containers/README.md)",
-                        in_image_cmd(target, &shown, "--version")
+                         (see {})",
+                        in_image_cmd(target, &shown, "--version"),
+                        images::readme()
                     ))
             } else {
                 match parse_version(name, &text) {

@@ -5,6 +5,7 @@
 //! Must not: decide what runs (the ladder) or write the bundle.
 
 pub mod container;
+pub mod images;
 pub mod slurm;
 
 use std::path::Path;

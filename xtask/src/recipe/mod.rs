@@ -6,6 +6,7 @@
 //! All YAML code of the project lives here. Must not: spawn processes, print, or write
 //! files; it reads files only in [`load`] and [`check`].
 
+mod dirs;
 mod errors;
 pub mod init;
 mod parse;
@@ -14,6 +15,7 @@ mod template;
 mod types;
 mod words;
 
+pub use dirs::*;
 pub use parse::*;
 pub use show::*;
 pub use template::*;

@@ -19,6 +19,7 @@ use serde::Deserialize;
 use crate::findings::yaml_bounds::{self, Bound, Limits};
 use crate::model::{Launcher, RungId, Runtime};
 
+use super::dirs::builtin_dir;
 use super::errors::*;
 use super::template::*;
 use super::types::*;
@@ -77,41 +78,6 @@ pub fn load_file(path: &Path) -> Result<Recipe> {
     let abs = std::path::absolute(path).with_context(|| format!("cannot make `{label}` absolute"))?;
     let dir = abs.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("/"));
     parse(&text, RecipeSource::File(path.to_path_buf()), normalize(&dir))
-}
-
-/// `{recipe_dir}` of the built-in recipes: the repository's `recipes/`, found by looking for
-/// `recipes/demo.yaml` from the current directory upwards, else beside this crate (the clone
-/// it was built from), else, for an installed tool whose clone is gone, its cache folder
-/// ([`cached_builtin_dir`]), which the commands fill from the embedded files before use.
-pub fn builtin_dir() -> PathBuf {
-    if let Ok(cwd) = std::env::current_dir() {
-        for dir in cwd.ancestors() {
-            let candidate = dir.join("recipes");
-            if candidate.join("demo.yaml").is_file() {
-                return candidate;
-            }
-        }
-    }
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let beside = manifest.parent().unwrap_or(manifest).join("recipes");
-    if super::types::EMBEDDED.iter().all(|(rel, _)| beside.join(rel).is_file()) {
-        return beside;
-    }
-    cached_builtin_dir().unwrap_or(beside)
-}
-
-/// Where an installed tool keeps the built-in recipes' files when its clone is gone:
-/// `$XDG_CACHE_HOME/debug-ima/VERSION-COMMIT/recipes` (or `~/.cache/...`); `None` without a
-/// home.
-pub fn cached_builtin_dir() -> Option<PathBuf> {
-    let base =
-        std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()).map(PathBuf::from).or_else(|| {
-            std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cache"))
-        })?;
-    let version = concat!(env!("CARGO_PKG_VERSION"), "-", env!("XTASK_COMMIT"));
-    let version: String =
-        version.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '-' }).collect();
-    Some(base.join("debug-ima").join(version).join("recipes"))
 }
 
 /// Parses and validates a recipe. Pure: `dir` becomes `{recipe_dir}`; `source` names the
