@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use xtask::doctor::{
     self, check_gpu_plumbing, check_ptrace, check_ptrace_in_container, check_space, driver_toolkit, evaluate,
-    gather, parse_df_available_kib, parse_gpus, parse_image_probe, parse_version, render, require,
+    gather, parse_df_available_kib, parse_gpus, parse_image_probe, parse_version, render, render_in, require,
     run_checks, versions, ContainerTarget, Options, Output, PlumbingFacts, Probe, PtraceFacts, Report,
     SpaceFacts, Status, IMAGE_PROBE_SCRIPT, IMAGE_PROBE_TIMEOUT, NO_GPU_FIX,
 };
@@ -606,6 +606,36 @@ fn render_is_deterministic() {
     let n = report(&no_gpu());
     assert_eq!(render(&n), render(&report(&no_gpu())));
     insta::assert_snapshot!("doctor_no_gpu", render(&n));
+}
+
+/// A terminal too narrow for the table gets one block per check, every fact of the table
+/// in it; a wide one, or no width at all (a pipe), the table.
+#[test]
+fn a_narrow_terminal_gets_a_block_per_check() {
+    let n = report(&no_gpu());
+    assert_eq!(render_in(&n, None), render(&n));
+    assert_eq!(render_in(&n, Some(400)), render(&n));
+    let narrow = render_in(&n, Some(60));
+    assert_ne!(narrow, render(&n));
+    assert!(narrow.starts_with("gpu: missing (needed by all)\n    "), "{narrow}");
+    for c in &n.checks {
+        assert!(
+            narrow.contains(&format!(
+                "{}: {} (needed by {})\n    {}\n",
+                c.name,
+                c.status.as_str(),
+                c.needed_by.join(", "),
+                c.detail
+            )),
+            "{}",
+            c.name
+        );
+        if let Some(fix) = &c.fix {
+            assert!(narrow.contains(&format!("    fix: {fix}\n")), "{}", c.name);
+        }
+    }
+    // The summary line is the table's.
+    assert_eq!(narrow.lines().last(), render(&n).lines().last());
 }
 
 // ---------------------------------------------------------------------------------------

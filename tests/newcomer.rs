@@ -231,6 +231,13 @@ fn installed_as_the_readme_says_it_runs_in_the_users_project_and_with_dash_c() {
     let said = both(&out);
     assert!(said.contains("`debug-ima run --recipe demo`"), "{said}");
     assert!(!said.contains("cargo xtask"), "{said}");
+
+    // It uninstalls by the same name (the package is named after the tool).
+    run_ok(
+        cargo().args(["uninstall", "debug-ima", "--root"]).arg(s.path("install")).current_dir(&elsewhere),
+        "cargo uninstall debug-ima",
+    );
+    assert!(!bin.exists(), "`cargo uninstall debug-ima` left {}", bin.display());
 }
 
 /// Inside the clone, `cargo xtask` (the alias) keeps working, and its help says so.

@@ -561,13 +561,18 @@ pub fn help(text: &str, width: usize) -> io::Result<()> {
 /// The width help is wrapped to: the terminal's columns when stdout is one (else `COLUMNS`,
 /// else 100), at most 100, at least 40, as clap's own `wrap_help` would.
 pub fn help_width() -> usize {
+    columns().unwrap_or(100).clamp(40, 100)
+}
+
+/// The columns output has: the terminal's when stdout is one, else `COLUMNS`; `None` when
+/// neither says (a pipe, a file: no width to fit).
+pub fn columns() -> Option<usize> {
     let term = if io::stdout().is_terminal() {
         console::Term::stdout().size_checked().map(|(_rows, cols)| usize::from(cols))
     } else {
         None
     };
-    let cols = term.or_else(|| std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse().ok()));
-    cols.unwrap_or(100).clamp(40, 100)
+    term.or_else(|| std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse().ok()))
 }
 
 /// Pure: clap's help (or error) text with every line longer than `width` columns wrapped at

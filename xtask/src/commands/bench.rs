@@ -290,7 +290,7 @@ impl BenchReport {
         if self.debug_build {
             s.push_str(
                 "note: this is a debug build; measure a release one: \
-                 cargo run --release -p xtask -- bench --records FILE\n",
+                 cargo run --release -p debug-ima -- bench --records FILE\n",
             );
         }
         s
@@ -568,7 +568,7 @@ pub fn names_table(rows: &[NamesRow], chars: usize) -> String {
         }
     }
     if cfg!(debug_assertions) {
-        s.push_str("note: this is a debug build; measure a release one: cargo run --release -p xtask -- bench --names ...\n");
+        s.push_str("note: this is a debug build; measure a release one: cargo run --release -p debug-ima -- bench --names ...\n");
     }
     s
 }
@@ -1339,7 +1339,7 @@ mod tests {
     }
 
     /// The benchmark itself (150 MB, 3 runs); run on a release build:
-    /// `cargo test --release -p xtask --lib bench::tests::pack_bench -- --ignored --nocapture`.
+    /// `cargo test --release -p debug-ima --lib bench::tests::pack_bench -- --ignored --nocapture`.
     #[test]
     #[ignore]
     fn pack_bench() {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 
 use super::Outcome;
-use crate::doctor::{json_report, render, run_checks, ContainerTarget, Options};
+use crate::doctor::{json_report, render_in, run_checks, ContainerTarget, Options};
 use crate::model::{RungId, Runtime};
 use crate::ui;
 
@@ -101,7 +101,7 @@ pub fn run(args: DoctorArgs) -> Result<Outcome> {
         s.push('\n');
         s
     } else {
-        render(&report)
+        render_in(&report, ui::columns())
     };
     ui::out(&text)?;
     Ok(if report.missing_for(&opts.need).is_empty() { Outcome::Done } else { Outcome::Mismatch })

@@ -293,21 +293,57 @@ pub fn versions(report: &Report) -> BTreeMap<String, String> {
     out
 }
 
-/// The report as a table for humans, then one line that says what can run. Pure and
-/// deterministic: the same report gives the same text.
-pub fn render(report: &Report) -> String {
-    let header = ["check", "status", "needed by", "found"];
-    let rows: Vec<[String; 4]> = report
+const HEADER: [&str; 4] = ["check", "status", "needed by", "found"];
+
+/// The table's rows: check, status, needed by, found.
+fn rows(report: &Report) -> Vec<[String; 4]> {
+    report
         .checks
         .iter()
         .map(|c| [c.name.clone(), c.status.as_str().to_string(), c.needed_by.join(", "), c.detail.clone()])
-        .collect();
+        .collect()
+}
+
+/// The widths of the table's first three columns, the header's included.
+fn widths(rows: &[[String; 4]]) -> [usize; 3] {
     let mut width = [0usize; 3];
-    for row in std::iter::once(&header.map(String::from)).chain(rows.iter()) {
+    for row in std::iter::once(&HEADER.map(String::from)).chain(rows.iter()) {
         for (w, cell) in width.iter_mut().zip(row.iter()) {
             *w = (*w).max(cell.chars().count());
         }
     }
+    width
+}
+
+/// The report for a terminal `columns` wide (`None`: no width to fit, a pipe or a file): the
+/// table ([`render`]) where its first three columns leave 40 for what was found, else one
+/// block per check (`gpu: missing (needed by all)`, then what was found and the fix, indented).
+pub fn render_in(report: &Report, columns: Option<usize>) -> String {
+    let table = render(report);
+    let Some(cols) = columns else { return table };
+    let first = widths(&rows(report)).iter().sum::<usize>() + 6;
+    if first + 40 <= cols {
+        return table;
+    }
+    let mut out = String::new();
+    for c in &report.checks {
+        let _ = writeln!(out, "{}: {} (needed by {})", c.name, c.status.as_str(), c.needed_by.join(", "));
+        let _ = writeln!(out, "    {}", c.detail);
+        if let Some(fix) = &c.fix {
+            let _ = writeln!(out, "    fix: {fix}");
+        }
+    }
+    out.push('\n');
+    out.push_str(&summary(report));
+    out.push('\n');
+    out
+}
+
+/// The report as a table for humans, then one line that says what can run. Pure and
+/// deterministic: the same report gives the same text.
+pub fn render(report: &Report) -> String {
+    let rows = rows(report);
+    let width = widths(&rows);
     let indent = width.iter().sum::<usize>() + 3 * 2;
     let mut out = String::new();
     let line = |out: &mut String, row: &[String; 4]| {
@@ -323,7 +359,7 @@ pub fn render(report: &Report) -> String {
             w2 = width[2]
         );
     };
-    line(&mut out, &header.map(String::from));
+    line(&mut out, &HEADER.map(String::from));
     for (c, row) in report.checks.iter().zip(&rows) {
         line(&mut out, row);
         if let Some(fix) = &c.fix {
