@@ -20,7 +20,8 @@
 //!    that uses it (a parent `mod.rs` may use its children, or they it, not both).
 //!
 //! The rules look at non-test code only: comments, doc comments and `#[cfg(test)]` items
-//! (normally the `mod tests` at the end of a file) are left out, and string literals are
+//! (normally the `mod tests` at the end of a file, or a file of tests declared
+//! `#[cfg(test)] mod tests;`) are left out, and string literals are
 //! read by a small lexer (below, with its own tests), so a `println!` in a comment or a
 //! `"{"` in a string cannot fool a check. The layer table is the single statement of the
 //! layering rule: docs/ARCHITECTURE.md points here rather than repeating it.
@@ -66,7 +67,7 @@ const RUNG_NAME_ALLOWED: &[(&str, &str, &str)] = &[
         "initcheck",
         "compute-sanitizer's `--tool` value, not the rung id",
     ),
-    ("xtask/src/findings/cudagdb.rs", "attach", "cuda-gdb's `attach PID` command, not the rung id"),
+    ("xtask/src/findings/cudagdb/parser.rs", "attach", "cuda-gdb's `attach PID` command, not the rung id"),
     ("xtask/src/ladder/rung/evidence.rs", "dump", "py-spy's `dump` subcommand, not the dump's folder id"),
     ("xtask/src/findings/mod.rs", "coredump", "the name of the tool whose output was read, not the rung id"),
     ("xtask/src/findings/mod.rs", "memcheck", "the name of the tool whose output was read, not the rung id"),
@@ -260,6 +261,41 @@ impl SourceFile {
         }
     }
 
+    /// The same file as test code only (declared `#[cfg(test)] mod x;` by its parent): its
+    /// code is all blank and it has no literals, as a `mod tests { .. }` inside a file.
+    fn into_test_code(self) -> SourceFile {
+        let code = self.code.split('\n').map(|_| "").collect::<Vec<_>>().join("\n");
+        SourceFile { code, lits: Vec::new(), ..self }
+    }
+
+    /// The files this one declares under `#[cfg(test)]` (`#[cfg(test)] mod tests;`), as paths
+    /// under src: `x/tests.rs` and `x/tests/mod.rs` for `x/mod.rs` or `x.rs`.
+    fn test_children(&self) -> Vec<String> {
+        let lexed = lex(&self.text);
+        let tests: HashSet<usize> = test_lines(&lexed.code).into_iter().collect();
+        let dir = match self.rel.strip_suffix(".rs") {
+            Some(_) if EXEMPT.contains(&self.rel.as_str()) => String::new(),
+            Some(stem) => match stem.strip_suffix("mod") {
+                Some(parent) if parent.is_empty() || parent.ends_with('/') => parent.to_string(),
+                _ => format!("{stem}/"),
+            },
+            None => return Vec::new(),
+        };
+        let mut out = Vec::new();
+        for p in find_word(&lexed.code, "mod") {
+            let rest = lexed.code[p + "mod".len()..].trim_start();
+            let name: String = rest.chars().take_while(|c| is_ident(*c)).collect();
+            if !name.is_empty()
+                && rest[name.len()..].trim_start().starts_with(';')
+                && tests.contains(&line_of(&lexed.code, p))
+            {
+                out.push(format!("{dir}{name}.rs"));
+                out.push(format!("{dir}{name}/mod.rs"));
+            }
+        }
+        out
+    }
+
     fn is_in(&self, top: &str) -> bool {
         self.top.as_deref() == Some(top)
     }
@@ -295,7 +331,7 @@ fn sources() -> Vec<SourceFile> {
     walk(&src, &mut paths);
     paths.sort();
     assert!(!paths.is_empty(), "tidy: no .rs files under {}", src.display());
-    paths
+    let files = paths
         .iter()
         .map(|p| {
             let rel = p.strip_prefix(&src).unwrap_or(p);
@@ -305,6 +341,21 @@ fn sources() -> Vec<SourceFile> {
                 fs::read_to_string(p).unwrap_or_else(|e| panic!("tidy: cannot read {}: {e}", p.display()));
             SourceFile::new(&rel.join("/"), &text)
         })
+        .collect();
+    mark_test_files(files)
+}
+
+/// The files declared `#[cfg(test)] mod x;` (a module's tests in a file of their own, and
+/// the files below it) become test code, left out as a `mod tests { .. }` is.
+fn mark_test_files(files: Vec<SourceFile>) -> Vec<SourceFile> {
+    let mut tests: HashSet<String> = files.iter().flat_map(SourceFile::test_children).collect();
+    let under = |rel: &str, tests: &HashSet<String>| {
+        tests.iter().any(|t| t.strip_suffix("mod.rs").is_some_and(|dir| rel.starts_with(dir)))
+    };
+    tests.retain(|t| files.iter().any(|f| f.rel == *t));
+    files
+        .into_iter()
+        .map(|f| if tests.contains(&f.rel) || under(&f.rel, &tests) { f.into_test_code() } else { f })
         .collect()
 }
 
@@ -1307,6 +1358,24 @@ mod self_tests {
             "//! x\nfn f() {}\n#[cfg(test)]\nmod tests {\n    const R: &str = \"coredump\";\n}\n",
         );
         assert!(check_rung_names(&[f]).iter().all(|v| v.starts_with("tests/tidy.rs")));
+    }
+
+    #[test]
+    fn files_declared_under_cfg_test_are_left_out() {
+        let files = mark_test_files(vec![
+            file("findings/gdb/mod.rs", "//! x\nmod parser;\n#[cfg(test)]\nmod tests;\n"),
+            file("findings/gdb/parser.rs", "//! x\nfn f() { println!(\"no\"); }\n"),
+            file("findings/gdb/tests.rs", "//! x\nfn g() { println!(\"baseline\"); }\n"),
+            file("commands/bench.rs", "//! x\n#[cfg(test)]\nmod checks;\n"),
+            file("commands/bench/checks/mod.rs", "//! x\nmod deep;\nfn h() { dbg!(1); }\n"),
+            file("commands/bench/checks/deep.rs", "//! x\nfn i() { dbg!(1); }\n"),
+        ]);
+        assert_eq!(
+            check_prints(&files),
+            ["xtask/src/findings/gdb/parser.rs:2: `println!` outside ui/: only `crate::ui` prints"]
+        );
+        assert!(files[2].lits.is_empty() && files[2].code.lines().count() == 2);
+        assert_eq!(check_module_docs(&files), Vec::<String>::new());
     }
 
     #[test]
