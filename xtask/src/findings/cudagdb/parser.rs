@@ -254,43 +254,8 @@ impl CudaGdbParser {
     /// Lines that only mean something inside a session.
     pub(super) fn inside(&mut self, line: &str, ctx: LineCtx) {
         let first = line.as_bytes()[0];
-        if first == b' ' && line.starts_with("   0x") && line.contains(">:") {
-            // `x/2i $pc-16`: `   0x7f99... <_Z16gather_kv_blocksPKfPKiS2_Pfii+304>:\tBPT.TRAP 0x1`.
-            if let (Some(s), (Some(pc), _)) = (self.cur.as_mut(), instruction_address(line)) {
-                if let Some((_, ins)) = line.split_once(">:") {
-                    s.before_pc = Some((pc, ins.trim().chars().take(200).collect()));
-                }
-                self.end_tables();
-                return;
-            }
-        }
-        if first == b'L' {
-            if let (Some(s), Some(r)) = (self.cur.as_mut(), parse_line_range(line)) {
-                if s.line_ranges.len() < MAX_ITEMS {
-                    s.line_ranges.push(r);
-                }
-                return;
-            }
-        }
-        if matches!(first, b'*' | b'=') {
-            // `x/i $errorpc`: `*> 0x7fd8... <_Z9histogramPKiPji+592>:\tATOMS.POPC.INC.32 RZ[R5+URZ]`.
-            if let Some(ins) = errorpc_instruction(line) {
-                self.end_tables();
-                if let Some(s) = self.cur.as_mut() {
-                    if let Some((at, before)) = s.before_pc.take() {
-                        if is_trap_instruction(&before) && s.trap_pc.is_none() {
-                            s.trap_pc = Some(at);
-                        }
-                    }
-                    if s.instruction.is_none() {
-                        s.instruction = Some(ins);
-                        let (pc, sym) = instruction_address(line);
-                        s.instruction_pc = pc;
-                        s.instruction_sym(sym);
-                    }
-                }
-                return;
-            }
+        if self.instruction_line(line, first) {
+            return;
         }
         if first == b'#' {
             if let Some((n, frame)) = parse_frame_line(line) {
@@ -315,74 +280,10 @@ impl CudaGdbParser {
             }
         }
         self.end_listing();
+        if self.table_line(line, first) {
+            return;
+        }
         let Some(s) = self.cur.as_mut() else { return };
-        if first == b' ' && line.trim_start().starts_with("Kernel Parent Dev Grid Status") {
-            self.seen = true;
-            s.output = true;
-            self.in_table = true;
-            self.after_bt = false;
-            return;
-        }
-        if self.in_table {
-            if let Some(row) = parse_kernel_row(line) {
-                if s.kernels.len() < MAX_ITEMS {
-                    s.kernels.push(row.clone());
-                }
-                let better = match &s.kernel_row {
-                    None => true,
-                    Some(old) => row.current && !old.current,
-                };
-                if better {
-                    s.kernel_row = Some(row);
-                }
-                return;
-            }
-            self.in_table = false;
-        }
-        let trimmed = line.trim_start();
-        if first == b' ' && trimmed.starts_with("BlockIdx ThreadIdx To BlockIdx ThreadIdx Count") {
-            self.seen = true;
-            s.output = true;
-            s.threads_table = true;
-            self.in_threads = true;
-            self.in_warps = false;
-            self.threads_kernel = None;
-            return;
-        }
-        if first == b' ' && trimmed.starts_with("Wp Active Lanes Mask") {
-            self.seen = true;
-            s.output = true;
-            self.in_warps = true;
-            self.in_threads = false;
-            self.warps_at = (None, None);
-            return;
-        }
-        if self.in_threads {
-            if let Some(k) = line.strip_prefix("Kernel ").and_then(|k| k.trim().parse().ok()) {
-                self.threads_kernel = Some(k);
-                return;
-            }
-            if let Some(mut row) = parse_thread_row(line) {
-                row.kernel_id = self.threads_kernel;
-                s.thread_row(row);
-                return;
-            }
-            self.in_threads = false;
-        }
-        if self.in_warps {
-            if let Some(at) = parse_device_sm(line) {
-                self.warps_at = at;
-                return;
-            }
-            if let Some(mut w) = parse_warp_row(line) {
-                (w.device, w.sm) = self.warps_at;
-                if s.warps.len() < MAX_ITEMS {
-                    s.warps.push(w);
-                }
-                return;
-            }
-            self.in_warps = false;
-        }
         if first == b'N' && matches!(line.trim_end(), "No CUDA threads." | "No CUDA kernels.") {
             self.seen = true;
             s.output = true;
@@ -423,6 +324,123 @@ impl CudaGdbParser {
             let note = format!("cuda-gdb (line {}): {}", ctx.lineno, line.trim());
             self.note(note);
         }
+    }
+
+    /// `x/i` lines (before the PC, at the error PC) and `info line`'s range: true when `line` was one.
+    fn instruction_line(&mut self, line: &str, first: u8) -> bool {
+        if first == b' ' && line.starts_with("   0x") && line.contains(">:") {
+            // `x/2i $pc-16`: `   0x7f99... <_Z16gather_kv_blocksPKfPKiS2_Pfii+304>:\tBPT.TRAP 0x1`.
+            if let (Some(s), (Some(pc), _)) = (self.cur.as_mut(), instruction_address(line)) {
+                if let Some((_, ins)) = line.split_once(">:") {
+                    s.before_pc = Some((pc, ins.trim().chars().take(200).collect()));
+                }
+                self.end_tables();
+                return true;
+            }
+        }
+        if first == b'L' {
+            if let (Some(s), Some(r)) = (self.cur.as_mut(), parse_line_range(line)) {
+                if s.line_ranges.len() < MAX_ITEMS {
+                    s.line_ranges.push(r);
+                }
+                return true;
+            }
+        }
+        if matches!(first, b'*' | b'=') {
+            // `x/i $errorpc`: `*> 0x7fd8... <_Z9histogramPKiPji+592>:\tATOMS.POPC.INC.32 RZ[R5+URZ]`.
+            if let Some(ins) = errorpc_instruction(line) {
+                self.end_tables();
+                if let Some(s) = self.cur.as_mut() {
+                    if let Some((at, before)) = s.before_pc.take() {
+                        if is_trap_instruction(&before) && s.trap_pc.is_none() {
+                            s.trap_pc = Some(at);
+                        }
+                    }
+                    if s.instruction.is_none() {
+                        s.instruction = Some(ins);
+                        let (pc, sym) = instruction_address(line);
+                        s.instruction_pc = pc;
+                        s.instruction_sym(sym);
+                    }
+                }
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The rows of `info cuda kernels`, `info cuda threads` and `info cuda warps`, with their
+    /// headers: true when `line` was one of them.
+    fn table_line(&mut self, line: &str, first: u8) -> bool {
+        let Some(s) = self.cur.as_mut() else { return false };
+        if first == b' ' && line.trim_start().starts_with("Kernel Parent Dev Grid Status") {
+            self.seen = true;
+            s.output = true;
+            self.in_table = true;
+            self.after_bt = false;
+            return true;
+        }
+        if self.in_table {
+            if let Some(row) = parse_kernel_row(line) {
+                if s.kernels.len() < MAX_ITEMS {
+                    s.kernels.push(row.clone());
+                }
+                let better = match &s.kernel_row {
+                    None => true,
+                    Some(old) => row.current && !old.current,
+                };
+                if better {
+                    s.kernel_row = Some(row);
+                }
+                return true;
+            }
+            self.in_table = false;
+        }
+        let trimmed = line.trim_start();
+        if first == b' ' && trimmed.starts_with("BlockIdx ThreadIdx To BlockIdx ThreadIdx Count") {
+            self.seen = true;
+            s.output = true;
+            s.threads_table = true;
+            self.in_threads = true;
+            self.in_warps = false;
+            self.threads_kernel = None;
+            return true;
+        }
+        if first == b' ' && trimmed.starts_with("Wp Active Lanes Mask") {
+            self.seen = true;
+            s.output = true;
+            self.in_warps = true;
+            self.in_threads = false;
+            self.warps_at = (None, None);
+            return true;
+        }
+        if self.in_threads {
+            if let Some(k) = line.strip_prefix("Kernel ").and_then(|k| k.trim().parse().ok()) {
+                self.threads_kernel = Some(k);
+                return true;
+            }
+            if let Some(mut row) = parse_thread_row(line) {
+                row.kernel_id = self.threads_kernel;
+                s.thread_row(row);
+                return true;
+            }
+            self.in_threads = false;
+        }
+        if self.in_warps {
+            if let Some(at) = parse_device_sm(line) {
+                self.warps_at = at;
+                return true;
+            }
+            if let Some(mut w) = parse_warp_row(line) {
+                (w.device, w.sm) = self.warps_at;
+                if s.warps.len() < MAX_ITEMS {
+                    s.warps.push(w);
+                }
+                return true;
+            }
+            self.in_warps = false;
+        }
+        false
     }
 }
 
