@@ -17,10 +17,13 @@
 //! 7. every source file starts with a `//!` doc comment;
 //! 8. every `[dependencies]` entry of xtask/Cargo.toml has a `#` reason and is used;
 //! 9. no import cycles between files: a file never uses, directly or through others, a file
-//!    that uses it (a parent `mod.rs` may use its children, or they it, not both).
+//!    that uses it (a parent `mod.rs` may use its children, or they it, not both);
+//! 10. no file over [`MAX_FILE_LINES`] lines and no function over [`MAX_FN_LINES`], unit
+//!     tests not counted, but for the allow-list [`SIZE_ALLOWED`], each entry with its reason.
 //!
 //! The rules look at non-test code only: comments, doc comments and `#[cfg(test)]` items
-//! (normally the `mod tests` at the end of a file) are left out, and string literals are
+//! (normally the `mod tests` at the end of a file, or a file of tests declared
+//! `#[cfg(test)] mod tests;`) are left out, and string literals are
 //! read by a small lexer (below, with its own tests), so a `println!` in a comment or a
 //! `"{"` in a string cannot fool a check. The layer table is the single statement of the
 //! layering rule: docs/ARCHITECTURE.md points here rather than repeating it.
@@ -66,11 +69,28 @@ const RUNG_NAME_ALLOWED: &[(&str, &str, &str)] = &[
         "initcheck",
         "compute-sanitizer's `--tool` value, not the rung id",
     ),
-    ("xtask/src/findings/cudagdb.rs", "attach", "cuda-gdb's `attach PID` command, not the rung id"),
+    ("xtask/src/findings/cudagdb/parser.rs", "attach", "cuda-gdb's `attach PID` command, not the rung id"),
     ("xtask/src/ladder/rung/evidence.rs", "dump", "py-spy's `dump` subcommand, not the dump's folder id"),
     ("xtask/src/findings/mod.rs", "coredump", "the name of the tool whose output was read, not the rung id"),
     ("xtask/src/findings/mod.rs", "memcheck", "the name of the tool whose output was read, not the rung id"),
     ("xtask/src/findings/mod.rs", "hang", "the error class of a verdict, not the rung id"),
+];
+
+/// The most lines a file under src may have, its `#[cfg(test)]` items not counted.
+const MAX_FILE_LINES: usize = 1200;
+
+/// The most lines a function may have, from its `fn` to its closing `}`.
+const MAX_FN_LINES: usize = 150;
+
+/// Files (`xtask/src/x.rs`) and functions (`xtask/src/x.rs::name`) allowed over the caps, each
+/// with its reason. An entry that is no longer over its cap is a violation: remove it.
+const SIZE_ALLOWED: &[(&str, &str)] = &[
+    ("xtask/src/bundle/archive/read.rs::scan", "one streaming pass over the archive's entries whose checks share the pass's running state; not yet split into per-check helpers (issue 27)"),
+    ("xtask/src/findings/ranks.rs::triage", "the rank triage's steps read and narrow the same maps of ranks and pids; not yet split into named steps (issue 27)"),
+    ("xtask/src/findings/render.rs::render_text", "the text report written section by section into one string; not yet split into a helper per section (issue 27)"),
+    ("xtask/src/findings/verdict.rs::decide_in", "the verdict's merge of every input, step by step over shared findings; verdict.rs is being changed beside this work, so it is not decomposed here (issue 27)"),
+    ("xtask/src/findings/verdict.rs::hang_verdict", "the hang verdict from the first GPU dump, built field by field; left for the same reason as decide_in (issue 27)"),
+    ("xtask/src/ladder/driver.rs::climb_all", "the climb's loop (policy, prompt, rung, outcome), each step reading and updating the climb's state; not yet split into named steps (issue 27)"),
 ];
 
 /// Bundle file names: a literal containing one of them is spelt only in `bundle/layout.rs`.
@@ -172,6 +192,20 @@ fn files_start_with_doc_comment() {
 }
 
 #[test]
+fn files_and_functions_are_not_too_long() {
+    assert_tidy(
+        "size",
+        &format!(
+            "split a file over {MAX_FILE_LINES} lines along its seams into a folder (`x/mod.rs` only \
+             declaring and re-exporting, each file one idea with its `//!` contract); decompose a \
+             function over {MAX_FN_LINES} lines into named helpers. Where that would not help, add \
+             the path (or `path::fn`) to SIZE_ALLOWED in tests/tidy.rs with its reason"
+        ),
+        check_sizes(&sources(), MAX_FILE_LINES, MAX_FN_LINES, SIZE_ALLOWED),
+    );
+}
+
+#[test]
 fn dependencies_are_explained_and_used() {
     let path = crate_root().join("Cargo.toml");
     let manifest =
@@ -231,6 +265,8 @@ struct SourceFile {
     code: String,
     /// The string literals of non-test code.
     lits: Vec<Lit>,
+    /// The lines of the file that are not `#[cfg(test)]` items.
+    code_lines: usize,
 }
 
 impl SourceFile {
@@ -244,6 +280,7 @@ impl SourceFile {
             .map(|(i, line)| if test_lines.contains(&(i + 1)) { "" } else { line })
             .collect();
         let lits = lexed.lits.into_iter().filter(|l| !test_lines.contains(&l.line)).collect();
+        let code_lines = text.lines().count().saturating_sub(test_lines.len());
         let top = if EXEMPT.contains(&rel) {
             None
         } else {
@@ -257,7 +294,43 @@ impl SourceFile {
             text: text.to_string(),
             code: code.join("\n"),
             lits,
+            code_lines,
         }
+    }
+
+    /// The same file as test code only (declared `#[cfg(test)] mod x;` by its parent): its
+    /// code is all blank and it has no literals, as a `mod tests { .. }` inside a file.
+    fn into_test_code(self) -> SourceFile {
+        let code = self.code.split('\n').map(|_| "").collect::<Vec<_>>().join("\n");
+        SourceFile { code, lits: Vec::new(), code_lines: 0, ..self }
+    }
+
+    /// The files this one declares under `#[cfg(test)]` (`#[cfg(test)] mod tests;`), as paths
+    /// under src: `x/tests.rs` and `x/tests/mod.rs` for `x/mod.rs` or `x.rs`.
+    fn test_children(&self) -> Vec<String> {
+        let lexed = lex(&self.text);
+        let tests: HashSet<usize> = test_lines(&lexed.code).into_iter().collect();
+        let dir = match self.rel.strip_suffix(".rs") {
+            Some(_) if EXEMPT.contains(&self.rel.as_str()) => String::new(),
+            Some(stem) => match stem.strip_suffix("mod") {
+                Some(parent) if parent.is_empty() || parent.ends_with('/') => parent.to_string(),
+                _ => format!("{stem}/"),
+            },
+            None => return Vec::new(),
+        };
+        let mut out = Vec::new();
+        for p in find_word(&lexed.code, "mod") {
+            let rest = lexed.code[p + "mod".len()..].trim_start();
+            let name: String = rest.chars().take_while(|c| is_ident(*c)).collect();
+            if !name.is_empty()
+                && rest[name.len()..].trim_start().starts_with(';')
+                && tests.contains(&line_of(&lexed.code, p))
+            {
+                out.push(format!("{dir}{name}.rs"));
+                out.push(format!("{dir}{name}/mod.rs"));
+            }
+        }
+        out
     }
 
     fn is_in(&self, top: &str) -> bool {
@@ -295,7 +368,7 @@ fn sources() -> Vec<SourceFile> {
     walk(&src, &mut paths);
     paths.sort();
     assert!(!paths.is_empty(), "tidy: no .rs files under {}", src.display());
-    paths
+    let files = paths
         .iter()
         .map(|p| {
             let rel = p.strip_prefix(&src).unwrap_or(p);
@@ -305,6 +378,21 @@ fn sources() -> Vec<SourceFile> {
                 fs::read_to_string(p).unwrap_or_else(|e| panic!("tidy: cannot read {}: {e}", p.display()));
             SourceFile::new(&rel.join("/"), &text)
         })
+        .collect();
+    mark_test_files(files)
+}
+
+/// The files declared `#[cfg(test)] mod x;` (a module's tests in a file of their own, and
+/// the files below it) become test code, left out as a `mod tests { .. }` is.
+fn mark_test_files(files: Vec<SourceFile>) -> Vec<SourceFile> {
+    let mut tests: HashSet<String> = files.iter().flat_map(SourceFile::test_children).collect();
+    let under = |rel: &str, tests: &HashSet<String>| {
+        tests.iter().any(|t| t.strip_suffix("mod.rs").is_some_and(|dir| rel.starts_with(dir)))
+    };
+    tests.retain(|t| files.iter().any(|f| f.rel == *t));
+    files
+        .into_iter()
+        .map(|f| if tests.contains(&f.rel) || under(&f.rel, &tests) { f.into_test_code() } else { f })
         .collect()
 }
 
@@ -544,6 +632,85 @@ fn check_module_docs(files: &[SourceFile]) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// Rule 10: no file over `max_file` lines and no function over `max_fn`, test code not
+/// counted, but for the `allowed` entries (`path` or `path::fn`, reason); an entry that
+/// matches nothing over its cap is reported too, so the list only shrinks.
+fn check_sizes(
+    files: &[SourceFile],
+    max_file: usize,
+    max_fn: usize,
+    allowed: &[(&str, &str)],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut used = vec![false; allowed.len()];
+    let mut over = |name: String, at: String| match allowed.iter().position(|(a, _)| *a == name) {
+        Some(k) => used[k] = true,
+        None => out.push(at),
+    };
+    for f in files {
+        if f.code_lines > max_file {
+            over(f.path.clone(), f.at(1, format!("{} lines (tests aside), over {max_file}", f.code_lines)));
+        }
+        for (line, name, len) in fn_lengths(&f.code) {
+            if len > max_fn {
+                over(
+                    format!("{}::{name}", f.path),
+                    f.at(line, format!("fn `{name}` is {len} lines, over {max_fn}")),
+                );
+            }
+        }
+    }
+    for ((name, _), _) in allowed.iter().zip(&used).filter(|(_, used)| !**used) {
+        out.push(format!("tests/tidy.rs: SIZE_ALLOWED entry {name} is not over its cap any more: remove it"));
+    }
+    out
+}
+
+/// Each function with a body in lexed code: the line of its `fn`, its name, and its length in
+/// lines from the `fn` to the `}` that closes its body. A nested function is counted on its
+/// own too (and inside the outer one); `fn(u8) -> u8` types and bodiless declarations are not
+/// functions here.
+fn fn_lengths(code: &str) -> Vec<(usize, String, usize)> {
+    let mut out = Vec::new();
+    for p in find_word(code, "fn") {
+        let rest = code[p + 2..].trim_start();
+        let name: String = rest.chars().take_while(|c| is_ident(*c)).collect();
+        if name.is_empty() {
+            continue;
+        }
+        let after = code.len() - rest.len() + name.len();
+        // The body's `{`: the first one outside brackets before any `;`.
+        let mut depth = 0i32;
+        let mut open = None;
+        for (k, c) in code[after..].char_indices() {
+            match c {
+                '(' | '[' | '<' => depth += 1,
+                ')' | ']' | '>' if !code[..after + k].ends_with('-') => depth -= 1,
+                '{' if depth <= 0 => {
+                    open = Some(after + k);
+                    break;
+                }
+                ';' if depth <= 0 => break,
+                _ => {}
+            }
+        }
+        let Some(open) = open else { continue };
+        let mut depth = 0;
+        let close = code[open..].char_indices().find_map(|(k, c)| {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                _ => {}
+            }
+            (depth == 0).then_some(open + k)
+        });
+        let start = line_of(code, p);
+        let end = close.map_or_else(|| code.lines().count(), |c| line_of(code, c));
+        out.push((start, name, end - start + 1));
+    }
+    out
 }
 
 /// Rule 8: every `[dependencies]` entry has a `#` reason right above it, and non-test code
@@ -1307,6 +1474,71 @@ mod self_tests {
             "//! x\nfn f() {}\n#[cfg(test)]\nmod tests {\n    const R: &str = \"coredump\";\n}\n",
         );
         assert!(check_rung_names(&[f]).iter().all(|v| v.starts_with("tests/tidy.rs")));
+    }
+
+    #[test]
+    fn function_lengths_are_counted_from_fn_to_its_closing_brace() {
+        let code = lex(&src(&[
+            "//! x",
+            "fn short() -> impl Fn(u8) -> u8 { |x| x }",
+            "pub(crate) fn long<T: Into<Vec<u8>>>(",
+            "    f: fn(u8) -> u8,",
+            ") -> Result<(), String>",
+            "where",
+            "    T: Clone,",
+            "{",
+            "    let s = \"}\"; // }",
+            "    fn inner() {",
+            "        if true { }",
+            "    }",
+            "}",
+            "trait T { fn declared(&self); fn provided(&self) {} }",
+        ]))
+        .code;
+        let lens: Vec<(usize, String, usize)> = fn_lengths(&code);
+        let named: Vec<(usize, &str, usize)> = lens.iter().map(|(l, n, k)| (*l, n.as_str(), *k)).collect();
+        assert_eq!(named, [(2, "short", 1), (3, "long", 11), (10, "inner", 3), (14, "provided", 1)]);
+    }
+
+    #[test]
+    fn files_and_functions_over_the_caps_are_reported() {
+        let long_fn = format!("//! x\nfn f() {{\n{}}}\n", "    g();\n".repeat(4));
+        let tests =
+            format!("//! x\nfn f() {{}}\n#[cfg(test)]\nmod tests {{\n{}}}\n", "fn t() {}\n".repeat(20));
+        let files = [file("a.rs", &long_fn), file("b.rs", &tests), file("c.rs", &"//! x\n".repeat(8))];
+        assert_eq!((files[0].code_lines, files[1].code_lines), (7, 2));
+        assert_eq!(
+            check_sizes(&files, 7, 5, &[]),
+            [
+                "xtask/src/a.rs:2: fn `f` is 6 lines, over 5",
+                "xtask/src/c.rs:1: 8 lines (tests aside), over 7"
+            ]
+        );
+        // At the caps, nothing; an allowed entry quiets its item, and a stale one is reported.
+        assert_eq!(check_sizes(&files, 8, 6, &[]), Vec::<String>::new());
+        let allowed = [("xtask/src/a.rs::f", "why"), ("xtask/src/c.rs", "why"), ("xtask/src/b.rs", "stale")];
+        assert_eq!(
+            check_sizes(&files, 7, 5, &allowed),
+            ["tests/tidy.rs: SIZE_ALLOWED entry xtask/src/b.rs is not over its cap any more: remove it"]
+        );
+    }
+
+    #[test]
+    fn files_declared_under_cfg_test_are_left_out() {
+        let files = mark_test_files(vec![
+            file("findings/gdb/mod.rs", "//! x\nmod parser;\n#[cfg(test)]\nmod tests;\n"),
+            file("findings/gdb/parser.rs", "//! x\nfn f() { println!(\"no\"); }\n"),
+            file("findings/gdb/tests.rs", "//! x\nfn g() { println!(\"baseline\"); }\n"),
+            file("commands/bench.rs", "//! x\n#[cfg(test)]\nmod checks;\n"),
+            file("commands/bench/checks/mod.rs", "//! x\nmod deep;\nfn h() { dbg!(1); }\n"),
+            file("commands/bench/checks/deep.rs", "//! x\nfn i() { dbg!(1); }\n"),
+        ]);
+        assert_eq!(
+            check_prints(&files),
+            ["xtask/src/findings/gdb/parser.rs:2: `println!` outside ui/: only `crate::ui` prints"]
+        );
+        assert!(files[2].lits.is_empty() && files[2].code.lines().count() == 2);
+        assert_eq!(check_module_docs(&files), Vec::<String>::new());
     }
 
     #[test]

@@ -92,6 +92,31 @@ pub fn script(m: &Manifest) -> String {
     }
 
     let mut s = String::new();
+    write_header(&mut s, m, &names);
+    s.push_str(&FUNCTIONS.replace("REPLAY_SH", FILE));
+    s.push_str("case \"${1:-}\" in\n");
+    s.push_str("  --list)\n");
+    if listing.is_empty() {
+        listing.push("no rung ran a command".to_string());
+    }
+    let quoted: Vec<String> = listing.iter().map(|l| quote(l)).collect();
+    writeln!(s, "    printf '%s\\n' {}", quoted.join(" ")).unwrap();
+    s.push_str("    ;;\n");
+    s.push_str(&cases);
+    s.push_str("  *)\n");
+    writeln!(
+        s,
+        "    echo \"usage: ./{FILE} RUNG (one of: {}) or --list\" >&2",
+        if names.is_empty() { "none ran".to_string() } else { names.join(" ") }
+    )
+    .unwrap();
+    s.push_str("    exit 2\n    ;;\nesac\n");
+    s
+}
+
+/// The script's opening comment: what it is, who wrote it for which recipe, its usage with
+/// the rungs `names`, and where the replay's values and files come from and go.
+fn write_header(s: &mut String, m: &Manifest, names: &[&str]) {
     writeln!(s, "#!/usr/bin/env bash").unwrap();
     writeln!(s, "# {FILE}: reruns one rung of this bundle with the environment it recorded.").unwrap();
     let one = |v: &str| crate::ui::safe(v, true).into_owned();
@@ -125,8 +150,11 @@ pub fn script(m: &Manifest) -> String {
     writeln!(s, "# the bundle or the working directory. The inherited environment is yours, not the")
         .unwrap();
     writeln!(s, "# recorded one: {} `environment` lists what the run had.", layout::MANIFEST).unwrap();
-    s.push_str(
-        &r#"set -euo pipefail
+}
+
+/// The shell functions of the script (`ask`, `out_dir`, `keep_cores`, `need_dir`), with
+/// `REPLAY_SH` standing for its file name.
+const FUNCTIONS: &str = r#"set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 ask() {
@@ -175,28 +203,7 @@ need_dir() {
     fi
 }
 
-"#
-        .replace("REPLAY_SH", FILE),
-    );
-    s.push_str("case \"${1:-}\" in\n");
-    s.push_str("  --list)\n");
-    if listing.is_empty() {
-        listing.push("no rung ran a command".to_string());
-    }
-    let quoted: Vec<String> = listing.iter().map(|l| quote(l)).collect();
-    writeln!(s, "    printf '%s\\n' {}", quoted.join(" ")).unwrap();
-    s.push_str("    ;;\n");
-    s.push_str(&cases);
-    s.push_str("  *)\n");
-    writeln!(
-        s,
-        "    echo \"usage: ./{FILE} RUNG (one of: {}) or --list\" >&2",
-        if names.is_empty() { "none ran".to_string() } else { names.join(" ") }
-    )
-    .unwrap();
-    s.push_str("    exit 2\n    ;;\nesac\n");
-    s
-}
+"#;
 
 /// Turns recorded words into shell words: `MARK` becomes an asked-for variable, and the rung's
 /// own folder (`<root>/rungs/NN-<rung>`) becomes the replay's folder, `$OUT`.
