@@ -81,3 +81,15 @@ pub fn with_options(mut inv: Invocation, r: &Resolved, rung: RungId) -> Invocati
     }
     inv
 }
+
+/// `TOOL ARGS... BINARY` on a binary of the target, run where the target runs (its `cwd`),
+/// through a shell that finds a bare name on `PATH` as the run would and exits 127 when it
+/// cannot; `tool` is the start of the command (`exec TOOL "$p"`), `name` the shell's `$0`.
+pub fn on_binary(r: &Resolved, tool: &str, name: &str, binary: &str, timeout: Duration) -> Invocation {
+    let script = format!("p=$(command -v -- \"$1\") || exit 127; exec {tool} \"$p\"");
+    Invocation {
+        timeout: Some(timeout),
+        cwd: r.run.cwd.clone(),
+        ..Invocation::new(vec!["sh".into(), "-c".into(), script, name.into(), binary.into()])
+    }
+}

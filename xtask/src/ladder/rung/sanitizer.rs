@@ -14,7 +14,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::api::{step, Ran, RungIo, Step, StepCx, When, KERNEL, KERNELS, LAUNCHES};
-use super::build::{target, with_options};
+use super::build::{on_binary, target, with_options};
 use super::coredump::executable;
 use crate::bundle::layout::{self, ELF_STEM, SCOPE_TABLE};
 use crate::files::open_regular;
@@ -139,20 +139,15 @@ fn bounded_by_recipe(r: &Resolved, rung: RungId) -> bool {
     })
 }
 
-/// `cuobjdump -elf BINARY`, through a shell that finds a bare name on `PATH` as the run would.
+/// `cuobjdump -elf BINARY`, found as the run would find it.
 fn elf_step(r: &Resolved, binary: &str, n: usize) -> Step {
-    let script = "p=$(command -v -- \"$1\") || exit 127; exec cuobjdump -elf \"$p\"";
-    let inv = Invocation {
-        timeout: Some(std::time::Duration::from_secs(ELF_TIMEOUT_S)),
-        cwd: r.run.cwd.clone(),
-        ..Invocation::new(vec![
-            "sh".into(),
-            "-c".into(),
-            script.into(),
-            "cuobjdump-elf".into(),
-            binary.into(),
-        ])
-    };
+    let inv = on_binary(
+        r,
+        "cuobjdump -elf",
+        "cuobjdump-elf",
+        binary,
+        std::time::Duration::from_secs(ELF_TIMEOUT_S),
+    );
     Step::new(Role::Cuobjdump, inv, ELF_STEM.replace("{n}", &n.to_string())).when(When::Listing)
 }
 

@@ -9,15 +9,17 @@
 //! table), or fail the rung: without objdump or host symbols the climb goes on launch-blocking.
 
 use std::io::BufReader;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use super::api::{RungIo, Step, When};
+use super::build::on_binary;
 use super::coredump::executable;
 use crate::bundle::layout::{self, LAUNCH_SITES, OBJDUMP_STEM};
 use crate::files::open_regular;
 use crate::findings::launch_sites;
-use crate::model::{Invocation, Role};
+use crate::model::Role;
 use crate::recipe::Resolved;
 
 /// How long the disassembly may take: a binary of hundreds of megabytes takes a minute.
@@ -28,19 +30,9 @@ const OBJDUMP_TIMEOUT_S: u64 = 120;
 /// line (`-w`). Through a shell that finds a bare name on `PATH` as the run would, and exits 127
 /// when objdump is missing.
 pub fn step(r: &Resolved) -> Step {
-    let script =
-        "p=$(command -v -- \"$1\") || exit 127; exec objdump -d -l --inlines -w --no-show-raw-insn -- \"$p\"";
-    let inv = Invocation {
-        timeout: Some(std::time::Duration::from_secs(OBJDUMP_TIMEOUT_S)),
-        cwd: r.run.cwd.clone(),
-        ..Invocation::new(vec![
-            "sh".into(),
-            "-c".into(),
-            script.into(),
-            "objdump-launch-sites".into(),
-            executable(r),
-        ])
-    };
+    let tool = "objdump -d -l --inlines -w --no-show-raw-insn --";
+    let inv =
+        on_binary(r, tool, "objdump-launch-sites", &executable(r), Duration::from_secs(OBJDUMP_TIMEOUT_S));
     Step::new(Role::Objdump, inv, OBJDUMP_STEM).when(When::LaunchSites)
 }
 
