@@ -1067,3 +1067,23 @@ fn the_kinds_suite_bundles_still_get_their_verdicts() {
     }
     assert_eq!(checked, 13);
 }
+
+/// Four ranks on one H200 (tests/gpu/programs/hang_odd_rank.py under the hang rung, recorded
+/// by tests/gpu/odd_rank.sh; the GPU dumps left out of the fixture, their cuda-gdb logs kept):
+/// three waiting on the host with no kernel, one in `torch.cuda.synchronize` behind a long
+/// kernel, whose own GPU dump did not come before the tree was ended. The conclusion names that
+/// one as the odd one out, with where the other three wait.
+#[test]
+fn the_odd_rank_of_a_hang_is_named() {
+    let dir = root().join("tests/fixtures/bundles/odd_rank/2026-12-03T17-28-16Z_pytorch");
+    let a = analyze(&[dir]).unwrap();
+    assert!(a.verdict.is_none(), "{:?}", a.verdict);
+    let c = &a.conclusion;
+    assert!(
+        c.contains(
+            "pid 620 is stuck elsewhere (rank_main (hang_odd_rank.py:19) in synchronize \
+             (torch/cuda/__init__.py:1162)) while the other 3 wait at rank_main (hang_odd_rank.py:21)"
+        ),
+        "{c}"
+    );
+}

@@ -67,21 +67,19 @@ pub fn stuck_at(p: &HangProcess, nccl: &[NcclStuck]) -> String {
     s
 }
 
-/// Of three or more stuck processes, the one alone where it is while every other one is
-/// stuck at the same place; `None` when there is no such one (all alike, two groups of
+/// Of three or more stuck processes with a GPU dump, the one alone where it is while every
+/// other one is stuck at the same place; `None` when there is no such one (all alike, two groups of
 /// several, or fewer than three processes, where which one is odd cannot be told).
 pub fn odd_one_out(processes: &[HangProcess], nccl: &[NcclStuck]) -> Option<OddOneOut> {
+    // Only the processes with a GPU dump (the CUDA processes: the ranks), not a launcher that
+    // waits for them on the host (`mp.spawn`'s parent in `join`).
+    let dumped: Vec<HangProcess> = processes.iter().filter(|p| p.dumped).cloned().collect();
+    let processes = &dumped[..];
     if processes.len() < 3 {
         return None;
     }
     let places: Vec<String> = processes.iter().map(|p| stuck_at(p, nccl)).collect();
-    let odd: Vec<usize> =
-        (0..places.len()).filter(|&i| places.iter().filter(|q| **q == places[i]).count() == 1).collect();
-    let [i] = odd[..] else { return None };
-    let rest: Vec<&String> = places.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, q)| q).collect();
-    if rest.iter().any(|q| *q != rest[0]) {
-        return None;
-    }
+    let (i, others_at) = lone_place(&places)?;
     let p = &processes[i];
     let who = match (p.rank, p.pid) {
         (Some(r), Some(pid)) => format!("rank {r} (pid {pid})"),
@@ -89,7 +87,20 @@ pub fn odd_one_out(processes: &[HangProcess], nccl: &[NcclStuck]) -> Option<OddO
         (None, Some(pid)) => format!("pid {pid}"),
         (None, None) => "a process".to_string(),
     };
-    Some(OddOneOut { who, at: places[i].clone(), others: rest.len(), others_at: rest[0].clone() })
+    Some(OddOneOut { who, at: places[i].clone(), others: places.len() - 1, others_at })
+}
+
+/// Of three or more places, the index of the one alone while all the others are the same
+/// place, and that place.
+fn lone_place(places: &[String]) -> Option<(usize, String)> {
+    if places.len() < 3 {
+        return None;
+    }
+    let odd: Vec<usize> =
+        (0..places.len()).filter(|&i| places.iter().filter(|q| **q == places[i]).count() == 1).collect();
+    let [i] = odd[..] else { return None };
+    let rest: Vec<&String> = places.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, q)| q).collect();
+    rest.iter().all(|q| *q == rest[0]).then(|| (i, rest[0].clone()))
 }
 
 /// Threads of one kernel at one user line.
@@ -382,6 +393,27 @@ pub(super) fn hang_without_kernel(inputs: &[Evidence]) -> Option<String> {
     if !waits.is_empty() {
         parts.push(format!("the host waits at {}", waits.join("; ")));
     }
+    // The odd one out among the CUDA processes (a GPU dump, or a wait in a CUDA call; not a
+    // launcher waiting for them): its first host wait against the others'.
+    let mut firsts: Vec<(u32, String)> = Vec::new();
+    for (pid, w) in host_waits(inputs, &[]) {
+        let Some(pid) = pid else { continue };
+        let cuda = idle.contains(&pid.to_string()) || w.api.is_some();
+        if cuda && !firsts.iter().any(|(p, _)| *p == pid) {
+            let call =
+                w.waiting_in.as_ref().map(|f| format!(" in {}", host_frame_text(f))).unwrap_or_default();
+            firsts.push((pid, format!("{}{call}", host_frame_text(&w.frame))));
+        }
+    }
+    let places: Vec<String> = firsts.iter().map(|(_, p)| p.clone()).collect();
+    if let Some((i, others_at)) = lone_place(&places) {
+        parts.push(format!(
+            "pid {} is stuck elsewhere ({}) while the other {} wait at {others_at}: look at it first",
+            firsts[i].0,
+            places[i],
+            places.len() - 1
+        ));
+    }
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
@@ -477,6 +509,8 @@ mod tests {
     fn the_one_rank_in_a_kernel_while_the_others_wait_is_named() {
         let mut ps: Vec<HangProcess> = (0..8).map(|r| rank(r, None, "cudaStreamSynchronize")).collect();
         ps[5] = rank(5, Some(("_Z4gemmPKfS0_Pfiii", "mlp.cu", 40)), "cudaStreamSynchronize");
+        // The launcher, waiting for them on the host without a GPU dump, is no rank.
+        ps.push(HangProcess { pid: Some(8999), dumped: false, ..rank(9, None, "join") });
         let o = odd_one_out(&ps, &[]).unwrap();
         assert_eq!(o.who, "rank 5 (pid 9005)");
         assert!(
