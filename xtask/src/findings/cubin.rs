@@ -31,8 +31,7 @@ pub fn kernels(reader: impl BufRead) -> BTreeMap<String, bool> {
         }
         let line = String::from_utf8_lossy(&line);
         // Section header rows: `  18  5180  580  0 80  PROGBITS  6  3  14 .text._Z15transpose_tiledPKfPfii`.
-        let mut words = line.split_whitespace();
-        let Some(last) = words.next_back() else { continue };
+        let Some(last) = line.split_whitespace().next_back() else { continue };
         if !line.contains("PROGBITS") && !line.contains("NOBITS") {
             continue;
         }

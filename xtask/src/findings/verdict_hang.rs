@@ -73,14 +73,10 @@ pub fn stuck_at(p: &HangProcess, nccl: &[NcclStuck]) -> String {
 pub fn odd_one_out(processes: &[HangProcess], nccl: &[NcclStuck]) -> Option<OddOneOut> {
     // Only the processes with a GPU dump (the CUDA processes: the ranks), not a launcher that
     // waits for them on the host (`mp.spawn`'s parent in `join`).
-    let dumped: Vec<HangProcess> = processes.iter().filter(|p| p.dumped).cloned().collect();
-    let processes = &dumped[..];
-    if processes.len() < 3 {
-        return None;
-    }
+    let processes: Vec<&HangProcess> = processes.iter().filter(|p| p.dumped).collect();
     let places: Vec<String> = processes.iter().map(|p| stuck_at(p, nccl)).collect();
     let (i, others_at) = lone_place(&places)?;
-    let p = &processes[i];
+    let p = processes[i];
     let who = match (p.rank, p.pid) {
         (Some(r), Some(pid)) => format!("rank {r} (pid {pid})"),
         (Some(r), None) => format!("rank {r}"),
@@ -375,11 +371,7 @@ pub fn group_text(g: &HangGroup, first: bool) -> String {
 /// Without a spinning kernel: what the dumps and py-spy say of a program that waits on the host
 /// (`No CUDA threads.` in every dump), in one sentence; `None` when no input says anything.
 pub(super) fn hang_without_kernel(inputs: &[Evidence]) -> Option<String> {
-    let idle: Vec<String> = inputs
-        .iter()
-        .flat_map(|e| &e.snapshots)
-        .map(|s| s.pid.map_or("?".to_string(), |p| p.to_string()))
-        .collect();
+    let idle: Vec<Option<u32>> = inputs.iter().flat_map(|e| &e.snapshots).map(|s| s.pid).collect();
     let waits: Vec<String> = host_waits(inputs, &[])
         .into_iter()
         .map(|(pid, w)| {
@@ -388,7 +380,8 @@ pub(super) fn hang_without_kernel(inputs: &[Evidence]) -> Option<String> {
         .collect();
     let mut parts = Vec::new();
     if !idle.is_empty() {
-        parts.push(format!("the GPU dumps of process {} show no kernel running", idle.join(", ")));
+        let pids: Vec<String> = idle.iter().map(|p| p.map_or("?".to_string(), |p| p.to_string())).collect();
+        parts.push(format!("the GPU dumps of process {} show no kernel running", pids.join(", ")));
     }
     if !waits.is_empty() {
         parts.push(format!("the host waits at {}", waits.join("; ")));
@@ -398,7 +391,7 @@ pub(super) fn hang_without_kernel(inputs: &[Evidence]) -> Option<String> {
     let mut firsts: Vec<(u32, String)> = Vec::new();
     for (pid, w) in host_waits(inputs, &[]) {
         let Some(pid) = pid else { continue };
-        let cuda = idle.contains(&pid.to_string()) || w.api.is_some();
+        let cuda = idle.contains(&Some(pid)) || w.api.is_some();
         if cuda && !firsts.iter().any(|(p, _)| *p == pid) {
             let call =
                 w.waiting_in.as_ref().map(|f| format!(" in {}", host_frame_text(f))).unwrap_or_default();

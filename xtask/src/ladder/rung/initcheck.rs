@@ -46,6 +46,6 @@ impl Rung for Initcheck {
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        sanitizer::run(io, steps, RungId::Initcheck, Scope::Every)
+        sanitizer::run(io, steps, RungId::Initcheck)
     }
 }

@@ -51,7 +51,7 @@ impl Rung for Memcheck {
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        sanitizer::run(io, steps, RungId::Memcheck, Scope::Every)
+        sanitizer::run(io, steps, RungId::Memcheck)
     }
 }
 

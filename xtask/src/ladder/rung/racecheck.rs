@@ -40,6 +40,6 @@ impl Rung for Racecheck {
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        sanitizer::run(io, steps, RungId::Racecheck, Scope::Shared)
+        sanitizer::run(io, steps, RungId::Racecheck)
     }
 }

@@ -34,15 +34,6 @@ pub enum Scope {
     Shared,
 }
 
-impl Scope {
-    fn what(self) -> &'static str {
-        match self {
-            Scope::Every => "run kernels",
-            Scope::Shared => "have shared memory",
-        }
-    }
-}
-
 /// More kernels than this and the filter is left out (every kernel is checked): an argument
 /// list of thousands of names (a library of generated kernels) helps no one.
 const MAX_SCOPED: usize = 64;
@@ -113,7 +104,7 @@ pub fn steps(cx: &StepCx, rung: RungId, tool: &str, extra: &[&str], scope: Scope
     }
     let filter = format!("kne={KERNELS}");
     let mut listed: Vec<&str> = extra.iter().copied().chain([KERNEL_NAME, filter.as_str()]).collect();
-    if scope == Scope::Shared && !bounded_by_recipe(cx.recipe, rung) {
+    if !bounded_by_recipe(cx.recipe, rung) {
         listed.extend(["--launch-count", LAUNCHES]);
     }
     steps.push(Step::target(sanitizer(cx.recipe, rung, tool, &listed, &xml)).when(When::KernelsListed));
@@ -191,9 +182,10 @@ fn scoped_kernels(io: &mut dyn RungIo, steps: &[Step]) -> Result<Option<Vec<Stri
 }
 
 /// Runs a sanitizer's step: scoped to the suspect kernel when the verdict so far names one,
-/// else to the kernels of `scope` where the binaries' ELF listings name them (none: the check is
-/// skipped, and found nothing), else over every kernel; it yielded when its XML report exists.
-pub fn run(io: &mut dyn RungIo, steps: &[Step], rung: RungId, scope: Scope) -> Result<Ran> {
+/// else, where the steps scope it ([`Scope::Shared`]), to the kernels the binaries' ELF
+/// listings name (none: the check is skipped, and found nothing), else over every kernel; it
+/// yielded when its XML report exists.
+pub fn run(io: &mut dyn RungIo, steps: &[Step], rung: RungId) -> Result<Ran> {
     let scoped = steps.iter().find(|s| s.when == When::KernelKnown);
     let listed = steps.iter().find(|s| s.when == When::KernelsListed);
     let ran = match (io.suspect(), scoped, listed) {
@@ -207,9 +199,8 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step], rung: RungId, scope: Scope) -> R
         (None, _, Some(s)) => match scoped_kernels(io, steps)? {
             Some(kernels) if kernels.is_empty() => {
                 io.note(format!(
-                    "no kernel of the binaries does what {rung} checks ({}: `{SCOPE_TABLE}`): it has nothing to \
-                     check, and did not run the target",
-                    scope.what()
+                    "no kernel of the binaries does what {rung} checks (have shared memory: `{SCOPE_TABLE}`): it \
+                     has nothing to check, and did not run the target"
                 ));
                 return Ok(Ran { yielded: true, ..Ran::default() });
             }
@@ -217,10 +208,9 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step], rung: RungId, scope: Scope) -> R
                 let launches = kernels.len() * LAUNCHES_PER_KERNEL;
                 let bounded = s.inv.argv.iter().any(|a| a == LAUNCHES);
                 io.note(format!(
-                    "scoped to the {} kernel(s) of the binaries that {} (`{SCOPE_TABLE}`){}: other kernels \
-                     (libraries', JIT-compiled ones) were not checked",
+                    "scoped to the {} kernel(s) of the binaries that have shared memory (`{SCOPE_TABLE}`){}: \
+                     other kernels (libraries', JIT-compiled ones) were not checked",
                     kernels.len(),
-                    scope.what(),
                     if bounded {
                         format!(
                             ", their first {launches} launches (a race is in the code, which one launch of it \

@@ -40,6 +40,6 @@ impl Rung for Synccheck {
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
-        sanitizer::run(io, steps, RungId::Synccheck, Scope::Every)
+        sanitizer::run(io, steps, RungId::Synccheck)
     }
 }
