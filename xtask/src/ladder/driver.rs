@@ -578,7 +578,7 @@ impl RungIo for Io<'_, '_, '_> {
     /// complete verdict looks for another bug (`policy::confirm`), so every kernel is checked.
     fn suspect(&self) -> Option<String> {
         let req = self.state.climb.request;
-        if req.full || req.rungs.is_some() || policy::complete(&self.state.analysis) {
+        if req.runs_every_planned_rung() || policy::complete(&self.state.analysis) {
             return None;
         }
         crate::findings::verdict::kernel_filter(&self.state.analysis)

@@ -22,7 +22,7 @@ pub fn render(climb: &Climb, bundle: &Path) -> String {
         r.name,
         climb.plan.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ")
     );
-    if !(climb.request.full || climb.request.rungs.is_some()) {
+    if !climb.request.runs_every_planned_rung() {
         s.push_str(
             "   (after the first, only the rungs the verdict still needs run, cheapest first, until it is \
              complete; their folders are numbered as they run: `rungs/<NN>-<rung>`)\n",
@@ -97,7 +97,7 @@ pub fn steps(climb: &Climb, bundle: &Path) -> Vec<Planned> {
         let mut target = Place::Host;
         // Every rung of `--full` or `--rungs` runs, numbered as listed; the default climb runs
         // the first and then only what the verdict still needs, numbered as they run.
-        let definite = climb.request.full || climb.request.rungs.is_some() || i == 0;
+        let definite = climb.request.runs_every_planned_rung() || i == 0;
         let dir = if definite { layout::rung_dir(i + 1, *id, 0) } else { layout::rung_dir_unnumbered(*id) };
         for mut step in climb.steps(*id, bundle.join(dir), 0, Default::default()) {
             // The baseline builds or checks, as the binaries are there or not now.

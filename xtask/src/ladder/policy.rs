@@ -39,6 +39,13 @@ pub struct Request {
     pub watch: bool,
 }
 
+impl Request {
+    /// `--full` or `--rungs`: every planned rung runs, in the plan's order, whatever it finds.
+    pub fn runs_every_planned_rung(&self) -> bool {
+        self.full || self.rungs.is_some()
+    }
+}
+
 /// Whether the baseline's `attempt`-th run (0-based) is launch-blocking: the first is where it
 /// is safe, so that one run gives the launch site; retries alternate without and with it, so
 /// that a fault launch-blocking hides (a race between the host and the device, or between
@@ -291,7 +298,7 @@ pub fn next(
             None => "every planned rung has run and none located a fault".to_string(),
         });
     };
-    if req.full || req.rungs.is_some() || first == RungId::Baseline || done.is_empty() {
+    if req.runs_every_planned_rung() || first == RungId::Baseline || done.is_empty() {
         return Next::Run(first);
     }
     // An ordinary failure is not a GPU fault: climbing would rerun it under every tool.
