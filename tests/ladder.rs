@@ -1483,3 +1483,84 @@ fn twenty_thousand_allow_listed_variables_are_recorded() {
     assert!(!manifest.contains("planted-secret-"), "a secret-named value was recorded");
     s.assert_no_standin_left();
 }
+
+/// (g2) The sweep's four sanitizer runs go side by side after a short armed run: each
+/// stand-in run waits until all four are running at once, which runs one after another never
+/// are (each would wait out its 10 s alone and see only itself).
+#[test]
+fn the_sweep_runs_its_sanitizers_side_by_side() {
+    let s = Scratch::for_run("beside");
+    let recipe = s.write_recipe(&target_recipe(""));
+    let case = stencil_fixed_case(&s);
+    let meet = s.path("meet");
+    let out = Run::new(&s, &recipe, "clean")
+        .env("STANDIN_CASE", case.to_str().unwrap())
+        .env("STANDIN_MEET", meet.to_str().unwrap())
+        .run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let seen = std::fs::read_to_string(meet.join("seen.log")).unwrap();
+    let mut lines: Vec<&str> = seen.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        ["initcheck saw 4", "memcheck saw 4", "racecheck saw 4", "synccheck saw 4"],
+        "{}",
+        out.both()
+    );
+    assert!(out.both().contains("memcheck+initcheck+racecheck+synccheck"), "{}", out.both());
+    let b = s.only_bundle();
+    assert_eq!(
+        b.rung_dirs(),
+        [
+            "01-baseline",
+            "02-memcheck",
+            "03-initcheck",
+            "04-racecheck",
+            "05-synccheck",
+            "06-baseline-2",
+            "07-baseline-3",
+            "08-baseline-4"
+        ]
+    );
+    assert!(b.findings()["verdict"].is_null(), "{}", b.read("findings.json"));
+    s.assert_no_standin_left();
+}
+
+/// (g3) A sanitizer run that failed beside the others while its tool found nothing (as a
+/// target would that could not get the GPU's memory) does not count: it runs again alone, and
+/// the climb concludes from that run, not from a fault that was never there.
+#[test]
+fn a_sanitizer_that_failed_beside_the_others_runs_again_alone() {
+    let s = Scratch::for_run("beside-fail");
+    let recipe = s.write_recipe(&target_recipe(""));
+    let case = stencil_fixed_case(&s);
+    let meet = s.path("meet");
+    let out = Run::new(&s, &recipe, "clean")
+        .env("STANDIN_CASE", case.to_str().unwrap())
+        .env("STANDIN_MEET", meet.to_str().unwrap())
+        .env("STANDIN_MEET_WAIT", "2")
+        .env("STANDIN_FAIL_BESIDE", "memcheck")
+        .run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+    let dirs = b.rung_dirs();
+    assert_eq!(
+        &dirs[..6],
+        ["01-baseline", "02-memcheck", "03-initcheck", "04-racecheck", "05-synccheck", "06-memcheck-2"],
+        "{}",
+        out.both()
+    );
+    assert_eq!(b.exit_of("02-memcheck", "target"), "code 1");
+    assert_eq!(b.exit_of("06-memcheck-2", "target"), "code 0");
+    let seen = std::fs::read_to_string(meet.join("seen.log")).unwrap();
+    assert!(seen.lines().last() == Some("memcheck saw 1"), "{seen}");
+    let notes = b.read("manifest.yaml");
+    assert!(notes.contains("runs again alone before its run counts"), "{notes}");
+    assert!(notes.contains("run again alone: beside the sweep"), "{notes}");
+    // The failed run beside the others is no fault: no fault rung ran, and nothing was found.
+    assert!(b.findings()["verdict"].is_null(), "{}", b.read("findings.json"));
+    assert!(!dirs.iter().any(|d| d.contains("coredump") || d.contains("attach")), "{dirs:?}");
+    let stopped = b.manifest()["stopped"].as_str().unwrap().to_string();
+    assert!(stopped.ends_with("and the sweep (memcheck, initcheck, racecheck) found nothing"), "{stopped}");
+    s.assert_no_standin_left();
+}

@@ -67,7 +67,11 @@ impl Bundle {
             .as_sequence()
             .unwrap()
             .iter()
-            .find(|r| r["rung"].as_str() == Some(name))
+            // By its name (the first run of it), or by its folder (`02-memcheck`).
+            .find(|r| {
+                r["rung"].as_str() == Some(name)
+                    || r["dir"].as_str().is_some_and(|d| d.ends_with(&format!("/{name}")))
+            })
             .cloned()
             .unwrap_or_else(|| panic!("no rung {name} in the manifest:\n{}", self.read("manifest.yaml")))
     }

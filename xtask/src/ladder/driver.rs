@@ -8,6 +8,7 @@
 //! progress sink, spawn other than through `process`, or leave a process of the target alive.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::Result;
@@ -16,7 +17,7 @@ use super::collect::{self, Collected};
 use super::policy::{self, Facts, Next, Request, RungOutcome};
 use super::recorder;
 use super::run::{place_for, run_logged, run_logged_watched};
-use super::rung::{self, Beside, Debug, RungIo, Step, StepCx};
+use super::rung::{self, Beside, Debug, Ran, Rung, RungIo, Step, StepCx};
 use crate::bundle::inputs::{is_rung_output, last_line, scan_file};
 use crate::bundle::{self, layout, Bundle, CommandRecord, RungRecord, RungStatus};
 use crate::findings::coredump::sm_progress;
@@ -154,6 +155,8 @@ impl Climb<'_> {
             facts: Facts::default(),
             started: 0,
             collecting: collecting.ok(),
+            hidden: Vec::new(),
+            alone: Vec::new(),
         };
         let mut outcome = state.climb_all(prompter, progress);
         if let Err(e) = state.join_collect(progress) {
@@ -185,6 +188,28 @@ struct State<'c, 'a> {
     started: usize,
     /// The `collect` commands and the snapshot running in the background, until joined.
     collecting: Option<std::thread::JoinHandle<Vec<Result<Collected>>>>,
+    /// Indices in `done` of runs made beside others that do not count ([`policy::again_alone`]).
+    hidden: Vec<usize>,
+    /// The rungs to run again alone, for their record's note.
+    alone: Vec<RungId>,
+}
+
+/// A rung about to run: where it writes, what it runs, its record so far.
+struct Planned {
+    id: RungId,
+    rung: &'static dyn Rung,
+    index: usize,
+    dir: PathBuf,
+    steps: Vec<Step>,
+    record: RungRecord,
+    started: Instant,
+}
+
+/// How the prompt before a rung ended.
+enum Asked {
+    Run,
+    Skipped,
+    Stop(Stopped),
 }
 
 impl State<'_, '_> {
@@ -195,168 +220,298 @@ impl State<'_, '_> {
             if self.climb.interrupt.is_set() {
                 return Ok(Stopped::Interrupted);
             }
-            let id = match policy::next(
-                self.climb.request,
-                self.climb.plan,
-                &self.done,
-                &self.analysis,
-                self.facts,
-            ) {
+            let counted = self.counted();
+            let (req, plan) = (self.climb.request, self.climb.plan);
+            let first = match policy::next(req, plan, &counted, &self.analysis, self.facts) {
                 Next::Stop(why) => return Ok(Stopped::Done(why)),
                 Next::Run(r) => r,
             };
-            let rung = rung::get_for(id, self.climb.request.watch);
-            index += 1;
-            let what = rung.prompt(self.climb.recipe, self.climb.debug);
-            let choice = match process::while_prompting(|| prompter.before_rung(id.name(), &what)) {
-                Ok(c) => c,
-                // Ctrl-C at the prompt (a key in the terminal's raw mode): an interruption
-                // like the signal, whether or not one came too.
-                Err(e) if PromptEnd::of(&e) == Some(PromptEnd::Interrupted) => {
-                    self.climb.interrupt.trigger();
-                    return Ok(Stopped::Interrupted);
-                }
-                Err(e) => return Err(e),
+            let others = match self.side_by_side_here() {
+                true => policy::beside(req, plan, &counted, &self.analysis, self.facts, first),
+                false => Vec::new(),
             };
-            match choice {
-                Choice::Run => {}
-                Choice::Skip => {
-                    self.done.push((id, RungOutcome::Skipped));
-                    self.bundle.push_rung(RungRecord {
-                        rung: id,
-                        dir: String::new(),
-                        status: RungStatus::Skipped,
-                        duration_s: 0.0,
-                        commands: vec![],
-                        files: vec![],
-                        notes: vec!["skipped at the prompt".into()],
-                    })?;
-                    continue;
-                }
-                Choice::Stop => return Ok(Stopped::Done(format!("stopped at the prompt before {id}"))),
-            }
-            let attempt = policy::attempts(&self.done, id);
-            let dir = self.bundle.rung_dir(index, id, attempt)?;
-            let bar = progress.rung(index, total, id.name(), rung.describe());
-            let started = Instant::now();
-            let mut record = RungRecord {
-                rung: id,
-                dir: self.bundle.rel(&dir),
-                status: RungStatus::Ran,
-                duration_s: 0.0,
-                commands: vec![],
-                files: vec![],
-                notes: vec![],
-            };
-            let steps = self.climb.steps(id, dir.clone(), attempt, self.facts);
-            if attempt > 0 {
-                record.notes.push(policy::retry_note(self.climb.request, self.facts, id, attempt));
-            }
-            let result = {
-                let mut io = Io { state: self, dir: &dir, record: &mut record, bar: bar.as_ref() };
-                rung.run(&mut io, &steps)
-            };
-            record.duration_s = started.elapsed().as_secs_f64();
-            self.give_back_after(&dir, &record);
-            self.redact_reports(&dir, &mut record);
-            if self.climb.slurm.is_some() {
-                // One rank's output per file, beside the interleaved logs.
-                if let Err(e) = bundle::ranks::split(&dir) {
-                    record.notes.push(format!("{e:#}: the per-rank logs under `ranks/` are incomplete"));
+            let mut chosen = Vec::new();
+            for id in std::iter::once(first).chain(others) {
+                match self.ask(prompter, id)? {
+                    Asked::Run => chosen.push(id),
+                    Asked::Skipped => {}
+                    Asked::Stop(s) => return Ok(s),
                 }
             }
-            record.files = self.bundle.files_of(&dir);
-            let ran = match &result {
-                Ok(r) => Some(*r),
-                Err(e) => {
-                    record.status = RungStatus::Failed;
-                    record.notes.push(format!("{e:#}"));
-                    None
-                }
-            };
-            if self.climb.interrupt.is_set() {
-                record.status = RungStatus::Interrupted;
+            let mut planned = Vec::new();
+            for id in chosen {
+                index += 1;
+                planned.push(self.plan_rung(id, index)?);
             }
-            // Read what the rung's files say, then save the bundle's view of it.
-            let before = self.evidence.len();
-            for f in record.files.iter().filter(|f| is_rung_output(Path::new(&f.path))) {
-                if let Ok(ev) = scan_file(&self.bundle.root().join(&f.path)) {
-                    self.evidence.push(ev);
-                }
-            }
-            let target_exit = record.commands.iter().find(|c| c.role == Role::Target).and_then(|c| c.exit);
-            let seen = policy::Seen::of(target_exit, &self.evidence[before..]);
-            let outcome = policy::outcome(rung, ran, seen);
-            if outcome == RungOutcome::FailedWithoutCuda {
-                record.notes.push(failed_without_cuda(&dir, target_exit));
-            }
-            if let Some(li) = ran.and_then(|r| r.lineinfo) {
-                self.facts.lineinfo = Some(li);
-            }
-            if let Some(known) = ran.and_then(|r| r.static_sites) {
-                self.facts.static_sites = Some(known);
-            }
-            if rung.stands_for_baseline(false) && self.facts.armed_secs.is_none() {
-                if let Some(c) = record.commands.iter().find(|c| c.role == Role::Target) {
-                    self.facts.armed_secs = Some(c.duration_s.ceil().clamp(0.0, u32::MAX as f64) as u32);
-                }
-            }
-            // What the line says is what the files show: a device error only when they hold one
-            // (a target killed by Ctrl-C, or one that died of a signal without a CUDA error in
-            // its logs, is no device error).
-            let interrupted = record.status == RungStatus::Interrupted;
-            let shown = format!(
-                "{}{}",
-                target_exit.map(Exit::text).unwrap_or_else(|| record.status.to_string()),
-                match (seen.device_error, outcome.faulted() && !interrupted) {
-                    (true, _) => ", device error seen",
-                    (false, true) => ", faulted (no device error in its files)",
-                    (false, false) => "",
-                }
-            );
-            bar.finish(&shown);
-            for n in &record.notes {
-                progress.status(&format!("    note: {n}"));
-            }
-            let hid_before = policy::blocking_hid(self.climb.request, self.facts, &self.done);
-            self.done.push((id, outcome));
-            if !hid_before && policy::blocking_hid(self.climb.request, self.facts, &self.done) {
-                record.notes.push(
-                    "this run, without launch-blocking, faulted where the launch-blocking ones did not: the \
-                     fault is intermittent, or launch-blocking hides it (a race between the host and the \
-                     device, or between streams); a launch site needs a launch-blocking run that faults"
-                        .into(),
+            if planned.len() > 1 {
+                let names: Vec<&str> = planned.iter().map(|p| p.id.name()).collect();
+                let bar = progress.rung(
+                    planned[0].index,
+                    total,
+                    &names.join("+"),
+                    "the sweep's sanitizers side by side on the GPU (each one's start costs about a second)",
                 );
+                let ran = self.execute_beside(planned);
+                bar.finish(&format!("{} runs side by side", ran.len()));
+                for (p, result, notes) in ran {
+                    let lines = Lines { progress, id: p.id };
+                    for n in &notes {
+                        lines.note(n);
+                    }
+                    if let Some(stop) = self.finish(p, result, &lines, progress, true)? {
+                        return Ok(stop);
+                    }
+                }
+                continue;
             }
-            self.bundle.push_rung(record)?;
-            self.analysis = decide_in(&self.evidence, &self.climb.recipe.source_roots());
-            self.analysis.reproduced = Some(policy::reproduced(&self.done));
-            // The files hold no CUDA error, but the run failed: the conclusion says that, not
-            // "nothing faulted, run the sweep" beside a stop that says to fix it first.
-            if self.analysis.verdict.is_none()
-                && self.done.iter().any(|(_, o)| *o == RungOutcome::FailedWithoutCuda)
-            {
-                self.analysis.conclusion =
-                    "no verdict: the target failed without a CUDA error (the baseline's \
-                                            note quotes it): that is no GPU fault, fix it first"
-                        .to_string();
-            }
-            self.bundle.write_analysis(&self.analysis)?;
-            if let Err(e) = result {
-                if self.climb.interrupt.is_set() {
-                    return Ok(Stopped::Interrupted);
-                }
-                if crate::files::out_of_space(&e) {
-                    // Every later rung writes logs too: stop here, with what is written.
-                    return Err(e.context(format!("{id} could not write its files")));
-                }
-                if policy::error_ends_climb(id, &self.done) {
-                    // Every later rung runs the same target: if it cannot start, none can.
-                    return Err(e.context("the baseline could not run the target, so no rung can"));
-                }
-                progress.status(&format!("    {id} failed: {e:#}; going on"));
+            let Some(p) = planned.pop() else { continue };
+            let bar = progress.rung(p.index, total, p.id.name(), p.rung.describe());
+            let (p, result) = self.execute(p, bar.as_ref());
+            if let Some(stop) = self.finish(p, result, bar.as_ref(), progress, false)? {
+                return Ok(stop);
             }
         }
+    }
+
+    /// The rungs done as the policy counts them: a run that failed beside others does not
+    /// count until the same rung has run alone ([`policy::again_alone`]).
+    fn counted(&self) -> Vec<(RungId, RungOutcome)> {
+        self.done.iter().enumerate().filter(|(i, _)| !self.hidden.contains(i)).map(|(_, d)| *d).collect()
+    }
+
+    /// Whether the sweep's runs may go side by side here: on the host (a container or a job
+    /// step each is the runtime's or Slurm's to place), and never for `watch`.
+    fn side_by_side_here(&self) -> bool {
+        self.climb.containers.is_none() && self.climb.slurm.is_none() && !self.climb.request.watch
+    }
+
+    /// The prompt before rung `id`; a skip is recorded here.
+    fn ask(&mut self, prompter: &mut dyn Prompter, id: RungId) -> Result<Asked> {
+        let rung = rung::get_for(id, self.climb.request.watch);
+        let what = rung.prompt(self.climb.recipe, self.climb.debug);
+        let choice = match process::while_prompting(|| prompter.before_rung(id.name(), &what)) {
+            Ok(c) => c,
+            // Ctrl-C at the prompt (a key in the terminal's raw mode): an interruption like
+            // the signal, whether or not one came too.
+            Err(e) if PromptEnd::of(&e) == Some(PromptEnd::Interrupted) => {
+                self.climb.interrupt.trigger();
+                return Ok(Asked::Stop(Stopped::Interrupted));
+            }
+            Err(e) => return Err(e),
+        };
+        match choice {
+            Choice::Run => Ok(Asked::Run),
+            Choice::Skip => {
+                self.done.push((id, RungOutcome::Skipped));
+                self.bundle.push_rung(RungRecord {
+                    rung: id,
+                    dir: String::new(),
+                    status: RungStatus::Skipped,
+                    duration_s: 0.0,
+                    commands: vec![],
+                    files: vec![],
+                    notes: vec!["skipped at the prompt".into()],
+                })?;
+                Ok(Asked::Skipped)
+            }
+            Choice::Stop => Ok(Asked::Stop(Stopped::Done(format!("stopped at the prompt before {id}")))),
+        }
+    }
+
+    /// Rung `id`'s folder, steps and record, as the `index`-th rung of the climb.
+    fn plan_rung(&mut self, id: RungId, index: usize) -> Result<Planned> {
+        let attempt = policy::attempts(&self.done, id);
+        let dir = self.bundle.rung_dir(index, id, attempt)?;
+        let mut record = RungRecord {
+            rung: id,
+            dir: self.bundle.rel(&dir),
+            status: RungStatus::Ran,
+            duration_s: 0.0,
+            commands: vec![],
+            files: vec![],
+            notes: vec![],
+        };
+        let steps = self.climb.steps(id, dir.clone(), attempt, self.facts);
+        if let Some(k) = self.alone.iter().position(|&r| r == id) {
+            self.alone.remove(k);
+            record.notes.push(
+                "run again alone: beside the sweep's other runs its target failed while its tool found \
+                 nothing, which the shared GPU may have caused"
+                    .into(),
+            );
+        } else if attempt > 0 {
+            record.notes.push(policy::retry_note(self.climb.request, self.facts, id, attempt));
+        }
+        let rung = rung::get_for(id, self.climb.request.watch);
+        Ok(Planned { id, rung, index, dir, steps, record, started: Instant::now() })
+    }
+
+    /// Runs one planned rung, its progress on `bar`.
+    fn execute(&mut self, mut p: Planned, bar: &dyn RungBar) -> (Planned, Result<Ran>) {
+        p.started = Instant::now();
+        let view = View::of(self);
+        let result = {
+            let mut io = Io { view: &view, dir: &p.dir, record: &mut p.record, bar };
+            p.rung.run(&mut io, &p.steps)
+        };
+        let (started, found) = view.into_parts();
+        self.started = started;
+        self.bundle.note_redactions(found);
+        (p, result)
+    }
+
+    /// Runs the planned rungs at once, each on its own thread (their processes go through
+    /// `process` as every run's do), each rung's remarks kept for its record's lines.
+    fn execute_beside(&mut self, planned: Vec<Planned>) -> Vec<(Planned, Result<Ran>, Vec<String>)> {
+        let view = View::of(self);
+        let ran: Vec<(Planned, Result<Ran>, Vec<String>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = planned
+                .into_iter()
+                .map(|mut p| {
+                    let view = &view;
+                    s.spawn(move || {
+                        p.started = Instant::now();
+                        let held = Held::default();
+                        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            let mut io = Io { view, dir: &p.dir, record: &mut p.record, bar: &held };
+                            p.rung.run(&mut io, &p.steps)
+                        }))
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("{} stopped on an internal error", p.id)));
+                        (p, result, held.notes.into_inner())
+                    })
+                })
+                .collect();
+            // Each thread catches its rung's panic, so every join returns its rung.
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+        let (started, found) = view.into_parts();
+        self.started = started;
+        self.bundle.note_redactions(found);
+        ran
+    }
+
+    /// What a rung's run left: its record completed and saved, its files read into the
+    /// evidence, the outcome the policy sees, and the analysis written; `Some` when the climb
+    /// must stop. A rung run `beside` others whose run does not count alone
+    /// ([`policy::again_alone`]) runs again, alone.
+    fn finish(
+        &mut self,
+        p: Planned,
+        result: Result<Ran>,
+        bar: &dyn RungBar,
+        progress: &dyn Progress,
+        beside: bool,
+    ) -> Result<Option<Stopped>> {
+        let Planned { id, rung, dir, mut record, started, .. } = p;
+        record.duration_s = started.elapsed().as_secs_f64();
+        self.give_back_after(&dir, &record);
+        self.redact_reports(&dir, &mut record);
+        if self.climb.slurm.is_some() {
+            // One rank's output per file, beside the interleaved logs.
+            if let Err(e) = bundle::ranks::split(&dir) {
+                record.notes.push(format!("{e:#}: the per-rank logs under `ranks/` are incomplete"));
+            }
+        }
+        record.files = self.bundle.files_of(&dir);
+        let ran = match &result {
+            Ok(r) => Some(*r),
+            Err(e) => {
+                record.status = RungStatus::Failed;
+                record.notes.push(format!("{e:#}"));
+                None
+            }
+        };
+        if self.climb.interrupt.is_set() {
+            record.status = RungStatus::Interrupted;
+        }
+        // Read what the rung's files say, then save the bundle's view of it.
+        let before = self.evidence.len();
+        for f in record.files.iter().filter(|f| is_rung_output(Path::new(&f.path))) {
+            if let Ok(ev) = scan_file(&self.bundle.root().join(&f.path)) {
+                self.evidence.push(ev);
+            }
+        }
+        let target_exit = record.commands.iter().find(|c| c.role == Role::Target).and_then(|c| c.exit);
+        let seen = policy::Seen::of(target_exit, &self.evidence[before..]);
+        let outcome = policy::outcome(rung, ran, seen);
+        if outcome == RungOutcome::FailedWithoutCuda {
+            record.notes.push(failed_without_cuda(&dir, target_exit));
+        }
+        if let Some(li) = ran.and_then(|r| r.lineinfo) {
+            self.facts.lineinfo = Some(li);
+        }
+        if let Some(known) = ran.and_then(|r| r.static_sites) {
+            self.facts.static_sites = Some(known);
+        }
+        if rung.stands_for_baseline(false) && self.facts.armed_secs.is_none() {
+            if let Some(c) = record.commands.iter().find(|c| c.role == Role::Target) {
+                self.facts.armed_secs = Some(c.duration_s.ceil().clamp(0.0, u32::MAX as f64) as u32);
+            }
+        }
+        let interrupted = record.status == RungStatus::Interrupted;
+        if beside && !interrupted && policy::again_alone(outcome, seen.device_error) {
+            self.hidden.push(self.done.len());
+            self.alone.push(id);
+            record.notes.push(
+                "its target failed beside the sweep's other runs while its tool found nothing: it runs \
+                 again alone before its run counts"
+                    .into(),
+            );
+        }
+        // What the line says is what the files show: a device error only when they hold one
+        // (a target killed by Ctrl-C, or one that died of a signal without a CUDA error in
+        // its logs, is no device error).
+        let shown = format!(
+            "{}{}",
+            target_exit.map(Exit::text).unwrap_or_else(|| record.status.to_string()),
+            match (seen.device_error, outcome.faulted() && !interrupted) {
+                (true, _) => ", device error seen",
+                (false, true) => ", faulted (no device error in its files)",
+                (false, false) => "",
+            }
+        );
+        bar.finish(&shown);
+        for n in &record.notes {
+            progress.status(&format!("    note: {n}"));
+        }
+        let hid_before = policy::blocking_hid(self.climb.request, self.facts, &self.done);
+        self.done.push((id, outcome));
+        if !hid_before && policy::blocking_hid(self.climb.request, self.facts, &self.done) {
+            record.notes.push(
+                "this run, without launch-blocking, faulted where the launch-blocking ones did not: the \
+                 fault is intermittent, or launch-blocking hides it (a race between the host and the \
+                 device, or between streams); a launch site needs a launch-blocking run that faults"
+                    .into(),
+            );
+        }
+        self.bundle.push_rung(record)?;
+        self.analysis = decide_in(&self.evidence, &self.climb.recipe.source_roots());
+        self.analysis.reproduced = Some(policy::reproduced(&self.done));
+        // The files hold no CUDA error, but the run failed: the conclusion says that, not
+        // "nothing faulted, run the sweep" beside a stop that says to fix it first.
+        if self.analysis.verdict.is_none()
+            && self.done.iter().any(|(_, o)| *o == RungOutcome::FailedWithoutCuda)
+        {
+            self.analysis.conclusion = "no verdict: the target failed without a CUDA error (the baseline's \
+                                        note quotes it): that is no GPU fault, fix it first"
+                .to_string();
+        }
+        self.bundle.write_analysis(&self.analysis)?;
+        if let Err(e) = result {
+            if self.climb.interrupt.is_set() {
+                return Ok(Some(Stopped::Interrupted));
+            }
+            if crate::files::out_of_space(&e) {
+                // Every later rung writes logs too: stop here, with what is written.
+                return Err(e.context(format!("{id} could not write its files")));
+            }
+            if policy::error_ends_climb(id, &self.done) {
+                // Every later rung runs the same target: if it cannot start, none can.
+                return Err(e.context("the baseline could not run the target, so no rung can"));
+            }
+            progress.status(&format!("    {id} failed: {e:#}; going on"));
+        }
+        Ok(None)
     }
 
     /// Waits for the `collect` commands and the snapshot (once) and adds what they collected
@@ -374,18 +529,6 @@ impl State<'_, '_> {
             self.bundle.push_collected(c.record, note)?;
         }
         Ok(())
-    }
-
-    /// Where the next process of `step` runs: on the host, or in a new container named
-    /// after its logs (or role), as the plan names it.
-    fn place(&mut self, step: &Step) -> Place {
-        place_for(
-            self.climb.containers.as_ref(),
-            self.climb.slurm.as_ref(),
-            &mut self.started,
-            step,
-            &Place::Host,
-        )
     }
 
     /// Files a root container wrote go back to their folder's owner: a rung's folder to the
@@ -435,12 +578,91 @@ fn walk_commands(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
+/// What the rungs see of the climb while they run, shared by rungs that run side by side:
+/// what they only read, and what they add to (the containers' count, the redactions found),
+/// which goes back into the state once they end ([`View::into_parts`]).
+struct View<'v, 'a> {
+    climb: &'v Climb<'a>,
+    root: &'v Path,
+    analysis: &'v Analysis,
+    started: Mutex<usize>,
+    found: Mutex<Vec<Redaction>>,
+}
+
+impl<'v, 'a> View<'v, 'a> {
+    fn of(state: &'v State<'_, 'a>) -> View<'v, 'a> {
+        View {
+            climb: state.climb,
+            root: state.bundle.root(),
+            analysis: &state.analysis,
+            started: Mutex::new(state.started),
+            found: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The containers started so far and the redactions found.
+    fn into_parts(self) -> (usize, Vec<Redaction>) {
+        let started = self.started.into_inner().unwrap_or_else(|e| e.into_inner());
+        (started, self.found.into_inner().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn note_redactions(&self, found: Vec<Redaction>) {
+        self.found.lock().unwrap_or_else(|e| e.into_inner()).extend(found);
+    }
+
+    /// Where the next process of `step` runs: on the host, or in a new container named
+    /// after its logs (or role), as the plan names it.
+    fn place(&self, step: &Step) -> Place {
+        let mut started = self.started.lock().unwrap_or_else(|e| e.into_inner());
+        place_for(self.climb.containers.as_ref(), self.climb.slurm.as_ref(), &mut started, step, &Place::Host)
+    }
+}
+
 /// A rung's view of the climb while it runs.
-struct Io<'s, 'c, 'a> {
-    state: &'s mut State<'c, 'a>,
+struct Io<'s, 'v, 'a> {
+    view: &'s View<'v, 'a>,
     dir: &'s Path,
     record: &'s mut RungRecord,
     bar: &'s dyn RungBar,
+}
+
+/// The bar of a rung that runs beside others: the one bar of them all shows their progress,
+/// so each one's remarks are held for the lines that follow it ([`Lines`]).
+#[derive(Default)]
+struct Held {
+    notes: std::cell::RefCell<Vec<String>>,
+}
+
+impl RungBar for Held {
+    fn line(&self, _line: &str) {}
+
+    fn sm(&self, _k: u32, _n: u32) {}
+
+    fn note(&self, text: &str) {
+        self.notes.borrow_mut().push(text.to_string());
+    }
+
+    fn finish(&self, _outcome: &str) {}
+}
+
+/// A rung that ran beside others, told in status lines after their one bar ended.
+struct Lines<'p> {
+    progress: &'p dyn Progress,
+    id: RungId,
+}
+
+impl RungBar for Lines<'_> {
+    fn line(&self, _line: &str) {}
+
+    fn sm(&self, _k: u32, _n: u32) {}
+
+    fn note(&self, text: &str) {
+        self.progress.status(&format!("    {}: {text}", self.id));
+    }
+
+    fn finish(&self, outcome: &str) {
+        self.progress.status(&format!("    {}: {outcome}", self.id));
+    }
 }
 
 /// The lines of the target and the build go to the progress (the coredump's `SM k/N` as a
@@ -469,18 +691,18 @@ impl Io<'_, '_, '_> {
     ) -> Result<Exit> {
         let mut found = Vec::new();
         let (rec, result) = run_logged_watched(
-            self.state.bundle.root(),
+            self.view.root,
             step.role,
             &step.inv,
             place,
             layout::logs(self.dir, &step.stem),
             Some(self.dir),
             &mut found,
-            &self.state.climb.interrupt,
+            &self.view.climb.interrupt,
             on_line,
             on_tick,
         )?;
-        self.state.bundle.note_redactions(found);
+        self.view.note_redactions(found);
         if crate::ui::verbosity() == crate::ui::Verbosity::Verbose {
             let exit = rec.exit.map(Exit::text).unwrap_or_else(|| "not started".into());
             self.bar.note(&format!("$ {} ({exit}, {:.1} s)", rec.command, rec.duration_s));
@@ -513,12 +735,12 @@ impl Io<'_, '_, '_> {
         mut watch: Option<&mut OnLine<'_>>,
         mut tick: Option<&mut OnTick<'_>>,
     ) -> Result<Exit> {
-        let place = self.state.place(step);
+        let place = self.view.place(step);
         let beside = std::cell::RefCell::new(Side {
-            root: self.state.bundle.root().to_path_buf(),
+            root: self.view.root.to_path_buf(),
             dir: self.dir.to_path_buf(),
             place: place.beside(),
-            interrupt: self.state.climb.interrupt.clone(),
+            interrupt: self.view.climb.interrupt.clone(),
             bar: self.bar,
             records: Vec::new(),
             found: Vec::new(),
@@ -547,14 +769,14 @@ impl Io<'_, '_, '_> {
         let beside = beside.into_inner();
         self.record.commands.extend(beside.records);
         self.record.notes.extend(beside.notes);
-        self.state.bundle.note_redactions(beside.found);
+        self.view.note_redactions(beside.found);
         result
     }
 }
 
 impl RungIo for Io<'_, '_, '_> {
     fn recipe(&self) -> &Resolved {
-        self.state.climb.recipe
+        self.view.climb.recipe
     }
 
     fn dir(&self) -> &Path {
@@ -566,26 +788,26 @@ impl RungIo for Io<'_, '_, '_> {
     }
 
     fn gpus(&self) -> usize {
-        self.state.climb.gpus
+        self.view.climb.gpus
     }
 
     fn interrupted(&self) -> bool {
-        self.state.climb.interrupt.is_set()
+        self.view.climb.interrupt.is_set()
     }
 
     /// Only the default climb scopes a sanitizer to the suspect, and only while its verdict
     /// lacks a part: `--full` and `--rungs` ask for the rung as such, and a sanitizer after a
     /// complete verdict looks for another bug (`policy::confirm`), so every kernel is checked.
     fn suspect(&self) -> Option<String> {
-        let req = self.state.climb.request;
-        if req.runs_every_planned_rung() || policy::complete(&self.state.analysis) {
+        let req = self.view.climb.request;
+        if req.runs_every_planned_rung() || policy::complete(self.view.analysis) {
             return None;
         }
-        crate::findings::verdict::kernel_filter(&self.state.analysis)
+        crate::findings::verdict::kernel_filter(self.view.analysis)
     }
 
     fn exec(&mut self, step: &Step) -> Result<Exit> {
-        let place = self.state.place(step);
+        let place = self.view.place(step);
         let bar = self.bar;
         let shows = shows_lines(step.role);
         let echo = step.role == Role::Target;

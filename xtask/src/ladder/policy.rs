@@ -243,6 +243,49 @@ pub struct Facts {
 /// tests/fixtures/h200/kinds-pc/two_bugs_softmax_scatter). Past it the verdict says how.
 pub const CONFIRM_UNDER_S: u32 = 30;
 
+/// An armed run at most this long, and the sweep's runs go side by side on the GPU
+/// ([`beside`]): each sanitizer's start costs 0.5-1.2 s whatever the program does (measured on
+/// the H200, docs/benchmarks.md "Scoped and bounded racecheck"), so on a short program four
+/// in a row cost three times what memcheck and initcheck did. A longer program is also
+/// likelier to need the GPU's memory to itself, and its starts matter less.
+pub const SIDE_BY_SIDE_UNDER_S: u32 = 30;
+
+/// The rungs that run beside `first`, which [`next`] chose: when nothing faulted and the climb
+/// sweeps (`first` is the sweep's), every other sweep rung not yet run, if the armed run was
+/// short ([`SIDE_BY_SIDE_UNDER_S`]); otherwise none. Each sweep rung checks on its own, so
+/// running them together changes what each finds only through the GPU's memory and time,
+/// which a run that failed beside the others rules out by running again alone
+/// ([`again_alone`]). `--full`, `--rungs` and `watch` keep their one-at-a-time order.
+pub fn beside(
+    req: &Request,
+    plan: &[RungId],
+    done: &[(RungId, RungOutcome)],
+    analysis: &Analysis,
+    facts: Facts,
+    first: RungId,
+) -> Vec<RungId> {
+    let short = facts.armed_secs.is_some_and(|s| s <= SIDE_BY_SIDE_UNDER_S);
+    let nothing_found = analysis.verdict.is_none()
+        && hazard_found(analysis).is_none()
+        && !done.iter().any(|(_, o)| o.faulted() || *o == RungOutcome::Hung);
+    if req.watch || req.runs_every_planned_rung() || !short || !nothing_found || !rung::get(first).in_sweep()
+    {
+        return Vec::new();
+    }
+    sweep().filter(|&r| r != first && plan.contains(&r) && attempts(done, r) == 0).collect()
+}
+
+/// Whether a rung that ran beside others must run again alone before its outcome counts: it
+/// could not run to its end, or its target failed (or faulted) while its tool found nothing
+/// (`device_error` false): the GPU's memory or time, shared with the others, may be why.
+pub fn again_alone(outcome: RungOutcome, device_error: bool) -> bool {
+    match outcome {
+        RungOutcome::Failed | RungOutcome::FailedWithoutCuda | RungOutcome::TimedOut => true,
+        RungOutcome::Ran { faulted, .. } => faulted && !device_error,
+        RungOutcome::Skipped | RungOutcome::Hung => false,
+    }
+}
+
 /// The next step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Next {
@@ -355,11 +398,9 @@ pub fn next(
         if let Some(r) = sweep().find(|r| pending.contains(r)) {
             return Next::Run(r);
         }
-        let swept: Vec<&str> = done
-            .iter()
-            .filter(|(r, s)| rung::get(*r).in_sweep() && s.yielded())
-            .map(|(r, _)| r.name())
-            .collect();
+        // In the sweep's order, whichever order they ended in (side by side, or one run again).
+        let swept: Vec<&str> =
+            sweep().filter(|r| done.iter().any(|(d, s)| d == r && s.yielded())).map(RungId::name).collect();
         let runs = attempts(done, RungId::Baseline);
         let armed = match runs {
             0 | 1 => "the target ran without a CUDA error".to_string(),
@@ -909,6 +950,49 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// After a short clean armed run the sweep's rungs go side by side; after a long one, a
+    /// fault, `--full` or `--rungs`, and for rungs outside the sweep, one at a time.
+    #[test]
+    fn the_sweep_goes_side_by_side_only_after_a_short_clean_run() {
+        use RungId::*;
+        let req = Request { has_build: true, ..Request::default() };
+        let p = plan(&req);
+        let short = Facts { armed_secs: Some(SIDE_BY_SIDE_UNDER_S), ..Facts::default() };
+        let long = Facts { armed_secs: Some(SIDE_BY_SIDE_UNDER_S + 1), ..Facts::default() };
+        let clean = vec![(Baseline, ran(false))];
+        assert_eq!(next(&req, &p, &clean, &empty(), short), Next::Run(Memcheck));
+        assert_eq!(beside(&req, &p, &clean, &empty(), short, Memcheck), [Initcheck, Racecheck, Synccheck]);
+        assert_eq!(beside(&req, &p, &clean, &empty(), long, Memcheck), []);
+        assert_eq!(beside(&req, &p, &clean, &empty(), Facts::default(), Memcheck), []);
+        // One already ran (run again alone, or skipped): the others only.
+        let some = vec![(Baseline, ran(false)), (Memcheck, ran(false))];
+        assert_eq!(beside(&req, &p, &some, &empty(), short, Initcheck), [Racecheck, Synccheck]);
+        // A fault: the fault rungs, one at a time.
+        let faulted = vec![(Baseline, ran(true))];
+        assert_eq!(beside(&req, &p, &faulted, &empty(), short, Memcheck), []);
+        assert_eq!(beside(&req, &p, &clean, &empty(), short, Coredump), []);
+        for req in [
+            Request { full: true, ..req.clone() },
+            Request { rungs: Some(vec![Memcheck, Racecheck]), ..req.clone() },
+            Request { watch: true, ..req.clone() },
+        ] {
+            assert_eq!(beside(&req, &plan(&req), &clean, &empty(), short, Memcheck), [], "{req:?}");
+        }
+    }
+
+    /// A run beside others counts unless it failed while its tool found nothing.
+    #[test]
+    fn a_run_beside_others_runs_again_alone_only_when_it_failed_unexplained() {
+        let faulted = RungOutcome::Ran { faulted: true, yielded: true };
+        assert!(again_alone(faulted, false));
+        assert!(!again_alone(faulted, true));
+        assert!(!again_alone(ran(false), false));
+        for o in [RungOutcome::Failed, RungOutcome::FailedWithoutCuda, RungOutcome::TimedOut] {
+            assert!(again_alone(o, false), "{o:?}");
+        }
+        assert!(!again_alone(RungOutcome::Skipped, false));
     }
 
     #[test]
