@@ -4,6 +4,9 @@
 //! sink and its interrupt handle as values, so that a test climbs in-process with a scripted
 //! prompter and stand-in tools.
 //!
+//! Rungs the policy names to run side by side (the sweep, [`policy::beside`]) run on threads
+//! of their own, sharing a read-only view of the climb; each keeps its own folder and record.
+//!
 //! Must not: parse tool output itself (that is `findings`), print other than through the
 //! progress sink, spawn other than through `process`, or leave a process of the target alive.
 
@@ -203,6 +206,8 @@ struct Planned {
     steps: Vec<Step>,
     record: RungRecord,
     started: Instant,
+    /// When its run ended (a rung beside others ends before its record is completed).
+    ended: Option<Instant>,
 }
 
 /// How the prompt before a rung ended.
@@ -343,7 +348,7 @@ impl State<'_, '_> {
             record.notes.push(policy::retry_note(self.climb.request, self.facts, id, attempt));
         }
         let rung = rung::get_for(id, self.climb.request.watch);
-        Ok(Planned { id, rung, index, dir, steps, record, started: Instant::now() })
+        Ok(Planned { id, rung, index, dir, steps, record, started: Instant::now(), ended: None })
     }
 
     /// Runs one planned rung, its progress on `bar`.
@@ -377,6 +382,7 @@ impl State<'_, '_> {
                             p.rung.run(&mut io, &p.steps)
                         }))
                         .unwrap_or_else(|_| Err(anyhow::anyhow!("{} stopped on an internal error", p.id)));
+                        p.ended = Some(Instant::now());
                         (p, result, held.notes.into_inner())
                     })
                 })
@@ -402,8 +408,8 @@ impl State<'_, '_> {
         progress: &dyn Progress,
         beside: bool,
     ) -> Result<Option<Stopped>> {
-        let Planned { id, rung, dir, mut record, started, .. } = p;
-        record.duration_s = started.elapsed().as_secs_f64();
+        let Planned { id, rung, dir, mut record, started, ended, .. } = p;
+        record.duration_s = ended.unwrap_or_else(Instant::now).duration_since(started).as_secs_f64();
         self.give_back_after(&dir, &record);
         self.redact_reports(&dir, &mut record);
         if self.climb.slurm.is_some() {
