@@ -230,3 +230,92 @@ fn the_ladder_runs_through_srun_on_both_nodes_and_attaches_on_the_faulting_ranks
     assert_eq!(ours, 0, "steps left: {}", text(&steps));
     s.assert_no_standin_left();
 }
+
+/// The job scripts of docs/slurm.md (each ```bash block with `#SBATCH` lines), submitted with
+/// `sbatch --wait` as written but for four changes the test makes and checks it made: `/shared`
+/// is a scratch folder (with the work dir, vLLM's source folder and the model folder the
+/// scripts name), `debug-ima` is this build (a link of that name on PATH) with `--dry-run`
+/// added, and the `--gpus-per-node` line is left out (CI's cluster has no GPUs). Each job's
+/// plan must show the srun commands of its allocation: two nodes, its job id, pyxis's image
+/// where the script gives one.
+#[test]
+fn the_job_scripts_of_the_slurm_docs_run_as_written() {
+    let Some(_) = cluster() else { return };
+    let doc = std::fs::read_to_string(support::root().join("docs/slurm.md")).unwrap();
+    let mut scripts = Vec::new();
+    let mut block: Option<String> = None;
+    for line in doc.lines() {
+        match (&mut block, line.trim_start()) {
+            (None, "```bash") => block = Some(String::new()),
+            (Some(b), "```") => {
+                if b.contains("#SBATCH") {
+                    scripts.push(b.clone());
+                }
+                block = None;
+            }
+            (Some(b), _) => {
+                b.push_str(line);
+                b.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    assert_eq!(scripts.len(), 2, "docs/slurm.md's job scripts: {scripts:#?}");
+    let s = Scratch::for_run("slurm-docs");
+    let shared = s.path("docs-shared");
+    for d in ["work", "src/vllm", "models/my-model"] {
+        std::fs::create_dir_all(shared.join(d)).unwrap();
+    }
+    std::fs::write(shared.join("work/repro.py"), "\n").unwrap();
+    let bin = s.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_xtask"), bin.join("debug-ima")).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    for (i, script) in scripts.iter().enumerate() {
+        let name = format!("debug-ima-docs-{i}");
+        let gpus = script.lines().filter(|l| l.starts_with("#SBATCH --gpus-per-node")).count();
+        assert_eq!(gpus, 1, "{script}");
+        let calls = script.matches("\ndebug-ima ").count();
+        assert_eq!(calls, 1, "{script}");
+        let changed: String = script
+            .lines()
+            .filter(|l| !l.starts_with("#SBATCH --gpus-per-node"))
+            .map(|l| match l.strip_prefix("debug-ima ") {
+                Some(rest) => format!("debug-ima --dry-run {rest}\n"),
+                None => format!("{l}\n"),
+            })
+            .collect::<String>()
+            .replace("/shared", &shared.display().to_string());
+        let file = s.path(&format!("job-{i}.sh"));
+        std::fs::write(&file, &changed).unwrap();
+        let out = s.path(&format!("job-{i}.out"));
+        let sb = Command::new("sbatch")
+            .args(["--wait", "-J", &name, "-o"])
+            .arg(&out)
+            .arg(&file)
+            .env("PATH", &path)
+            .env("HOME", s.path("home"))
+            .output()
+            .unwrap();
+        let printed = std::fs::read_to_string(&out).unwrap_or_default();
+        assert!(sb.status.success(), "job {i} failed: {}\n{printed}\n{changed}", text(&sb));
+        let job = String::from_utf8_lossy(&sb.stdout)
+            .split_whitespace()
+            .last()
+            .map(str::to_string)
+            .unwrap_or_default();
+        assert!(!job.is_empty() && job.bytes().all(|b| b.is_ascii_digit()), "{}", text(&sb));
+        for want in
+            ["srun --label --kill-on-bad-exit=", "--ntasks=2 --nodes=2", &format!("--jobid={job} --overlap")]
+        {
+            assert!(printed.contains(want), "job {i}: missing `{want}` in:\n{printed}");
+        }
+        assert_eq!(
+            printed.contains("--container-image=nvcr.io/nvidia/vllm:25.09-py3"),
+            script.contains("--image")
+        );
+        assert!(!printed.contains("/shared/"), "{printed}");
+        assert_queue_empty(&name);
+    }
+    assert!(!shared.join("work/bundles").exists(), "a dry run writes no bundle");
+}
