@@ -109,6 +109,7 @@ fn climb<'a>(r: &'a Resolved, req: &'a Request, plan: &'a [RungId]) -> Climb<'a>
         path: None,
         containers: None,
         slurm: None,
+        ssh: None,
         interrupt: Interrupt::manual(),
     }
 }

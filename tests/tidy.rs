@@ -90,7 +90,6 @@ const SIZE_ALLOWED: &[(&str, &str)] = &[
     ("xtask/src/findings/render.rs::render_text", "the text report written section by section into one string; not yet split into a helper per section (issue 27)"),
     ("xtask/src/findings/verdict.rs::decide_in", "the verdict's merge of every input, step by step over shared findings; verdict.rs is being changed beside this work, so it is not decomposed here (issue 27)"),
     ("xtask/src/findings/verdict.rs::hang_verdict", "the hang verdict from the first GPU dump, built field by field; left for the same reason as decide_in (issue 27)"),
-    ("xtask/src/ladder/driver.rs::climb_all", "the climb's loop (policy, prompt, rung, outcome), each step reading and updating the climb's state; not yet split into named steps (issue 27)"),
 ];
 
 /// Bundle file names: a literal containing one of them is spelt only in `bundle/layout.rs`.

@@ -25,6 +25,7 @@ use crate::launch::container::{self, Containers};
 use crate::launch::container_record;
 use crate::launch::images;
 use crate::launch::slurm::{self, Pyxis, Slurm};
+use crate::launch::ssh::{self, Ssh};
 use crate::model::{Launcher, PromptEnd, RungId, Runtime, Usage};
 use crate::process::{while_prompting, Interrupt};
 use crate::recipe::{self, ContainerConfig, Resolved};
@@ -93,6 +94,10 @@ pub struct Args {
     /// `--container` through pyxis (docs/slurm.md).
     #[arg(long, value_enum, value_name = "LAUNCHER")]
     pub launcher: Option<Launcher>,
+    /// The hosts of `--launcher ssh`, one rank each, rank 0 first: `node1,node2:2222,user@node3`
+    /// (implies `--launcher ssh`; `DEBUG_IMA_SSH_COMMAND` replaces `ssh`, e.g. `ssh -F FILE`).
+    #[arg(long, value_name = "HOSTS")]
+    pub hosts: Option<String>,
 }
 
 /// The container every rung runs in, from the command line and the recipe: `None` on the
@@ -139,6 +144,25 @@ fn containers_for(
         mounts.push(bundles.to_path_buf());
         Containers::new(*runtime, image, &mounts, *gpus, name, pid, workdir)
     })
+}
+
+/// The hosts of `--launcher ssh` (`--hosts`), `None` for another launcher; hosts without the
+/// ssh launcher, or the ssh launcher without hosts, is a usage error that says which flag.
+fn ssh_for(launcher: Launcher, args: &Args) -> Result<Option<Ssh>> {
+    match (launcher, &args.hosts) {
+        (Launcher::Ssh, Some(list)) => {
+            let command = std::env::var(ssh::SSH_COMMAND).ok();
+            Ssh::parse(list, command.as_deref()).map(Some).map_err(Usage::error)
+        }
+        (Launcher::Ssh, None) => Err(Usage::error(
+            "`--launcher ssh` needs `--hosts HOST,HOST,...`: one rank per host, rank 0 first (docs/ssh.md)",
+        )),
+        (other, Some(_)) => Err(Usage::error(format!(
+            "`--hosts` is for `--launcher ssh`, and the launcher is `{}`: drop one of them",
+            other.name()
+        ))),
+        (_, None) => Ok(None),
+    }
 }
 
 /// The Slurm allocation the target's runs go into, for `--launcher slurm`: `None` on the host.
@@ -197,6 +221,8 @@ struct Config {
     req: Request,
     plan: Vec<RungId>,
     launcher: Launcher,
+    /// The hosts of `--launcher ssh`.
+    ssh: Option<Ssh>,
     choice: Option<(Runtime, String, bool)>,
     debug: Debug,
     bundle_root: PathBuf,
@@ -224,12 +250,20 @@ impl Config {
             env,
             &serde_json::to_value(&resolved).unwrap_or_default(),
         ));
-        let launcher = args.launcher.or(resolved.launch).unwrap_or_default();
-        let slurm_env = Slurm::from_env(&|k| std::env::var(k).ok(), "").ok();
+        let launcher = args
+            .launcher
+            .or(args.hosts.as_ref().map(|_| Launcher::Ssh))
+            .or(resolved.launch)
+            .unwrap_or_default();
+        let ssh = ssh_for(launcher, args)?;
+        let ranks = match &ssh {
+            Some(s) => Some(s.hosts.len() as u32),
+            None => Slurm::from_env(&|k| std::env::var(k).ok(), "").ok().and_then(|s| s.ntasks),
+        };
         let blocking_unsafe = rung::armed::blocking_unsafe(
             &resolved,
-            slurm_env.as_ref().and_then(|s| s.ntasks),
-            launcher == Launcher::Slurm,
+            ranks,
+            launcher,
             std::env::var("WORLD_SIZE").ok().as_deref(),
         );
         let req = Request {
@@ -264,6 +298,7 @@ impl Config {
             req,
             plan,
             launcher,
+            ssh,
             choice,
             debug,
             bundle_root: args.bundle_dir.clone().unwrap_or_else(|| PathBuf::from(layout::DEFAULT_ROOT)),
@@ -337,6 +372,7 @@ impl Config {
             path: self.path.clone().filter(|_| containers.is_none()),
             containers,
             slurm,
+            ssh: self.ssh.clone(),
             interrupt,
         })
     }
@@ -458,6 +494,10 @@ fn say_where(climb: &Climb, bundle: &mut Bundle) -> Result<()> {
             record.image_id.as_deref().unwrap_or("(id unknown)")
         ));
         bundle.set_container(record)?;
+    }
+    if let Some(s) = &climb.ssh {
+        let hosts: Vec<&str> = s.hosts.iter().map(|h| h.spec.as_str()).collect();
+        ui::status(&format!("ssh: one rank on each of {}", ui::safe(&hosts.join(", "), true)));
     }
     if let Some(s) = &climb.slurm {
         ui::status(&format!(

@@ -23,6 +23,7 @@ pub const GUIDES: &[&str] = &[
     "docs/watch.md",
     "docs/containers.md",
     "docs/slurm.md",
+    "docs/ssh.md",
     "docs/security.md",
 ];
 

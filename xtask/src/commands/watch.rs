@@ -132,6 +132,7 @@ pub fn run(args: WatchArgs) -> Result<Outcome> {
         path: None,
         containers: None,
         slurm: None,
+        ssh: None,
         interrupt: interrupt.clone(),
     };
     let climbed = climb.run(bundle, &mut ui::NonInteractive, &ui::Echo);

@@ -28,6 +28,7 @@ use crate::findings::verdict::{decide, decide_in, Analysis};
 use crate::findings::Evidence;
 use crate::launch::container::Containers;
 use crate::launch::slurm::Slurm;
+use crate::launch::ssh::Ssh;
 use crate::launch::{self, Place};
 use crate::model::{Exit, PromptEnd, Role, RungId};
 use crate::process::{self, Control, Interrupt, Running, Stream};
@@ -55,6 +56,8 @@ pub struct Climb<'a> {
     pub containers: Option<Containers>,
     /// The Slurm allocation the target's runs go into as job steps (`--launcher slurm`).
     pub slurm: Option<Slurm>,
+    /// The hosts the target's runs go to, one rank each (`--launcher ssh`).
+    pub ssh: Option<Ssh>,
     pub interrupt: Interrupt,
 }
 
@@ -117,6 +120,12 @@ impl Climb<'_> {
             }
         }
         steps
+    }
+
+    /// Whether the target's runs go through a launcher of ranks (Slurm, ssh), whose output is
+    /// labelled by rank.
+    pub fn ranked(&self) -> bool {
+        self.slurm.is_some() || self.ssh.is_some()
     }
 
     /// Whether the target's runs load the launch recorder: a Python target on the host or
@@ -287,7 +296,7 @@ impl State<'_, '_> {
     /// Whether the sweep's runs may go side by side here: on the host (a container or a job
     /// step each is the runtime's or Slurm's to place), and never for `watch`.
     fn side_by_side_here(&self) -> bool {
-        self.climb.containers.is_none() && self.climb.slurm.is_none() && !self.climb.request.watch
+        self.climb.containers.is_none() && !self.climb.ranked() && !self.climb.request.watch
     }
 
     /// The prompt before rung `id`; a skip is recorded here.
@@ -412,7 +421,7 @@ impl State<'_, '_> {
         record.duration_s = ended.unwrap_or_else(Instant::now).duration_since(started).as_secs_f64();
         self.give_back_after(&dir, &record);
         self.redact_reports(&dir, &mut record);
-        if self.climb.slurm.is_some() {
+        if self.climb.ranked() {
             // One rank's output per file, beside the interleaved logs.
             if let Err(e) = bundle::ranks::split(&dir) {
                 record.notes.push(format!("{e:#}: the per-rank logs under `ranks/` are incomplete"));
@@ -620,7 +629,8 @@ impl<'v, 'a> View<'v, 'a> {
     /// after its logs (or role), as the plan names it.
     fn place(&self, step: &Step) -> Place {
         let mut started = self.started.lock().unwrap_or_else(|e| e.into_inner());
-        place_for(self.climb.containers.as_ref(), self.climb.slurm.as_ref(), &mut started, step, &Place::Host)
+        let c = self.climb;
+        place_for(c.containers.as_ref(), c.slurm.as_ref(), c.ssh.as_ref(), &mut started, step, &Place::Host)
     }
 }
 

@@ -47,6 +47,15 @@ pub fn render(climb: &Climb, bundle: &Path) -> String {
             sl.job_id
         ));
     }
+    if let Some(sh) = &climb.ssh {
+        s.push_str(&format!(
+            "launcher: ssh, {} host(s) ({}): each target run is one rank a host (ssh, output labelled by rank, \
+             RANK/WORLD_SIZE/LOCAL_RANK and the rung's variables on the remote command line); cuda-gdb attaches \
+             on the waiting rank's host (ssh); the other tools run here, on the shared filesystem\n",
+            sh.hosts.len(),
+            sh.hosts.iter().map(|h| h.spec.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+    }
     s.push_str("\ncollect (once, in the background beside the climb; a failure is noted, not fatal):\n");
     for job in collect::jobs(r, containers) {
         let inv = job.place.wrap(&job.inv);
@@ -108,7 +117,8 @@ pub fn steps(climb: &Climb, bundle: &Path) -> Vec<Planned> {
             }
             // Named as the first dump's (or the only attach's) would be.
             step.stem = step.stem.replace("{n}", "1");
-            let place = place_for(containers, climb.slurm.as_ref(), &mut started, &step, &target);
+            let place =
+                place_for(containers, climb.slurm.as_ref(), climb.ssh.as_ref(), &mut started, &step, &target);
             if step.role == Role::Target {
                 target = place.clone();
             }

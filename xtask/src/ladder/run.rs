@@ -12,6 +12,7 @@ use super::rung::{At, Step};
 use crate::bundle::{self, layout, CommandRecord};
 use crate::launch::container::Containers;
 use crate::launch::slurm::Slurm;
+use crate::launch::ssh::Ssh;
 use crate::launch::Place;
 use crate::model::{Invocation, Role};
 use crate::process::{self, Control, Interrupt, Spec, Stream};
@@ -23,10 +24,13 @@ use crate::redact::Redaction;
 /// that place, and what runs beside it runs on the waiting task's node; with an image through
 /// pyxis, the build is a step of one task on every node, in the image (what it installs must
 /// be in the container the target then runs in); the other steps (a build without pyxis,
-/// cuda-gdb on a dump, cuobjdump) stay where the bundle is (a shared filesystem).
+/// cuda-gdb on a dump, cuobjdump) stay where the bundle is (a shared filesystem). Through
+/// ssh, the target's run is one rank on every host, and what runs beside it runs on the
+/// waiting rank's host; every other step stays here, as under Slurm.
 pub fn place_for(
     containers: Option<&Containers>,
     slurm: Option<&Slurm>,
+    ssh: Option<&Ssh>,
     started: &mut usize,
     step: &Step,
     target: &Place,
@@ -52,7 +56,14 @@ pub fn place_for(
             }
             Place::Slurm(s.clone(), s.step_name(*started, what), access, Box::new(inner))
         }
-        _ => inner,
+        (Some(_), _) => inner,
+        (None, _) => match (ssh, step.at) {
+            (Some(_), At::BesideTarget) => target.beside(),
+            (Some(s), At::New(access)) if step.role == Role::Target => {
+                Place::Ssh(s.clone(), access, Box::new(inner))
+            }
+            _ => inner,
+        },
     }
 }
 
@@ -152,7 +163,10 @@ mod tests {
         let step = |role| Step::new(role, Invocation::new(vec!["pip".into(), "install".into()]), "build");
         let mut started = 0;
         let place = |s: &Slurm, started: &mut usize, role| {
-            place_for(None, Some(s), started, &step(role), &Place::Host).wrap(&step(role).inv).argv.join(" ")
+            place_for(None, Some(s), None, started, &step(role), &Place::Host)
+                .wrap(&step(role).inv)
+                .argv
+                .join(" ")
         };
         assert_eq!(place(&s, &mut started, Role::Build), "pip install", "no pyxis: on the batch host");
         s.pyxis = Some(Pyxis { image: "img".into(), mounts: vec![], workdir: "/w".into() });

@@ -1,12 +1,17 @@
 //! Where a process runs: on the host, in a new container of the run, or inside the running
 //! container of another process (cuda-gdb beside the attach rung's target); and, through
-//! Slurm, any of these as a job step of the allocation or on one node of a running step.
+//! Slurm, any of these as a job step of the allocation or on one node of a running step;
+//! through ssh, as one rank on every host of a list or on one host. A place is a chain (a
+//! launcher of ranks around a container around the host), each launcher one value of its own
+//! file (`slurm`, `ssh`), the ranks' labels read by `labels` for both.
 //!
 //! Must not: decide what runs (the ladder) or write the bundle.
 
 pub mod container;
 pub mod images;
+pub mod labels;
 pub mod slurm;
+pub mod ssh;
 
 use std::path::Path;
 use std::time::Duration;
@@ -16,6 +21,7 @@ use crate::model::{Invocation, Runtime};
 use crate::process::short::{self, Output};
 use container::{Access, Containers, RuntimeArgv};
 use slurm::Slurm;
+use ssh::Ssh;
 
 /// How long removing a container, giving its files back or asking the runtime about an
 /// image may take.
@@ -38,6 +44,11 @@ pub enum Place {
     /// On one node (`srun --overlap -w NODE`) of the running step named so, at the inner place
     /// there (cuda-gdb beside the waiting task). The node is [`slurm::NODE`] until known.
     SlurmOn(Slurm, String, String, Box<Place>),
+    /// One rank on every host of the list (`ssh`), each at the inner place on its host.
+    Ssh(Ssh, Access, Box<Place>),
+    /// On the host named so (`ssh HOST`), at the inner place there (cuda-gdb beside the
+    /// waiting rank). The host is [`slurm::NODE`] until known.
+    SshOn(Ssh, String, Box<Place>),
 }
 
 impl Place {
@@ -50,6 +61,8 @@ impl Place {
             Place::Slurm(s, name, access, inner) => s.wrap(&inner.wrap(inv), name, *access),
             Place::SlurmPerNode(s, name) => s.wrap_per_node(inv, name),
             Place::SlurmOn(s, node, name, inner) => s.on_node(node, name, &inner.wrap(inv)),
+            Place::Ssh(s, access, inner) => s.wrap(&inner.wrap(inv), *access),
+            Place::SshOn(s, node, inner) => s.on_node(node, &inner.wrap(inv)),
         }
     }
 
@@ -60,6 +73,7 @@ impl Place {
             Place::SlurmOn(s, _, name, inner) => {
                 Place::SlurmOn(s.clone(), node.into(), name.clone(), inner.clone())
             }
+            Place::SshOn(s, _, inner) => Place::SshOn(s.clone(), node.into(), inner.clone()),
             other => other.clone(),
         }
     }
@@ -76,6 +90,7 @@ impl Place {
             Place::Slurm(s, name, _, inner) => {
                 Place::SlurmOn(s.clone(), slurm::NODE.into(), name.clone(), Box::new(inner.beside()))
             }
+            Place::Ssh(s, _, inner) => Place::SshOn(s.clone(), slurm::NODE.into(), Box::new(inner.beside())),
             _ => Place::Host,
         }
     }
@@ -85,6 +100,7 @@ impl Place {
             Place::Host => false,
             Place::SlurmPerNode(s, _) => s.pyxis.is_some(),
             Place::Slurm(_, _, _, inner) | Place::SlurmOn(_, _, _, inner) => inner.in_container(),
+            Place::Ssh(_, _, inner) | Place::SshOn(_, _, inner) => inner.in_container(),
             _ => true,
         }
     }

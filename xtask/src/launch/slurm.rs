@@ -26,6 +26,8 @@ pub const NODE: &str = "<node of the waiting task>";
 /// Stands for the allocation's job id in a plan made outside one.
 pub const NO_JOB: &str = "<SLURM_JOB_ID>";
 
+#[cfg(test)]
+use super::labels::{placement, task_of};
 use crate::model::launcher::PLACED;
 
 /// The allocation the run's steps go into, and how they are shaped.
@@ -224,21 +226,6 @@ fn export(inv: &Invocation) -> String {
         s.push_str(k);
     }
     s
-}
-
-/// The task of a line srun labelled (`--label`): `1: text` is task 1's.
-pub fn task_of(line: &str) -> Option<u32> {
-    let (head, _) = line.split_once(": ")?;
-    head.trim().parse().ok()
-}
-
-/// The task and node a labelled placement line names (`1: debug-ima: task 1 on node node2`).
-pub fn placement(line: &str) -> Option<(u32, String)> {
-    let task = task_of(line)?;
-    let (_, rest) = line.split_once(PLACED)?;
-    let (n, node) = rest.trim_end().split_once(" on node ")?;
-    let n: u32 = n.parse().ok()?;
-    (n == task && !node.is_empty() && !node.contains(char::is_whitespace)).then(|| (task, node.to_string()))
 }
 
 #[cfg(test)]

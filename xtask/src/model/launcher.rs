@@ -1,6 +1,7 @@
-//! The launchers by name: how the target's runs are started, on this host or through Slurm's
-//! `srun` inside an allocation (what `--launcher` and a recipe's `launch:` say). The commands
-//! each launcher is given are `launch::slurm`'s.
+//! The launchers by name: how the target's runs are started, on this host, through Slurm's
+//! `srun` inside an allocation, or through `ssh` on a list of hosts (what `--launcher` and a
+//! recipe's `launch:` say). The commands each launcher is given are `launch::slurm`'s and
+//! `launch::ssh`'s.
 //!
 //! Must not: build or run commands.
 
@@ -20,15 +21,18 @@ pub enum Launcher {
     Host,
     /// Through `srun` in the Slurm allocation the tool runs in (salloc, sbatch).
     Slurm,
+    /// One rank per host of `--hosts`, each through `ssh` (a cluster without Slurm).
+    Ssh,
 }
 
 impl Launcher {
-    pub const ALL: [Launcher; 2] = [Launcher::Host, Launcher::Slurm];
+    pub const ALL: [Launcher; 3] = [Launcher::Host, Launcher::Slurm, Launcher::Ssh];
 
     pub fn name(self) -> &'static str {
         match self {
             Launcher::Host => "host",
             Launcher::Slurm => "slurm",
+            Launcher::Ssh => "ssh",
         }
     }
 

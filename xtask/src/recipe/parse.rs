@@ -651,11 +651,14 @@ impl<'de> Deserialize<'de> for LauncherName {
         impl<'de> Visitor<'de> for V {
             type Value = LauncherName;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                write!(f, "a launcher: `host` or `slurm`")
+                write!(f, "a launcher: `host`, `slurm` or `ssh`")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<LauncherName, E> {
                 Launcher::parse(v).map(LauncherName).ok_or_else(|| {
-                    E::custom(format!("unknown launcher `{}`: use `host` or `slurm`", v.escape_debug()))
+                    E::custom(format!(
+                        "unknown launcher `{}`: use `host`, `slurm` or `ssh`",
+                        v.escape_debug()
+                    ))
                 })
             }
         }

@@ -19,7 +19,7 @@ use std::path::Path;
 
 use super::build::target;
 use crate::bundle::layout::DUMP_PREFIX;
-use crate::model::Invocation;
+use crate::model::{Invocation, Launcher};
 use crate::recipe::Resolved;
 
 /// Everything but the registers and the stack of the faulting warps is skipped: dumps stay
@@ -167,7 +167,7 @@ const PARALLEL_OPTIONS: &[&str] = &[
 pub fn blocking_unsafe(
     r: &Resolved,
     ranks: Option<u32>,
-    slurm: bool,
+    launcher: Launcher,
     env_world: Option<&str>,
 ) -> Option<String> {
     match r.launch_blocking {
@@ -175,7 +175,13 @@ pub fn blocking_unsafe(
         Some(false) => return Some("the recipe sets `run.launch_blocking: false`".into()),
         None => {}
     }
-    if slurm && ranks != Some(1) {
+    if launcher == Launcher::Ssh && ranks != Some(1) {
+        return Some(format!(
+            "the job runs {} ranks over ssh, whose collectives launch-blocking can deadlock",
+            ranks.map(|n| n.to_string()).unwrap_or_else(|| "several".into())
+        ));
+    }
+    if launcher == Launcher::Slurm && ranks != Some(1) {
         return Some(match ranks {
             Some(n) => {
                 format!("the job runs {n} Slurm tasks, whose collectives launch-blocking can deadlock")
@@ -236,9 +242,9 @@ mod tests {
 
     #[test]
     fn one_process_tree_may_block_and_collectives_may_not() {
-        assert_eq!(blocking_unsafe(&resolved(&["./app", "--n", "4"]), None, false, None), None);
+        assert_eq!(blocking_unsafe(&resolved(&["./app", "--n", "4"]), None, Launcher::Host, None), None);
         assert_eq!(
-            blocking_unsafe(&resolved(&["python3", "serve.py", "--tp", "1"]), None, false, None),
+            blocking_unsafe(&resolved(&["python3", "serve.py", "--tp", "1"]), None, Launcher::Host, None),
             None
         );
         for argv in [
@@ -250,24 +256,26 @@ mod tests {
             &["accelerate", "launch", "x.py"],
             &["sh", "-c", "torchrun --nproc_per_node 8 x.py"],
         ] {
-            assert!(blocking_unsafe(&resolved(argv), None, false, None).is_some(), "{argv:?}");
+            assert!(blocking_unsafe(&resolved(argv), None, Launcher::Host, None).is_some(), "{argv:?}");
         }
         let app = resolved(&["./app"]);
-        assert!(blocking_unsafe(&app, None, false, Some("2")).unwrap().contains("WORLD_SIZE=2"));
-        assert_eq!(blocking_unsafe(&app, None, false, Some("1")), None);
-        assert!(blocking_unsafe(&app, Some(2), true, None).unwrap().contains("2 Slurm tasks"));
-        assert!(blocking_unsafe(&app, None, true, None).is_some());
-        assert_eq!(blocking_unsafe(&app, Some(1), true, None), None);
+        assert!(blocking_unsafe(&app, None, Launcher::Host, Some("2")).unwrap().contains("WORLD_SIZE=2"));
+        assert_eq!(blocking_unsafe(&app, None, Launcher::Host, Some("1")), None);
+        assert!(blocking_unsafe(&app, Some(2), Launcher::Slurm, None).unwrap().contains("2 Slurm tasks"));
+        assert!(blocking_unsafe(&app, None, Launcher::Slurm, None).is_some());
+        assert_eq!(blocking_unsafe(&app, Some(1), Launcher::Slurm, None), None);
+        assert!(blocking_unsafe(&app, Some(2), Launcher::Ssh, None).unwrap().contains("2 ranks over ssh"));
+        assert_eq!(blocking_unsafe(&app, Some(1), Launcher::Ssh, None), None);
     }
 
     #[test]
     fn the_recipe_decides_when_it_says() {
         let mut r = resolved(&["torchrun", "--nproc-per-node=2", "x.py"]);
         r.launch_blocking = Some(true);
-        assert_eq!(blocking_unsafe(&r, Some(4), true, Some("4")), None);
+        assert_eq!(blocking_unsafe(&r, Some(4), Launcher::Slurm, Some("4")), None);
         let mut r = resolved(&["./app"]);
         r.launch_blocking = Some(false);
-        assert!(blocking_unsafe(&r, None, false, None).unwrap().contains("launch_blocking: false"));
+        assert!(blocking_unsafe(&r, None, Launcher::Host, None).unwrap().contains("launch_blocking: false"));
     }
 
     #[test]

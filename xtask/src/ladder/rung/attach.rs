@@ -21,7 +21,7 @@ use crate::bundle::inputs::scan_file;
 use crate::findings::verdict::Part;
 use crate::findings::waits::wait_notice;
 use crate::launch::container::Access;
-use crate::launch::slurm::{placement, task_of};
+use crate::launch::labels::{placement, task_of};
 use crate::model::{Invocation, Role, RungId};
 use crate::process::Control;
 use crate::recipe::Resolved;
