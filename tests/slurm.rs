@@ -149,7 +149,7 @@ fn the_dry_run_shows_the_srun_commands_of_the_allocation() {
          --export=ALL,CUDA_ENABLE_COREDUMP_ON_EXCEPTION,",
         "srun --label --kill-on-bad-exit=0 --job-name=debug-ima-utc-time_standin-0-02-target --ntasks=2 --nodes=2 \
          --export=ALL,CUDA_DEVICE_WAITS_ON_EXCEPTION -- sh -c 'echo \"debug-ima: task $SLURM_PROCID on node \
-         $SLURMD_NODENAME\" >&2; exec \"$@\"' debug-ima slurm-target",
+         $SLURMD_NODENAME pid $$\" >&2; exec \"$@\"' debug-ima slurm-target",
         "on the wait message: srun --jobid=",
         " --overlap -w '<node of the waiting task>' -N1 -n1 --job-name=debug-ima-utc-time_standin-0-02-target-beside \
          --export=ALL -- cuda-gdb -batch -nx -p '<PID from the message>'",
@@ -318,4 +318,48 @@ fn the_job_scripts_of_the_slurm_docs_run_as_written() {
         assert_queue_empty(&name);
     }
     assert!(!shared.join("work/bundles").exists(), "a dry run writes no bundle");
+}
+
+/// A hang through srun (issue 25): both ranks spin in a kernel (the H200 recording of
+/// `hang_flag`), `--hang-after 2`. The ranks are srun's tasks, not processes of the tool's
+/// tree: the hang rung knows them by their placement lines (node and pid), triggers each
+/// one's GPU dump through its pipe, and cuda-gdb reads both dumps; nothing is left.
+#[test]
+fn a_hang_through_srun_dumps_every_rank_through_its_pipe() {
+    let Some(_) = cluster() else { return };
+    let s = Scratch::for_run("slurm-hang");
+    let name = "debug-ima-slurm-hang";
+    let recipe = slurm_recipe(&s);
+    let run = Run::new(&s, &recipe, "hang/hang_flag")
+        .env("STANDIN_RANK0_CASE", &fixture("hang/hang_flag").display().to_string())
+        .arg("--hang-after")
+        .arg("2");
+    let start = Instant::now();
+    let child = run.spawn_via(&["salloc", "-N2", "-n2", "-J", name].map(String::from));
+    let out = run.finish(child, start);
+    assert!(out.status.success(), "{}", out.both());
+    let b = s.only_bundle();
+    assert_eq!(b.rung_dirs(), ["01-hang"], "{}", out.both());
+    let err = b.read("rungs/01-hang/stderr.log");
+    let pids: Vec<u32> = err
+        .lines()
+        .filter_map(|l| {
+            l.split_once(" pid ").and_then(|(head, p)| head.contains("debug-ima: task ").then_some(p))
+        })
+        .filter_map(|p| p.trim().parse().ok())
+        .collect();
+    assert_eq!(pids.len(), 2, "{err}");
+    let notes = b.notes("hang");
+    assert!(notes.contains("triggered a GPU coredump of processes "), "{notes}");
+    for pid in &pids {
+        assert!(notes.contains(&pid.to_string()), "rank pid {pid} not triggered: {notes}");
+        let gdb = b.read(&format!("rungs/01-hang/cudagdb-{pid}.log"));
+        assert!(gdb.contains("hang_flag.cu    18"), "{gdb}");
+    }
+    assert!(!notes.contains("left alone"), "{notes}");
+    let v = &b.findings()["verdict"];
+    assert_eq!(v["error"], "hang", "{v}");
+    assert_eq!(v["kernel"], "consume", "{v}");
+    assert_queue_empty(name);
+    s.assert_no_standin_left();
 }

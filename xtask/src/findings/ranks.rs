@@ -249,12 +249,9 @@ impl LineParser for RankParser {
     }
 }
 
-/// The Slurm launcher's placement line, its label stripped: `debug-ima: task 1 on node node2`.
-fn placement(t: &str) -> Option<(u32, &str)> {
-    let rest = t.strip_prefix(crate::model::launcher::PLACED)?;
-    let (task, node) = rest.split_once(" on node ")?;
-    let node = node.trim();
-    (!node.is_empty() && !node.contains(' ')).then_some((task.parse().ok()?, node))
+/// A launcher's placement line, its label stripped: `debug-ima: task 1 on node node2 pid 42`.
+fn placement(t: &str) -> Option<(u32, String)> {
+    crate::model::launcher::placed(t.trim_end()).map(|p| (p.task, p.node))
 }
 
 /// `srun: error: NODE: task N: WHAT` (`Aborted`, `Killed`, `Exited with exit code 1`).
@@ -700,7 +697,7 @@ mod tests {
     #[test]
     fn slurm_placement_and_srun_errors_name_ranks_and_nodes() {
         // As srun printed them on CI's one-host cluster (tests/slurm.rs).
-        assert_eq!(placement("debug-ima: task 1 on node node2"), Some((1, "node2")));
+        assert_eq!(placement("debug-ima: task 1 on node node2"), Some((1, "node2".into())));
         assert_eq!(placement("debug-ima: task x on node node2"), None);
         assert_eq!(srun_error("srun: error: node2: task 1: Aborted"), Some(("node2", 1, "Aborted")));
         assert_eq!(

@@ -4,7 +4,7 @@
 //!
 //! Must not: know which launcher labelled the lines, or read anything but the line given.
 
-use crate::model::launcher::PLACED;
+use crate::model::launcher::{placed, Placed};
 
 /// The task of a line srun labelled (`--label`): `1: text` is task 1's.
 pub fn task_of(line: &str) -> Option<u32> {
@@ -12,11 +12,16 @@ pub fn task_of(line: &str) -> Option<u32> {
     head.trim().parse().ok()
 }
 
-/// The task and node a labelled placement line names (`1: debug-ima: task 1 on node node2`).
+/// The task and node a labelled placement line names (`1: debug-ima: task 1 on node node2
+/// pid 42`).
 pub fn placement(line: &str) -> Option<(u32, String)> {
+    placed_at(line).map(|p| (p.task, p.node))
+}
+
+/// All a labelled placement line says, its pid too; its label must be its task.
+pub fn placed_at(line: &str) -> Option<Placed> {
     let task = task_of(line)?;
-    let (_, rest) = line.split_once(PLACED)?;
-    let (n, node) = rest.trim_end().split_once(" on node ")?;
-    let n: u32 = n.parse().ok()?;
-    (n == task && !node.is_empty() && !node.contains(char::is_whitespace)).then(|| (task, node.to_string()))
+    let (_, rest) = line.split_once(": ")?;
+    let p = placed(rest.trim_end())?;
+    (p.task == task).then_some(p)
 }

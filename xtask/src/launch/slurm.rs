@@ -116,7 +116,7 @@ impl Slurm {
             [
                 "sh",
                 "-c",
-                &format!("echo \"{PLACED}$SLURM_PROCID on node $SLURMD_NODENAME\" >&2; exec \"$@\""),
+                &format!("echo \"{PLACED}$SLURM_PROCID on node $SLURMD_NODENAME pid $$\" >&2; exec \"$@\""),
                 "debug-ima",
             ]
             .map(String::from),
@@ -289,7 +289,7 @@ mod tests {
             w.argv.join(" "),
             "srun --label --kill-on-bad-exit=1 --job-name=debug-ima-b-7-03-attach --ntasks=2 --nodes=2 \
              --export=ALL,CUDA_DEVICE_WAITS_ON_EXCEPTION,HF_TOKEN -- sh -c echo \"debug-ima: task \
-             $SLURM_PROCID on node $SLURMD_NODENAME\" >&2; exec \"$@\" debug-ima python3 serve.py"
+             $SLURM_PROCID on node $SLURMD_NODENAME pid $$\" >&2; exec \"$@\" debug-ima python3 serve.py"
         );
         // Values stay in srun's environment, never on its command line.
         assert!(!w.argv.iter().any(|a| a.contains("secret-value")));

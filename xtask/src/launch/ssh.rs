@@ -147,21 +147,17 @@ impl Ssh {
     }
 }
 
-/// The remote rank's wrapper (`sh -c WATCH debug-ima ARGV`): the placement line, the command
-/// in the background, and a watcher of the connection that kills the rank's process group
-/// when ssh's stdin closes; it exits with the command's status.
+/// The remote rank's wrapper (`sh -c WATCH debug-ima ARGV`): a watcher of the connection in
+/// the background, which kills the rank's process group when ssh's stdin closes, the
+/// placement line with the shell's pid, and `exec` of the command (the same pid, its exit
+/// is ssh's).
 fn watch(rank: usize, node: &str) -> String {
     format!(
-        "echo {} >&2\n\
-         exec 3<&0\n\
-         \"$@\" </dev/null 3<&- &\n\
-         p=$!\n\
-         (cat <&3 >/dev/null 2>&1; kill -TERM -$$ 2>/dev/null || kill -TERM \"$p\") </dev/null >/dev/null 2>&1 &\n\
-         w=$!\n\
+        "exec 3<&0\n\
+         (cat <&3 >/dev/null 2>&1; kill -TERM -$$ 2>/dev/null) </dev/null >/dev/null 2>&1 &\n\
          exec 3<&-\n\
-         wait \"$p\"; s=$?\n\
-         kill \"$w\" 2>/dev/null\n\
-         exit \"$s\"",
+         echo {}\" pid $$\" >&2\n\
+         exec \"$@\" </dev/null",
         quote(&format!("{PLACED}{rank} on node {node}"))
     )
 }

@@ -8,9 +8,35 @@
 use serde::{Deserialize, Serialize};
 
 /// What each task prints (to stderr, labelled by srun) before it becomes the command, as
-/// `debug-ima: task N on node NODE`: the launcher writes it, the triage and the per-rank logs
-/// read it (a program's own `N: ` lines before it are no task labels).
+/// `debug-ima: task N on node NODE pid PID`: the launcher writes it, the triage, the per-rank
+/// logs and the hang rung read it ([`placed`]; a program's own `N: ` lines before it are no
+/// task labels).
 pub const PLACED: &str = "debug-ima: task ";
+
+/// Where a rank runs, as its placement line says (`debug-ima: task 1 on node node2 pid 4242`,
+/// its label stripped; lines written before the pid was added end after the node).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    pub task: u32,
+    pub node: String,
+    /// The rank's process (the command `exec`s in the shell that printed the line).
+    pub pid: Option<u32>,
+}
+
+/// The placement line `t` (label stripped), if it is one: the task, a node name without
+/// whitespace, and the pid when the line has one.
+pub fn placed(t: &str) -> Option<Placed> {
+    let rest = t.strip_prefix(PLACED)?;
+    let (task, place) = rest.split_once(" on node ")?;
+    let mut words = place.split_whitespace();
+    let node = words.next()?.to_string();
+    let pid = match (words.next(), words.next(), words.next()) {
+        (None, ..) => None,
+        (Some("pid"), Some(p), None) => Some(p.parse().ok()?),
+        _ => return None,
+    };
+    Some(Placed { task: task.parse().ok()?, node, pid })
+}
 
 /// How the target's runs are started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -38,5 +64,27 @@ impl Launcher {
 
     pub fn parse(s: &str) -> Option<Launcher> {
         Launcher::ALL.into_iter().find(|l| l.name() == s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placement_lines_with_and_without_the_pid() {
+        let p = |t: &str| placed(t).map(|p| (p.task, p.node, p.pid));
+        assert_eq!(p("debug-ima: task 1 on node node2 pid 4242"), Some((1, "node2".into(), Some(4242))));
+        assert_eq!(p("debug-ima: task 0 on node 127.0.0.1:2201"), Some((0, "127.0.0.1:2201".into(), None)));
+        for bad in [
+            "debug-ima: task x on node n",
+            "debug-ima: task 1 on node ",
+            "debug-ima: task 1 on node n pid x",
+            "debug-ima: task 1 on node n pid 1 more",
+            "debug-ima: task 1 on node two words",
+            "task 1 on node n",
+        ] {
+            assert_eq!(p(bad), None, "{bad}");
+        }
     }
 }

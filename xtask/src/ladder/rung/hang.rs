@@ -35,6 +35,8 @@ use super::evidence::{
 };
 use super::{rebuild, sites};
 use crate::launch::container::Access;
+use crate::launch::labels::placed_at;
+use crate::model::launcher::Placed;
 use crate::model::{Exit, Invocation, Role, RungId};
 use crate::process::{Control, Running};
 use crate::recipe::Resolved;
@@ -101,6 +103,9 @@ fn dump_size(dir: &Path, pid: u32) -> Option<u64> {
 #[derive(Default)]
 pub(super) struct Seen {
     pub(super) hung: bool,
+    /// Where the ranks of a launcher of ranks run (their placement lines): processes of the
+    /// job that are not in the target's tree (srun's tasks, ssh's ranks).
+    pub(super) ranks: Vec<Placed>,
     pub(super) notes: Vec<String>,
     pub(super) error: Option<anyhow::Error>,
 }
@@ -236,7 +241,17 @@ pub(super) fn run_until_hung(
     let pyspy = step(steps, When::PerPythonProcess)?.clone();
     let convert = steps.iter().find(|s| s.when == When::PerNcclTrace).cloned();
     let mut seen = Seen::default();
-    let exit = io.exec_ticking(target, &mut collect_after(after, why, &dir, &pyspy, convert.as_ref(), &mut seen))?;
+    let placed = std::cell::RefCell::new(Vec::new());
+    let exit = io.exec_observed(
+        target,
+        &mut |line, _| {
+            if let Some(p) = placed_at(line) {
+                placed.borrow_mut().push(p);
+            }
+            Control::Continue
+        },
+        &mut collect_after(after, why, &dir, &pyspy, convert.as_ref(), &mut seen, &placed),
+    )?;
     for p in fifos(&dir, "", "") {
         let _ = std::fs::remove_file(p);
     }
@@ -264,12 +279,14 @@ fn collect_after<'a>(
     pyspy: &'a Step,
     convert: Option<&'a Step>,
     seen: &'a mut Seen,
+    placed: &'a std::cell::RefCell<Vec<Placed>>,
 ) -> impl FnMut(&Running, &mut dyn Beside) -> Control + 'a {
     move |running, beside| {
         if seen.hung || running.elapsed() < after {
             return Control::Continue;
         }
         seen.hung = true;
+        seen.ranks = placed.borrow().clone();
         beside.say(&format!("{why}: taking the hang's evidence"));
         collect(dir, running, beside, pyspy, convert, seen);
         if running.child_exited() {
@@ -292,10 +309,39 @@ pub(super) fn collect(
     seen: &mut Seen,
 ) {
     let tree = running.tree();
-    let python: Vec<u32> = tree.iter().copied().filter(|&p| is_python(p)).collect();
-    for (i, pid) in python.iter().enumerate() {
+    // The ranks a launcher started (not in the tree: srun's tasks, ssh's ranks), each with
+    // the node to reach it on; a rank whose process is here and not Python needs no py-spy.
+    let ranks: Vec<(u32, String)> = seen
+        .ranks
+        .iter()
+        .filter_map(|r| Some((r.pid?, r.node.clone(), r.task)))
+        .filter(|(pid, _, _)| !tree.contains(pid))
+        .filter_map(|(pid, node, task)| {
+            if rank_here(pid, task) {
+                return Some((pid, node));
+            }
+            // A rank on another host: its process and its pipe (a FIFO of that host's kernel,
+            // which a write here through the shared filesystem does not reach) are not here.
+            seen.notes.push(format!(
+                "rank {task} runs on node {node} (pid {pid}), not on this host: neither its host stacks nor its \
+                 GPU dump were taken; `debug-ima dump {pid}` on that node takes them"
+            ));
+            None
+        })
+        .collect();
+    let python: Vec<(u32, Option<String>)> = tree
+        .iter()
+        .copied()
+        .filter(|&p| is_python(p))
+        .map(|p| (p, None))
+        .chain(ranks.iter().filter(|(p, _)| is_python(*p)).map(|(p, n)| (*p, Some(n.clone()))))
+        .collect();
+    for (i, (pid, node)) in python.iter().enumerate() {
         if beside.interrupted() {
             return;
+        }
+        if let Some(n) = node {
+            beside.on_node(n);
         }
         let p = pid.to_string();
         let mut s = pyspy.filled(TREE_PID, &p, i + 1);
@@ -377,9 +423,10 @@ pub(super) fn collect(
             ));
             continue;
         }
-        if !tree.contains(&pid) {
-            seen.notes
-                .push(format!("the pipe `{name}` is of process {pid}, not of the target's tree: left alone"));
+        if !tree.contains(&pid) && !ranks.iter().any(|(r, _)| *r == pid) {
+            seen.notes.push(format!(
+                "the pipe `{name}` is of process {pid}, neither of the target's tree nor a rank it placed: left alone"
+            ));
             continue;
         }
         match poke_until(p, b"1", until, &|| beside.interrupted()) {
@@ -413,6 +460,15 @@ pub(super) fn collect(
             DUMP_WAIT.as_secs()
         ));
     }
+}
+
+/// Whether process `pid` is rank `task` of the job, on this host: its environment says so
+/// (`SLURM_PROCID`, or the ssh launcher's `RANK`), which a process of another host that
+/// happens to have the same pid here does not.
+fn rank_here(pid: u32, task: u32) -> bool {
+    let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else { return false };
+    let want = [format!("SLURM_PROCID={task}"), format!("RANK={task}")];
+    env.split(|&b| b == 0).any(|v| want.iter().any(|w| v == w.as_bytes()))
 }
 
 /// Fails, naming the fix, when `hang_after` cannot be honoured: it must be below the run's
