@@ -22,6 +22,10 @@ struct Expected {
     error: String,
     /// The host line that launched the kernel (`file:line`), `-` for none.
     launch: String,
+    /// What `analyze` of the recording names as the launch site: `=` the same `file:line`,
+    /// `function:NAME` the function only (the recording's binary has no host line info: a
+    /// plain `nvcc` build, memcheck's host backtrace names `main`), `-` none.
+    recorded_launch: String,
 }
 
 fn expected() -> Vec<Expected> {
@@ -37,6 +41,7 @@ fn expected() -> Vec<Expected> {
                 line: c[3].parse().unwrap_or(0),
                 error: c[4].into(),
                 launch: c[5].into(),
+                recorded_launch: c[6].into(),
             }
         })
         .collect()
@@ -76,15 +81,28 @@ fn every_recorded_case_gets_the_expected_verdict() {
                 if v.block.is_none() || v.thread.is_none() {
                     failures.push(format!("{}: verdict without block/thread", e.case));
                 }
-                // A launch site with a line (recordings of `-g` builds, tracebacks) must be
-                // the true one; the older recordings' binaries name only `main`.
-                if let Some(h) = &v.launch_site {
-                    if let (Some(f), Some(l)) = (&h.frame.file, h.frame.line) {
-                        let got = format!("{}:{l}", names::base_name(f));
-                        if got != e.launch {
-                            failures.push(format!("{}: launched at {got}, expected {}", e.case, e.launch));
+                // Every faulting case's launch site, as expected.tsv says the recording names it:
+                // the true line, or (binaries without host line info) the function only.
+                let got = match &v.launch_site {
+                    Some(h) => match (&h.frame.file, h.frame.line, &h.frame.function) {
+                        (Some(f), Some(l), _) => {
+                            let at = format!("{}:{l}", names::base_name(f));
+                            if at == e.launch {
+                                "=".to_string()
+                            } else {
+                                at
+                            }
                         }
-                    }
+                        (_, _, Some(func)) => format!("function:{func}"),
+                        _ => "-".to_string(),
+                    },
+                    None => "-".to_string(),
+                };
+                if got != e.recorded_launch {
+                    failures.push(format!(
+                        "{}: launch site {got}, expected {} (the GPU's: {})",
+                        e.case, e.recorded_launch, e.launch
+                    ));
                 }
             }
         }

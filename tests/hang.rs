@@ -353,7 +353,11 @@ fn stray_pipes_are_left_alone_within_the_deadline() {
     assert!(out.took < Duration::from_secs(30), "took {:?}", out.took);
     let b = s.only_bundle();
     let notes = b.notes("hang");
-    assert_eq!(notes.matches("neither of the target's tree nor a rank it placed: left alone").count(), 20, "{notes}");
+    assert_eq!(
+        notes.matches("neither of the target's tree nor a rank it placed: left alone").count(),
+        20,
+        "{notes}"
+    );
     assert!(
         notes.contains("`corepipe.stray1.1` is of process 1") && !notes.contains("did not read its pipe"),
         "{notes}"
