@@ -1105,3 +1105,31 @@ fn the_odd_rank_of_a_hang_is_named() {
         "{c}"
     );
 }
+
+/// The ladder through a real Slurm cluster on the H200 (tests/fixtures/bundles/slurm_gpu):
+/// the faulting rank with its node, device and pid, rank 0 as collateral with the true reason
+/// (srun ended it after rank 1 failed, on node1), the launch line; and the hang of three ranks
+/// whose odd one out is rank 1, in its own kernel at its own line.
+#[test]
+fn the_slurm_job_on_the_gpu_names_its_ranks_and_the_odd_one() {
+    let dir = root().join("tests/fixtures/bundles/slurm_gpu");
+    let a = analyze(&[dir.join("fault")]).unwrap();
+    let v = a.verdict.as_ref().unwrap();
+    assert_eq!((v.file.as_deref().map(names::base_name), v.line), (Some("rank_fault.cu"), Some(12)), "{v:?}");
+    let t = v.ranks.as_ref().unwrap();
+    let culprit = &t.culprit;
+    assert_eq!((culprit.rank, culprit.node.as_deref(), culprit.device), (1, Some("node2"), Some(0)), "{t:?}");
+    assert!(culprit.pid.is_some(), "{t:?}");
+    assert_eq!(t.collateral.len(), 1, "{t:?}");
+    assert_eq!((t.collateral[0].rank, t.collateral[0].node.as_deref()), (0, Some("node1")), "{t:?}");
+    assert!(t.collateral[0].reason.contains("after rank 1 failed"), "{t:?}");
+    let launched = v.launch_site.as_ref().unwrap();
+    assert_eq!(launched.frame.line, Some(30), "{launched:?}");
+    let h = analyze(&[dir.join("hang")]).unwrap();
+    let v = h.verdict.as_ref().unwrap();
+    let odd = v.hang.as_ref().and_then(|h| h.odd_one_out.as_ref()).unwrap();
+    assert!(odd.who.starts_with("rank 1 (pid "), "{odd:?}");
+    assert!(odd.at.contains("stuck_tile") && odd.at.contains("rank_hang.cu:15"), "{odd:?}");
+    assert_eq!(odd.others, 2, "{odd:?}");
+    assert!(odd.others_at.contains("wait_for_peer"), "{odd:?}");
+}

@@ -914,6 +914,15 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
             p.host.push(w);
         }
     }
+    // A launcher's ranks (srun's tasks, ssh's ranks) said where they run and with which pid:
+    // a process known only by its pid gets its rank.
+    for n in inputs.iter().flat_map(|e| &e.rank_notes) {
+        let Some(placed) = crate::model::launcher::placed(n.text.trim_end()) else { continue };
+        let Some(pid) = placed.pid else { continue };
+        if let Some(p) = processes.iter_mut().find(|p| p.pid == Some(pid) && p.rank.is_none()) {
+            p.rank = Some(placed.task);
+        }
+    }
     // Python processes with nothing of the user's (a resource tracker): said in a remark.
     let mut remarks = Vec::new();
     let idle: Vec<String> = processes

@@ -554,8 +554,12 @@ impl Seen {
 /// quotes the target's last line in a note).
 pub fn outcome(rung: &dyn Rung, ran: Option<Ran>, seen: Seen) -> RungOutcome {
     let Some(r) = ran else { return RungOutcome::Failed };
+    // A command that could not start (126: not executable, 127: not found, the shell's
+    // codes) is no fault in any rung: under `--rungs` without the baseline, a target that was
+    // never built must not send the climb hunting for a fault (seen on the H200 under Slurm).
+    let not_started = matches!(seen.target_exit, Some(Exit::Code(126 | 127)));
     let ordinary = !r.hung
-        && rung.stands_for_baseline(false)
+        && (rung.stands_for_baseline(false) || not_started)
         && matches!(seen.target_exit, Some(Exit::Code(c)) if c != 0)
         && !seen.device_error
         && !seen.cuda_error;
@@ -1091,6 +1095,15 @@ mod tests {
             outcome(memcheck, ran(true, false), code(1)),
             RungOutcome::Ran { faulted: true, yielded: true }
         );
+        // A command that never started is no fault in any rung (a binary never built, under
+        // `--rungs coredump,attach` through srun on the H200: exit 127, four attach retries).
+        for r in [RungId::Coredump, RungId::Attach, RungId::Memcheck] {
+            for c in [126, 127] {
+                assert_eq!(outcome(rung::get(r), ran(true, false), code(c)), RungOutcome::FailedWithoutCuda);
+            }
+            let with_cuda = Seen { cuda_error: true, ..code(127) };
+            assert_ne!(outcome(rung::get(r), ran(true, false), with_cuda), RungOutcome::FailedWithoutCuda);
+        }
         let cuda = Seen { cuda_error: true, ..code(1) };
         assert_eq!(
             outcome(base, ran(false, false), cuda),
