@@ -125,6 +125,31 @@ fn a_hang_in_a_worker_gets_both_pipes_and_both_stacks() {
     s.assert_no_standin_left();
 }
 
+/// Of two processes triggered at once, one shows no dump (the worker takes only its second
+/// byte, as one of three ranks on the H200 did not dump on its first trigger): once the other
+/// has its dump, its pipe is triggered again, and both dumps are read.
+#[test]
+fn a_process_without_a_dump_after_the_others_is_triggered_again() {
+    let s = Scratch::for_run("hang-again");
+    let recipe = two_procs_recipe(&s);
+    let out = Run::new(&s, &recipe, "hang/hang_two_procs").env("STANDIN_WORKER_SECOND_BYTE", "1").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+    let (parent, worker) = (pids(&s, "target")[0], pids(&s, "worker")[0]);
+    let notes = b.notes("hang");
+    assert!(
+        notes.contains(&format!(
+            "process {worker} showed no dump 5 s after the others had theirs: its pipe was triggered again"
+        )),
+        "{notes}"
+    );
+    assert!(!notes.contains("had not exited"), "{notes}");
+    let d = "rungs/01-hang";
+    assert!(b.read(&format!("{d}/cudagdb-{parent}.log")).contains("wait_for_peer"));
+    assert!(b.read(&format!("{d}/cudagdb-{worker}.log")).contains("No CUDA threads."));
+    s.assert_no_standin_left();
+}
+
 /// A torch.distributed target: the flight recorder is asked through its pipe (the stand-in
 /// answers with the pickle recorded on the H200), turned into JSON, and the pickle and the
 /// pipe PyTorch leaves are not kept; the bundle verifies (no special file in it); the

@@ -50,7 +50,7 @@ for c in ${CLIMBS:-A A2 B}; do
   case $c in
     A) climb A 2 rank_fault ;;
     A2) nvcc -arch=sm_90 -lineinfo -g -o rank_fault rank_fault.cu && climb A2 2 rank_fault --rungs coredump,attach ;;
-    B) climb B 3 rank_hang --hang-after 10 ;;
+    B*) climb "$c" 3 rank_hang --hang-after 10 ;;
   esac
 done
 cat "$OUTDIR/summary.txt"

@@ -10,8 +10,8 @@
 # does the same with its own pipe and never writes to stdout.
 # Each process stands for a recorded pid (STANDIN_HANG_PID, the first row of ps.log for the
 # first process), which the dump names so that the cuda-gdb and py-spy stand-ins replay its
-# own recordings. Test switch: STANDIN_WORKER_EXITS=1 makes the worker exit at once after
-# making its pipe (a process gone before the trigger).
+# own recordings. Test switches: STANDIN_WORKER_EXITS=1 makes the worker exit at once after
+# making its pipe (a process gone before the trigger); STANDIN_WORKER_SECOND_BYTE=1 (below).
 
 rec_pid=${STANDIN_HANG_PID:-$(awk 'NR == 2 { print $1; exit }' "$hdir/ps.log")}
 note_pid "${STANDIN_HANG_ROLE:-target}" $$
@@ -55,6 +55,11 @@ fi
 
 # Blocks until a writer opens the pipe and closes it (the driver reads one byte).
 cat "$pipe" >/dev/null
+# STANDIN_WORKER_SECOND_BYTE=1: the worker dumps only on its second trigger, as one of three
+# ranks triggered at once on the H200 did not dump on its first (docs/validation.md §23).
+if [ "${STANDIN_HANG_ROLE:-}" = worker ] && [ "${STANDIN_WORKER_SECOND_BYTE:-}" = 1 ]; then
+  cat "$pipe" >/dev/null
+fi
 
 dump=$(fill_template "${CUDA_COREDUMP_FILE:-core.%h.%p.%t}" $$)
 # This process's block of the recorded progress: from the `Starting` line to `All done` of

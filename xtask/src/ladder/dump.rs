@@ -859,7 +859,18 @@ impl Work<'_> {
             let m = triggered.iter().find(|m| m.pid() == pid)?;
             dump_of(m, since).and_then(|p| std::fs::metadata(p).ok()).map(|x| x.len())
         };
-        for (pid, state) in evidence::wait_for_dumps(&pids, &size, &|| interrupt.is_set()) {
+        let again = |pid: u32| {
+            let pipe = triggered.iter().find(|m| m.pid() == pid).and_then(|m| core_pipe(m));
+            pipe.is_some_and(|p| matches!(evidence::poke(&p, b"1"), evidence::Wrote::Done))
+        };
+        let (left, retriggered) = evidence::wait_for_dumps(&pids, &size, &|| interrupt.is_set(), &again);
+        for pid in retriggered {
+            self.note(format!(
+                "process {pid} showed no dump {} s after the others had theirs: its pipe was triggered again",
+                evidence::RETRIGGER_AFTER.as_secs()
+            ));
+        }
+        for (pid, state) in left {
             self.note(format!(
                 "process {pid} had not exited {} s after its trigger ({state})",
                 evidence::DUMP_WAIT.as_secs()

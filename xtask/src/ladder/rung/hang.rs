@@ -448,12 +448,23 @@ pub(super) fn collect(
         return;
     }
     beside.say(&format!("GPU dump triggered in {} process(es): waiting for the dumps", triggered.len()));
-    let left = wait_for_dumps(&triggered, &|pid| dump_size(dir, pid), &|| beside.interrupted());
+    let again = |pid: u32| {
+        let pipe = pipes.iter().find(|p| pid_in(&name_of(p)) == Some(pid));
+        pipe.is_some_and(|p| matches!(poke(p, b"1"), Wrote::Done))
+    };
+    let (left, retriggered) =
+        wait_for_dumps(&triggered, &|pid| dump_size(dir, pid), &|| beside.interrupted(), &again);
     seen.notes.push(format!(
         "triggered a GPU coredump of process{} {} (one byte into each pipe)",
         if triggered.len() == 1 { "" } else { "es" },
         triggered.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
     ));
+    for pid in retriggered {
+        seen.notes.push(format!(
+            "process {pid} showed no dump {} s after the others had theirs: its pipe was triggered again",
+            super::evidence::RETRIGGER_AFTER.as_secs()
+        ));
+    }
     for (pid, state) in left {
         seen.notes.push(format!(
             "process {pid} had not exited {} s after its trigger ({state}); it was killed with the tree",
