@@ -11,7 +11,8 @@
 # Each process stands for a recorded pid (STANDIN_HANG_PID, the first row of ps.log for the
 # first process), which the dump names so that the cuda-gdb and py-spy stand-ins replay its
 # own recordings. Test switches: STANDIN_WORKER_EXITS=1 makes the worker exit at once after
-# making its pipe (a process gone before the trigger); STANDIN_WORKER_SECOND_BYTE=1 (below).
+# making its pipe (a process gone before the trigger). Each process notes when its pipe was
+# read in STANDIN_TRIGGERS (`PID start|end`), for the test that dumps come one at a time.
 
 rec_pid=${STANDIN_HANG_PID:-$(awk 'NR == 2 { print $1; exit }' "$hdir/ps.log")}
 note_pid "${STANDIN_HANG_ROLE:-target}" $$
@@ -55,11 +56,7 @@ fi
 
 # Blocks until a writer opens the pipe and closes it (the driver reads one byte).
 cat "$pipe" >/dev/null
-# STANDIN_WORKER_SECOND_BYTE=1: the worker dumps only on its second trigger, as one of three
-# ranks triggered at once on the H200 did not dump on its first (docs/validation.md §23).
-if [ "${STANDIN_HANG_ROLE:-}" = worker ] && [ "${STANDIN_WORKER_SECOND_BYTE:-}" = 1 ]; then
-  cat "$pipe" >/dev/null
-fi
+[ -z "${STANDIN_TRIGGERS:-}" ] || echo "$$ start" >>"$STANDIN_TRIGGERS"
 
 dump=$(fill_template "${CUDA_COREDUMP_FILE:-core.%h.%p.%t}" $$)
 # This process's block of the recorded progress: from the `Starting` line to `All done` of
@@ -97,4 +94,5 @@ if [ "$limit" != 0 ] && [ -n "$pattern" ] && [ "${pattern#|}" = "$pattern" ] && 
   printf 'stand-in CPU core (hang) of recorded pid %s\n' "$rec_pid" >"$core" 2>/dev/null
 fi
 rm -f "$pipe"
+[ -z "${STANDIN_TRIGGERS:-}" ] || { sleep 0.3; echo "$$ end" >>"$STANDIN_TRIGGERS"; }
 end_as 134

@@ -44,6 +44,12 @@ pub struct OddOneOut {
 /// its kernel and line (or "no kernel running"), where its host waits, and its rank's first
 /// NCCL collective not completed (op and sequence number).
 pub fn stuck_at(p: &HangProcess, nccl: &[NcclStuck]) -> String {
+    place(p, nccl, true)
+}
+
+/// Where `p` is stuck: its kernel and line, where its host waits (with `host`), its pending
+/// NCCL collective.
+fn place(p: &HangProcess, nccl: &[NcclStuck], host: bool) -> String {
     let mut s = match (&p.kernel, &p.spinning_at) {
         (Some(k), Some(l)) => {
             format!("`{}` at {}:{}", names::display_kernel(k), names::base_name(&l.file), l.line)
@@ -52,7 +58,7 @@ pub fn stuck_at(p: &HangProcess, nccl: &[NcclStuck]) -> String {
         (None, _) if p.no_kernel => "no kernel running".to_string(),
         (None, _) => "no GPU state".to_string(),
     };
-    if let Some(w) = p.host.first() {
+    if let Some(w) = p.host.first().filter(|_| host) {
         let call = w.api.clone().or_else(|| w.waiting_in.as_ref().map(host_frame_text));
         match call {
             Some(c) => s.push_str(&format!(", host waiting in {c}")),
@@ -74,8 +80,13 @@ pub fn odd_one_out(processes: &[HangProcess], nccl: &[NcclStuck]) -> Option<OddO
     // Only the processes with a GPU dump (the CUDA processes: the ranks), not a launcher that
     // waits for them on the host (`mp.spawn`'s parent in `join`).
     let processes: Vec<&HangProcess> = processes.iter().filter(|p| p.dumped).collect();
+    // Where the host waits counts only when every one's host stack is known: a native
+    // target's comes from the one CPU core the abort left (seen on the H200 through Slurm: the
+    // core of one of two alike ranks made them look different, and no rank odd).
+    let hosts = processes.iter().all(|p| !p.host.is_empty());
+    let keys: Vec<String> = processes.iter().map(|p| place(p, nccl, hosts)).collect();
+    let (i, others_at) = lone_place(&keys)?;
     let places: Vec<String> = processes.iter().map(|p| stuck_at(p, nccl)).collect();
-    let (i, others_at) = lone_place(&places)?;
     let p = processes[i];
     let who = match (p.rank, p.pid) {
         (Some(r), Some(pid)) => format!("rank {r} (pid {pid})"),
@@ -531,6 +542,33 @@ mod tests {
             o.at.ends_with("NCCL nccl:all_gather #811") && o.others_at.ends_with("NCCL nccl:all_reduce #812"),
             "{o:?}"
         );
+    }
+
+    /// A native job's host stack comes from the one CPU core the abort left: known for one rank
+    /// only, it does not make two alike ranks differ (three ranks through Slurm on the H200,
+    /// tests/fixtures/bundles/slurm_gpu): the rank in the other kernel is still named.
+    #[test]
+    fn a_host_stack_known_for_one_rank_only_does_not_hide_the_odd_one() {
+        let mut ps: Vec<HangProcess> =
+            (0..3).map(|r| rank(r, Some(("wait_for_peer", "h.cu", 9)), "x")).collect();
+        ps[1] = rank(1, Some(("stuck_tile", "h.cu", 15)), "x");
+        for (i, p) in ps.iter_mut().enumerate() {
+            if i != 2 {
+                p.host.clear();
+            }
+        }
+        let o = odd_one_out(&ps, &[]).unwrap();
+        assert_eq!(o.who, "rank 1 (pid 9001)");
+        assert_eq!(
+            (o.at.as_str(), o.others_at.as_str()),
+            ("`stuck_tile` at h.cu:15", "`wait_for_peer` at h.cu:9")
+        );
+        // The same with the core's rank the odd one: its host wait is shown, not compared.
+        let mut ps2 = ps.clone();
+        ps2[2].host.clear();
+        ps2[1].host = rank(1, None, "cudaDeviceSynchronize").host;
+        let o = odd_one_out(&ps2, &[]).unwrap();
+        assert!(o.at.ends_with(", host waiting in cudaDeviceSynchronize"), "{o:?}");
     }
 
     /// No odd one: all alike, two groups of two, or only two processes (either may be odd).

@@ -175,28 +175,21 @@ pub fn poke_until(p: &Path, byte: &[u8], until: Instant, interrupted: &dyn Fn() 
     }
 }
 
-/// How long a triggered process may show no dump, once every other triggered process is done
-/// with its own, before its pipe gets its one byte again ([`wait_for_dumps`]).
-pub const RETRIGGER_AFTER: Duration = Duration::from_secs(5);
-
 /// Waits until every triggered process of `pids` has exited or its dump (`size_of` its
 /// size, `None` while there is none) has stopped growing for [`DUMP_STILL`], up to
 /// [`DUMP_WAIT`] or until `interrupted`; returns those still running at the end with their
-/// state, and those triggered again. Several processes on one GPU triggered at once did not all
-/// dump (seen on the H200: of three ranks, one showed no dump in 60 s while the other two had
-/// dumped in seconds, and in an earlier run all three dumped): a process with no dump
-/// [`RETRIGGER_AFTER`] after every other one is done is triggered once more (`again`).
+/// state. Callers trigger and wait for one process at a time: several processes on one GPU
+/// triggered at once did not all dump (seen on the H200: of three ranks, one wrote no dump in
+/// 60 s in 2 of 3 runs, and a second byte into its pipe did not help; one at a time, all three
+/// dumped in 3 of 3).
 pub fn wait_for_dumps(
     pids: &[u32],
     size_of: &dyn Fn(u32) -> Option<u64>,
     interrupted: &dyn Fn() -> bool,
-    again: &dyn Fn(u32) -> bool,
-) -> (Vec<(u32, &'static str)>, Vec<u32>) {
+) -> Vec<(u32, &'static str)> {
     let until = Instant::now() + DUMP_WAIT;
     let mut sizes: Vec<(u32, Option<u64>, Instant)> =
         pids.iter().map(|&p| (p, None, Instant::now())).collect();
-    let mut others_done: Option<Instant> = None;
-    let mut retriggered: Vec<u32> = Vec::new();
     loop {
         let mut pending = Vec::new();
         for (pid, size, since) in &mut sizes {
@@ -214,23 +207,7 @@ pub fn wait_for_dumps(
             }
         }
         if pending.is_empty() || Instant::now() >= until || interrupted() {
-            return (pending, retriggered);
-        }
-        // Only processes without a dump are left, while others had theirs: once that has
-        // lasted RETRIGGER_AFTER, each gets its byte again, once.
-        let waiting: Vec<u32> =
-            pending.iter().filter(|(_, s)| *s == "no dump yet").map(|(p, _)| *p).collect();
-        if pids.len() > 1 && waiting.len() == pending.len() && waiting.len() < pids.len() {
-            let since = *others_done.get_or_insert_with(Instant::now);
-            if since.elapsed() >= RETRIGGER_AFTER {
-                for pid in waiting {
-                    if !retriggered.contains(&pid) && again(pid) {
-                        retriggered.push(pid);
-                    }
-                }
-            }
-        } else {
-            others_done = None;
+            return pending;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
