@@ -501,6 +501,18 @@ fn stencil_fixed_case(s: &Scratch) -> PathBuf {
     to
 }
 
+/// The folders of a clean program's default climb: the baseline, the sweep, the retries.
+const CLEAN_CLIMB: [&str; 8] = [
+    "01-baseline",
+    "02-memcheck",
+    "03-initcheck",
+    "04-racecheck",
+    "05-synccheck",
+    "06-baseline-2",
+    "07-baseline-3",
+    "08-baseline-4",
+];
+
 /// (g) A clean program (the correct stencil, replayed from its H200 bundle): no verdict, the
 /// symptom did not reproduce, and the sweep still ran, since a bad access does not always
 /// fault: memcheck (with padding), then initcheck; then the armed baseline again, `--retries`
@@ -514,21 +526,7 @@ fn a_clean_run_gives_no_verdict_after_the_memcheck_and_initcheck_sweep() {
     let out = Run::new(&s, &recipe, "clean").env("STANDIN_CASE", case.to_str().unwrap()).run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
     let b = s.only_bundle();
-    assert_eq!(
-        b.rung_dirs(),
-        [
-            "01-baseline",
-            "02-memcheck",
-            "03-initcheck",
-            "04-racecheck",
-            "05-synccheck",
-            "06-baseline-2",
-            "07-baseline-3",
-            "08-baseline-4"
-        ],
-        "{}",
-        out.both()
-    );
+    assert_eq!(b.rung_dirs(), CLEAN_CLIMB, "{}", out.both());
     assert!(b.findings()["verdict"].is_null(), "{}", b.read("findings.json"));
     assert_eq!(b.findings()["reproduced"], serde_json::json!({"faulted": 0, "runs": 8}));
     let stopped = b.manifest()["stopped"].as_str().unwrap().to_string();
@@ -1509,19 +1507,7 @@ fn the_sweep_runs_its_sanitizers_side_by_side() {
     );
     assert!(out.both().contains("memcheck+initcheck+racecheck+synccheck"), "{}", out.both());
     let b = s.only_bundle();
-    assert_eq!(
-        b.rung_dirs(),
-        [
-            "01-baseline",
-            "02-memcheck",
-            "03-initcheck",
-            "04-racecheck",
-            "05-synccheck",
-            "06-baseline-2",
-            "07-baseline-3",
-            "08-baseline-4"
-        ]
-    );
+    assert_eq!(b.rung_dirs(), CLEAN_CLIMB);
     assert!(b.findings()["verdict"].is_null(), "{}", b.read("findings.json"));
     s.assert_no_standin_left();
 }

@@ -817,11 +817,16 @@ impl Work<'_> {
     /// the dumps, moves each into the folder and reads it. Returns the pids triggered.
     fn trigger(&mut self, armed: &[&Member]) -> Result<Vec<u32>> {
         let since = SystemTime::now() - CLOCK_SLACK;
+        // The youngest process first (a child before its parent), as the hang rung does.
+        let mut order: Vec<u32> = armed.iter().map(|m| m.pid()).collect();
+        evidence::youngest_first(&mut order);
+        let mut armed = armed.to_vec();
+        armed.sort_by_key(|m| order.iter().position(|&o| o == m.pid()));
         let mut triggered: Vec<&Member> = Vec::new();
         let interrupt = self.interrupt.clone();
         let size_of = |m: &Member| dump_of(m, since).and_then(|p| std::fs::metadata(p).ok()).map(|x| x.len());
         let mut left = Vec::new();
-        for m in armed {
+        for m in &armed {
             if !foreign::same(m.proc) {
                 self.note(format!("process {} exited before its pipe was triggered: no dump of it", m.pid()));
                 continue;

@@ -93,6 +93,23 @@ pub fn is_python(pid: u32) -> bool {
     [comm.trim(), exe.as_str(), first.as_str()].iter().any(|n| is_python_name(n))
 }
 
+/// When `pid` started (clock ticks since boot, `/proc/PID/stat`'s 22nd field); `None` when it
+/// is gone.
+pub fn started_at(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// `pids` in the order their GPU dumps are triggered, one at a time: the youngest process
+/// first, so that a child is dumped before its parent (seen on the H200: the parent of
+/// `mp.Process` ranks dumped first and aborted, and a rank then exited without its dump);
+/// the gone ones last.
+pub fn youngest_first(pids: &mut [u32]) {
+    // Within one clock tick (10 ms), the higher pid is the younger, but for a wrapped pid.
+    pids.sort_by_key(|&p| std::cmp::Reverse((started_at(p).map(|t| t + 1).unwrap_or(0), p)));
+}
+
 /// Whether `pid` is alive and not a zombie.
 pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -250,6 +267,19 @@ pub fn wait_for_traces(
 
 #[cfg(test)]
 mod tests {
+
+    /// A child is triggered before its parent; a gone process last.
+    #[test]
+    fn the_youngest_process_comes_first() {
+        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let (me, kid) = (std::process::id(), child.id());
+        let mut pids = vec![me, u32::MAX - 1, kid];
+        youngest_first(&mut pids);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(pids, [kid, me, u32::MAX - 1]);
+    }
+
     use super::*;
 
     #[test]

@@ -31,7 +31,7 @@ use super::build::{from_step, target, with_options, DEFAULT_RUN_TIMEOUT};
 use super::coredump;
 use super::evidence::{
     alive, fifos, files, gdb, is_python, name_of, poke, poke_until, pyspy, trace_to_json, wait_for_dumps,
-    wait_for_traces, Wrote, DUMP_WAIT, OPEN_RETRY, TRACE_WAIT,
+    wait_for_traces, youngest_first, Wrote, DUMP_WAIT, OPEN_RETRY, TRACE_WAIT,
 };
 use super::{rebuild, sites};
 use crate::launch::container::Access;
@@ -394,7 +394,11 @@ pub(super) fn collect(
             ));
         }
     }
-    let pipes = fifos(dir, PIPE_PREFIX, "");
+    let mut pipes = fifos(dir, PIPE_PREFIX, "");
+    // The youngest process first (a child before its parent), each dump waited for.
+    let mut order: Vec<u32> = pipes.iter().filter_map(|p| pid_in(&name_of(p))).collect();
+    youngest_first(&mut order);
+    pipes.sort_by_key(|p| pid_in(&name_of(p)).and_then(|pid| order.iter().position(|&o| o == pid)));
     if pipes.is_empty() {
         seen.notes.push(format!(
             "no CUDA process was found in the target's tree ({} process{} alive, no `{PIPE_PREFIX}*` pipe in the \
@@ -407,13 +411,20 @@ pub(super) fn collect(
         ));
         return;
     }
+    let ours: Vec<u32> = tree.iter().copied().chain(ranks.iter().map(|(r, _)| *r)).collect();
+    trigger_dumps(dir, &pipes, &ours, beside, seen);
+}
+
+/// Triggers the GPU dump of each process of `ours` that has one of `pipes` (in their order),
+/// one at a time, each dump waited for; notes what was triggered and what did not come.
+fn trigger_dumps(dir: &Path, pipes: &[std::path::PathBuf], ours: &[u32], beside: &mut dyn Beside, seen: &mut Seen) {
     let mut triggered = Vec::new();
     let mut left = Vec::new();
     // One deadline for every pipe: a tree of many processes, or pipes nobody reads, cannot
     // make the wait grow with their number (the waits for dumps between them do not count).
     let mut until = Instant::now() + OPEN_RETRY;
     let size = |pid: u32| dump_size(dir, pid);
-    for p in &pipes {
+    for p in pipes {
         if beside.interrupted() {
             break;
         }
@@ -425,7 +436,7 @@ pub(super) fn collect(
             ));
             continue;
         }
-        if !tree.contains(&pid) && !ranks.iter().any(|(r, _)| *r == pid) {
+        if !ours.contains(&pid) {
             seen.notes.push(format!(
                 "the pipe `{name}` is of process {pid}, neither of the target's tree nor a rank it placed: left alone"
             ));
