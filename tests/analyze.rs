@@ -1106,6 +1106,23 @@ fn the_odd_rank_of_a_hang_is_named() {
     );
 }
 
+/// The same four `mp.Process` ranks after the dumps were triggered one at a time, youngest
+/// first (the H200, later the same day): all four dumps came, and the odd one is named from
+/// the GPU state, the rank in ATen's `spin_kernel`, not only from host stacks.
+#[test]
+fn the_odd_rank_of_a_hang_is_named_from_its_kernel_once_every_dump_came() {
+    let dir = root().join("tests/fixtures/bundles/odd_rank/2026-12-03T20-32-11Z_pytorch");
+    let a = analyze(&[dir]).unwrap();
+    let v = a.verdict.as_ref().unwrap();
+    let h = v.hang.as_ref().unwrap();
+    assert_eq!(h.processes.iter().filter(|p| p.dumped).count(), 4, "{h:?}");
+    let odd = h.odd_one_out.as_ref().unwrap();
+    assert_eq!(odd.who, "pid 626", "{odd:?}");
+    assert!(odd.at.contains("spin_kernel") && odd.at.contains("cudaDeviceSynchronize"), "{odd:?}");
+    assert_eq!(odd.others, 3, "{odd:?}");
+    assert!(odd.others_at.starts_with("no kernel running, host waiting in Event.wait"), "{odd:?}");
+}
+
 /// The ladder through a real Slurm cluster on the H200 (tests/fixtures/bundles/slurm_gpu):
 /// the faulting rank with its node, device and pid, rank 0 as collateral with the true reason
 /// (srun ended it after rank 1 failed, on node1), the launch line; and the hang of three ranks
