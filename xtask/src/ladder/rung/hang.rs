@@ -4,10 +4,13 @@
 //! recorder. Once `hang_after` seconds have passed since the start and the target still runs,
 //! the rung takes the host stacks of every Python process of its tree (`py-spy dump
 //! --native`), triggers the NCCL pipes (the traces are converted to JSON), then writes one
-//! byte to every GPU pipe: the driver writes a dump and aborts the process (exit 134). The
-//! rung waits for that, without signalling a process that writes its dump, then ends the
-//! tree, reads each dump with `cuda-gdb` (`info cuda threads` groups the spinning warps by
-//! line) and, for a native target, the CPU core the abort left (`thread apply all bt`). A
+//! byte to each GPU pipe, one process at a time and the youngest first, each dump waited for
+//! (triggered together on one GPU, not every process dumped; a parent dumped first took a
+//! child with it): the driver writes a dump and aborts the process (exit 134). A launcher's
+//! ranks (srun's tasks, ssh's ranks: not in the tree) are known by their placement lines and
+//! taken the same way when they run on this host. The rung waits for each dump, without
+//! signalling a process that writes its dump, then ends the tree, reads each dump with
+//! `cuda-gdb` (`info cuda threads` groups the spinning warps by line) and, for a native target, the CPU core the abort left (`thread apply all bt`). A
 //! native binary's launch sites are read before the run ([`super::sites`]): a kernel that
 //! never ends has no fault to stop at, so its launch line comes from there.
 //!
