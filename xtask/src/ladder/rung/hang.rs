@@ -10,7 +10,8 @@
 //! ranks (srun's tasks, ssh's ranks: not in the tree) are known by their placement lines and
 //! taken the same way when they run on this host. The rung waits for each dump, without
 //! signalling a process that writes its dump, then ends the tree, reads each dump with
-//! `cuda-gdb` (`info cuda threads` groups the spinning warps by line) and, for a native target, the CPU core the abort left (`thread apply all bt`). A
+//! `cuda-gdb` (`info cuda threads` groups the spinning warps by line) and, for a native
+//! target, the CPU core the abort left (`thread apply all bt`). A
 //! native binary's launch sites are read before the run ([`super::sites`]): a kernel that
 //! never ends has no fault to stop at, so its launch line comes from there.
 //!
