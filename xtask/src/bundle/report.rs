@@ -199,10 +199,7 @@ fn cut_to(mut s: String, max: usize) -> String {
     if s.len() <= max {
         return s;
     }
-    let mut end = max - NOTE.len();
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = crate::model::text::cut(&s, max - NOTE.len()).len();
     s.truncate(end);
     s.push_str(NOTE);
     s

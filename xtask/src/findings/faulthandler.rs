@@ -28,8 +28,10 @@
 //! Memory is bounded: ranks with an open record, threads per record (at most four kept),
 //! frames per thread, symptoms per input and the length of every name are capped.
 
+use super::host::strip_prefix_like;
 use super::names;
 use super::{ErrorClass, Evidence, Frame, LineCtx, LineParser, Symptom, Tool};
+use crate::model::text::cut as cut_str;
 
 /// How faulthandler's record starts; a [`Symptom`]'s message starts with it too.
 pub const FATAL: &str = "Fatal Python error: ";
@@ -434,27 +436,6 @@ fn decode_escape(esc: &str) -> Option<(char, usize)> {
         return None;
     }
     Some((char::from_u32(v)?, 2 + digits))
-}
-
-/// The line without a log prefix of `len` bytes starting with `head`; `None` where it has none.
-fn strip_prefix_like<'a>(line: &'a str, len: usize, head: &[u8; 5]) -> Option<&'a str> {
-    if len == 0 {
-        return Some(line);
-    }
-    let n = len.min(5);
-    if line.len() < len || !line.is_char_boundary(len) || line.as_bytes()[..n] != head[..n] {
-        return None;
-    }
-    Some(&line[len..])
-}
-
-/// At most `max` bytes of `s`, cut at a character boundary.
-fn cut_str(s: &str, max: usize) -> &str {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 fn cut(s: &str, max: usize) -> String {

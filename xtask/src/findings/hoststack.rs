@@ -281,14 +281,7 @@ fn is_launch(api: &str) -> bool {
 
 /// At most [`MAX_NAME`] bytes, cut at a character boundary.
 fn cap(s: &str) -> &str {
-    if s.len() <= MAX_NAME {
-        return s;
-    }
-    let mut end = MAX_NAME;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
+    crate::model::text::cut(s, MAX_NAME)
 }
 
 #[cfg(test)]

@@ -182,13 +182,9 @@ fn parse_frame(body: &str) -> Option<Frame> {
     }
 }
 
-/// At most `max` bytes of `s`, cut at a character boundary.
+/// At most `max` bytes of `s`, cut at a character boundary ([`crate::model::text::cut`]).
 fn cut(s: &str, max: usize) -> String {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
+    crate::model::text::cut(s, max).to_string()
 }
 
 /// A thread's innermost Python frame in the user's own code ([`names::is_python_library`]),

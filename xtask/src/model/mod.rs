@@ -12,6 +12,7 @@ pub mod launcher;
 pub mod need;
 pub mod rung;
 pub mod runtime;
+pub mod text;
 
 pub use error::{PromptEnd, Usage};
 pub use exit::{Exit, Role, Stream};

@@ -155,11 +155,8 @@ fn shorten(msg: String) -> String {
     if msg.len() <= MAX {
         return msg;
     }
-    let mut end = MAX;
-    while !msg.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}... ({} bytes cut)", &msg[..end], msg.len() - end)
+    let kept = crate::model::text::cut(&msg, MAX);
+    format!("{kept}... ({} bytes cut)", msg.len() - kept.len())
 }
 
 /// A strict pass's error: serde's place, and its message without it, the Rust types named

@@ -30,13 +30,9 @@ pub(super) fn tokens(s: &str, n: usize) -> Option<(Vec<&str>, &str)> {
     Some((out, rest.trim()))
 }
 
-/// At most `max` bytes of `s`, cut at a character boundary.
+/// At most `max` bytes of `s`, cut at a character boundary ([`crate::model::text::cut`]).
 pub(super) fn cut(s: &str, max: usize) -> String {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
+    crate::model::text::cut(s, max).to_string()
 }
 
 /// Splits at `sep` outside parentheses, brackets, braces and double quotes.

@@ -37,6 +37,7 @@ mod text;
 mod triggers;
 
 pub use parser::HostParser;
+pub(crate) use python::strip_prefix_like;
 pub(super) use text::infer_rank;
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ pub(super) const CHAIN_CAUSE: &str = "The above exception was the direct cause o
 /// Strips a log prefix of the same length as the one before `Traceback (most recent call
 /// last):` (a logger's `ERROR 06-13 15:32:09 [core.py:515] `), when the line looks like
 /// it has one (same first bytes).
-pub(super) fn strip_prefix_like<'a>(line: &'a str, len: usize, head: &[u8; 5]) -> Option<&'a str> {
+pub(crate) fn strip_prefix_like<'a>(line: &'a str, len: usize, head: &[u8; 5]) -> Option<&'a str> {
     if len == 0 {
         return Some(line);
     }

@@ -125,17 +125,7 @@ pub(super) fn find_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {
         .find(|&i| hay.get(i..i + needle.len()).is_some_and(|w| w.eq_ignore_ascii_case(needle)))
 }
 
-/// `s` cut to at most `max` bytes, at a character boundary.
-pub(super) fn cut(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut e = max;
-    while !s.is_char_boundary(e) {
-        e -= 1;
-    }
-    &s[..e]
-}
+pub(super) use crate::model::text::cut;
 
 pub(super) fn hash_str(s: &str) -> u64 {
     let mut h = DefaultHasher::new();

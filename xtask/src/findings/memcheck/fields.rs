@@ -56,14 +56,7 @@ pub(crate) fn access_class(header: &str, problem: &str) -> ErrorClass {
 
 /// Cuts a field to [`MAX_FIELD`] bytes at a char boundary.
 pub(crate) fn clip(s: &str) -> &str {
-    if s.len() <= MAX_FIELD {
-        return s;
-    }
-    let mut end = MAX_FIELD;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
+    crate::model::text::cut(s, MAX_FIELD)
 }
 
 /// Appends `s` to `buf`, never growing it past [`MAX_FIELD`].
