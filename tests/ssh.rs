@@ -31,7 +31,7 @@ struct Pair {
 impl Pair {
     /// Starts two sshd whose sessions get `env` (`SetEnv`); `None` (skipped) where sshd is
     /// missing or the test is not root, a failure then under CI.
-    fn start(s: &Scratch, env: &[(&str, String)]) -> Option<Pair> {
+    fn start(s: &Scratch, env: &[(String, String)]) -> Option<Pair> {
         let id = Command::new("id")
             .arg("-u")
             .output()
@@ -127,17 +127,15 @@ impl Drop for Pair {
 
 /// What the ranks' sessions get from sshd: the stand-ins first on PATH, the recordings (rank
 /// 1 replays `case`, every other rank a clean run), where stand-ins note their pids.
-fn node_env(s: &Scratch, case: &str, extra: &[(&str, String)]) -> Vec<(&'static str, String)> {
+fn node_env(s: &Scratch, case: &str, extra: &[(&str, &str)]) -> Vec<(String, String)> {
     let mut env = vec![
         ("PATH", path_with(&[&standins()])),
         ("STANDIN_CASE", fixture(case).display().to_string()),
         ("STANDIN_RANK0_CASE", fixture("clean").display().to_string()),
         ("STANDIN_PIDS", s.pids_file().display().to_string()),
     ];
-    for (k, v) in extra {
-        env.push((Box::leak(k.to_string().into_boxed_str()), v.clone()));
-    }
-    env
+    env.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
+    env.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
 fn ssh_recipe(s: &Scratch, timeout: u32) -> PathBuf {
@@ -251,7 +249,7 @@ fn the_ladder_runs_one_rank_a_host_and_attaches_on_the_faulting_ranks_host() {
 #[test]
 fn a_run_killed_at_its_limit_leaves_nothing_on_either_host() {
     let s = Scratch::for_run("ssh-timeout");
-    let hang = [("STANDIN_HANG", "1".to_string())];
+    let hang = [("STANDIN_HANG", "1")];
     let Some(pair) = Pair::start(&s, &node_env(&s, "oob_write", &hang)) else { return };
     let recipe = ssh_recipe(&s, 3);
     let start = Instant::now();

@@ -818,10 +818,8 @@ impl Work<'_> {
     fn trigger(&mut self, armed: &[&Member]) -> Result<Vec<u32>> {
         let since = SystemTime::now() - CLOCK_SLACK;
         // The youngest process first (a child before its parent), as the hang rung does.
-        let mut order: Vec<u32> = armed.iter().map(|m| m.pid()).collect();
-        evidence::youngest_first(&mut order);
         let mut armed = armed.to_vec();
-        armed.sort_by_key(|m| order.iter().position(|&o| o == m.pid()));
+        evidence::youngest_first(&mut armed, |m| m.pid());
         let mut triggered: Vec<&Member> = Vec::new();
         let interrupt = self.interrupt.clone();
         let size_of = |m: &Member| dump_of(m, since).and_then(|p| std::fs::metadata(p).ok()).map(|x| x.len());

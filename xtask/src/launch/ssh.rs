@@ -59,10 +59,10 @@ impl Ssh {
                 "`--launcher ssh` needs `--hosts HOST,HOST,...` (one rank per host, rank 0 first)".into()
             );
         }
-        let command: Vec<String> = match command.map(str::split_whitespace) {
-            Some(words) if command.is_some_and(|c| !c.trim().is_empty()) => words.map(String::from).collect(),
-            _ => vec!["ssh".into()],
-        };
+        let command: Vec<String> = command
+            .map(|c| c.split_whitespace().map(String::from).collect::<Vec<_>>())
+            .filter(|words| !words.is_empty())
+            .unwrap_or_else(|| vec!["ssh".into()]);
         Ok(Ssh { hosts, command })
     }
 
@@ -125,11 +125,8 @@ impl Ssh {
              exit \"$status\"\n"
         ));
         Invocation {
-            argv: vec!["bash".into(), "-c".into(), script, "debug-ima-ssh".into()],
-            env_set: Vec::new(),
-            env_remove: Vec::new(),
-            cwd: None,
-            ..inv.clone()
+            timeout: inv.timeout,
+            ..Invocation::new(vec!["bash".into(), "-c".into(), script, "debug-ima-ssh".into()])
         }
     }
 
@@ -143,7 +140,7 @@ impl Ssh {
         });
         let mut argv = self.ssh_to(&h);
         argv.push(inv.shell_line());
-        Invocation { argv, env_set: Vec::new(), env_remove: Vec::new(), cwd: None, ..inv.clone() }
+        Invocation { timeout: inv.timeout, ..Invocation::new(argv) }
     }
 }
 

@@ -101,13 +101,16 @@ pub fn started_at(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
-/// `pids` in the order their GPU dumps are triggered, one at a time: the youngest process
+/// `items` (each with its process's `pid`) in the order their GPU dumps are triggered, one at a time: the youngest process
 /// first, so that a child is dumped before its parent (seen on the H200: the parent of
 /// `mp.Process` ranks dumped first and aborted, and a rank then exited without its dump);
 /// the gone ones last.
-pub fn youngest_first(pids: &mut [u32]) {
+pub fn youngest_first<T>(items: &mut [T], pid: impl Fn(&T) -> u32) {
     // Within one clock tick (10 ms), the higher pid is the younger, but for a wrapped pid.
-    pids.sort_by_key(|&p| std::cmp::Reverse((started_at(p).map(|t| t + 1).unwrap_or(0), p)));
+    items.sort_by_cached_key(|i| {
+        let p = pid(i);
+        std::cmp::Reverse((started_at(p).map(|t| t + 1).unwrap_or(0), p))
+    });
 }
 
 /// Whether `pid` is alive and not a zombie.
@@ -274,7 +277,7 @@ mod tests {
         let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
         let (me, kid) = (std::process::id(), child.id());
         let mut pids = vec![me, u32::MAX - 1, kid];
-        youngest_first(&mut pids);
+        youngest_first(&mut pids, |&p| p);
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(pids, [kid, me, u32::MAX - 1]);

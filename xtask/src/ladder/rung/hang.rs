@@ -400,9 +400,7 @@ pub(super) fn collect(
     }
     let mut pipes = fifos(dir, PIPE_PREFIX, "");
     // The youngest process first (a child before its parent), each dump waited for.
-    let mut order: Vec<u32> = pipes.iter().filter_map(|p| pid_in(&name_of(p))).collect();
-    youngest_first(&mut order);
-    pipes.sort_by_key(|p| pid_in(&name_of(p)).and_then(|pid| order.iter().position(|&o| o == pid)));
+    youngest_first(&mut pipes, |p| pid_in(&name_of(p)).unwrap_or(0));
     if pipes.is_empty() {
         seen.notes.push(format!(
             "no CUDA process was found in the target's tree ({} process{} alive, no `{PIPE_PREFIX}*` pipe in the \
