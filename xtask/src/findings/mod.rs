@@ -38,6 +38,7 @@ pub mod memcheck_xml;
 pub mod names;
 pub mod nccl;
 pub mod pyspy;
+pub mod repro;
 pub mod racecheck;
 pub mod ranks;
 pub mod render;

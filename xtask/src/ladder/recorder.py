@@ -9,9 +9,23 @@
 # named with the line that launched it, from the same run.
 #
 # Must not: change what the program does (every hook falls back to the original call and
-# swallows its own errors), import Triton or PyTorch itself (it patches them after the program
+# swallows its own errors; capture mode alone adds a synchronize and copies of small integer
+# storages to the host before each launch of its one kernel, in a run that is launch-blocking
+# anyway), import Triton or PyTorch itself (it patches them after the program
 # imports them), write more than MAX_LINES lines, or hide another sitecustomize (it imports
 # the next one on the path).
+#
+# Capture mode (docs/repro.md), for the reproducer rung: DEBUG_IMA_CAPTURE names a kernel
+# (its Triton function's name, as the GPU dump names it) and DEBUG_IMA_CAPTURE_DIR a folder.
+# Before each launch of that kernel the launch is written to FOLDER/capture-PID.json, replacing
+# the one before: the kernel's file, module and name, the launching line, the grid, every
+# argument and keyword (tensors as dtype, shape, stride, offset into their storage; storages
+# shared between arguments kept shared) and the bytes of integer and bool storages up to
+# CAPTURE_ONE bytes each, CAPTURE_ALL in all (float contents are never recorded). The rung runs
+# the target under CUDA_LAUNCH_BLOCKING=1, so the last launch written is the one that faulted;
+# a launch that finds the error of the one before it pending writes nothing. Inside a CUDA
+# graph capture no bytes are read (a copy would break the capture): they are read before the
+# graph's next replay, which sets them, and the record is written again (`values_at`).
 #
 # The log: one tab-separated record per line, its first field the kind:
 #   hooked   PID  WHAT
@@ -117,6 +131,159 @@ def _note_launch(jit, first):
     _write(["launch", name] + _where(first) + cap + [stack])
 
 
+CAPTURE_ONE = 1 << 20
+CAPTURE_ALL = 4 << 20
+_CAPTURE = {"name": _os.environ.get("DEBUG_IMA_CAPTURE"), "dir": _os.environ.get("DEBUG_IMA_CAPTURE_DIR"),
+            "seq": 0, "done": False}
+_INTEGER = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool")
+
+
+class _Storages:
+    # The storages of one launch's tensors, each once (by its address), and the bytes left to
+    # record.
+    def __init__(self):
+        self.index = {}
+        self.list = []
+        self.budget = CAPTURE_ALL
+        self.at_replay = []
+
+
+def _bytes_of(torch, st):
+    import base64
+    import ctypes
+
+    raw = torch.empty(0, dtype=torch.uint8, device=st.device)
+    raw.set_(st, 0, (st.nbytes(),), (1,))
+    host = raw.cpu()
+    return base64.b64encode(ctypes.string_at(host.data_ptr(), st.nbytes())).decode()
+
+
+def _save(rec):
+    import json
+
+    path = _os.path.join(_CAPTURE["dir"], "capture-%d.json" % _os.getpid())
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(rec, f)
+    _os.replace(path + ".tmp", path)
+
+
+def _before_replay():
+    # A launch captured into a graph: its integer storages hold the replay's values now.
+    pending = _CAPTURE.get("replay")
+    torch = _sys.modules.get("torch")
+    if not pending or torch is None or _CAPTURE["done"]:
+        return
+    try:
+        torch.cuda.synchronize()
+    except Exception:
+        _CAPTURE["done"] = True
+        return
+    rec, kept = pending
+    for srec, st in kept:
+        srec["values"] = _bytes_of(torch, st)
+        srec["left_out"] = None
+    rec["values_at"] = "replay"
+    _save(rec)
+
+
+def _value(v, storages, capturing):
+    # One argument or keyword, as the reproducer rebuilds it.
+    torch = _sys.modules.get("torch")
+    if torch is not None and isinstance(v, torch.Tensor):
+        st = v.untyped_storage()
+        base = st.data_ptr()
+        index = storages.index.get(base)
+        if index is None:
+            index = len(storages.list)
+            storages.index[base] = index
+            dtype = str(v.dtype).replace("torch.", "")
+            rec = {"ptr": hex(base), "bytes": st.nbytes(), "device": str(v.device), "values": None,
+                   "left_out": None}
+            if dtype not in _INTEGER:
+                rec["left_out"] = "%s contents are not recorded" % dtype
+            elif capturing:
+                # Read at the graph's next replay (`_before_replay`), when the values are set.
+                rec["left_out"] = "launched inside a CUDA graph capture and not replayed"
+                storages.at_replay.append((rec, st))
+            elif st.nbytes() > min(CAPTURE_ONE, storages.budget):
+                rec["left_out"] = "%d bytes, over the cap of %d" % (st.nbytes(), min(CAPTURE_ONE, storages.budget))
+            else:
+                rec["values"] = _bytes_of(torch, st)
+                storages.budget -= st.nbytes()
+            storages.list.append(rec)
+        return {"kind": "tensor", "dtype": str(v.dtype).replace("torch.", ""), "shape": list(v.shape),
+                "stride": list(v.stride()), "offset": v.storage_offset(), "storage": index}
+    if isinstance(v, bool):
+        return {"kind": "bool", "value": v}
+    if isinstance(v, int):
+        return {"kind": "int", "value": v}
+    if isinstance(v, float):
+        return {"kind": "float", "value": repr(v)}
+    if v is None:
+        return {"kind": "none"}
+    if isinstance(v, str):
+        return {"kind": "str", "value": v}
+    if isinstance(v, (tuple, list)):
+        return {"kind": "tuple", "items": [_value(x, storages, capturing) for x in v]}
+    if torch is not None and isinstance(v, torch.dtype):
+        return {"kind": "torch_dtype", "value": str(v).replace("torch.", "")}
+    inner = getattr(v, "value", None)
+    if type(v).__name__ == "constexpr":
+        return _value(inner, storages, capturing)
+    if type(v).__module__.startswith("triton") and type(v).__name__ == "dtype":
+        return {"kind": "triton_dtype", "value": str(v)}
+    return {"kind": "other", "type": type(v).__module__ + "." + type(v).__qualname__, "repr": repr(v)[:200]}
+
+
+def _capture(jit, first, args, kwargs):
+    cap = _CAPTURE
+    fn = getattr(jit, "fn", None)
+    if cap["done"] or getattr(fn, "__name__", None) != cap["name"]:
+        return
+    torch = _sys.modules.get("torch")
+    capturing = False
+    if torch is not None:
+        capturing = bool(torch.cuda.is_current_stream_capturing())
+        if not capturing:
+            try:
+                # Under launch-blocking nothing is pending but an error of the launch before.
+                torch.cuda.synchronize()
+            except Exception:
+                cap["done"] = True
+                return
+    grid = kwargs.get("grid")
+    if callable(grid):
+        import inspect
+
+        sig = inspect.signature(fn)
+        named = {k: v for k, v in kwargs.items() if k in sig.parameters}
+        bound = sig.bind_partial(*args, **named)
+        bound.apply_defaults()
+        grid = grid(dict(bound.arguments))
+    grid = [int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,))]
+    storages = _Storages()
+    params = [p.name for p in getattr(jit, "params", [])]
+    frames = _user_frames(first, 1) if first is not None else []
+    site = None
+    if frames:
+        f = frames[0]
+        site = {"file": f.f_code.co_filename, "line": f.f_lineno, "function": f.f_code.co_name}
+    cap["seq"] += 1
+    rec = {
+        "version": 1, "pid": _os.getpid(), "seq": cap["seq"], "kernel": fn.__name__,
+        "module": getattr(fn, "__module__", None), "qualname": getattr(fn, "__qualname__", fn.__name__),
+        "file": fn.__code__.co_filename, "first_line": fn.__code__.co_firstlineno,
+        "site": site,
+        "grid": grid, "capturing": capturing, "params": params,
+        "args": [_value(a, storages, capturing) for a in args],
+        "kwargs": {k: _value(v, storages, capturing) for k, v in kwargs.items() if k not in ("grid", "warmup")},
+        "storages": storages.list,
+    }
+    rec["values_at"] = "capture" if capturing else "launch"
+    cap["replay"] = (rec, storages.at_replay) if capturing else None
+    _save(rec)
+
+
 def _hook_triton(mod):
     cls = getattr(mod, "JITFunction", None)
     run = getattr(cls, "run", None)
@@ -132,6 +299,12 @@ def _hook_triton(mod):
                 _note_launch(self, getframe(1))
             except Exception:
                 pass
+            if _CAPTURE["name"]:
+                try:
+                    _capture(self, getframe(1), args, kwargs)
+                except Exception as e:
+                    _CAPTURE["done"] = True
+                    _write(["hooked", "capture failed: %s: %s" % (type(e).__name__, e)])
         return run(self, *args, **kwargs)
 
     run_recorded.__wrapped__ = run
@@ -163,6 +336,18 @@ def _hook_graphs(mod):
             if _CAPTURES:
                 _CAPTURES.pop()
 
+    replay = getattr(cls, "replay", None)
+    if _CAPTURE["name"] and replay is not None:
+
+        def replay_captured(self, *args, **kwargs):
+            try:
+                _before_replay()
+            except Exception as e:
+                _CAPTURE["done"] = True
+                _write(["hooked", "capture failed at replay: %s: %s" % (type(e).__name__, e)])
+            return replay(self, *args, **kwargs)
+
+        cls.replay = replay_captured
     cls.capture_begin = capture_begin
     cls.capture_end = capture_end
     _write(["hooked", "torch.cuda.graphs.CUDAGraph.capture_begin"])
