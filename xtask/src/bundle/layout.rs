@@ -13,6 +13,10 @@
 //!   recorder/       sitecustomize.py: the launch recorder a Python target loads
 //!   env/            doctor's report, git describe, pip freeze, what `collect` commands printed
 //!   rungs/NN-<rung>/  stdout.log, stderr.log, command.txt, artifacts (dumps, XML, cuda-gdb logs)
+//!   repro/          (`--repro`) repro.py, result.json, capture-<pid>.json, the capture run's
+//!                   stdout.log/stderr.log, repro-run.log and cuda-gdb on its dump: the
+//!                   reproducer's folder, outside `rungs/` since its runs are no evidence of
+//!                   the target's
 //!   rungs/01-dump/    (`debug-ima dump PID`) pyspy-<pid>.log, gdb-<pid>.log,
 //!                     cudagdb-attach-<pid>.log, nccl-trace-<rank>.json, cudagdb-<pid>.log and
 //!                     the GPU dump it read (`--kill`: core_<host>.<pid>.<time>), each tool's
@@ -41,6 +45,14 @@ pub const ARCHIVE_SUMS: &str = "ARCHIVE.sha256";
 pub const ENV_DIR: &str = "env";
 /// The folder of the rungs' folders.
 pub const RUNGS_DIR: &str = "rungs";
+/// The repro rung's folder (docs/repro.md), beside `rungs/`: what its runs print is about the
+/// reproducer, so the analysis of the bundle does not read it.
+pub const REPRO_DIR: &str = "repro";
+/// In [`REPRO_DIR`]: the reproducer, what its run showed, and the recorder's captures
+/// (`capture-<pid>.json`).
+pub const REPRO_SCRIPT: &str = "repro.py";
+pub const REPRO_RESULT: &str = "result.json";
+pub const CAPTURE_PREFIX: &str = "capture-";
 /// Inside a rung's folder, under the Slurm launcher: one rank's lines per file
 /// ([`rank_log`]; `bundle/ranks.rs`).
 pub const RANKS_DIR: &str = "ranks";
@@ -121,6 +133,12 @@ pub fn dump_file(host: &str, pid: u32, time: u64) -> String {
 /// `rungs/NN-<rung>` (relative); a rung's later run (`attempt` 1, 2, ...: a retry) is
 /// `rungs/NN-<rung>-<attempt + 1>`, so that each run's files keep an origin of their own.
 pub fn rung_dir(index: usize, rung: RungId, attempt: usize) -> PathBuf {
+    if rung == RungId::Repro {
+        return PathBuf::from(match attempt {
+            0 => REPRO_DIR.to_string(),
+            a => format!("{REPRO_DIR}-{}", a + 1),
+        });
+    }
     let name = match attempt {
         0 => format!("{index:02}-{}", rung.name()),
         a => format!("{index:02}-{}-{}", rung.name(), a + 1),
@@ -131,12 +149,20 @@ pub fn rung_dir(index: usize, rung: RungId, attempt: usize) -> PathBuf {
 /// A rung's folder as a plan names it before the climb has decided which rungs run:
 /// `rungs/<NN>-<rung>`, NN standing for its place among those that do.
 pub fn rung_dir_unnumbered(rung: RungId) -> PathBuf {
+    if rung == RungId::Repro {
+        return rung_dir(0, rung, 0);
+    }
     Path::new(RUNGS_DIR).join(format!("<NN>-{}", rung.name()))
 }
 
 /// The bundle a rung's folder (`<bundle>/rungs/NN-<rung>`) belongs to; `None` for a folder that
 /// is no rung's.
 pub fn bundle_of_rung_dir(dir: &Path) -> Option<&Path> {
+    let name = dir.file_name()?.to_str()?;
+    let again = name.strip_prefix(REPRO_DIR).and_then(|r| r.strip_prefix('-'));
+    if name == REPRO_DIR || again.is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) {
+        return dir.parent();
+    }
     let rungs = dir.parent()?;
     (rungs.file_name()? == RUNGS_DIR).then(|| rungs.parent()).flatten()
 }
@@ -194,6 +220,10 @@ mod tests {
         let (g, _) = logs(Path::new("/b/r"), "cudagdb-1");
         assert_eq!(command_file(Path::new("/b/r"), &g), Path::new("/b/r/cudagdb-1.command.txt"));
         assert_eq!(rung_dir(1, RungId::Dump, 0), Path::new("rungs/01-dump"));
+        assert_eq!(rung_dir(4, RungId::Repro, 0), Path::new("repro"));
+        assert_eq!(bundle_of_rung_dir(Path::new("/b/x/repro")), Some(Path::new("/b/x")));
+        assert_eq!(bundle_of_rung_dir(Path::new("/b/x/repro-2")), Some(Path::new("/b/x")));
+        assert_eq!(bundle_of_rung_dir(Path::new("/tmp/reproducer")), None);
         assert_eq!(sanitizer_xml(RungId::Memcheck), "memcheck.xml");
         assert_eq!(sanitizer_xml(RungId::Synccheck), "synccheck.xml");
         assert_eq!(nccl_json("nccl_trace_rank_12").as_deref(), Some("nccl-trace-12.json"));

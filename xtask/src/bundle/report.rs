@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 
 use crate::bundle::Manifest;
 use crate::findings::render::render_text;
+use crate::findings::repro::{Outcome, Status};
 use crate::findings::verdict::Analysis;
 use crate::model::Role;
 
@@ -29,6 +30,52 @@ pub struct ReportInput<'a> {
     pub env_lines: Vec<(String, String)>,
     /// Logs in bundle order: (path relative to the bundle, text).
     pub logs: Vec<(String, String)>,
+    /// What the repro rung wrote (`repro/result.json`) and its script, when it ran.
+    pub reproducer: Option<(Outcome, Option<String>)>,
+}
+
+/// The longest reproducer the report shows whole; a longer one is named, not shown.
+const SCRIPT_SHOWN: usize = 16_000;
+
+/// The "Minimal reproducer" section: what it showed, how to run it, what it needs and does
+/// not contain, and the script itself when it is short enough.
+fn reproducer_section(outcome: &Outcome, script: Option<&str>) -> String {
+    let mut s = String::from("#### Minimal reproducer
+
+");
+    let at = outcome.script.as_deref().unwrap_or(super::layout::REPRO_DIR);
+    match outcome.status {
+        Status::Verified => writeln!(
+            s,
+            "**Verified:** `{}` launches the kernel alone and faults with {} ({} s). Run it with `python3 {}`:              it needs PyTorch, Triton, one GPU and the kernel's source file, nothing else of the program.
+",
+            one(at),
+            one(&outcome.expected.text()),
+            outcome.seconds.unwrap_or_default(),
+            super::layout::REPRO_SCRIPT
+        ),
+        Status::DidNotReproduce => writeln!(
+            s,
+            "**Not verified:** `{}` was written for {} but did not reproduce it; it is kept for reference.
+",
+            one(at),
+            one(&outcome.expected.text())
+        ),
+        Status::NotWritten => writeln!(s, "**None written** for {}.
+", one(&outcome.expected.text())),
+    }
+    .unwrap();
+    for n in &outcome.notes {
+        writeln!(s, "- {}", one(n)).unwrap();
+    }
+    if !outcome.notes.is_empty() {
+        s.push('\n');
+    }
+    if let Some(text) = script.filter(|t| t.len() <= SCRIPT_SHOWN) {
+        let summary = super::layout::REPRO_SCRIPT;
+        writeln!(s, "<details><summary>{summary}</summary>\n\n{}\n</details>\n", fenced("python", text)).unwrap();
+    }
+    s
 }
 
 /// Renders the report; never longer than [`BUDGET`] characters.
@@ -53,6 +100,9 @@ pub fn render(input: &ReportInput) -> String {
     }
     if let Some(st) = &m.stopped {
         writeln!(head, "Stopped: {}\n", one(st)).unwrap();
+    }
+    if let Some((outcome, script)) = &input.reproducer {
+        head.push_str(&reproducer_section(outcome, script.as_deref()));
     }
 
     writeln!(head, "#### Environment\n\n| | |\n|---|---|").unwrap();

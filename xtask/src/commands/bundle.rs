@@ -577,7 +577,18 @@ pub fn report_of(path: &Path) -> Result<String> {
             layout::MANIFEST
         );
     }
-    Ok(report::render(&ReportInput { manifest: &m, analysis: &analysis, env_lines, logs }))
+    let reproducer = reproducer_of(path);
+    Ok(report::render(&ReportInput { manifest: &m, analysis: &analysis, env_lines, logs, reproducer }))
+}
+
+/// The repro rung's result and script (`repro/result.json`, `repro/repro.py`), when the run
+/// wrote them; a result that does not read is left out of the report.
+fn reproducer_of(bundle: &Path) -> Option<(crate::findings::repro::Outcome, Option<String>)> {
+    let dir = bundle.join(layout::REPRO_DIR);
+    let text = crate::files::read_bounded(&dir.join(layout::REPRO_RESULT), 1 << 20).ok()?;
+    let outcome = serde_json::from_str(&text).ok()?;
+    let script = crate::files::read_bounded(&dir.join(layout::REPRO_SCRIPT), 8 << 20).ok();
+    Some((outcome, script))
 }
 
 /// The last `max` bytes of a file, from a line start, lossily decoded; a received bundle's

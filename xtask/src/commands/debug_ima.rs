@@ -41,7 +41,7 @@ pub struct Args {
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
     /// Runs exactly these rungs, in ladder order (comma-separated; `all`: every rung, the hang
-    /// rung only with `--hang-after`).
+    /// rung only with `--hang-after`, the repro rung only with `--repro`).
     #[arg(long, value_delimiter = ',', value_enum)]
     pub rungs: Option<Vec<RungChoice>>,
     /// Runs every rung, even after one has located the fault.
@@ -51,6 +51,11 @@ pub struct Args {
     /// concludes (an intermittent fault; the armed baseline after the sweep found nothing too).
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=100))]
     pub retries: u32,
+    /// Once the climb has its verdict, writes a standalone reproducer of the faulting Triton
+    /// launch and checks it faults the same way (`repro/repro.py`; one more run of the target;
+    /// docs/repro.md).
+    #[arg(long)]
+    pub repro: bool,
     /// Exits with N when the climb located a fault (a verdict), as compute-sanitizer's
     /// `--error-exitcode` does: for scripts and CI jobs (0 otherwise, as without it).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=125))]
@@ -276,7 +281,13 @@ impl Config {
             disabled: RungId::ALL.into_iter().filter(|id| !resolved.enabled(*id)).collect(),
             python: resolved.python,
             hang_after: resolved.hang_after.is_some(),
+            repro: args.repro,
         };
+        if args.repro && !resolved.python {
+            return Err(Usage::error(
+                "`--repro` writes reproducers of Triton kernels, which need a Python target: this recipe's                  target is native (`python: false`); docs/repro.md says what a reproducer of a CUDA C++ kernel                  needs",
+            ));
+        }
         let plan = policy::plan(&req);
         if let Some(why) = policy::empty_plan(&req, &plan) {
             return Err(Usage::error(why));
@@ -670,7 +681,11 @@ fn local_recipes(dir: &std::path::Path) -> Vec<String> {
 /// hang is expected (`--hang-after`: it reruns the target until then).
 fn rung_ids(choices: &[RungChoice], hang_after: bool) -> Vec<RungId> {
     RungChoice::named(choices)
-        .unwrap_or_else(|| RungId::ALL.into_iter().filter(|r| *r != RungId::Hang || hang_after).collect())
+        .unwrap_or_else(|| {
+            // `all` is every rung that diagnoses: the hang rung with a hang expected, and the
+            // reproducer only with `--repro` (policy::plan adds it).
+            RungId::ALL.into_iter().filter(|r| (*r != RungId::Hang || hang_after) && *r != RungId::Repro).collect()
+        })
 }
 
 /// `--hang-after` and `--timeout` over the recipe's `run.hang_after` and `run.timeout`,

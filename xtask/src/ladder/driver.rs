@@ -441,7 +441,7 @@ impl State<'_, '_> {
         }
         // Read what the rung's files say, then save the bundle's view of it.
         let before = self.evidence.len();
-        for f in record.files.iter().filter(|f| is_rung_output(Path::new(&f.path))) {
+        for f in record.files.iter().filter(|f| rung.gives_evidence() && is_rung_output(Path::new(&f.path))) {
             if let Ok(ev) = scan_file(&self.bundle.root().join(&f.path)) {
                 self.evidence.push(ev);
             }
@@ -820,6 +820,14 @@ impl RungIo for Io<'_, '_, '_> {
             return None;
         }
         crate::findings::verdict::kernel_filter(self.view.analysis)
+    }
+
+    fn verdict(&self) -> Option<crate::findings::verdict::Verdict> {
+        self.view.analysis.verdict.clone()
+    }
+
+    fn in_container(&self) -> bool {
+        self.view.climb.containers.is_some()
     }
 
     fn exec(&mut self, step: &Step) -> Result<Exit> {

@@ -37,6 +37,9 @@ pub struct Request {
     /// `watch`: one armed run of a long job, at full speed (never launch-blocking), and no
     /// other rung: the job cannot be rerun.
     pub watch: bool,
+    /// `--repro`: once the climb would stop with a verdict, the repro rung writes and checks a
+    /// standalone reproducer of the faulting launch (one more run of the target).
+    pub repro: bool,
 }
 
 impl Request {
@@ -136,9 +139,13 @@ pub fn plan(req: &Request) -> Vec<RungId> {
             r
         }
         // The hang rung runs when a hang is expected or seen (a timeout), not in a default
-        // climb or `--full`: a run that ends by itself gains nothing from it.
-        None => RungId::ALL.into_iter().filter(|r| *r != RungId::Hang).collect(),
+        // climb or `--full`: a run that ends by itself gains nothing from it. The repro rung
+        // only when asked (`--repro`): it is one more run of the target, for the maintainers.
+        None => RungId::ALL.into_iter().filter(|r| *r != RungId::Hang && *r != RungId::Repro).collect(),
     };
+    if req.repro && !rungs.contains(&RungId::Repro) {
+        rungs.push(RungId::Repro);
+    }
     if req.hang_after {
         if req.rungs.is_none() {
             rungs.retain(|r| *r != RungId::Baseline);
@@ -314,6 +321,46 @@ fn names(parts: &[Part]) -> String {
 /// is still unknown, until the verdict is complete or no rung can add to it. `--full` and
 /// `--rungs` run every planned rung in order.
 pub fn next(
+    req: &Request,
+    plan: &[RungId],
+    done: &[(RungId, RungOutcome)],
+    analysis: &Analysis,
+    facts: Facts,
+) -> Next {
+    // The repro rung comes after the climb, whatever it ran to: the climb decides as if it were
+    // not there, and where that stops with a verdict of a fault, the reproducer is written
+    // (once). Its run is no evidence of the target's, so it changes no later decision.
+    let repro_planned = plan.contains(&RungId::Repro);
+    let repro_done = done.iter().any(|(r, _)| *r == RungId::Repro);
+    let without: Vec<RungId> = plan.iter().copied().filter(|r| *r != RungId::Repro).collect();
+    let climbed: Vec<(RungId, RungOutcome)> = done.iter().copied().filter(|(r, _)| *r != RungId::Repro).collect();
+    let next = next_in_climb(req, &without, &climbed, analysis, facts);
+    match next {
+        Next::Stop(why) if repro_planned && !repro_done && !req.watch && reproducible(analysis) => {
+            let _ = why;
+            Next::Run(RungId::Repro)
+        }
+        other => other,
+    }
+}
+
+/// Whether the verdict is of a fault a reproducer can show: a kernel that faulted, not a hang
+/// or what only a sanitizer sees.
+fn reproducible(analysis: &Analysis) -> bool {
+    analysis.verdict.as_ref().is_some_and(|v| {
+        !matches!(
+            v.error,
+            ErrorClass::Hang
+                | ErrorClass::Race
+                | ErrorClass::UninitializedRead
+                | ErrorClass::BarrierError
+                | ErrorClass::InvalidAccess
+                | ErrorClass::MisalignedAccess
+        )
+    })
+}
+
+fn next_in_climb(
     req: &Request,
     plan: &[RungId],
     done: &[(RungId, RungOutcome)],

@@ -267,12 +267,12 @@ def _capture(jit, first, args, kwargs):
     site = None
     if frames:
         f = frames[0]
-        site = {"file": f.f_code.co_filename, "line": f.f_lineno, "function": f.f_code.co_name}
+        site = {"file": _os.path.abspath(f.f_code.co_filename), "line": f.f_lineno, "function": f.f_code.co_name}
     cap["seq"] += 1
     rec = {
         "version": 1, "pid": _os.getpid(), "seq": cap["seq"], "kernel": fn.__name__,
         "module": getattr(fn, "__module__", None), "qualname": getattr(fn, "__qualname__", fn.__name__),
-        "file": fn.__code__.co_filename, "first_line": fn.__code__.co_firstlineno,
+        "file": _os.path.abspath(fn.__code__.co_filename), "first_line": fn.__code__.co_firstlineno,
         "site": site,
         "grid": grid, "capturing": capturing, "params": params,
         "args": [_value(a, storages, capturing) for a in args],

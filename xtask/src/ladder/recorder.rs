@@ -21,6 +21,10 @@ pub const SOURCE: &str = include_str!("recorder.py");
 
 /// The variable that names the log and turns the recorder on.
 pub const LOG_VAR: &str = "DEBUG_IMA_LAUNCHES";
+/// Capture mode (the repro rung): the Triton kernel whose launches are captured, and the
+/// folder the captures go to (`capture-<pid>.json`).
+pub const CAPTURE_VAR: &str = "DEBUG_IMA_CAPTURE";
+pub const CAPTURE_DIR_VAR: &str = "DEBUG_IMA_CAPTURE_DIR";
 
 /// Arms a run of the target whose folder is `rung_dir` (inside a bundle): the recorder's folder
 /// first on `PYTHONPATH`, before the recipe's value or, without one, `inherited` (the ladder's

@@ -64,6 +64,8 @@ pub enum Role {
     Python,
     /// `objdump -d -l` of the target's binary: where its host code launches each kernel.
     Objdump,
+    /// The reproducer the repro rung wrote (`repro/repro.py`), run to check it faults.
+    Reproducer,
 }
 
 impl Role {
@@ -78,6 +80,7 @@ impl Role {
             Role::Gdb => "gdb",
             Role::Python => "python3",
             Role::Objdump => "objdump",
+            Role::Reproducer => "reproducer",
         }
     }
 }

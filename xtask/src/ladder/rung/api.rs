@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::findings::verdict::Part;
+use crate::findings::verdict::{Part, Verdict};
 use crate::launch::container::Access;
 use crate::model::{Exit, Invocation, Role, RungId};
 use crate::process::{Control, Running};
@@ -74,6 +74,11 @@ pub trait Rung: Sync {
     /// same conditions covers it.
     fn covered_by_armed_run(&self) -> bool {
         false
+    }
+    /// Whether what the rung's files say is evidence about the target, read into the verdict:
+    /// not the repro rung's, whose dumps are the reproducer's.
+    fn gives_evidence(&self) -> bool {
+        true
     }
     /// Whether the rung runs the target (the rebuild does not): only those runs count in how
     /// often the fault was reproduced.
@@ -182,6 +187,8 @@ pub enum When {
     LaunchSites,
     /// Instead of the launch-blocking armed run, when the binary named its launch sites.
     LaunchSitesKnown,
+    /// After the capture run, once the reproducer is written: its own run.
+    Reproducer,
     /// When a process announces it waits for a debugger ([`PID`] stands for its pid).
     OnWaitMessage,
     /// Again while it still waits, with fewer commands, when cuda-gdb crashed attached.
@@ -210,6 +217,7 @@ impl When {
             When::PerDumpAfterCrash => "per dump, if cuda-gdb crashed",
             When::LaunchSites => "before the run, once, where the binary launches its kernels",
             When::LaunchSitesKnown => "instead, when the binary names its launch sites",
+            When::Reproducer => "once the reproducer is written from the capture",
             When::OnWaitMessage => "on the wait message",
             When::OnWaitMessageAfterCrash => "on the wait message, if cuda-gdb crashed",
             When::PerPythonProcess => "after hang_after, per Python process of the target's tree",
@@ -319,6 +327,10 @@ pub trait RungIo {
     /// The kernel the verdict so far names, as a sanitizer's `--kernel-name kns=` filter
     /// takes it (a substring of the mangled name), when there is one.
     fn suspect(&self) -> Option<String>;
+    /// The verdict so far, when there is one.
+    fn verdict(&self) -> Option<Verdict>;
+    /// Whether the target's runs go into a container.
+    fn in_container(&self) -> bool;
     fn interrupted(&self) -> bool;
     /// Runs one step into the bundle and records it; the target's and the build's lines go
     /// to the progress.

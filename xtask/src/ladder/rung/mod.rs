@@ -46,6 +46,7 @@ rungs! {
     racecheck::Racecheck,
     synccheck::Synccheck,
     hang::Hang,
+    repro::Repro,
 }
 
 /// The rung of an id, as a climb that watches one run of a job (`watch`) or not runs it:

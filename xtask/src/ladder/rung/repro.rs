@@ -1,0 +1,271 @@
+//! Rung 11, repro (`--repro`; docs/repro.md): a standalone reproducer of the faulting Triton
+//! launch. The target runs once more under `CUDA_LAUNCH_BLOCKING=1` with the launch recorder
+//! in capture mode for the verdict's kernel (`DEBUG_IMA_CAPTURE`), which writes each launch of
+//! that kernel before it starts, so the last one written is the one that faulted;
+//! `repro/repro.py` is written from it (`findings::repro::python`), redacted like every file
+//! of the bundle, and run alone under the GPU coredump, whose dump cuda-gdb reads: only when
+//! it faults in the same kernel at the same line with the same class is it called verified
+//! (`repro/result.json` says what it showed either way).
+//!
+//! It needs a Triton kernel of a Python target on the host or through Slurm (the recorder is
+//! not loaded in a container): for anything else it says why there is no reproducer and runs
+//! nothing. Its folder is `repro/`, beside `rungs/`: its runs are no evidence about the target.
+//!
+//! Must not: run a step but through [`RungIo`], print, decide when it runs (the policy), or
+//! put a capture's text into the program unchecked (the writer's contract).
+
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+use anyhow::{Context, Result};
+
+use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When};
+use super::armed;
+use super::build::{target, with_options};
+use super::coredump::{read_dumps, reading_steps};
+use crate::bundle::inputs::scan_file;
+use crate::bundle::layout;
+use crate::findings::repro::capture::{self, Capture};
+use crate::findings::repro::{check, python, Expected, Outcome, Status};
+use crate::findings::verdict::{decide, Verdict};
+use crate::ladder::recorder;
+use crate::model::{Invocation, Role, RungId};
+use crate::recipe::Resolved;
+
+pub struct Repro;
+
+/// Stands for the verdict's kernel in the capture run's environment.
+pub const TRITON_KERNEL: &str = "<the verdict's Triton kernel>";
+/// The reproducer's own run: long enough for `import torch` and a Triton compile, far from
+/// the minutes a target may take.
+const REPRO_TIMEOUT_S: u64 = 180;
+
+/// The capture run: the target under launch-blocking, the recorder capturing [`TRITON_KERNEL`].
+pub fn capture_invocation(r: &Resolved, dir: &Path) -> Invocation {
+    let mut inv = target(r);
+    inv.set("CUDA_LAUNCH_BLOCKING", "1");
+    inv.set(recorder::CAPTURE_VAR, TRITON_KERNEL);
+    inv.set(recorder::CAPTURE_DIR_VAR, dir.display().to_string());
+    with_options(inv, r, RungId::Repro)
+}
+
+/// The reproducer's run: the target's interpreter (its command's first `python*`, else
+/// `python3`), environment and folder, with the GPU coredump on exception into `dir`.
+pub fn repro_invocation(r: &Resolved, dir: &Path) -> Invocation {
+    let mut inv = target(r);
+    let python = inv
+        .argv
+        .iter()
+        .find(|a| Path::new(a).file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("python")))
+        .cloned()
+        .unwrap_or_else(|| "python3".to_string());
+    inv.argv = vec![python, dir.join(layout::REPRO_SCRIPT).display().to_string()];
+    armed::on_exception(&mut inv, dir, layout::DUMP_PREFIX);
+    inv.set("CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION", "0");
+    inv.timeout = Some(std::time::Duration::from_secs(REPRO_TIMEOUT_S));
+    inv
+}
+
+/// Whether a kernel name is a Triton kernel's (a Python identifier: a CUDA C++ or ATen kernel
+/// carries `::`, a signature or template arguments).
+pub fn triton_kernel(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Why no reproducer can be written for this verdict and recipe, if none can.
+pub fn not_applicable(v: Option<&Verdict>, r: &Resolved, in_container: bool) -> Option<String> {
+    let Some(v) = v else {
+        return Some("no verdict names a faulting kernel, so there is no launch to reproduce".into());
+    };
+    if !r.python {
+        return Some(format!(
+            "`{}` is a kernel of a native program: reproducers are written for the Triton kernels of \
+             Python targets (docs/repro.md says what a native one needs)",
+            v.kernel
+        ));
+    }
+    if !triton_kernel(&v.kernel) {
+        return Some(format!(
+            "`{}` is no Triton kernel (a CUDA C++ or PyTorch operator's): reproducers are written for \
+             Triton kernels (docs/repro.md)",
+            v.kernel
+        ));
+    }
+    if in_container {
+        return Some("the launch recorder that captures the launch is not loaded in a container".into());
+    }
+    None
+}
+
+impl Rung for Repro {
+    fn id(&self) -> RungId {
+        RungId::Repro
+    }
+
+    fn describe(&self) -> &'static str {
+        "write a standalone reproducer of the faulting Triton launch: one more run of the target under \
+         `CUDA_LAUNCH_BLOCKING=1` capturing that kernel's launches, then `repro/repro.py`, run alone under \
+         the GPU coredump to check it faults the same way"
+    }
+
+    fn needs_fault(&self) -> bool {
+        true
+    }
+
+    fn gives_evidence(&self) -> bool {
+        false
+    }
+
+    fn applies(&self, recipe: &Resolved) -> bool {
+        recipe.python
+    }
+
+    fn steps(&self, cx: &StepCx) -> Vec<Step> {
+        let mut steps = vec![
+            Step::target(capture_invocation(cx.recipe, &cx.dir)),
+            Step::new(Role::Reproducer, repro_invocation(cx.recipe, &cx.dir), "repro-run").when(When::Reproducer),
+        ];
+        steps.extend(reading_steps(cx));
+        steps
+    }
+
+    fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
+        let verdict = io.verdict();
+        if let Some(why) = not_applicable(verdict.as_ref(), io.recipe(), io.in_container()) {
+            io.note(format!("no reproducer: {why}"));
+            return Ok(Ran::default());
+        }
+        let v = verdict.expect("not_applicable says None only with a verdict");
+        let expected = Expected::of(&v);
+        let mut capture_step = step(steps, When::Always)?.clone();
+        capture_step.inv.set(recorder::CAPTURE_VAR, v.kernel.clone());
+        let ran = io.exec(&capture_step)?;
+        let dir = io.dir().to_path_buf();
+        let mut outcome = Outcome {
+            status: Status::NotWritten,
+            script: None,
+            expected: expected.clone(),
+            seen: None,
+            notes: vec![],
+            seconds: None,
+        };
+        let Some(c) = chosen_capture(&dir, &mut outcome.notes)? else {
+            outcome.notes.push(format!(
+                "the capture run ({}) recorded no launch of `{}`{}",
+                ran.text(),
+                v.kernel,
+                if ran.success() { ": it did not fault this time" } else { "" }
+            ));
+            return finish(io, &dir, outcome, ran.success());
+        };
+        if ran.success() {
+            outcome.notes.push(
+                "the capture run did not fault (the fault is intermittent, or launch-blocking hides it): \
+                 the reproducer holds the last launch of the kernel, which need not be the one that faulted"
+                    .into(),
+            );
+        }
+        let written = python::write(&c, &expected);
+        outcome.notes.extend(written.notes);
+        let mut found = Vec::new();
+        let script = crate::redact::redact_text(&written.script, layout::REPRO_SCRIPT, &mut found);
+        if !found.is_empty() {
+            outcome.notes.push(format!(
+                "redaction replaced {} value(s) in the script; the run below is of the redacted script",
+                found.len()
+            ));
+        }
+        let path = dir.join(layout::REPRO_SCRIPT);
+        std::fs::write(&path, script).with_context(|| format!("cannot write {}", path.display()))?;
+        outcome.script = Some(format!("{}/{}", layout::REPRO_DIR, layout::REPRO_SCRIPT));
+        let started = SystemTime::now();
+        let clock = Instant::now();
+        let repro_ran = io.exec(step(steps, When::Reproducer)?)?;
+        outcome.seconds = Some((clock.elapsed().as_secs_f64() * 10.0).round() / 10.0);
+        read_dumps(io, steps, When::PerDump, started, repro_ran)?;
+        outcome.seen = seen_in(&dir);
+        match check(&expected, outcome.seen.as_ref()) {
+            Ok(()) => outcome.status = Status::Verified,
+            Err(why) => {
+                outcome.status = Status::DidNotReproduce;
+                outcome.notes.insert(0, format!("{why} ({})", repro_ran.text()));
+            }
+        }
+        finish(io, &dir, outcome, ran.success())
+    }
+}
+
+/// The capture of the process that faulted, among the run's (`capture-<pid>.json`); a file
+/// that does not read is a note.
+fn chosen_capture(dir: &Path, notes: &mut Vec<String>) -> Result<Option<Capture>> {
+    let mut found: Vec<(Capture, SystemTime)> = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let path: PathBuf = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if !(name.starts_with(layout::CAPTURE_PREFIX) && name.ends_with(".json")) {
+            continue;
+        }
+        let read = crate::files::read_bounded(&path, 64 << 20)
+            .and_then(|t| capture::parse(&t))
+            .with_context(|| format!("{} was not read", path.display()));
+        match read {
+            Ok(c) => {
+                let at = std::fs::metadata(&path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
+                found.push((c, at));
+            }
+            Err(e) => notes.push(format!("{e:#}")),
+        }
+    }
+    Ok(capture::choose(found).map(|(c, others)| {
+        if others > 0 {
+            notes.push(format!(
+                "{} processes launched the kernel; the reproducer is written from the one whose launch came \
+                 last (pid {})",
+                others + 1,
+                c.pid
+            ));
+        }
+        c
+    }))
+}
+
+/// What the reproducer's dump says: the verdict of cuda-gdb's logs on it.
+fn seen_in(dir: &Path) -> Option<Expected> {
+    let mut evidence = Vec::new();
+    for entry in std::fs::read_dir(dir).ok()? {
+        let path = entry.ok()?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if name.starts_with("cudagdb-") && name.ends_with(".log") {
+            evidence.extend(scan_file(&path).ok());
+        }
+    }
+    decide(&evidence).verdict.as_ref().map(Expected::of)
+}
+
+/// Writes `result.json` and says what the rung came to.
+fn finish(io: &mut dyn RungIo, dir: &Path, outcome: Outcome, capture_clean: bool) -> Result<Ran> {
+    let line = match outcome.status {
+        Status::Verified => format!(
+            "reproducer verified: {} faults alone with {} ({} s)",
+            outcome.script.as_deref().unwrap_or_default(),
+            outcome.expected.text(),
+            outcome.seconds.unwrap_or_default()
+        ),
+        Status::DidNotReproduce => format!(
+            "reproducer written ({}) but it did not reproduce: {}",
+            outcome.script.as_deref().unwrap_or_default(),
+            outcome.notes.first().map(String::as_str).unwrap_or("see result.json")
+        ),
+        Status::NotWritten => format!(
+            "no reproducer: {}",
+            outcome.notes.last().map(String::as_str).unwrap_or("nothing was captured")
+        ),
+    };
+    let json = serde_json::to_string_pretty(&outcome).context("cannot serialise the reproducer's result")?;
+    let path = dir.join(layout::REPRO_RESULT);
+    std::fs::write(&path, json + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+    io.note(line);
+    Ok(Ran { faulted: !capture_clean, yielded: outcome.status == Status::Verified, ..Ran::default() })
+}
