@@ -380,7 +380,7 @@ fn without_nvidia_smi_the_gpu_is_missing_and_the_ladder_stops() {
     let err = require(&r, &[RungId::Coredump]).unwrap_err().to_string();
     assert!(err.starts_with("this machine cannot run the ladder: no usable GPU"), "{err}");
     assert!(err.contains(NO_GPU_FIX), "{err}");
-    assert!(err.contains("cuda-gdb (coredump, attach, hang)"), "{err}");
+    assert!(err.contains("cuda-gdb (coredump, attach, hang, repro)"), "{err}");
     assert!(!err.contains("compute-sanitizer"), "memcheck was not asked for: {err}");
     // No driver-toolkit check without a driver.
     assert!(r.get("driver-toolkit").is_none());
@@ -1730,7 +1730,7 @@ fn doctor_takes_rungs_as_a_comma_list_and_rung_as_a_hidden_alias() {
     assert_eq!(code, Some(2));
     assert!(err.contains("invalid value 'bogus' for '--rungs <RUNG>'"), "{err}");
     assert!(
-        err.contains("baseline, rebuild, launch-blocking, coredump, attach, memcheck, initcheck, racecheck, synccheck, hang, all"),
+        err.contains("baseline, rebuild, launch-blocking, coredump, attach, memcheck, initcheck, racecheck, synccheck, hang, repro, all"),
         "{err}"
     );
     let (_, help, _) = doctor_bin(&["--help"]);

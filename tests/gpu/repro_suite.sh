@@ -6,7 +6,11 @@
 # status, the standalone run's exit and time, and what was left on the GPU.
 #
 # usage: tests/gpu/repro_suite.sh XTASK_BINARY OUTDIR [CASE...]
-#        (cases: eager graph worker late rope strided; default all)
+#        (cases: eager graph worker late rope strided floatidx aten cost; default all; floatidx
+#        is expected not to reproduce, aten to get no reproducer: both must say why; cost runs
+#        launch_loop.py for 5 s each: plain, with the recorder, with the recorder capturing
+#        another kernel, under launch-blocking, and under launch-blocking capturing its kernel,
+#        the capture run's own cost; launches a second in OUTDIR/cost.txt)
 set -u
 XTASK=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 OUT=${2:?usage: repro_suite.sh XTASK_BINARY OUTDIR [CASE...]}
@@ -14,15 +18,34 @@ shift 2
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 cd "$(dirname "$0")/../.." || exit 1
 P=$(pwd)/tests/gpu/programs
-CASES=${*:-eager graph worker late rope strided}
+CASES=${*:-eager graph worker late rope strided floatidx aten cost}
+cost() {
+  local rec; rec=$(mktemp -d); cp "$(pwd)/xtask/src/ladder/recorder.py" "$rec/sitecustomize.py"
+  for round in 1 2; do
+    for mode in plain recorder other blocking capture; do
+      local env=()
+      case $mode in
+        recorder) env=(PYTHONPATH="$rec" DEBUG_IMA_LAUNCHES="$rec/l.log") ;;
+        other) env=(PYTHONPATH="$rec" DEBUG_IMA_LAUNCHES="$rec/l.log" DEBUG_IMA_CAPTURE=not_this_one DEBUG_IMA_CAPTURE_DIR="$rec") ;;
+        blocking) env=(CUDA_LAUNCH_BLOCKING=1) ;;
+        capture) env=(CUDA_LAUNCH_BLOCKING=1 PYTHONPATH="$rec" DEBUG_IMA_LAUNCHES="$rec/l.log" DEBUG_IMA_CAPTURE=add_one DEBUG_IMA_CAPTURE_DIR="$rec") ;;
+      esac
+      echo "round $round $mode: $(env "${env[@]}" timeout 60 python3 "$P/launch_loop.py" 5 2>&1 | tail -1)"
+    done
+  done > "$OUT/cost.txt"
+  rm -rf "$rec"
+}
 script_of() {
   case $1 in
     eager|graph|worker) echo "$P/vllm_shaped.py $1" ;;
     late) echo "$P/late_fault.py 5 300" ;;
     rope|strided) echo "$P/triton_from_module.py $1" ;;
+    floatidx) echo "$P/triton_float_index.py" ;;
+    aten) echo "$P/aten_async.py" ;;
   esac
 }
 for c in $CASES; do
+  if [ "$c" = cost ]; then cost; continue; fi
   set -- $(script_of "$c")
   t0=$(date +%s.%N)
   timeout 500 "$XTASK" debug-ima --recipe pytorch --set script="$1" --set args="${2:-} ${3:-}" --repro --yes \
@@ -45,4 +68,4 @@ for c in $CASES; do
   } >> "$OUT/results.txt"
 done
 find "$OUT" -name 'core_*' -size +1M -delete
-cat "$OUT/results.txt"
+cat "$OUT/results.txt"; cat "$OUT/cost.txt" 2>/dev/null

@@ -45,10 +45,12 @@ pub const ARCHIVE_SUMS: &str = "ARCHIVE.sha256";
 pub const ENV_DIR: &str = "env";
 /// The folder of the rungs' folders.
 pub const RUNGS_DIR: &str = "rungs";
-/// The repro rung's folder (docs/repro.md), beside `rungs/`: what its runs print is about the
-/// reproducer, so the analysis of the bundle does not read it.
-pub const REPRO_DIR: &str = "repro";
-/// In [`REPRO_DIR`]: the reproducer, what its run showed, and the recorder's captures
+/// The repro rung's folder (docs/repro.md), named as the rung, beside `rungs/`: what its runs
+/// print is about the reproducer, so the analysis of the bundle does not read it.
+pub fn repro_dir() -> &'static str {
+    RungId::Repro.name()
+}
+/// In [`repro_dir`]: the reproducer, what its run showed, and the recorder's captures
 /// (`capture-<pid>.json`).
 pub const REPRO_SCRIPT: &str = "repro.py";
 pub const REPRO_RESULT: &str = "result.json";
@@ -135,8 +137,8 @@ pub fn dump_file(host: &str, pid: u32, time: u64) -> String {
 pub fn rung_dir(index: usize, rung: RungId, attempt: usize) -> PathBuf {
     if rung == RungId::Repro {
         return PathBuf::from(match attempt {
-            0 => REPRO_DIR.to_string(),
-            a => format!("{REPRO_DIR}-{}", a + 1),
+            0 => repro_dir().to_string(),
+            a => format!("{}-{}", repro_dir(), a + 1),
         });
     }
     let name = match attempt {
@@ -159,8 +161,8 @@ pub fn rung_dir_unnumbered(rung: RungId) -> PathBuf {
 /// is no rung's.
 pub fn bundle_of_rung_dir(dir: &Path) -> Option<&Path> {
     let name = dir.file_name()?.to_str()?;
-    let again = name.strip_prefix(REPRO_DIR).and_then(|r| r.strip_prefix('-'));
-    if name == REPRO_DIR || again.is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) {
+    let again = name.strip_prefix(repro_dir()).and_then(|r| r.strip_prefix('-'));
+    if name == repro_dir() || again.is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) {
         return dir.parent();
     }
     let rungs = dir.parent()?;

@@ -40,10 +40,12 @@ const SCRIPT_SHOWN: usize = 16_000;
 /// The "Minimal reproducer" section: what it showed, how to run it, what it needs and does
 /// not contain, and the script itself when it is short enough.
 fn reproducer_section(outcome: &Outcome, script: Option<&str>) -> String {
-    let mut s = String::from("#### Minimal reproducer
+    let mut s = String::from(
+        "#### Minimal reproducer
 
-");
-    let at = outcome.script.as_deref().unwrap_or(super::layout::REPRO_DIR);
+",
+    );
+    let at = outcome.script.as_deref().unwrap_or(super::layout::repro_dir());
     match outcome.status {
         Status::Verified => writeln!(
             s,
@@ -73,7 +75,8 @@ fn reproducer_section(outcome: &Outcome, script: Option<&str>) -> String {
     }
     if let Some(text) = script.filter(|t| t.len() <= SCRIPT_SHOWN) {
         let summary = super::layout::REPRO_SCRIPT;
-        writeln!(s, "<details><summary>{summary}</summary>\n\n{}\n</details>\n", fenced("python", text)).unwrap();
+        writeln!(s, "<details><summary>{summary}</summary>\n\n{}\n</details>\n", fenced("python", text))
+            .unwrap();
     }
     s
 }

@@ -584,7 +584,7 @@ pub fn report_of(path: &Path) -> Result<String> {
 /// The repro rung's result and script (`repro/result.json`, `repro/repro.py`), when the run
 /// wrote them; a result that does not read is left out of the report.
 fn reproducer_of(bundle: &Path) -> Option<(crate::findings::repro::Outcome, Option<String>)> {
-    let dir = bundle.join(layout::REPRO_DIR);
+    let dir = bundle.join(layout::repro_dir());
     let text = crate::files::read_bounded(&dir.join(layout::REPRO_RESULT), 1 << 20).ok()?;
     let outcome = serde_json::from_str(&text).ok()?;
     let script = crate::files::read_bounded(&dir.join(layout::REPRO_SCRIPT), 8 << 20).ok();

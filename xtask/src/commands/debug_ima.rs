@@ -680,12 +680,14 @@ fn local_recipes(dir: &std::path::Path) -> Vec<String> {
 /// The rungs `--rungs` names: `all` is every rung in ladder order, the hang rung only when a
 /// hang is expected (`--hang-after`: it reruns the target until then).
 fn rung_ids(choices: &[RungChoice], hang_after: bool) -> Vec<RungId> {
-    RungChoice::named(choices)
-        .unwrap_or_else(|| {
-            // `all` is every rung that diagnoses: the hang rung with a hang expected, and the
-            // reproducer only with `--repro` (policy::plan adds it).
-            RungId::ALL.into_iter().filter(|r| (*r != RungId::Hang || hang_after) && *r != RungId::Repro).collect()
-        })
+    RungChoice::named(choices).unwrap_or_else(|| {
+        // `all` is every rung that diagnoses: the hang rung with a hang expected, and the
+        // reproducer only with `--repro` (policy::plan adds it).
+        RungId::ALL
+            .into_iter()
+            .filter(|r| (*r != RungId::Hang || hang_after) && *r != RungId::Repro)
+            .collect()
+    })
 }
 
 /// `--hang-after` and `--timeout` over the recipe's `run.hang_after` and `run.timeout`,

@@ -333,7 +333,8 @@ pub fn next(
     let repro_planned = plan.contains(&RungId::Repro);
     let repro_done = done.iter().any(|(r, _)| *r == RungId::Repro);
     let without: Vec<RungId> = plan.iter().copied().filter(|r| *r != RungId::Repro).collect();
-    let climbed: Vec<(RungId, RungOutcome)> = done.iter().copied().filter(|(r, _)| *r != RungId::Repro).collect();
+    let climbed: Vec<(RungId, RungOutcome)> =
+        done.iter().copied().filter(|(r, _)| *r != RungId::Repro).collect();
     let next = next_in_climb(req, &without, &climbed, analysis, facts);
     match next {
         Next::Stop(why) if repro_planned && !repro_done && !req.watch && reproducible(analysis) => {
@@ -925,6 +926,31 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// `--repro` adds the repro rung, which runs once where the climb would stop with a verdict
+    /// of a fault, and leaves the climb's own stop reason as it was; without `--repro`, with no
+    /// verdict, or for a hang, it never runs.
+    #[test]
+    fn the_reproducer_comes_once_where_the_climb_stops_with_a_fault() {
+        let req = Request { python: true, repro: true, ..Request::default() };
+        let p = plan(&req);
+        assert_eq!(p.last(), Some(&RungId::Repro));
+        assert!(!plan(&Request { python: true, ..Request::default() }).contains(&RungId::Repro));
+        let a = shared_atomic(true);
+        let done = vec![(RungId::Baseline, ran(true))];
+        let facts = Facts { lineinfo: Some(true), ..Facts::default() };
+        let without = Request { repro: false, ..req.clone() };
+        let plain = next(&without, &plan(&without), &done, &a, facts);
+        assert!(matches!(plain, Next::Stop(_)), "{plain:?}");
+        assert_eq!(next(&req, &p, &done, &a, facts), Next::Run(RungId::Repro));
+        let mut after = done.clone();
+        after.push((RungId::Repro, ran(true)));
+        assert_eq!(next(&req, &p, &after, &a, facts), plain, "the climb's own stop, as without --repro");
+        assert!(matches!(next(&req, &p, &done, &empty(), facts), Next::Run(r) if r != RungId::Repro));
+        let mut hang = a.clone();
+        hang.verdict.as_mut().unwrap().error = ErrorClass::Hang;
+        assert!(!reproducible(&hang));
     }
 
     /// A complete verdict from a short native run is checked by memcheck for an earlier bug

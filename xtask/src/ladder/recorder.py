@@ -17,15 +17,16 @@
 #
 # Capture mode (docs/repro.md), for the reproducer rung: DEBUG_IMA_CAPTURE names a kernel
 # (its Triton function's name, as the GPU dump names it) and DEBUG_IMA_CAPTURE_DIR a folder.
-# Before each launch of that kernel the launch is written to FOLDER/capture-PID.json, replacing
-# the one before: the kernel's file, module and name, the launching line, the grid, every
-# argument and keyword (tensors as dtype, shape, stride, offset into their storage; storages
+# Before each launch of that kernel the launch is kept in memory, replacing the one before,
+# and written to FOLDER/capture-PID.json once an error shows (the launch raised, or the next
+# launch or graph replay found the error pending) or at exit: the kernel's file, module and
+# name, the launching line, the grid, every argument and keyword (tensors as dtype, shape, stride, offset into their storage; storages
 # shared between arguments kept shared) and the bytes of integer and bool storages up to
 # CAPTURE_ONE bytes each, CAPTURE_ALL in all (float contents are never recorded). The rung runs
-# the target under CUDA_LAUNCH_BLOCKING=1, so the last launch written is the one that faulted;
-# a launch that finds the error of the one before it pending writes nothing. Inside a CUDA
+# the target under CUDA_LAUNCH_BLOCKING=1, so the last launch kept is the one that faulted;
+# a launch that finds the error of the one before it pending keeps nothing. Inside a CUDA
 # graph capture no bytes are read (a copy would break the capture): they are read before the
-# graph's next replay, which sets them, and the record is written again (`values_at`).
+# graph's next replay, which sets them (`values_at`).
 #
 # The log: one tab-separated record per line, its first field the kind:
 #   hooked   PID  WHAT
@@ -134,7 +135,7 @@ def _note_launch(jit, first):
 CAPTURE_ONE = 1 << 20
 CAPTURE_ALL = 4 << 20
 _CAPTURE = {"name": _os.environ.get("DEBUG_IMA_CAPTURE"), "dir": _os.environ.get("DEBUG_IMA_CAPTURE_DIR"),
-            "seq": 0, "done": False}
+            "seq": 0, "done": False, "last": None, "saved": False, "signatures": {}}
 _INTEGER = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool")
 
 
@@ -149,41 +150,66 @@ class _Storages:
 
 
 def _bytes_of(torch, st):
-    import base64
     import ctypes
 
     raw = torch.empty(0, dtype=torch.uint8, device=st.device)
     raw.set_(st, 0, (st.nbytes(),), (1,))
     host = raw.cpu()
-    return base64.b64encode(ctypes.string_at(host.data_ptr(), st.nbytes())).decode()
+    return ctypes.string_at(host.data_ptr(), st.nbytes())
 
 
-def _save(rec):
+def _keep(rec):
+    # The launch just captured, kept in memory until an error shows it was the faulting one.
+    _CAPTURE["last"] = rec
+    _CAPTURE["saved"] = False
+
+
+def _flush():
+    # Writes the last launch kept (once): when an error of it showed (the launch raised, the
+    # next launch or replay found it pending) or when the process exits.
+    cap = _CAPTURE
+    rec = cap.get("last")
+    if rec is None or cap.get("saved"):
+        return
+    cap["saved"] = True
+    import base64
     import json
 
-    path = _os.path.join(_CAPTURE["dir"], "capture-%d.json" % _os.getpid())
+    out = dict(rec)
+    out["storages"] = [
+        dict(s, values=base64.b64encode(s["values"]).decode() if s["values"] is not None else None)
+        for s in rec["storages"]
+    ]
+    path = _os.path.join(cap["dir"], "capture-%d.json" % _os.getpid())
     with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(rec, f)
+        json.dump(out, f)
     _os.replace(path + ".tmp", path)
+
+
+def _pending_error(torch):
+    # Under launch-blocking nothing is pending but an error of the launch before: then that
+    # launch, the one kept, faulted.
+    try:
+        torch.cuda.synchronize()
+        return False
+    except Exception:
+        _CAPTURE["done"] = True
+        _flush()
+        return True
 
 
 def _before_replay():
     # A launch captured into a graph: its integer storages hold the replay's values now.
     pending = _CAPTURE.get("replay")
     torch = _sys.modules.get("torch")
-    if not pending or torch is None or _CAPTURE["done"]:
-        return
-    try:
-        torch.cuda.synchronize()
-    except Exception:
-        _CAPTURE["done"] = True
+    if not pending or torch is None or _CAPTURE["done"] or _pending_error(torch):
         return
     rec, kept = pending
     for srec, st in kept:
         srec["values"] = _bytes_of(torch, st)
         srec["left_out"] = None
     rec["values_at"] = "replay"
-    _save(rec)
+    _keep(rec)
 
 
 def _value(v, storages, capturing):
@@ -244,18 +270,15 @@ def _capture(jit, first, args, kwargs):
     capturing = False
     if torch is not None:
         capturing = bool(torch.cuda.is_current_stream_capturing())
-        if not capturing:
-            try:
-                # Under launch-blocking nothing is pending but an error of the launch before.
-                torch.cuda.synchronize()
-            except Exception:
-                cap["done"] = True
-                return
+        if not capturing and _pending_error(torch):
+            return
     grid = kwargs.get("grid")
     if callable(grid):
-        import inspect
+        sig = cap["signatures"].get(id(fn))
+        if sig is None:
+            import inspect
 
-        sig = inspect.signature(fn)
+            sig = cap["signatures"][id(fn)] = inspect.signature(fn)
         named = {k: v for k, v in kwargs.items() if k in sig.parameters}
         bound = sig.bind_partial(*args, **named)
         bound.apply_defaults()
@@ -281,7 +304,14 @@ def _capture(jit, first, args, kwargs):
     }
     rec["values_at"] = "capture" if capturing else "launch"
     cap["replay"] = (rec, storages.at_replay) if capturing else None
-    _save(rec)
+    _keep(rec)
+
+
+def _flush_quietly():
+    try:
+        _flush()
+    except Exception as e:
+        _write(["hooked", "capture not written: %s: %s" % (type(e).__name__, e)])
 
 
 def _hook_triton(mod):
@@ -305,6 +335,12 @@ def _hook_triton(mod):
                 except Exception as e:
                     _CAPTURE["done"] = True
                     _write(["hooked", "capture failed: %s: %s" % (type(e).__name__, e)])
+                try:
+                    return run(self, *args, **kwargs)
+                except Exception:
+                    # Under launch-blocking a faulting launch raises here.
+                    _flush_quietly()
+                    raise
         return run(self, *args, **kwargs)
 
     run_recorded.__wrapped__ = run
@@ -345,7 +381,11 @@ def _hook_graphs(mod):
             except Exception as e:
                 _CAPTURE["done"] = True
                 _write(["hooked", "capture failed at replay: %s: %s" % (type(e).__name__, e)])
-            return replay(self, *args, **kwargs)
+            try:
+                return replay(self, *args, **kwargs)
+            except Exception:
+                _flush_quietly()
+                raise
 
         cls.replay = replay_captured
     cls.capture_begin = capture_begin
@@ -415,4 +455,10 @@ if _os.environ.get("DEBUG_IMA_LAUNCHES"):
     _HOOKS["triton.runtime.jit"] = _hook_triton
     _HOOKS["torch.cuda.graphs"] = _hook_graphs
     _sys.meta_path.insert(0, _Finder())
+    if _CAPTURE["name"]:
+        import atexit
+
+        # A fault that surfaced elsewhere (a later call raised; the program exited): the last
+        # launch kept is written at exit.
+        atexit.register(_flush_quietly)
 _chain()

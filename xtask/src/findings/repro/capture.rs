@@ -62,16 +62,36 @@ pub struct Site {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Value {
-    Tensor { dtype: String, shape: Vec<i64>, stride: Vec<i64>, offset: i64, storage: usize },
-    Int { value: i64 },
+    Tensor {
+        dtype: String,
+        shape: Vec<i64>,
+        stride: Vec<i64>,
+        offset: i64,
+        storage: usize,
+    },
+    Int {
+        value: i64,
+    },
     /// As Python's `repr` wrote it (`0.5`, `inf`, `nan`).
-    Float { value: String },
-    Bool { value: bool },
+    Float {
+        value: String,
+    },
+    Bool {
+        value: bool,
+    },
     None,
-    Str { value: String },
-    Tuple { items: Vec<Value> },
-    TorchDtype { value: String },
-    TritonDtype { value: String },
+    Str {
+        value: String,
+    },
+    Tuple {
+        items: Vec<Value>,
+    },
+    TorchDtype {
+        value: String,
+    },
+    TritonDtype {
+        value: String,
+    },
     /// A value the recorder could not describe: its type and a bounded `repr`.
     Other {
         #[serde(rename = "type")]
@@ -162,7 +182,10 @@ pub fn parse(text: &str) -> Result<Capture> {
     }
     let ident = |s: &str| !s.is_empty() && s.chars().all(|ch| ch.is_alphanumeric() || ch == '_');
     if !ident(&c.kernel) || !c.qualname.split('.').all(ident) {
-        bail!("the capture's kernel name `{}` is not a Python identifier", crate::model::text::cut(&c.qualname, 80));
+        bail!(
+            "the capture's kernel name `{}` is not a Python identifier",
+            crate::model::text::cut(&c.qualname, 80)
+        );
     }
     if c.grid.is_empty() || c.grid.len() > 3 {
         bail!("the capture's grid has {} dimensions (1 to 3)", c.grid.len());
@@ -193,7 +216,8 @@ fn check_value(v: &Value, storages: &[Storage], depth: usize) -> Result<()> {
             if *storage >= storages.len() {
                 bail!("a tensor names storage {storage} of {}", storages.len());
             }
-            if shape.len() != stride.len() || shape.len() > 16 || shape.iter().any(|d| *d < 0) || *offset < 0 {
+            if shape.len() != stride.len() || shape.len() > 16 || shape.iter().any(|d| *d < 0) || *offset < 0
+            {
                 bail!("a tensor's shape {shape:?}, stride {stride:?} and offset {offset} do not agree");
             }
         }
@@ -225,7 +249,9 @@ mod tests {
     use super::*;
 
     fn recorded(case: &str) -> Capture {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/h200/capture").join(case);
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/h200/capture")
+            .join(case);
         let file = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -249,14 +275,19 @@ mod tests {
         assert!(graph.storages[1].values.is_some());
         let strided = recorded("strided");
         let kw: Vec<String> = strided.keywords().into_iter().map(|(k, _)| k).collect();
-        assert_eq!(kw, ["BLOCK", "EVEN", "num_ctas", "num_stages", "num_warps"], "sorted: the order of keywords does not matter");
+        assert_eq!(
+            kw,
+            ["BLOCK", "EVEN", "num_ctas", "num_stages", "num_warps"],
+            "sorted: the order of keywords does not matter"
+        );
         assert_eq!(recorded("worker").module.as_deref(), Some("__mp_main__"));
     }
 
     #[test]
     fn a_capture_that_breaks_what_the_writer_relies_on_is_refused() {
         let text = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/h200/capture/eager/capture-510.json"),
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../tests/fixtures/h200/capture/eager/capture-510.json"),
         )
         .unwrap();
         for (from, to, why) in [

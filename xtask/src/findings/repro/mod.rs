@@ -67,7 +67,12 @@ pub struct Expected {
 
 impl Expected {
     pub fn of(v: &Verdict) -> Expected {
-        Expected { kernel: v.kernel.clone(), file: v.file.clone(), line: v.line, error: v.error.as_str().to_string() }
+        Expected {
+            kernel: v.kernel.clone(),
+            file: v.file.clone(),
+            line: v.line,
+            error: v.error.as_str().to_string(),
+        }
     }
 
     /// `illegal-address in `k` at f.py:12`.
@@ -109,7 +114,12 @@ mod tests {
     use crate::findings::ErrorClass;
 
     fn fault(kernel: &str, line: u32, error: ErrorClass) -> Expected {
-        Expected { kernel: kernel.into(), file: Some("/w/x.py".into()), line: Some(line), error: error.as_str().into() }
+        Expected {
+            kernel: kernel.into(),
+            file: Some("/w/x.py".into()),
+            line: Some(line),
+            error: error.as_str().into(),
+        }
     }
 
     #[test]
@@ -118,9 +128,11 @@ mod tests {
         assert_eq!(check(&want, Some(&fault("gather_kv_kernel", 22, ErrorClass::IllegalAddress))), Ok(()));
         let other = check(&want, Some(&fault("other_kernel", 22, ErrorClass::IllegalAddress))).unwrap_err();
         assert!(other.contains("another kernel") && other.contains("other_kernel"), "{other}");
-        let line = check(&want, Some(&fault("gather_kv_kernel", 23, ErrorClass::IllegalAddress))).unwrap_err();
+        let line =
+            check(&want, Some(&fault("gather_kv_kernel", 23, ErrorClass::IllegalAddress))).unwrap_err();
         assert!(line.contains("another line") && line.contains(":23"), "{line}");
-        let class = check(&want, Some(&fault("gather_kv_kernel", 22, ErrorClass::MisalignedAddress))).unwrap_err();
+        let class =
+            check(&want, Some(&fault("gather_kv_kernel", 22, ErrorClass::MisalignedAddress))).unwrap_err();
         assert!(class.contains("another class"), "{class}");
         assert!(check(&want, None).unwrap_err().contains("without a device fault"));
         // The same file under another folder (the bundle's relative name, the dump's absolute one).

@@ -60,7 +60,9 @@ pub fn py_str(s: &str) -> String {
 }
 
 fn ident(s: &str) -> bool {
-    !s.is_empty() && !s.starts_with(|c: char| c.is_ascii_digit()) && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    !s.is_empty()
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// A float as Python reads it: the recorded `repr` when it is a plain literal, `float('inf')`
@@ -68,7 +70,9 @@ fn ident(s: &str) -> bool {
 fn py_float(repr: &str) -> Option<String> {
     match repr {
         "inf" | "-inf" | "nan" => Some(format!("float('{repr}')")),
-        _ if repr.parse::<f64>().is_ok() && repr.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c)) => {
+        _ if repr.parse::<f64>().is_ok()
+            && repr.chars().all(|c| c.is_ascii_digit() || "+-.eE".contains(c)) =>
+        {
             Some(repr.to_string())
         }
         _ => None,
@@ -95,7 +99,10 @@ fn expr(v: &Value, notes: &mut Vec<String>, name: &str) -> String {
         }
         Value::Int { value } => value.to_string(),
         Value::Float { value } => py_float(value).unwrap_or_else(|| {
-            notes.push(format!("`{name}`: the float `{}` could not be read, passed as 0.0", crate::model::text::cut(value, 40)));
+            notes.push(format!(
+                "`{name}`: the float `{}` could not be read, passed as 0.0",
+                crate::model::text::cut(value, 40)
+            ));
             "0.0".into()
         }),
         Value::Bool { value } => if *value { "True" } else { "False" }.into(),
@@ -144,7 +151,11 @@ fn storage_line(c: &Capture, i: usize, s: &Storage, notes: &mut Vec<String>) -> 
     let Some(bytes) = s.recorded() else {
         if let Some(why) = &s.left_out {
             if !why.ends_with("contents are not recorded") {
-                notes.push(format!("storage {i} ({} bytes): its values were not recorded: {}", s.bytes, crate::model::text::cut(why, 200)));
+                notes.push(format!(
+                    "storage {i} ({} bytes): its values were not recorded: {}",
+                    s.bytes,
+                    crate::model::text::cut(why, 200)
+                ));
             }
         }
         return format!("    ({}, None, None),", s.bytes);
@@ -190,21 +201,46 @@ pub fn write(c: &Capture, expected: &Expected) -> Written {
     let _ = writeln!(s, "#!/usr/bin/env python3");
     let _ = writeln!(s, "# A reproducer written by debug-ima (docs/repro.md) for the fault:");
     let _ = writeln!(s, "#   {}", one_line(&expected.text()));
-    let _ = writeln!(s, "# from launch {} of `{}` in process {}, at {}.", c.seq, c.kernel, c.pid, one_line(&site));
+    let _ = writeln!(
+        s,
+        "# from launch {} of `{}` in process {}, at {}.",
+        c.seq,
+        c.kernel,
+        c.pid,
+        one_line(&site)
+    );
     let _ = writeln!(s, "#");
-    let _ = writeln!(s, "# Run it with `python3 repro.py`: it needs PyTorch, Triton, one GPU and the kernel's file");
-    let _ = writeln!(s, "# (KERNEL_FILE below), nothing else of the program. It launches the kernel once, alone,");
-    let _ = writeln!(s, "# with the recorded grid, keywords and arguments: tensors of the recorded dtypes, shapes,");
-    let _ = writeln!(s, "# strides and offsets, in storages of the recorded sizes (arguments that shared a storage");
-    let _ = writeln!(s, "# share one); integer and bool storages hold the recorded values (read at the {}),", values_at(c));
+    let _ = writeln!(
+        s,
+        "# Run it with `python3 repro.py`: it needs PyTorch, Triton, one GPU and the kernel's file"
+    );
+    let _ = writeln!(
+        s,
+        "# (KERNEL_FILE below), nothing else of the program. It launches the kernel once, alone,"
+    );
+    let _ = writeln!(
+        s,
+        "# with the recorded grid, keywords and arguments: tensors of the recorded dtypes, shapes,"
+    );
+    let _ = writeln!(
+        s,
+        "# strides and offsets, in storages of the recorded sizes (arguments that shared a storage"
+    );
+    let _ = writeln!(
+        s,
+        "# share one); integer and bool storages hold the recorded values (read at the {}),",
+        values_at(c)
+    );
     let _ = writeln!(s, "# float storages random ones (their contents were not recorded).");
     s.push_str(HEAD);
     let _ = writeln!(s, "KERNEL_FILE = {}", py_str(&c.file));
-    let _ = writeln!(s, "KERNEL_MODULE = {}", c.module.as_deref().map(py_str).unwrap_or_else(|| "None".into()));
+    let _ =
+        writeln!(s, "KERNEL_MODULE = {}", c.module.as_deref().map(py_str).unwrap_or_else(|| "None".into()));
     let _ = writeln!(s, "KERNEL_NAME = {}", py_str(&c.qualname));
     let grid: Vec<String> = c.grid.iter().map(u64::to_string).collect();
     let _ = writeln!(s, "GRID = ({},)", grid.join(", "));
-    let _ = writeln!(s, "# Each storage: its size in bytes, and its recorded values with their dtype (or None).");
+    let _ =
+        writeln!(s, "# Each storage: its size in bytes, and its recorded values with their dtype (or None).");
     let _ = writeln!(s, "STORAGES = [");
     for (i, st) in c.storages.iter().enumerate() {
         let line = storage_line(c, i, st, &mut notes);
@@ -336,7 +372,9 @@ mod tests {
     use super::*;
 
     fn recorded(case: &str) -> Capture {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/h200/capture").join(case);
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/h200/capture")
+            .join(case);
         let file = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -346,7 +384,52 @@ mod tests {
     }
 
     fn expected(kernel: &str) -> Expected {
-        Expected { kernel: kernel.into(), file: Some("vllm_shaped.py".into()), line: Some(22), error: "illegal-address".into() }
+        Expected {
+            kernel: kernel.into(),
+            file: Some("vllm_shaped.py".into()),
+            line: Some(22),
+            error: "illegal-address".into(),
+        }
+    }
+
+    /// Every reproducer the H200 runs verified (tests/fixtures/bundles/repro), written again
+    /// from its capture: the writer still writes exactly the program that was seen to fault.
+    #[test]
+    fn the_writer_writes_the_programs_the_h200_verified() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/bundles/repro");
+        let mut seen = 0;
+        for case in std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()) {
+            for bundle in std::fs::read_dir(&case).unwrap().map(|e| e.unwrap().path()) {
+                let dir = bundle.join("repro");
+                let result: super::super::Outcome =
+                    serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap();
+                assert_eq!(result.status, super::super::Status::Verified, "{}", dir.display());
+                let capture = std::fs::read_dir(&dir)
+                    .unwrap()
+                    .map(|e| e.unwrap().path())
+                    .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("capture-"))
+                    .unwrap();
+                let c = parse(&std::fs::read_to_string(capture).unwrap()).unwrap();
+                let again = write(&c, &result.expected);
+                let verified = std::fs::read_to_string(dir.join("repro.py")).unwrap();
+                assert!(
+                    again.script == verified,
+                    "{}: the writer no longer writes the verified program; if that is meant, verify the new \
+                     one on a GPU (tests/gpu/repro_suite.sh) and record it",
+                    dir.display()
+                );
+                assert_eq!(
+                    again.notes.iter().filter(|n| !result.notes.contains(n)).count(),
+                    0,
+                    "{}: notes {:?} vs {:?}",
+                    dir.display(),
+                    again.notes,
+                    result.notes
+                );
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, 6, "the six recorded cases");
     }
 
     #[test]
@@ -373,7 +456,11 @@ mod tests {
         let c = recorded("strided");
         let w = write(&c, &expected("strided_copy_kernel"));
         assert!(w.script.contains("KERNEL_MODULE = 'triton_kernels'"));
-        assert!(w.script.contains("'BLOCK': 256,") && w.script.contains("'num_warps': 4,") && w.script.contains("'EVEN': True,"));
+        assert!(
+            w.script.contains("'BLOCK': 256,")
+                && w.script.contains("'num_warps': 4,")
+                && w.script.contains("'EVEN': True,")
+        );
         assert!(w.script.contains("        1000000,  # src_stride"), "{}", w.script);
         assert!(!w.notes.iter().any(|n| n.contains("main script")), "{:?}", w.notes);
     }

@@ -179,7 +179,7 @@ impl Rung for Repro {
         }
         let path = dir.join(layout::REPRO_SCRIPT);
         std::fs::write(&path, script).with_context(|| format!("cannot write {}", path.display()))?;
-        outcome.script = Some(format!("{}/{}", layout::REPRO_DIR, layout::REPRO_SCRIPT));
+        outcome.script = Some(format!("{}/{}", layout::repro_dir(), layout::REPRO_SCRIPT));
         let started = SystemTime::now();
         let clock = Instant::now();
         let repro_ran = io.exec(step(steps, When::Reproducer)?)?;
@@ -190,6 +190,11 @@ impl Rung for Repro {
             Ok(()) => outcome.status = Status::Verified,
             Err(why) => {
                 outcome.status = Status::DidNotReproduce;
+                if outcome.seen.is_none() {
+                    if let Some(floats) = unrecorded_floats(&c) {
+                        outcome.notes.insert(0, floats);
+                    }
+                }
                 outcome.notes.insert(0, format!("{why} ({})", repro_ran.text()));
             }
         }
@@ -229,6 +234,17 @@ fn chosen_capture(dir: &Path, notes: &mut Vec<String>) -> Result<Option<Capture>
         }
         c
     }))
+}
+
+/// For a reproducer that ran clean: the float storages it filled with random values, whose
+/// contents the fault may have depended on (an index computed from a float tensor).
+fn unrecorded_floats(c: &Capture) -> Option<String> {
+    let floats = c.storages.iter().filter(|s| s.values.is_none() && s.left_out.is_some()).count();
+    (floats > 0).then(|| {
+        format!(
+            "the kernel reads {floats} storage(s) whose contents were not recorded (float tensors get random              values): if the faulting address is computed from their values, the fault depends on data the              reproducer does not have"
+        )
+    })
 }
 
 /// What the reproducer's dump says: the verdict of cuda-gdb's logs on it.

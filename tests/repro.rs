@@ -1,0 +1,70 @@
+//! The reproducer (issue 26, docs/repro.md) on what the H200 recorded
+//! (tests/fixtures/bundles/repro: six Triton faults, each with its verified `repro.py`):
+//! every reproducer compiles with the real Python, `bundle report` presents it as the minimal
+//! reproducer, and `analyze` of such a bundle reads no evidence from `repro/` (the
+//! reproducer's own dump is not the target's). The writer writing these very programs from
+//! their captures is the unit test `the_writer_writes_the_programs_the_h200_verified`.
+//!
+//! Must not: write into the fixtures (bundles are copied first) or need a GPU.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn bundles() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/bundles/repro");
+    let mut out = Vec::new();
+    for case in std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()) {
+        out.extend(std::fs::read_dir(case).unwrap().map(|e| e.unwrap().path()));
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_recorded_reproducer_compiles() {
+    let b = bundles();
+    assert_eq!(b.len(), 6);
+    for bundle in b {
+        let script = bundle.join("repro/repro.py");
+        let out = Command::new("python3")
+            .args(["-c", "import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])"])
+            .arg(&script)
+            .output()
+            .expect("python3 runs");
+        assert!(out.status.success(), "{}: {}", script.display(), String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+#[test]
+fn the_report_presents_the_verified_reproducer_and_the_analysis_ignores_its_dump() {
+    let bundle = bundles().into_iter().find(|p| p.to_string_lossy().contains("/graph/")).unwrap();
+    let scratch = tempfile_dir();
+    let copy = scratch.join(bundle.file_name().unwrap());
+    let status = Command::new("cp").arg("-r").arg(&bundle).arg(&copy).status().unwrap();
+    assert!(status.success());
+    let report =
+        Command::new(env!("CARGO_BIN_EXE_xtask")).args(["bundle", "report"]).arg(&copy).output().unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    let section = text.split("#### Minimal reproducer").nth(1).expect("the section");
+    assert!(section.contains("**Verified:**") && section.contains("gather_kv_kernel"), "{section}");
+    assert!(section.contains("CUDA graph capture"), "the graph note: {section}");
+    assert!(
+        section.contains("```python") && section.contains("-67108864"),
+        "the script, with the stale entry"
+    );
+    // The reproducer's dump (repro/cudagdb-1.log) is no input of the analysis.
+    let analyzed =
+        Command::new(env!("CARGO_BIN_EXE_xtask")).args(["analyze", "--json"]).arg(&copy).output().unwrap();
+    let json = String::from_utf8_lossy(&analyzed.stdout);
+    assert!(json.contains("rungs/01-baseline"), "{json}");
+    assert!(!json.contains("\"repro/"), "an input from repro/: {json}");
+    std::fs::remove_dir_all(&scratch).unwrap();
+}
+
+fn tempfile_dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("debug-ima-repro-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
