@@ -40,17 +40,13 @@ const SCRIPT_SHOWN: usize = 16_000;
 /// The "Minimal reproducer" section: what it showed, how to run it, what it needs and does
 /// not contain, and the script itself when it is short enough.
 fn reproducer_section(outcome: &Outcome, script: Option<&str>) -> String {
-    let mut s = String::from(
-        "#### Minimal reproducer
-
-",
-    );
+    let mut s = String::from("#### Minimal reproducer\n\n");
     let at = outcome.script.as_deref().unwrap_or(super::layout::repro_dir());
     match outcome.status {
         Status::Verified => writeln!(
             s,
-            "**Verified:** `{}` launches the kernel alone and faults with {} ({} s). Run it with `python3 {}`:              it needs PyTorch, Triton, one GPU and the kernel's source file, nothing else of the program.
-",
+            "**Verified:** `{}` launches the kernel alone and faults with {} ({} s). Run it with `python3 {}`: \
+             it needs PyTorch, Triton, one GPU and the kernel's source file, nothing else of the program.\n",
             one(at),
             one(&outcome.expected.text()),
             outcome.seconds.unwrap_or_default(),
@@ -58,13 +54,11 @@ fn reproducer_section(outcome: &Outcome, script: Option<&str>) -> String {
         ),
         Status::DidNotReproduce => writeln!(
             s,
-            "**Not verified:** `{}` was written for {} but did not reproduce it; it is kept for reference.
-",
+            "**Not verified:** `{}` was written for {} but did not reproduce it; it is kept for reference.\n",
             one(at),
             one(&outcome.expected.text())
         ),
-        Status::NotWritten => writeln!(s, "**None written** for {}.
-", one(&outcome.expected.text())),
+        Status::NotWritten => writeln!(s, "**None written** for {}.\n", one(&outcome.expected.text())),
     }
     .unwrap();
     for n in &outcome.notes {

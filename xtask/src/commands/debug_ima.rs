@@ -285,7 +285,9 @@ impl Config {
         };
         if args.repro && !resolved.python {
             return Err(Usage::error(
-                "`--repro` writes reproducers of Triton kernels, which need a Python target: this recipe's                  target is native (`python: false`); docs/repro.md says what a reproducer of a CUDA C++ kernel                  needs",
+                "`--repro` writes reproducers of Triton kernels, which need a Python target: this recipe's \
+                 target is native (`python: false`); docs/repro.md says what a reproducer of a CUDA C++ kernel \
+                 needs",
             ));
         }
         let plan = policy::plan(&req);

@@ -242,7 +242,8 @@ fn unrecorded_floats(c: &Capture) -> Option<String> {
     let floats = c.storages.iter().filter(|s| s.values.is_none() && s.left_out.is_some()).count();
     (floats > 0).then(|| {
         format!(
-            "the kernel reads {floats} storage(s) whose contents were not recorded (float tensors get random              values): if the faulting address is computed from their values, the fault depends on data the              reproducer does not have"
+            "the kernel reads {floats} storage(s) whose contents were not recorded (float tensors get random values): if the faulting address is computed from their values, the \
+             fault depends on data the reproducer does not have"
         )
     })
 }
