@@ -602,10 +602,14 @@ fn missing_debugger_backend_warns() {
 fn render_is_deterministic() {
     let h = report(&h200());
     assert_eq!(render(&h), render(&report(&h200())));
-    insta::assert_snapshot!("doctor_h200", render(&h));
+    insta::with_settings!({snapshot_path => support::root().join("tests/snapshots"), prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("doctor_h200", render(&h));
+    });
     let n = report(&no_gpu());
     assert_eq!(render(&n), render(&report(&no_gpu())));
-    insta::assert_snapshot!("doctor_no_gpu", render(&n));
+    insta::with_settings!({snapshot_path => support::root().join("tests/snapshots"), prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("doctor_no_gpu", render(&n));
+    });
 }
 
 /// A terminal too narrow for the table gets one block per check, every fact of the table
@@ -1550,7 +1554,9 @@ fn render_shows_the_container_rows() {
     let probe = docker_h200(PARTIAL_IMAGE, PARTIAL_ID, PROBE_PARTIAL).exe("/usr/bin/nvidia-ctk");
     let r = container_report(&probe, target(Runtime::Docker, PARTIAL_IMAGE, true));
     assert_eq!(render(&r), render(&container_report(&probe, target(Runtime::Docker, PARTIAL_IMAGE, true))));
-    insta::assert_snapshot!("doctor_container", render(&r));
+    insta::with_settings!({snapshot_path => support::root().join("tests/snapshots"), prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("doctor_container", render(&r));
+    });
 }
 
 // ---------------------------------------------------------------------------------------
