@@ -336,7 +336,8 @@ const CHILD_ENV: &str = "XTASK_EXEC_INTERRUPT_CHILD";
 /// target is ready (twice, 200 ms apart, when `twice`), and returns its stdout lines.
 fn interrupt_copy(mode: &str, twice: bool) -> Vec<String> {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["interrupt_child", "--exact", "--nocapture", "--test-threads=1"])
+        .arg(support::test_name(module_path!(), "interrupt_child"))
+        .args(["--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, mode)
         .stdout(Stdio::piped())
         .spawn()
@@ -345,7 +346,7 @@ fn interrupt_copy(mode: &str, twice: bool) -> Vec<String> {
     let mut lines = Vec::new();
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
         let line = line.unwrap();
-        // libtest may print `test interrupt_child ... ` before the first line.
+        // libtest may print `test [exec::]interrupt_child ... ` before the first line.
         if line.ends_with("line: ready") {
             kill(copy, Signal::SIGINT).unwrap();
             if twice {
@@ -800,7 +801,8 @@ const SUBREAPER_ENV: &str = "XTASK_EXEC_SUBREAPER_CHILD";
 /// Runs `subreaper_child` in a copy of this binary and returns its stdout lines.
 fn subreaper_copy() -> Vec<String> {
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["subreaper_child", "--exact", "--nocapture", "--test-threads=1"])
+        .arg(support::test_name(module_path!(), "subreaper_child"))
+        .args(["--exact", "--nocapture", "--test-threads=1"])
         .env(SUBREAPER_ENV, "1")
         .output()
         .unwrap();
@@ -815,7 +817,7 @@ fn subreaper_copy() -> Vec<String> {
 #[test]
 fn a_subreaper_kills_only_orphans_and_reaps_them() {
     let lines = subreaper_copy();
-    // libtest may print `test subreaper_child ... ` before the first line.
+    // libtest may print `test [exec::]subreaper_child ... ` before the first line.
     let has = |want: &str| lines.iter().any(|l| l.ends_with(want));
     assert!(has("side by side: every run exited 0"), "{lines:#?}");
     assert!(has("scrubbed orphan: gone"), "{lines:#?}");

@@ -26,6 +26,16 @@ pub fn wait_for(limit: std::time::Duration, mut cond: impl FnMut() -> bool) -> b
     cond()
 }
 
+/// The name libtest knows the test `function` of the module `module` (its `module_path!()`)
+/// by, as a copy of the test binary is given it with `--exact`: the module path without the
+/// test crate's name (`exec::interrupt_child`), or the bare function at the crate's root.
+pub fn test_name(module: &str, function: &str) -> String {
+    match module.split_once("::") {
+        Some((_, inner)) => format!("{inner}::{function}"),
+        None => function.to_string(),
+    }
+}
+
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
