@@ -1,8 +1,6 @@
 //! What the integration tests that run the real binary against the stand-ins share: the
 //! repository's paths, a scratch folder per test that records the stand-ins' PIDs, and the
-//! check that no process of theirs is left. Each test file adds its own methods.
-
-#![allow(dead_code)]
+//! check that no process of theirs is left. Each test module adds its own methods.
 
 pub mod plant;
 pub mod run;

@@ -7,7 +7,7 @@
 //! started with both set (every test here replays the same case), never setting them in the
 //! test binary itself, whose other tests (of every module) must not see them.
 
-mod support;
+use crate::support;
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@
 //!
 //! Must not: need a GPU, or leave a job or a process behind.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-mod support;
+use crate::support;
 use support::run::{target_recipe, Run};
 use support::{path_with, root, standins, Scratch};
 

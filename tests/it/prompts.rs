@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use rexpect::process::{Signal as PtySignal, WaitStatus};
 use rexpect::session::{spawn_with_options, Options, PtySession};
 
-mod support;
+use crate::support;
 use support::{path_with, root, standins, Scratch};
 
 /// How long one expected piece of output may take to appear (generous: a loaded CI

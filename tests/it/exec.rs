@@ -468,7 +468,7 @@ fn redacting_logs_keep_no_secret_and_count_what_was_taken_out() {
 
 // -- The whole process tree: descendants that call setsid() and ignore SIGTERM. ---------
 
-mod support;
+use crate::support;
 
 /// A word no other process on the machine has in its argv or environment.
 fn unique_mark(name: &str) -> String {

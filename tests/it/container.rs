@@ -15,7 +15,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-mod support;
+use crate::support;
 use support::run::Run;
 use support::{root, standins, Scratch};
 

@@ -7,7 +7,7 @@
 //! Every tool output below is copied from a real run; a case the recordings do not have
 //! (an old driver) is tested on the versions themselves, not on made-up output.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};

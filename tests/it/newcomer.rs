@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-mod support;
+use crate::support;
 use support::{fixture, path_with, root, standins, Scratch};
 
 /// The project's recipe: its build is `make` (which writes `built-here.txt` where it runs,
