@@ -13,6 +13,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use crate::support;
+use support::plant::contains;
 use support::run::{target_recipe, Run};
 use support::{path_with, root, standins, Scratch};
 
@@ -73,10 +74,6 @@ impl Planted {
             &self.not_allowed,
         ]
     }
-}
-
-fn contains(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
 /// A recipe whose command line, environment, variable and output carry secrets: the target

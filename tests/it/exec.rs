@@ -22,6 +22,9 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use xtask::process::{self as exec, Control, Exit, Interrupt, Spec, Stream, MAX_LINE};
 
+use crate::support;
+use crate::support::alive;
+
 /// A fresh directory for one test.
 fn scratch(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("exec").join(name);
@@ -37,18 +40,6 @@ fn sh(dir: &Path, script: &str) -> Spec {
 
 fn read(path: PathBuf) -> String {
     std::fs::read_to_string(path).unwrap()
-}
-
-/// Whether `pid` is a live process (a zombie waiting for a reaper counts as dead).
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
-            !matches!(state, Some('Z' | 'X'))
-        }
-        Err(_) if Path::new("/proc/self/stat").exists() => false,
-        Err(_) => kill(Pid::from_raw(pid), None).is_ok(),
-    }
 }
 
 /// Waits (generously) for every pid to be dead; SIGKILL is asynchronous.
@@ -467,8 +458,6 @@ fn redacting_logs_keep_no_secret_and_count_what_was_taken_out() {
 }
 
 // -- The whole process tree: descendants that call setsid() and ignore SIGTERM. ---------
-
-use crate::support;
 
 /// A word no other process on the machine has in its argv or environment.
 fn unique_mark(name: &str) -> String {

@@ -3,6 +3,7 @@
 //! check that no process of theirs is left. Each test module adds its own methods.
 
 pub mod plant;
+pub mod recipes;
 pub mod run;
 
 use std::path::{Path, PathBuf};
@@ -65,18 +66,41 @@ pub fn path_with(dirs: &[&Path]) -> String {
     parts.join(":")
 }
 
-/// Whether a process exists and is not a zombie (a killed orphan stays a zombie until
-/// its reaper, which in a container may be slow, collects it).
+/// Whether a process exists and is neither a zombie nor dead (a killed orphan stays a
+/// zombie until its reaper, which in a container may be slow, collects it).
 pub fn alive(pid: i32) -> bool {
     match kill(Pid::from_raw(pid), None) {
         Err(Errno::ESRCH) => false,
         _ => match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             // `PID (comm) STATE ...`; comm may hold spaces and parentheses.
-            Ok(stat) => {
-                stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()) != Some("Z")
-            }
+            Ok(stat) => !matches!(
+                stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()),
+                Some("Z" | "X")
+            ),
             Err(_) => false,
         },
+    }
+}
+
+/// A named pipe at `p`.
+pub fn mkfifo(p: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    // Safe: a valid NUL-terminated path.
+    assert_eq!(unsafe { nix::libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", p.display());
+}
+
+/// A copy of the folder `from` (regular files and folders) at `to`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
     }
 }
 
