@@ -19,7 +19,7 @@ use crate::support;
 use support::run::Run;
 use support::{copy_dir, root, standins, Scratch};
 
-/// The test image, built once per test binary.
+/// The test image, built once per run of the test binary (its first container test).
 const IMAGE: &str = "debug-ima-test/standins:latest";
 
 /// Whether the engine and busybox are here; with `CI` set their absence is a failure.

@@ -665,7 +665,7 @@ fn run_checks_on_this_machine_is_fast() {
         assert!(err.contains("no usable GPU"), "{err}");
     }
     if smi_found {
-        // The GPU machine: `cargo test --test doctor -- --nocapture` shows the report.
+        // The GPU machine: `cargo test --test it doctor:: -- --nocapture` shows the report.
         println!("{}", render(&r));
         println!("{:#?}", versions(&r));
         assert!(r.has_gpu(), "{}", render(&r));

@@ -9,7 +9,7 @@
 //! The ladder's logic behind the prompts is tested through the `Prompter` trait; these few
 //! tests only check that the questions reach a terminal, that the answers reach the ladder,
 //! and that the progress display between two questions does not swallow the next one. The
-//! rungs run the stand-ins of tests/standins/ (see tests/ladder.rs), so no GPU is needed.
+//! rungs run the stand-ins of tests/standins/ (see tests/it/ladder.rs), so no GPU is needed.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -3,7 +3,7 @@
 //! (`{gpu_arch}`, `{max_jobs}`), `env_remove` and `collect` with their validation, and the
 //! vLLM plan as `debug-ima --dry-run` prints it (vLLM cannot be installed on the GPU
 //! machine, so its plan is what CI checks). The pytorch recipe's whole ladder on the
-//! stand-ins is in tests/ladder.rs.
+//! stand-ins is in tests/it/ladder.rs.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

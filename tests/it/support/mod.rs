@@ -1,6 +1,10 @@
 //! What the integration tests that run the real binary against the stand-ins share: the
 //! repository's paths, a scratch folder per test that records the stand-ins' PIDs, and the
 //! check that no process of theirs is left. Each test module adds its own methods.
+//!
+//! Must not: change anything process-wide (every module's tests share the process), or
+//! signal a process the test did not start (its runs of the binary, the stand-ins they
+//! recorded).
 
 pub mod plant;
 pub mod recipes;
