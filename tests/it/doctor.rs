@@ -1664,8 +1664,10 @@ fn container_checks_against_the_real_docker_engine() {
     }
     assert_eq!(status_of(&r, "cuda-debugger-backend"), Status::Warn);
     assert_eq!(status_of(&r, "tmpdir"), Status::Missing);
-    // No container is left behind.
-    let left = docker(&["ps", "-a", "--filter", "name=debug-ima-doctor-", "--format", "{{.Names}}"]).unwrap();
+    // No container is left behind: none of this process's probes (`debug-ima-doctor-PID-N`;
+    // the binary's doctor, run by other tests beside this one, names its own with its pid).
+    let mine = format!("name=debug-ima-doctor-{}-", std::process::id());
+    let left = docker(&["ps", "-a", "--filter", &mine, "--format", "{{.Names}}"]).unwrap();
     assert_eq!(left, "", "containers left: {left}");
 }
 
