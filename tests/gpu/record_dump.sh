@@ -13,7 +13,7 @@
 # is killed at its end. Everything goes into OUTDIR as small logs (the bundles without their GPU
 # dumps, which are listed). tests/fixtures/h200/dump holds the raw steps of this script recorded
 # by hand on an H200 (no gdb, no py-spy there; the `debug-ima dump` steps not run): the attaches
-# the stand-in cuda-gdb of tests/dump.rs replays.
+# the stand-in cuda-gdb of tests/it/dump.rs replays.
 #
 # usage: tests/gpu/record_dump.sh XTASK_RELEASE_BINARY OUTDIR [CASE...]
 #        (cases: flag triton flag_armed flag_armed_default flag_armed_after_attach;

@@ -100,7 +100,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("debug-ima-ranks-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        // As srun printed a run of the stand-in on CI's cluster (tests/slurm.rs).
+        // As srun printed a run of the stand-in on CI's cluster (tests/it/slurm.rs).
         std::fs::write(
             dir.join(layout::STDERR),
             "0: 3: a line of the program before its task was placed\n1: debug-ima: task 1 on node node2\n\

@@ -696,7 +696,7 @@ mod tests {
 
     #[test]
     fn slurm_placement_and_srun_errors_name_ranks_and_nodes() {
-        // As srun printed them on CI's one-host cluster (tests/slurm.rs).
+        // As srun printed them on CI's one-host cluster (tests/it/slurm.rs).
         assert_eq!(placement("debug-ima: task 1 on node node2"), Some((1, "node2".into())));
         assert_eq!(placement("debug-ima: task x on node node2"), None);
         assert_eq!(srun_error("srun: error: node2: task 1: Aborted"), Some(("node2", 1, "Aborted")));

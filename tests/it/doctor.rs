@@ -7,7 +7,7 @@
 //! Every tool output below is copied from a real run; a case the recordings do not have
 //! (an old driver) is tested on the versions themselves, not on made-up output.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -602,10 +602,14 @@ fn missing_debugger_backend_warns() {
 fn render_is_deterministic() {
     let h = report(&h200());
     assert_eq!(render(&h), render(&report(&h200())));
-    insta::assert_snapshot!("doctor_h200", render(&h));
+    insta::with_settings!({snapshot_path => support::root().join("tests/snapshots"), prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("doctor_h200", render(&h));
+    });
     let n = report(&no_gpu());
     assert_eq!(render(&n), render(&report(&no_gpu())));
-    insta::assert_snapshot!("doctor_no_gpu", render(&n));
+    insta::with_settings!({snapshot_path => support::root().join("tests/snapshots"), prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("doctor_no_gpu", render(&n));
+    });
 }
 
 /// A terminal too narrow for the table gets one block per check, every fact of the table
@@ -661,7 +665,7 @@ fn run_checks_on_this_machine_is_fast() {
         assert!(err.contains("no usable GPU"), "{err}");
     }
     if smi_found {
-        // The GPU machine: `cargo test --test doctor -- --nocapture` shows the report.
+        // The GPU machine: `cargo test --test it doctor:: -- --nocapture` shows the report.
         println!("{}", render(&r));
         println!("{:#?}", versions(&r));
         assert!(r.has_gpu(), "{}", render(&r));
@@ -1550,7 +1554,9 @@ fn render_shows_the_container_rows() {
     let probe = docker_h200(PARTIAL_IMAGE, PARTIAL_ID, PROBE_PARTIAL).exe("/usr/bin/nvidia-ctk");
     let r = container_report(&probe, target(Runtime::Docker, PARTIAL_IMAGE, true));
     assert_eq!(render(&r), render(&container_report(&probe, target(Runtime::Docker, PARTIAL_IMAGE, true))));
-    insta::assert_snapshot!("doctor_container", render(&r));
+    insta::with_settings!({snapshot_path => support::root().join("tests/snapshots"), prepend_module_to_snapshot => false}, {
+        insta::assert_snapshot!("doctor_container", render(&r));
+    });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1658,8 +1664,10 @@ fn container_checks_against_the_real_docker_engine() {
     }
     assert_eq!(status_of(&r, "cuda-debugger-backend"), Status::Warn);
     assert_eq!(status_of(&r, "tmpdir"), Status::Missing);
-    // No container is left behind.
-    let left = docker(&["ps", "-a", "--filter", "name=debug-ima-doctor-", "--format", "{{.Names}}"]).unwrap();
+    // No container is left behind: none of this process's probes (`debug-ima-doctor-PID-N`;
+    // the binary's doctor, run by other tests beside this one, names its own with its pid).
+    let mine = format!("name=debug-ima-doctor-{}-", std::process::id());
+    let left = docker(&["ps", "-a", "--filter", &mine, "--format", "{{.Names}}"]).unwrap();
     assert_eq!(left, "", "containers left: {left}");
 }
 

@@ -10,7 +10,7 @@
 //!
 //! Must not: need a GPU, or leave a job or a process behind.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -99,8 +99,26 @@ fn a_running_step_is_reached_on_its_node_with_overlap_and_nothing_is_left() {
     assert!(start.elapsed() < Duration::from_secs(30), "the step was not cancelled: {all}");
     assert_queue_empty(name);
     // No `sleep 30` of the step is left on the host.
-    let ps = run("pgrep", &["-f", "^sleep 30$"]);
-    assert!(String::from_utf8_lossy(&ps.stdout).trim().is_empty(), "left running: {}", text(&ps));
+    let left = sleeps_of_job(name);
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+/// The live `sleep 30` processes of the job `name`, known by the `SLURM_JOB_NAME` its tasks
+/// carry: the other tests of the binary, running beside this one, start a `sleep 30` of their
+/// own.
+fn sleeps_of_job(name: &str) -> Vec<i32> {
+    let mark = format!("SLURM_JOB_NAME={name}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\x0030\x00")
+                && std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == mark.as_bytes()))
+                && support::alive(pid)
+        })
+        .collect()
 }
 
 /// A recipe that runs the two-rank stand-in through Slurm (`launch: slurm`).

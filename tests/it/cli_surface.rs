@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use rexpect::session::{spawn_with_options, Options};
 
-mod support;
+use crate::support;
 use support::root;
 
 const ESC: u8 = 0x1b;

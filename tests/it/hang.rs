@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-mod support;
+use crate::support;
 use support::run::{target_recipe, Bundle, Run};
 use support::{alive, standins, Scratch};
 

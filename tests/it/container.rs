@@ -15,11 +15,11 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-mod support;
+use crate::support;
 use support::run::Run;
-use support::{root, standins, Scratch};
+use support::{copy_dir, root, standins, Scratch};
 
-/// The test image, built once per test binary.
+/// The test image, built once per run of the test binary (its first container test).
 const IMAGE: &str = "debug-ima-test/standins:latest";
 
 /// Whether the engine and busybox are here; with `CI` set their absence is a failure.
@@ -82,18 +82,6 @@ fn test_image() -> &'static str {
         let _ = std::fs::remove_dir_all(&ctx);
     });
     IMAGE
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(p.file_name().unwrap()));
-        } else {
-            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
-        }
-    }
 }
 
 /// Containers whose name starts with `prefix`, running or not.

@@ -2,14 +2,16 @@
 //! and the stand-ins on PATH (replaying the H200 recordings of tests/fixtures/h200), without
 //! the binary. And the dry-run's steps against what a run records: the plan shows what runs.
 //!
-//! The stand-ins are found through PATH and `STANDIN_CASE`, set once for this test binary
-//! (every test here replays the same case).
+//! The stand-ins are found through PATH and `STANDIN_CASE`, which the climb's steps inherit
+//! from the process: a test that climbs on them runs alone in a copy of the test binary
+//! started with both set (every test here replays the same case), never setting them in the
+//! test binary itself, whose other tests (of every module) must not see them.
 
-mod support;
+use crate::support;
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use std::sync::Once;
+use std::process::Command;
 
 use support::{fixture, path_with, standins, Scratch};
 use xtask::bundle::{layout, Bundle, RungStatus};
@@ -25,16 +27,32 @@ use xtask::ui::{Choice, Progress, Prompter, RungBar};
 
 const CASE: &str = "oob_read";
 
-fn setup() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        // Safe: before any test of this binary starts a process (each test calls this first,
-        // and `Once` blocks the others until it returns).
-        unsafe {
-            std::env::set_var("PATH", path_with(&[&standins()]));
-            std::env::set_var("STANDIN_CASE", fixture(CASE));
-        }
-    });
+/// Set in the copy of the test binary that runs one test on the stand-ins.
+const COPY_ENV: &str = "XTASK_CLIMB_STANDINS";
+
+/// Whether this process is the copy that runs the test `name` with the stand-ins first on
+/// PATH and `STANDIN_CASE` set. Elsewhere, runs `name` alone in such a copy of this binary,
+/// fails with its output when it failed (or ran no test), and returns `false`.
+fn in_standin_copy(name: &str) -> bool {
+    if std::env::var_os(COPY_ENV).is_some() {
+        return true;
+    }
+    let out = Command::new(std::env::current_exe().unwrap())
+        .arg(support::test_name(module_path!(), name))
+        .args(["--exact", "--test-threads=1"])
+        .env(COPY_ENV, "1")
+        .env("PATH", path_with(&[&standins()]))
+        .env("STANDIN_CASE", fixture(CASE))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("test result: ok. 1 passed"),
+        "{name} in a copy of the test binary: {:?}\n--- stdout\n{stdout}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
 }
 
 /// Answers the prompts before each rung from a script; `Run` once it runs out.
@@ -147,7 +165,9 @@ fn bundle(s: &Scratch, r: &Resolved) -> Bundle {
 /// stops there and says so.
 #[test]
 fn a_skipped_baseline_still_climbs_until_no_rung_can_add() {
-    setup();
+    if !in_standin_copy("a_skipped_baseline_still_climbs_until_no_rung_can_add") {
+        return;
+    }
     let s = Scratch::for_run("climb-skip");
     let r = resolved(&s);
     let req = Request::default();
@@ -197,7 +217,9 @@ fn a_skipped_baseline_still_climbs_until_no_rung_can_add() {
 /// climb after the baseline, quoting the error; `--rungs` climbs anyway.
 #[test]
 fn a_failure_without_cuda_stops_after_the_baseline() {
-    setup();
+    if !in_standin_copy("a_failure_without_cuda_stops_after_the_baseline") {
+        return;
+    }
     let s = Scratch::for_run("climb-no-cuda");
     let script = support::root().join("tests/gpu/programs/no_cuda_failure.py");
     let text = format!(
@@ -243,7 +265,9 @@ fn a_failure_without_cuda_stops_after_the_baseline() {
 /// Stop at the first prompt: nothing runs, and the climb says so.
 #[test]
 fn stop_at_the_prompt_runs_nothing() {
-    setup();
+    if !in_standin_copy("stop_at_the_prompt_runs_nothing") {
+        return;
+    }
     let s = Scratch::for_run("climb-stop");
     let r = resolved(&s);
     let req = Request::default();
@@ -259,7 +283,9 @@ fn stop_at_the_prompt_runs_nothing() {
 /// every step of the plan that always runs was run.
 #[test]
 fn the_dry_run_shows_the_commands_the_run_records() {
-    setup();
+    if !in_standin_copy("the_dry_run_shows_the_commands_the_run_records") {
+        return;
+    }
     let s = Scratch::for_run("climb-plan");
     let r = resolved(&s);
     let req = Request { full: true, ..Request::default() };

@@ -15,34 +15,8 @@ use xtask::recipe::{
     DebugInfo, RecipeSource, Words, MAX_RECIPE_BYTES, MAX_RECIPE_ERRORS,
 };
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-const CWD: &str = "/work/proj";
-
-fn builtin(name: &str) -> xtask::recipe::Recipe {
-    parse(builtin_text(name).unwrap(), RecipeSource::Builtin(name.into()), PathBuf::from("/repo/recipes"))
-        .unwrap()
-}
-
-fn parse_file(text: &str) -> anyhow::Result<xtask::recipe::Recipe> {
-    parse(text, RecipeSource::File("recipes/x.yaml".into()), PathBuf::from("/repo/recipes"))
-}
-
-fn err(text: &str) -> String {
-    format!("{:#}", parse_file(text).unwrap_err())
-}
-
-fn sets(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-}
-
-fn strings(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
-
-const MINIMAL: &str = "version: 1\nname: x\ndescription: d\nrun:\n  command: [\"./a\"]\n";
+use crate::support::recipes::{builtin, err, parse_file, sets, strings, CWD, MINIMAL};
+use crate::support::root;
 
 fn snapshot(name: &str, text: &str) {
     insta::with_settings!({snapshot_path => root().join("tests/snapshots"), prepend_module_to_snapshot => false}, {

@@ -9,7 +9,7 @@
 //! The ladder's logic behind the prompts is tested through the `Prompter` trait; these few
 //! tests only check that the questions reach a terminal, that the answers reach the ladder,
 //! and that the progress display between two questions does not swallow the next one. The
-//! rungs run the stand-ins of tests/standins/ (see tests/ladder.rs), so no GPU is needed.
+//! rungs run the stand-ins of tests/standins/ (see tests/it/ladder.rs), so no GPU is needed.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use rexpect::process::{Signal as PtySignal, WaitStatus};
 use rexpect::session::{spawn_with_options, Options, PtySession};
 
-mod support;
-use support::{path_with, root, standins, Scratch};
+use crate::support;
+use support::{has_real_nvidia_smi, path_with, root, standins, Scratch};
 
 /// How long one expected piece of output may take to appear (generous: a loaded CI
 /// machine, a debug build).
@@ -246,15 +246,6 @@ impl Drop for Tty {
             let _ = self.session.process().wait();
         }
     }
-}
-
-/// Whether this machine has an `nvidia-smi` of its own (then the doctor gate passes).
-fn has_real_nvidia_smi() -> bool {
-    std::env::var("PATH")
-        .unwrap_or_default()
-        .split(':')
-        .chain(["/usr/bin", "/usr/local/nvidia/bin", "/usr/lib/wsl/lib"])
-        .any(|d| Path::new(d).join("nvidia-smi").is_file())
 }
 
 /// On a machine without `nvidia-smi` (known at once), nothing is asked: the binary fails at

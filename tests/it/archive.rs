@@ -21,6 +21,8 @@ use xtask::bundle::archive::{
     PackOptions, Verification, LEFT_OUT, SUMS,
 };
 
+use crate::support::{copy_dir, mkfifo};
+
 /// A real bundle written by `debug-ima` on an H200 (with a real GPU coredump).
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/bundles/oob_read-full");
 const NAME: &str = "2026-11-30T12-50-00Z_demo";
@@ -72,19 +74,6 @@ fn scratch(name: &str) -> Scratch {
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
     Scratch(dir)
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    fs::create_dir_all(dst).unwrap();
-    for e in fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to);
-        } else {
-            fs::copy(e.path(), &to).unwrap();
-        }
-    }
 }
 
 fn chmod(p: &Path, mode: u32) {
@@ -1330,13 +1319,6 @@ fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static)
         let _ = tx.send(f());
     });
     rx.recv_timeout(std::time::Duration::from_secs(20)).unwrap_or_else(|_| panic!("{what} blocked"))
-}
-
-fn mkfifo(p: &Path) {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
-    // Safe: a valid NUL-terminated path.
-    assert_eq!(unsafe { nix::libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", p.display());
 }
 
 #[test]

@@ -10,7 +10,7 @@
 //! Must not: run a target, a build or a container (the plan only), or pass without having
 //! read at least the README's commands.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-mod support;
+use crate::support;
 use support::run::{Bundle, Output, Run};
 use support::{alive, fixture, path_with, standins, Scratch};
 

@@ -15,7 +15,7 @@
 
 use std::path::Path;
 
-mod support;
+use crate::support;
 use support::plant::{contains, shape, write_exec, write_tool_shims, Leaks, Rng, Shape};
 use support::run::Run;
 use support::{path_with, standins, Scratch};

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-mod support;
+use crate::support;
 use support::run::{target_recipe, Output, Run};
 use support::{alive, path_with, root, standins, wait_for, Scratch};
 

@@ -22,6 +22,9 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use xtask::process::{self as exec, Control, Exit, Interrupt, Spec, Stream, MAX_LINE};
 
+use crate::support;
+use crate::support::alive;
+
 /// A fresh directory for one test.
 fn scratch(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("exec").join(name);
@@ -37,18 +40,6 @@ fn sh(dir: &Path, script: &str) -> Spec {
 
 fn read(path: PathBuf) -> String {
     std::fs::read_to_string(path).unwrap()
-}
-
-/// Whether `pid` is a live process (a zombie waiting for a reaper counts as dead).
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
-            !matches!(state, Some('Z' | 'X'))
-        }
-        Err(_) if Path::new("/proc/self/stat").exists() => false,
-        Err(_) => kill(Pid::from_raw(pid), None).is_ok(),
-    }
 }
 
 /// Waits (generously) for every pid to be dead; SIGKILL is asynchronous.
@@ -336,7 +327,8 @@ const CHILD_ENV: &str = "XTASK_EXEC_INTERRUPT_CHILD";
 /// target is ready (twice, 200 ms apart, when `twice`), and returns its stdout lines.
 fn interrupt_copy(mode: &str, twice: bool) -> Vec<String> {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["interrupt_child", "--exact", "--nocapture", "--test-threads=1"])
+        .arg(support::test_name(module_path!(), "interrupt_child"))
+        .args(["--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, mode)
         .stdout(Stdio::piped())
         .spawn()
@@ -345,7 +337,7 @@ fn interrupt_copy(mode: &str, twice: bool) -> Vec<String> {
     let mut lines = Vec::new();
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
         let line = line.unwrap();
-        // libtest may print `test interrupt_child ... ` before the first line.
+        // libtest may print `test [exec::]interrupt_child ... ` before the first line.
         if line.ends_with("line: ready") {
             kill(copy, Signal::SIGINT).unwrap();
             if twice {
@@ -466,8 +458,6 @@ fn redacting_logs_keep_no_secret_and_count_what_was_taken_out() {
 }
 
 // -- The whole process tree: descendants that call setsid() and ignore SIGTERM. ---------
-
-mod support;
 
 /// A word no other process on the machine has in its argv or environment.
 fn unique_mark(name: &str) -> String {
@@ -800,7 +790,8 @@ const SUBREAPER_ENV: &str = "XTASK_EXEC_SUBREAPER_CHILD";
 /// Runs `subreaper_child` in a copy of this binary and returns its stdout lines.
 fn subreaper_copy() -> Vec<String> {
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["subreaper_child", "--exact", "--nocapture", "--test-threads=1"])
+        .arg(support::test_name(module_path!(), "subreaper_child"))
+        .args(["--exact", "--nocapture", "--test-threads=1"])
         .env(SUBREAPER_ENV, "1")
         .output()
         .unwrap();
@@ -815,7 +806,7 @@ fn subreaper_copy() -> Vec<String> {
 #[test]
 fn a_subreaper_kills_only_orphans_and_reaps_them() {
     let lines = subreaper_copy();
-    // libtest may print `test subreaper_child ... ` before the first line.
+    // libtest may print `test [exec::]subreaper_child ... ` before the first line.
     let has = |want: &str| lines.iter().any(|l| l.ends_with(want));
     assert!(has("side by side: every run exited 0"), "{lines:#?}");
     assert!(has("scrubbed orphan: gone"), "{lines:#?}");

@@ -1,10 +1,13 @@
 //! What the integration tests that run the real binary against the stand-ins share: the
 //! repository's paths, a scratch folder per test that records the stand-ins' PIDs, and the
-//! check that no process of theirs is left. Each test file adds its own methods.
-
-#![allow(dead_code)]
+//! check that no process of theirs is left. Each test module adds its own methods.
+//!
+//! Must not: change anything process-wide (every module's tests share the process), or
+//! signal a process the test did not start (its runs of the binary, the stand-ins they
+//! recorded).
 
 pub mod plant;
+pub mod recipes;
 pub mod run;
 
 use std::path::{Path, PathBuf};
@@ -24,6 +27,16 @@ pub fn wait_for(limit: std::time::Duration, mut cond: impl FnMut() -> bool) -> b
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     cond()
+}
+
+/// The name libtest knows the test `function` of the module `module` (its `module_path!()`)
+/// by, as a copy of the test binary is given it with `--exact`: the module path without the
+/// test crate's name (`exec::interrupt_child`), or the bare function at the crate's root.
+pub fn test_name(module: &str, function: &str) -> String {
+    match module.split_once("::") {
+        Some((_, inner)) => format!("{inner}::{function}"),
+        None => function.to_string(),
+    }
 }
 
 pub fn root() -> PathBuf {
@@ -57,18 +70,41 @@ pub fn path_with(dirs: &[&Path]) -> String {
     parts.join(":")
 }
 
-/// Whether a process exists and is not a zombie (a killed orphan stays a zombie until
-/// its reaper, which in a container may be slow, collects it).
+/// Whether a process exists and is neither a zombie nor dead (a killed orphan stays a
+/// zombie until its reaper, which in a container may be slow, collects it).
 pub fn alive(pid: i32) -> bool {
     match kill(Pid::from_raw(pid), None) {
         Err(Errno::ESRCH) => false,
         _ => match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             // `PID (comm) STATE ...`; comm may hold spaces and parentheses.
-            Ok(stat) => {
-                stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()) != Some("Z")
-            }
+            Ok(stat) => !matches!(
+                stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()),
+                Some("Z" | "X")
+            ),
             Err(_) => false,
         },
+    }
+}
+
+/// A named pipe at `p`.
+pub fn mkfifo(p: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    // Safe: a valid NUL-terminated path.
+    assert_eq!(unsafe { nix::libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", p.display());
+}
+
+/// A copy of the folder `from` (regular files and folders) at `to`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
     }
 }
 

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-mod support;
+use crate::support;
+use support::plant::contains;
 use support::run::{target_recipe, Run};
 use support::{path_with, root, standins, Scratch};
 
@@ -73,10 +74,6 @@ impl Planted {
             &self.not_allowed,
         ]
     }
-}
-
-fn contains(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
 /// A recipe whose command line, environment, variable and output carry secrets: the target

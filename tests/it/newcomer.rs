@@ -15,8 +15,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-mod support;
-use support::{fixture, path_with, root, standins, Scratch};
+use crate::support;
+use support::{copy_dir, fixture, path_with, root, standins, Scratch};
 
 /// The project's recipe: its build is `make` (which writes `built-here.txt` where it runs,
 /// and the binary the baseline builds when it is missing, `out/app.bin`),
@@ -295,19 +295,6 @@ impl Drop for Outside {
     }
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
-}
-
 /// A stand-in `docker` for `container build`: `build -f FILE -t TAG CONTEXT` appends its
 /// argv, the context's file names and a copy of FILE to `log/`, and remembers TAG; `image
 /// inspect --format ... TAG` prints what Docker prints for a local build (`sha256:<64 hex>|`,
@@ -362,7 +349,7 @@ fn installed_without_its_clone_it_builds_the_images_from_the_files_it_carries() 
         std::fs::copy(root().join(f), copy.join(f)).unwrap();
     }
     for d in ["xtask", "recipes", "containers"] {
-        copy_tree(&root().join(d), &copy.join(d));
+        copy_dir(&root().join(d), &copy.join(d));
     }
     let bin = install_from(&copy, &s.path("install"));
     std::fs::remove_dir_all(&copy).unwrap();

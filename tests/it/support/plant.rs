@@ -1,7 +1,7 @@
-//! What the planted-secret tests share (tests/secrets.rs, tests/secrets_matrix.rs): values made
-//! at run time (no token-shaped literal in the sources), the shims in front of the stand-ins
-//! that print the planted file, and the check of every place a bundle is shared from (both
-//! archives, decompressed and entry by entry, `bundle report`, `bundle show`).
+//! What the planted-secret tests share (tests/it/secrets.rs, tests/it/secrets_matrix.rs):
+//! values made at run time (no token-shaped literal in the sources), the shims in front of the
+//! stand-ins that print the planted file, and the check of every place a bundle is shared from
+//! (both archives, decompressed and entry by entry, `bundle report`, `bundle show`).
 //!
 //! Must not: hold a token-shaped literal, or write outside a test's scratch folder.
 

@@ -10,9 +10,7 @@ use xtask::bundle::inputs::analyze;
 use xtask::findings::render::{render_json, render_text};
 use xtask::findings::{names, verdict::same_kernel};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
+use crate::support::{copy_dir, mkfifo, root};
 
 struct Expected {
     case: String,
@@ -338,13 +336,6 @@ fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn mkfifo(p: &Path) {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
-    // Safe: a valid NUL-terminated path.
-    assert_eq!(unsafe { nix::libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", p.display());
 }
 
 /// `analyze(paths)` on a thread, failing the test if it blocks for 20 s.
@@ -803,19 +794,6 @@ fn watch_bundles_recorded_on_the_gpu_give_their_verdicts() {
     }
 }
 
-/// A copy of `from` (a folder of regular files) into `to`.
-fn copy_tree(from: &Path, to: &Path) {
-    for e in walkdir::WalkDir::new(from) {
-        let e = e.unwrap();
-        let dest = to.join(e.path().strip_prefix(from).unwrap());
-        if e.file_type().is_dir() {
-            std::fs::create_dir_all(&dest).unwrap();
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
-}
-
 /// Issue 22: files `analyze` cannot read inside a bundle or a folder (a dangling link, a FIFO,
 /// a folder named like a log in a rung folder, a file of mode 000 when not root) do not stop the analysis:
 /// the rest is analysed, to the same verdict, and each is a note naming it and why; a file
@@ -826,9 +804,9 @@ fn unreadable_files_are_notes_and_the_rest_is_analysed() {
         Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("analyze-unreadable-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     let bundle = tmp.join("bundle");
-    copy_tree(&root().join("tests/fixtures/bundles/oob_read-full"), &bundle);
+    copy_dir(&root().join("tests/fixtures/bundles/oob_read-full"), &bundle);
     let logs = tmp.join("logs");
-    copy_tree(&root().join("tests/fixtures/h200/oob_read"), &logs);
+    copy_dir(&root().join("tests/fixtures/h200/oob_read"), &logs);
     let root_user = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
     for (dir, want) in [(bundle.join("rungs/01-baseline"), &bundle), (logs.clone(), &logs)] {
         let before = analyze(std::slice::from_ref(want)).unwrap();

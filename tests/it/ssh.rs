@@ -11,7 +11,7 @@
 //!
 //! Must not: need a GPU, touch the machine's own sshd or `~/.ssh`, or leave a process behind.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! (`{gpu_arch}`, `{max_jobs}`), `env_remove` and `collect` with their validation, and the
 //! vLLM plan as `debug-ima --dry-run` prints it (vLLM cannot be installed on the GPU
 //! machine, so its plan is what CI checks). The pytorch recipe's whole ladder on the
-//! stand-ins is in tests/ladder.rs.
+//! stand-ins is in tests/it/ladder.rs.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,32 +12,11 @@ use std::time::Duration;
 
 use xtask::ladder::{collect, rung as rungs};
 use xtask::recipe::{
-    builtin_text, check_recipe, max_jobs, parse, resolve_in, resolve_in_with, uses_variable, RecipeSource,
+    check_recipe, max_jobs, parse, resolve_in, resolve_in_with, uses_variable, RecipeSource,
     GPU_ARCH_UNKNOWN, MAX_JOBS_UNKNOWN,
 };
 
-const CWD: &str = "/work/proj";
-
-fn builtin(name: &str) -> xtask::recipe::Recipe {
-    parse(builtin_text(name).unwrap(), RecipeSource::Builtin(name.into()), PathBuf::from("/repo/recipes"))
-        .unwrap()
-}
-
-fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-}
-
-fn strings(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
-
-fn err(text: &str) -> String {
-    let e =
-        parse(text, RecipeSource::File("recipes/x.yaml".into()), PathBuf::from("/repo/recipes")).unwrap_err();
-    format!("{e:#}")
-}
-
-const MINIMAL: &str = "version: 1\nname: x\ndescription: d\nrun:\n  command: [\"./a\"]\n";
+use crate::support::recipes::{builtin, err, sets as map, strings, CWD, MINIMAL};
 
 // ---- the built-in variables the ladder supplies ------------------------------------------
 
