@@ -6,8 +6,9 @@
 # status, the standalone run's exit and time, and what was left on the GPU.
 #
 # usage: tests/gpu/repro_suite.sh XTASK_BINARY OUTDIR [CASE...]
-#        (cases: eager graph worker late rope strided floatidx aten cost; default all; floatidx
-#        is expected not to reproduce, aten to get no reproducer: both must say why; cost runs
+#        (cases: eager graph worker late rope strided floatidx aten atenidx cost; default all;
+#        floatidx is expected not to reproduce and must say why; aten and atenidx are ATen
+#        operators' kernels, whose operator call is captured; cost runs
 #        launch_loop.py for 5 s each: plain, with the recorder, with the recorder capturing
 #        another kernel, under launch-blocking, and under launch-blocking capturing its kernel,
 #        the capture run's own cost; launches a second in OUTDIR/cost.txt)
@@ -18,7 +19,7 @@ shift 2
 mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 cd "$(dirname "$0")/../.." || exit 1
 P=$(pwd)/tests/gpu/programs
-CASES=${*:-eager graph worker late rope strided floatidx aten cost}
+CASES=${*:-eager graph worker late rope strided floatidx aten atenidx cost}
 cost() {
   local rec; rec=$(mktemp -d); cp "$(pwd)/xtask/src/ladder/recorder.py" "$rec/sitecustomize.py"
   for round in 1 2; do
@@ -42,6 +43,7 @@ script_of() {
     rope|strided) echo "$P/triton_from_module.py $1" ;;
     floatidx) echo "$P/triton_float_index.py" ;;
     aten) echo "$P/aten_async.py" ;;
+    atenidx) echo "$P/aten_index.py" ;;
   esac
 }
 for c in $CASES; do

@@ -23,7 +23,7 @@ fn bundles() -> Vec<PathBuf> {
 #[test]
 fn every_recorded_reproducer_compiles() {
     let b = bundles();
-    assert_eq!(b.len(), 6);
+    assert_eq!(b.len(), 8);
     for bundle in b {
         let script = bundle.join("repro/repro.py");
         let out = Command::new("python3")

@@ -75,6 +75,18 @@ pub const FULL_DISK: &str = "a disk is full (or a quota is reached): the command
      had written; free space (`df -h` on the folder named above), or for `debug-ima` pass `--bundle-dir` on a \
      larger disk, and run the same command again";
 
+/// A regular file's text, at most `limit` bytes of it (a longer file is an error, not cut),
+/// lossily decoded.
+pub fn read_bounded(path: &Path, limit: u64) -> anyhow::Result<String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    open_regular(path)?.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        anyhow::bail!("{} is over {limit} bytes", path.display());
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,16 +104,4 @@ mod tests {
         assert!(!out_of_space(&other));
         assert!(!out_of_space(&anyhow::anyhow!("no space left on device (only text)")));
     }
-}
-
-/// A regular file's text, at most `limit` bytes of it (a longer file is an error, not cut),
-/// lossily decoded.
-pub fn read_bounded(path: &Path, limit: u64) -> anyhow::Result<String> {
-    use std::io::Read as _;
-    let mut bytes = Vec::new();
-    open_regular(path)?.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        anyhow::bail!("{} is over {limit} bytes", path.display());
-    }
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }

@@ -28,6 +28,11 @@
 # graph capture no bytes are read (a copy would break the capture): they are read before the
 # graph's next replay, which sets them (`values_at`).
 #
+# For a kernel of a PyTorch operator (an ATen kernel, an extension's), DEBUG_IMA_CAPTURE_OPS is
+# set too: once torch is imported, a TorchDispatchMode entered on the importing thread keeps
+# each operator call on CUDA tensors the same way (`op`: its name, `aten::embedding`, and its
+# arguments) and writes the one that raised.
+#
 # The log: one tab-separated record per line, its first field the kind:
 #   hooked   PID  WHAT
 #   launch   PID  KERNEL  FILE  LINE  FUNCTION  CAPTURE_FILE  CAPTURE_LINE  STACK
@@ -253,6 +258,10 @@ def _value(v, storages, capturing):
         return {"kind": "tuple", "items": [_value(x, storages, capturing) for x in v]}
     if torch is not None and isinstance(v, torch.dtype):
         return {"kind": "torch_dtype", "value": str(v).replace("torch.", "")}
+    if torch is not None and isinstance(v, torch.device):
+        return {"kind": "str", "value": str(v)}
+    if torch is not None and isinstance(v, (torch.memory_format, torch.layout)):
+        return {"kind": "torch_attr", "value": str(v).replace("torch.", "")}
     inner = getattr(v, "value", None)
     if type(v).__name__ == "constexpr":
         return _value(inner, storages, capturing)
@@ -305,6 +314,67 @@ def _capture(jit, first, args, kwargs):
     rec["values_at"] = "capture" if capturing else "launch"
     cap["replay"] = (rec, storages.at_replay) if capturing else None
     _keep(rec)
+
+
+def _op_capture(func, args, kwargs):
+    # One PyTorch operator call with a CUDA tensor among its arguments, kept as the launch of a
+    # Triton kernel is (capture mode for an operator's kernel: DEBUG_IMA_CAPTURE_OPS).
+    cap = _CAPTURE
+    torch = _sys.modules.get("torch")
+    if cap["done"] or torch is None or torch.cuda.is_current_stream_capturing():
+        return
+    flat = list(args) + list(kwargs.values())
+    if not any(isinstance(a, torch.Tensor) and a.is_cuda for a in flat):
+        return
+    if _pending_error(torch):
+        return
+    storages = _Storages()
+    frames = _user_frames(_sys._getframe(1), 1)
+    site = None
+    if frames:
+        f = frames[0]
+        site = {"file": _os.path.abspath(f.f_code.co_filename), "line": f.f_lineno, "function": f.f_code.co_name}
+    cap["seq"] += 1
+    # `aten.embedding.default`: the operator as `torch.ops` names it.
+    name = str(func)
+    rec = {
+        "version": 1, "pid": _os.getpid(), "seq": cap["seq"], "kernel": name, "op": name,
+        "module": None, "qualname": "", "file": "", "first_line": 0, "site": site, "grid": [],
+        "capturing": False, "params": [],
+        "args": [_value(a, storages, False) for a in args],
+        "kwargs": {k: _value(v, storages, False) for k, v in kwargs.items()},
+        "storages": storages.list, "values_at": "launch",
+    }
+    _keep(rec)
+
+
+def _hook_ops(mod):
+    # Capture mode for an operator's kernel: every operator call on CUDA tensors of this
+    # thread goes through a dispatch mode, which keeps the call and writes it when it raises.
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+    except Exception as e:
+        _write(["hooked", "none: no TorchDispatchMode (%s)" % e])
+        return
+
+    class _OpCapture(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            try:
+                _op_capture(func, args, kwargs)
+            except Exception as e:
+                _CAPTURE["done"] = True
+                _write(["hooked", "capture failed: %s: %s" % (type(e).__name__, e)])
+            try:
+                return func(*args, **kwargs)
+            except Exception:
+                _flush_quietly()
+                raise
+
+    mode = _OpCapture()
+    mode.__enter__()
+    _CAPTURE["mode"] = mode
+    _write(["hooked", "torch operators (TorchDispatchMode)"])
 
 
 def _flush_quietly():
@@ -454,6 +524,8 @@ def _chain():
 if _os.environ.get("DEBUG_IMA_LAUNCHES"):
     _HOOKS["triton.runtime.jit"] = _hook_triton
     _HOOKS["torch.cuda.graphs"] = _hook_graphs
+    if _CAPTURE["name"] and _os.environ.get("DEBUG_IMA_CAPTURE_OPS"):
+        _HOOKS["torch"] = _hook_ops
     _sys.meta_path.insert(0, _Finder())
     if _CAPTURE["name"]:
         import atexit

@@ -25,6 +25,8 @@ pub const LOG_VAR: &str = "DEBUG_IMA_LAUNCHES";
 /// folder the captures go to (`capture-<pid>.json`).
 pub const CAPTURE_VAR: &str = "DEBUG_IMA_CAPTURE";
 pub const CAPTURE_DIR_VAR: &str = "DEBUG_IMA_CAPTURE_DIR";
+/// With [`CAPTURE_VAR`]: the kernel is a PyTorch operator's, so operator calls are captured.
+pub const CAPTURE_OPS_VAR: &str = "DEBUG_IMA_CAPTURE_OPS";
 
 /// Arms a run of the target whose folder is `rung_dir` (inside a bundle): the recorder's folder
 /// first on `PYTHONPATH`, before the recipe's value or, without one, `inherited` (the ladder's

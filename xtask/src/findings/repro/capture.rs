@@ -21,8 +21,13 @@ pub const MAX_ITEMS: usize = 256;
 pub struct Capture {
     pub version: u32,
     pub pid: u32,
-    /// How many launches of the kernel the process had made, this one included.
+    /// How many launches of the kernel (calls of operators) the process had made, this one
+    /// included.
     pub seq: u64,
+    /// For a PyTorch operator's kernel: the operator call captured instead of a Triton launch,
+    /// as `torch.ops` names it (`aten.embedding.default`); the Triton fields are then empty.
+    #[serde(default)]
+    pub op: Option<String>,
     /// The Triton function's name (the GPU dump's kernel name).
     pub kernel: String,
     /// Its module (`__main__` for a script, `__mp_main__` in a spawned worker).
@@ -89,6 +94,10 @@ pub enum Value {
     TorchDtype {
         value: String,
     },
+    /// `torch.contiguous_format`, `torch.strided`: an attribute of `torch` by its name.
+    TorchAttr {
+        value: String,
+    },
     TritonDtype {
         value: String,
     },
@@ -135,7 +144,7 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
         } as u32)
     };
     let raw = text.as_bytes();
-    if raw.len() % 4 != 0 {
+    if !raw.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(raw.len() / 4 * 3);
@@ -181,14 +190,24 @@ pub fn parse(text: &str) -> Result<Capture> {
         bail!("capture version {} (this tool reads version 1)", c.version);
     }
     let ident = |s: &str| !s.is_empty() && s.chars().all(|ch| ch.is_alphanumeric() || ch == '_');
-    if !ident(&c.kernel) || !c.qualname.split('.').all(ident) {
-        bail!(
-            "the capture's kernel name `{}` is not a Python identifier",
-            crate::model::text::cut(&c.qualname, 80)
-        );
-    }
-    if c.grid.is_empty() || c.grid.len() > 3 {
-        bail!("the capture's grid has {} dimensions (1 to 3)", c.grid.len());
+    match &c.op {
+        Some(op) => {
+            let parts: Vec<&str> = op.split('.').collect();
+            if !(2..=3).contains(&parts.len()) || !parts.iter().all(|p| ident(p)) {
+                bail!("the capture's operator `{}` is not `namespace.name[.overload]`", crate::model::text::cut(op, 80));
+            }
+        }
+        None => {
+            if !ident(&c.kernel) || !c.qualname.split('.').all(ident) {
+                bail!(
+                    "the capture's kernel name `{}` is not a Python identifier",
+                    crate::model::text::cut(&c.qualname, 80)
+                );
+            }
+            if c.grid.is_empty() || c.grid.len() > 3 {
+                bail!("the capture's grid has {} dimensions (1 to 3)", c.grid.len());
+            }
+        }
     }
     if c.args.len() > MAX_ITEMS || c.kwargs.len() > MAX_ITEMS || c.storages.len() > MAX_ITEMS {
         bail!("the capture has more than {MAX_ITEMS} arguments, keywords or storages");

@@ -115,9 +115,9 @@ fn expr(v: &Value, notes: &mut Vec<String>, name: &str) -> String {
                 _ => format!("({})", parts.join(", ")),
             }
         }
-        Value::TorchDtype { value } if ident(value) => format!("torch.{value}"),
+        Value::TorchDtype { value } | Value::TorchAttr { value } if ident(value) => format!("torch.{value}"),
         Value::TritonDtype { value } if ident(value) => format!("tl.dtype({})", py_str(value)),
-        Value::TorchDtype { .. } | Value::TritonDtype { .. } => {
+        Value::TorchDtype { .. } | Value::TritonDtype { .. } | Value::TorchAttr { .. } => {
             notes.push(format!("`{name}`: a dtype that could not be read, passed as None"));
             "None".into()
         }
@@ -137,7 +137,7 @@ fn storage_dtype(c: &Capture, index: usize, bytes: usize) -> String {
     let keywords: Vec<Value> = c.keywords().into_iter().map(|(_, v)| v).collect();
     for v in c.args.iter().chain(keywords.iter()) {
         if let Value::Tensor { dtype, storage, .. } = v {
-            if *storage == index && int_size(dtype).is_some_and(|(n, _)| bytes % n == 0) {
+            if *storage == index && int_size(dtype).is_some_and(|(n, _)| bytes.is_multiple_of(n)) {
                 return dtype.clone();
             }
         }
@@ -191,6 +191,9 @@ fn storage_line(c: &Capture, i: usize, s: &Storage, notes: &mut Vec<String>) -> 
 
 /// The program for `c`, written for the fault `expected` (named in its header).
 pub fn write(c: &Capture, expected: &Expected) -> Written {
+    if let Some(op) = &c.op {
+        return write_op(c, op, expected);
+    }
     let mut notes = Vec::new();
     let mut s = String::new();
     let site = c
@@ -247,7 +250,8 @@ pub fn write(c: &Capture, expected: &Expected) -> Written {
         let _ = writeln!(s, "{line}");
     }
     let _ = writeln!(s, "]");
-    s.push_str(HELPERS);
+    s.push_str(LOAD_KERNEL);
+    s.push_str(STORAGE_HELPERS);
     let _ = writeln!(s, "def main():");
     let _ = writeln!(s, "    torch.manual_seed(0)");
     let _ = writeln!(s, "    kernel = load_kernel()");
@@ -287,6 +291,75 @@ pub fn write(c: &Capture, expected: &Expected) -> Written {
     Written { script: s, notes }
 }
 
+/// The program for an operator call (`aten.embedding.default`): the same storages and tensors,
+/// then the operator through `torch.ops`.
+fn write_op(c: &Capture, op: &str, expected: &Expected) -> Written {
+    let mut notes = Vec::new();
+    let mut s = String::new();
+    let site = c
+        .site
+        .as_ref()
+        .map(|t| format!("{}:{} ({})", t.file, t.line, t.function))
+        .unwrap_or_else(|| "an unknown line".into());
+    let _ = writeln!(s, "#!/usr/bin/env python3");
+    let _ = writeln!(s, "# A reproducer written by debug-ima (docs/repro.md) for the fault:");
+    let _ = writeln!(s, "#   {}", one_line(&expected.text()));
+    let _ = writeln!(s, "# from call {} of the operator `{op}` in process {}, at {}.", c.seq, c.pid, one_line(&site));
+    let _ = writeln!(s, "#");
+    let _ = writeln!(s, "# Run it with `python3 repro.py`: it needs PyTorch and one GPU, nothing else of the program.");
+    let _ = writeln!(s, "# It calls the operator once, alone, with the recorded arguments: tensors of the recorded");
+    let _ = writeln!(s, "# dtypes, shapes, strides and offsets, in storages of the recorded sizes (arguments that");
+    let _ = writeln!(s, "# shared a storage share one); integer and bool storages hold the recorded values (read");
+    let _ = writeln!(s, "# at the call), float storages random ones (their contents were not recorded).");
+    s.push_str("\nimport torch\n\n");
+    let _ = writeln!(s, "OPERATOR = {}", py_str(op));
+    let _ =
+        writeln!(s, "# Each storage: its size in bytes, and its recorded values with their dtype (or None).");
+    let _ = writeln!(s, "STORAGES = [");
+    for (i, st) in c.storages.iter().enumerate() {
+        let line = storage_line(c, i, st, &mut notes);
+        let _ = writeln!(s, "{line}");
+    }
+    let _ = writeln!(s, "]");
+    s.push_str("\n\n");
+    s.push_str(STORAGE_HELPERS);
+    let _ = writeln!(s, "def main():");
+    let _ = writeln!(s, "    torch.manual_seed(0)");
+    let _ = writeln!(s, "    op = torch.ops");
+    let _ = writeln!(s, "    for part in OPERATOR.split(\".\"):");
+    let _ = writeln!(s, "        op = getattr(op, part)");
+    let _ = writeln!(s, "    S = [storage(n, dtype, values) for n, dtype, values in STORAGES]");
+    let _ = writeln!(s, "    args = [");
+    for (i, a) in c.args.iter().enumerate() {
+        let e = expr(a, &mut notes, &format!("argument {i}"));
+        let _ = writeln!(s, "        {e},");
+    }
+    let _ = writeln!(s, "    ]");
+    let _ = writeln!(s, "    keywords = {{");
+    for (k, v) in c.keywords() {
+        let e = expr(&v, &mut notes, &k);
+        let _ = writeln!(s, "        {}: {e},", py_str(&k));
+    }
+    let _ = writeln!(s, "    }}");
+    s.push_str(OP_TAIL);
+    if !op.starts_with("aten.") {
+        notes.push(format!(
+            "`{op}` is not an ATen operator: import the extension that registers it (its Python package) \
+             before running the reproducer"
+        ));
+    }
+    Written { script: s, notes }
+}
+
+const OP_TAIL: &str = r#"    op(*args, **keywords)
+    torch.cuda.synchronize()
+    print("repro.py: the operator ran without a device error")
+
+
+if __name__ == "__main__":
+    main()
+"#;
+
 fn values_at(c: &Capture) -> &'static str {
     match c.values_at.as_deref() {
         Some("replay") => "CUDA graph's replay",
@@ -311,7 +384,7 @@ import triton.language as tl  # noqa: F401 (for a triton dtype among the keyword
 
 "#;
 
-const HELPERS: &str = r#"
+const LOAD_KERNEL: &str = r#"
 
 def load_kernel():
     """The kernel from its module when that imports, else from its file (as a module)."""
@@ -339,7 +412,9 @@ def load_kernel():
     return kernel
 
 
-def storage(nbytes, dtype, values):
+"#;
+
+const STORAGE_HELPERS: &str = r#"def storage(nbytes, dtype, values):
     """A storage of `nbytes` bytes on the GPU: the recorded values, else random bytes."""
     if values is not None:
         return torch.tensor(values, dtype=dtype).view(torch.uint8).to("cuda")
@@ -429,7 +504,19 @@ mod tests {
                 seen += 1;
             }
         }
-        assert_eq!(seen, 6, "the six recorded cases");
+        assert_eq!(seen, 8, "the eight recorded cases");
+    }
+
+    /// An ATen operator's kernel: the operator call is replayed through `torch.ops`, with the
+    /// stale token id of aten_async.py among the recorded indices.
+    #[test]
+    fn an_operator_capture_calls_the_operator_with_the_recorded_indices() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/bundles/repro/aten");
+        let bundle = std::fs::read_dir(&root).unwrap().next().unwrap().unwrap().path();
+        let script = std::fs::read_to_string(bundle.join("repro/repro.py")).unwrap();
+        assert!(script.contains("OPERATOR = 'aten.embedding.default'"), "{script}");
+        assert!(script.contains("[3, 17, 42, 99, 5, 140, 7, 0]"), "{script}");
+        assert!(!script.contains("import triton"), "an operator's reproducer needs no Triton");
     }
 
     #[test]

@@ -7,9 +7,11 @@
 //! it faults in the same kernel at the same line with the same class is it called verified
 //! (`repro/result.json` says what it showed either way).
 //!
-//! It needs a Triton kernel of a Python target on the host or through Slurm (the recorder is
-//! not loaded in a container): for anything else it says why there is no reproducer and runs
-//! nothing. Its folder is `repro/`, beside `rungs/`: its runs are no evidence about the target.
+//! For a kernel that is no Triton kernel (an ATen kernel, an extension's), the operator call
+//! that raised is captured instead (`DEBUG_IMA_CAPTURE_OPS`: a TorchDispatchMode) and the
+//! reproducer calls that operator. It needs a Python target on the host or through Slurm (the
+//! recorder is not loaded in a container): for anything else it says why there is no
+//! reproducer and runs nothing. Its folder is `repro/`, beside `rungs/`: its runs are no evidence about the target.
 //!
 //! Must not: run a step but through [`RungIo`], print, decide when it runs (the policy), or
 //! put a capture's text into the program unchecked (the writer's contract).
@@ -86,13 +88,6 @@ pub fn not_applicable(v: Option<&Verdict>, r: &Resolved, in_container: bool) -> 
             v.kernel
         ));
     }
-    if !triton_kernel(&v.kernel) {
-        return Some(format!(
-            "`{}` is no Triton kernel (a CUDA C++ or PyTorch operator's): reproducers are written for \
-             Triton kernels (docs/repro.md)",
-            v.kernel
-        ));
-    }
     if in_container {
         return Some("the launch recorder that captures the launch is not loaded in a container".into());
     }
@@ -105,9 +100,9 @@ impl Rung for Repro {
     }
 
     fn describe(&self) -> &'static str {
-        "write a standalone reproducer of the faulting Triton launch: one more run of the target under \
-         `CUDA_LAUNCH_BLOCKING=1` capturing that kernel's launches, then `repro/repro.py`, run alone under \
-         the GPU coredump to check it faults the same way"
+        "write a standalone reproducer of the faulting launch (a Triton kernel's, or the PyTorch operator \
+         call that ran the kernel): one more run of the target under `CUDA_LAUNCH_BLOCKING=1` capturing \
+         it, then `repro/repro.py`, run alone under the GPU coredump to check it faults the same way"
     }
 
     fn needs_fault(&self) -> bool {
@@ -141,6 +136,10 @@ impl Rung for Repro {
         let expected = Expected::of(&v);
         let mut capture_step = step(steps, When::Always)?.clone();
         capture_step.inv.set(recorder::CAPTURE_VAR, v.kernel.clone());
+        if !triton_kernel(&v.kernel) {
+            // A PyTorch operator's kernel (ATen's, an extension's): the operator call is captured.
+            capture_step.inv.set(recorder::CAPTURE_OPS_VAR, "1");
+        }
         let ran = io.exec(&capture_step)?;
         let dir = io.dir().to_path_buf();
         let mut outcome = Outcome {
@@ -153,8 +152,9 @@ impl Rung for Repro {
         };
         let Some(c) = chosen_capture(&dir, &mut outcome.notes)? else {
             outcome.notes.push(format!(
-                "the capture run ({}) recorded no launch of `{}`{}",
+                "the capture run ({}) recorded no {} of `{}`{}",
                 ran.text(),
+                if triton_kernel(&v.kernel) { "launch" } else { "operator call that raised for the kernel" },
                 v.kernel,
                 if ran.success() { ": it did not fault this time" } else { "" }
             ));
