@@ -194,7 +194,10 @@ pub fn parse(text: &str) -> Result<Capture> {
         Some(op) => {
             let parts: Vec<&str> = op.split('.').collect();
             if !(2..=3).contains(&parts.len()) || !parts.iter().all(|p| ident(p)) {
-                bail!("the capture's operator `{}` is not `namespace.name[.overload]`", crate::model::text::cut(op, 80));
+                bail!(
+                    "the capture's operator `{}` is not `namespace.name[.overload]`",
+                    crate::model::text::cut(op, 80)
+                );
             }
         }
         None => {
@@ -263,21 +266,22 @@ pub fn choose<T>(mut captures: Vec<(T, std::time::SystemTime)>) -> Option<(T, us
     captures.pop().map(|(c, _)| (c, n - 1))
 }
 
+/// In tests: the H200's capture of a case of tests/fixtures/h200/capture.
+#[cfg(test)]
+pub(super) fn recorded(case: &str) -> Capture {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/h200/capture").join(case);
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("capture-"))
+        .unwrap();
+    parse(&std::fs::read_to_string(file).unwrap()).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn recorded(case: &str) -> Capture {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/fixtures/h200/capture")
-            .join(case);
-        let file = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("capture-"))
-            .unwrap();
-        parse(&std::fs::read_to_string(file).unwrap()).unwrap()
-    }
 
     #[test]
     fn the_recorded_captures_read_back() {

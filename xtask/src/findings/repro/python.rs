@@ -189,6 +189,63 @@ fn storage_line(c: &Capture, i: usize, s: &Storage, notes: &mut Vec<String>) -> 
     out
 }
 
+/// The launching line, for the header.
+fn site_text(c: &Capture) -> String {
+    c.site
+        .as_ref()
+        .map(|t| format!("{}:{} ({})", t.file, t.line, t.function))
+        .unwrap_or_else(|| "an unknown line".into())
+}
+
+/// The header's first lines: what the program is for, and where the launch came from (`from`).
+fn opening(s: &mut String, expected: &Expected, from: &str) {
+    let _ = writeln!(s, "#!/usr/bin/env python3");
+    let _ = writeln!(s, "# A reproducer written by debug-ima (docs/repro.md) for the fault:");
+    let _ = writeln!(s, "#   {}", one_line(&expected.text()));
+    let _ = writeln!(s, "{}", one_line(from));
+    let _ = writeln!(s, "#");
+}
+
+/// `STORAGES = [...]`: each storage's size and recorded values.
+fn storages_block(s: &mut String, c: &Capture, notes: &mut Vec<String>) {
+    let _ =
+        writeln!(s, "# Each storage: its size in bytes, and its recorded values with their dtype (or None).");
+    let _ = writeln!(s, "STORAGES = [");
+    for (i, st) in c.storages.iter().enumerate() {
+        let line = storage_line(c, i, st, notes);
+        let _ = writeln!(s, "{line}");
+    }
+    let _ = writeln!(s, "]");
+}
+
+/// `args = [...]` and `keywords = {...}` inside `main`; `params` names each argument in a
+/// comment (a Triton kernel's parameters).
+fn call_block(s: &mut String, c: &Capture, notes: &mut Vec<String>, params: bool) {
+    let _ = writeln!(s, "    args = [");
+    for (i, a) in c.args.iter().enumerate() {
+        let name = c.params.get(i).filter(|p| params && ident(p)).cloned();
+        let e = expr(a, notes, name.as_deref().unwrap_or(&format!("argument {i}")));
+        match (&name, params) {
+            (Some(n), _) => {
+                let _ = writeln!(s, "        {e},  # {n}");
+            }
+            (None, true) => {
+                let _ = writeln!(s, "        {e},  # argument {i}");
+            }
+            (None, false) => {
+                let _ = writeln!(s, "        {e},");
+            }
+        }
+    }
+    let _ = writeln!(s, "    ]");
+    let _ = writeln!(s, "    keywords = {{");
+    for (k, v) in c.keywords() {
+        let e = expr(&v, notes, &k);
+        let _ = writeln!(s, "        {}: {e},", py_str(&k));
+    }
+    let _ = writeln!(s, "    }}");
+}
+
 /// The program for `c`, written for the fault `expected` (named in its header).
 pub fn write(c: &Capture, expected: &Expected) -> Written {
     if let Some(op) = &c.op {
@@ -196,23 +253,9 @@ pub fn write(c: &Capture, expected: &Expected) -> Written {
     }
     let mut notes = Vec::new();
     let mut s = String::new();
-    let site = c
-        .site
-        .as_ref()
-        .map(|t| format!("{}:{} ({})", t.file, t.line, t.function))
-        .unwrap_or_else(|| "an unknown line".into());
-    let _ = writeln!(s, "#!/usr/bin/env python3");
-    let _ = writeln!(s, "# A reproducer written by debug-ima (docs/repro.md) for the fault:");
-    let _ = writeln!(s, "#   {}", one_line(&expected.text()));
-    let _ = writeln!(
-        s,
-        "# from launch {} of `{}` in process {}, at {}.",
-        c.seq,
-        c.kernel,
-        c.pid,
-        one_line(&site)
-    );
-    let _ = writeln!(s, "#");
+    let from =
+        format!("# from launch {} of `{}` in process {}, at {}.", c.seq, c.kernel, c.pid, site_text(c));
+    opening(&mut s, expected, &from);
     let _ = writeln!(
         s,
         "# Run it with `python3 repro.py`: it needs PyTorch, Triton, one GPU and the kernel's file"
@@ -242,33 +285,14 @@ pub fn write(c: &Capture, expected: &Expected) -> Written {
     let _ = writeln!(s, "KERNEL_NAME = {}", py_str(&c.qualname));
     let grid: Vec<String> = c.grid.iter().map(u64::to_string).collect();
     let _ = writeln!(s, "GRID = ({},)", grid.join(", "));
-    let _ =
-        writeln!(s, "# Each storage: its size in bytes, and its recorded values with their dtype (or None).");
-    let _ = writeln!(s, "STORAGES = [");
-    for (i, st) in c.storages.iter().enumerate() {
-        let line = storage_line(c, i, st, &mut notes);
-        let _ = writeln!(s, "{line}");
-    }
-    let _ = writeln!(s, "]");
+    storages_block(&mut s, c, &mut notes);
     s.push_str(LOAD_KERNEL);
     s.push_str(STORAGE_HELPERS);
     let _ = writeln!(s, "def main():");
     let _ = writeln!(s, "    torch.manual_seed(0)");
     let _ = writeln!(s, "    kernel = load_kernel()");
     let _ = writeln!(s, "    S = [storage(n, dtype, values) for n, dtype, values in STORAGES]");
-    let _ = writeln!(s, "    args = [");
-    for (i, a) in c.args.iter().enumerate() {
-        let name = c.params.get(i).filter(|p| ident(p)).cloned().unwrap_or_else(|| format!("argument {i}"));
-        let e = expr(a, &mut notes, &name);
-        let _ = writeln!(s, "        {e},  # {name}");
-    }
-    let _ = writeln!(s, "    ]");
-    let _ = writeln!(s, "    keywords = {{");
-    for (k, v) in c.keywords() {
-        let e = expr(&v, &mut notes, &k);
-        let _ = writeln!(s, "        {}: {e},", py_str(&k));
-    }
-    let _ = writeln!(s, "    }}");
+    call_block(&mut s, c, &mut notes, true);
     s.push_str(TAIL);
     if c.capturing {
         notes.push(format!(
@@ -296,31 +320,29 @@ pub fn write(c: &Capture, expected: &Expected) -> Written {
 fn write_op(c: &Capture, op: &str, expected: &Expected) -> Written {
     let mut notes = Vec::new();
     let mut s = String::new();
-    let site = c
-        .site
-        .as_ref()
-        .map(|t| format!("{}:{} ({})", t.file, t.line, t.function))
-        .unwrap_or_else(|| "an unknown line".into());
-    let _ = writeln!(s, "#!/usr/bin/env python3");
-    let _ = writeln!(s, "# A reproducer written by debug-ima (docs/repro.md) for the fault:");
-    let _ = writeln!(s, "#   {}", one_line(&expected.text()));
-    let _ = writeln!(s, "# from call {} of the operator `{op}` in process {}, at {}.", c.seq, c.pid, one_line(&site));
-    let _ = writeln!(s, "#");
-    let _ = writeln!(s, "# Run it with `python3 repro.py`: it needs PyTorch and one GPU, nothing else of the program.");
-    let _ = writeln!(s, "# It calls the operator once, alone, with the recorded arguments: tensors of the recorded");
-    let _ = writeln!(s, "# dtypes, shapes, strides and offsets, in storages of the recorded sizes (arguments that");
-    let _ = writeln!(s, "# shared a storage share one); integer and bool storages hold the recorded values (read");
+    let from =
+        format!("# from call {} of the operator `{op}` in process {}, at {}.", c.seq, c.pid, site_text(c));
+    opening(&mut s, expected, &from);
+    let _ = writeln!(
+        s,
+        "# Run it with `python3 repro.py`: it needs PyTorch and one GPU, nothing else of the program."
+    );
+    let _ = writeln!(
+        s,
+        "# It calls the operator once, alone, with the recorded arguments: tensors of the recorded"
+    );
+    let _ = writeln!(
+        s,
+        "# dtypes, shapes, strides and offsets, in storages of the recorded sizes (arguments that"
+    );
+    let _ = writeln!(
+        s,
+        "# shared a storage share one); integer and bool storages hold the recorded values (read"
+    );
     let _ = writeln!(s, "# at the call), float storages random ones (their contents were not recorded).");
     s.push_str("\nimport torch\n\n");
     let _ = writeln!(s, "OPERATOR = {}", py_str(op));
-    let _ =
-        writeln!(s, "# Each storage: its size in bytes, and its recorded values with their dtype (or None).");
-    let _ = writeln!(s, "STORAGES = [");
-    for (i, st) in c.storages.iter().enumerate() {
-        let line = storage_line(c, i, st, &mut notes);
-        let _ = writeln!(s, "{line}");
-    }
-    let _ = writeln!(s, "]");
+    storages_block(&mut s, c, &mut notes);
     s.push_str("\n\n");
     s.push_str(STORAGE_HELPERS);
     let _ = writeln!(s, "def main():");
@@ -329,18 +351,7 @@ fn write_op(c: &Capture, op: &str, expected: &Expected) -> Written {
     let _ = writeln!(s, "    for part in OPERATOR.split(\".\"):");
     let _ = writeln!(s, "        op = getattr(op, part)");
     let _ = writeln!(s, "    S = [storage(n, dtype, values) for n, dtype, values in STORAGES]");
-    let _ = writeln!(s, "    args = [");
-    for (i, a) in c.args.iter().enumerate() {
-        let e = expr(a, &mut notes, &format!("argument {i}"));
-        let _ = writeln!(s, "        {e},");
-    }
-    let _ = writeln!(s, "    ]");
-    let _ = writeln!(s, "    keywords = {{");
-    for (k, v) in c.keywords() {
-        let e = expr(&v, &mut notes, &k);
-        let _ = writeln!(s, "        {}: {e},", py_str(&k));
-    }
-    let _ = writeln!(s, "    }}");
+    call_block(&mut s, c, &mut notes, false);
     s.push_str(OP_TAIL);
     if !op.starts_with("aten.") {
         notes.push(format!(
@@ -443,20 +454,8 @@ if __name__ == "__main__":
 
 #[cfg(test)]
 mod tests {
-    use super::super::capture::parse;
+    use super::super::capture::{parse, recorded};
     use super::*;
-
-    fn recorded(case: &str) -> Capture {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/fixtures/h200/capture")
-            .join(case);
-        let file = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("capture-"))
-            .unwrap();
-        parse(&std::fs::read_to_string(file).unwrap()).unwrap()
-    }
 
     fn expected(kernel: &str) -> Expected {
         Expected {
@@ -511,7 +510,8 @@ mod tests {
     /// stale token id of aten_async.py among the recorded indices.
     #[test]
     fn an_operator_capture_calls_the_operator_with_the_recorded_indices() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/bundles/repro/aten");
+        let root =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/bundles/repro/aten");
         let bundle = std::fs::read_dir(&root).unwrap().next().unwrap().unwrap().path();
         let script = std::fs::read_to_string(bundle.join("repro/repro.py")).unwrap();
         assert!(script.contains("OPERATOR = 'aten.embedding.default'"), "{script}");
