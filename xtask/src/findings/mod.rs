@@ -111,6 +111,11 @@ pub enum ErrorClass {
     /// `Warp Out-of-range Address`, `CUDBG_EXCEPTION_WARP_OUT_OF_RANGE_ADDRESS`: an address
     /// outside its memory space's window (shared or local memory past its size, most often).
     OutOfRangeAddress,
+    /// `Warp Invalid Address Space`, `operation not supported on global/shared address space`
+    /// (`cudaErrorInvalidAddressSpace`): a generic address in no memory space's window, or an
+    /// instruction on a space it does not work in. A wild pointer lands here or in
+    /// [`ErrorClass::IllegalAddress`] depending on where it points.
+    InvalidAddressSpace,
     /// `misaligned address`, `Warp Misaligned Address`.
     MisalignedAddress,
     /// `device-side assert triggered`, `Assertion failed.`, `CUDBG_EXCEPTION_WARP_ASSERT`.
@@ -149,6 +154,7 @@ impl ErrorClass {
         match self {
             ErrorClass::IllegalAddress => "illegal-address",
             ErrorClass::OutOfRangeAddress => "out-of-range-address",
+            ErrorClass::InvalidAddressSpace => "invalid-address-space",
             ErrorClass::MisalignedAddress => "misaligned-address",
             ErrorClass::DeviceAssert => "device-assert",
             ErrorClass::LaunchFailure => "launch-failure",
@@ -174,6 +180,10 @@ impl ErrorClass {
             }
             ErrorClass::OutOfRangeAddress => {
                 "an address outside its memory space (shared or local past its size): check shared-array indices"
+            }
+            ErrorClass::InvalidAddressSpace => {
+                "an address in no memory space (a wild or garbage pointer, a huge offset or stride): check the \
+                 index arithmetic and the pointer's origin"
             }
             ErrorClass::MisalignedAddress | ErrorClass::MisalignedAccess => {
                 "an access not aligned to its size: check casts of byte pointers to wider types and vector loads"
@@ -215,6 +225,11 @@ impl ErrorClass {
             || m.contains("illegal_address")
         {
             ErrorClass::IllegalAddress
+        } else if m.contains("invalid address space")
+            || m.contains("invalid_address_space")
+            || m.contains("not supported on global/shared address space")
+        {
+            ErrorClass::InvalidAddressSpace
         } else if m.contains("uninitialized") && m.contains("read") {
             ErrorClass::UninitializedRead
         } else if m.contains("misaligned") {
@@ -1090,6 +1105,23 @@ mod tests {
         assert!(srun.see("1: debug-ima: task 1 on node node2"));
         assert!(srun.see("0: anything after it"));
         assert_eq!(strip_rank("1:x"), ("1:x", None));
+    }
+
+    /// The H200's recordings of a Triton copy given a stride 10^6 too large
+    /// (tests/gpu/programs/triton_from_module.py strided): cuda-gdb's exception and the host's
+    /// message name the invalid address space, a fault of its own class.
+    #[test]
+    fn an_invalid_address_space_is_a_device_fault_of_its_own_class() {
+        let host = recording!("h200/capture/strided/out.log");
+        let line = host.lines().find(|l| l.contains("Triton Error")).unwrap();
+        assert_eq!(ErrorClass::from_message(line), ErrorClass::InvalidAddressSpace);
+        let ev =
+            scan::scan_str(recording!("h200/capture/strided/cudagdb-repro-pass2.log"), "repro/cudagdb-1");
+        let f = ev.faults.first().expect("the dump's fault");
+        let class = f.error.clone().expect("a class");
+        assert_eq!(class, ErrorClass::InvalidAddressSpace);
+        assert!(class.is_device_fault());
+        assert_eq!(class.as_str(), "invalid-address-space");
     }
 
     #[test]
