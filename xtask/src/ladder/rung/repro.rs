@@ -36,17 +36,18 @@ use crate::recipe::Resolved;
 
 pub struct Repro;
 
-/// Stands for the verdict's kernel in the capture run's environment.
-pub const TRITON_KERNEL: &str = "<the verdict's Triton kernel>";
+/// Stands for the verdict's kernel (a Triton function's name, or an operator's kernel) in the
+/// capture run's environment.
+pub const SUSPECT_KERNEL: &str = "<the verdict's kernel>";
 /// The reproducer's own run: long enough for `import torch` and a Triton compile, far from
 /// the minutes a target may take.
 const REPRO_TIMEOUT_S: u64 = 180;
 
-/// The capture run: the target under launch-blocking, the recorder capturing [`TRITON_KERNEL`].
+/// The capture run: the target under launch-blocking, the recorder capturing [`SUSPECT_KERNEL`].
 pub fn capture_invocation(r: &Resolved, dir: &Path) -> Invocation {
     let mut inv = target(r);
     inv.set("CUDA_LAUNCH_BLOCKING", "1");
-    inv.set(recorder::CAPTURE_VAR, TRITON_KERNEL);
+    inv.set(recorder::CAPTURE_VAR, SUSPECT_KERNEL);
     inv.set(recorder::CAPTURE_DIR_VAR, dir.display().to_string());
     with_options(inv, r, RungId::Repro)
 }
