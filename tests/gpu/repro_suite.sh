@@ -6,7 +6,9 @@
 # status, the standalone run's exit and time, and what was left on the GPU.
 #
 # usage: tests/gpu/repro_suite.sh XTASK_BINARY OUTDIR [CASE...]
-#        (cases: eager graph worker late rope strided floatidx aten atenidx cost; default all;
+#        (cases: eager graph worker late rope strided floatidx aten atenidx cost, and the C++ ones
+#        oob_write oob_read templated inlined misaligned device_assert graph_fault cublas_fault
+#        through the cuda recipe; default the Python ones and cost;
 #        floatidx is expected not to reproduce and must say why; aten and atenidx are ATen
 #        operators' kernels, whose operator call is captured; cost runs
 #        launch_loop.py for 5 s each: plain, with the recorder, with the recorder capturing
@@ -46,13 +48,23 @@ script_of() {
     atenidx) echo "$P/aten_index.py" ;;
   esac
 }
+NATIVE="oob_write oob_read templated inlined misaligned device_assert graph_fault cublas_fault"
+BUILD=$(mktemp -d)
 for c in $CASES; do
   if [ "$c" = cost ]; then cost; continue; fi
-  set -- $(script_of "$c")
   t0=$(date +%s.%N)
-  timeout 500 "$XTASK" debug-ima --recipe pytorch --set script="$1" --set args="${2:-} ${3:-}" --repro --yes \
-    --bundle-dir "$OUT/bundles/$c" > "$OUT/$c.out" 2> "$OUT/$c.err"
-  rc=$?
+  if [[ " $NATIVE " == *" $c "* ]]; then
+    extra=""; [ "$c" = cublas_fault ] && extra="-lcublas"
+    timeout 500 "$XTASK" debug-ima --recipe cuda --set "build=nvcc -arch=sm_90 -o $BUILD/$c $P/$c.cu $extra" \
+      --set "run=$BUILD/$c" --set "binaries=$BUILD/$c" --repro --yes \
+      --bundle-dir "$OUT/bundles/$c" > "$OUT/$c.out" 2> "$OUT/$c.err"
+    rc=$?
+  else
+    set -- $(script_of "$c")
+    timeout 500 "$XTASK" debug-ima --recipe pytorch --set script="$1" --set args="${2:-} ${3:-}" --repro --yes \
+      --bundle-dir "$OUT/bundles/$c" > "$OUT/$c.out" 2> "$OUT/$c.err"
+    rc=$?
+  fi
   t=$(awk "BEGIN{print $(date +%s.%N) - $t0}")
   b=$(ls -d "$OUT"/bundles/"$c"/*/ 2>/dev/null | head -1)
   {
@@ -60,6 +72,11 @@ for c in $CASES; do
     grep -E '^(verdict|no verdict|  where|  launched|stopped|rungs)' "$OUT/$c.out"
     grep -E 'reproducer' "$OUT/$c.out" "$OUT/$c.err" | head -3
     [ -f "$b/repro/result.json" ] && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('result:', d['status'], d.get('seconds'), d.get('seen')); [print('  note:', n) for n in d['notes']]" "$b/repro/result.json"
+    if [ -x "$b/repro/repro" ]; then
+      s0=$(date +%s.%N)
+      ( cd "$b/repro" && timeout 120 ./repro > alone.log 2>&1 ); rrc=$?
+      echo "alone: exit $rrc in $(awk "BEGIN{print $(date +%s.%N) - $s0}") s: $(tail -1 "$b/repro/alone.log")"
+    fi
     if [ -f "$b/repro/repro.py" ]; then
       mkdir -p "$OUT/alone/$c" && cp "$b/repro/repro.py" "$OUT/alone/$c/"
       s0=$(date +%s.%N)
@@ -69,5 +86,5 @@ for c in $CASES; do
     echo "left on the GPU: $(nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader | tr '\n' ' ')"
   } >> "$OUT/results.txt"
 done
-find "$OUT" -name 'core_*' -size +1M -delete
+find "$OUT" -name 'core_*' -delete; find "$OUT" -name '*.o' -delete; rm -rf "$BUILD"
 cat "$OUT/results.txt"; cat "$OUT/cost.txt" 2>/dev/null

@@ -564,7 +564,7 @@ fn a_clean_run_gives_no_verdict_after_the_memcheck_and_initcheck_sweep() {
 
 /// [`nvcc_dir`], or `None` after saying the test skipped its real work; with CI set, a
 /// failure instead (.ci/run installs them).
-fn nvcc_or_skip() -> Option<PathBuf> {
+pub(crate) fn nvcc_or_skip() -> Option<PathBuf> {
     let dir = nvcc_dir();
     if dir.is_none() {
         if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0") {

@@ -38,7 +38,7 @@ fn every_recorded_reproducer_compiles() {
 #[test]
 fn the_report_presents_the_verified_reproducer_and_the_analysis_ignores_its_dump() {
     let bundle = bundles().into_iter().find(|p| p.to_string_lossy().contains("/graph/")).unwrap();
-    let scratch = tempfile_dir();
+    let scratch = tempfile_dir("report");
     let copy = scratch.join(bundle.file_name().unwrap());
     let status = Command::new("cp").arg("-r").arg(&bundle).arg(&copy).status().unwrap();
     assert!(status.success());
@@ -62,9 +62,49 @@ fn the_report_presents_the_verified_reproducer_and_the_analysis_ignores_its_dump
     std::fs::remove_dir_all(&scratch).unwrap();
 }
 
-fn tempfile_dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("debug-ima-repro-test-{}", std::process::id()));
+fn tempfile_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("debug-ima-repro-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// A CUDA C++ reproducer from the H200's native capture of oob_write.cu builds with the real
+/// nvcc (the PyPI wheel, no GPU needed): the kernel's source file into `kernel.cubin`, and the
+/// generated driver, which opens libcuda at run time, into `repro`.
+#[test]
+fn a_native_reproducer_builds_with_the_real_nvcc() {
+    use xtask::findings::repro::{native, Expected};
+    let Some(bin) = crate::ladder::nvcc_or_skip() else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text = std::fs::read_to_string(
+        root.join("tests/fixtures/h200/capture_native/oob_write/native-capture-915.json"),
+    )
+    .unwrap();
+    let c = native::parse(&text).unwrap();
+    let expected = Expected {
+        kernel: "scale_write(float*, int, long long)".into(),
+        file: None,
+        line: None,
+        error: "illegal-address".into(),
+    };
+    let dir = tempfile_dir("native");
+    std::fs::write(dir.join("repro_driver.cu"), native::write(&c, &expected).script).unwrap();
+    let source = root.join("tests/gpu/programs/oob_write.cu").canonicalize().unwrap();
+    std::fs::write(dir.join("build.sh"), native::build_script(&source.display().to_string())).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = Command::new("sh")
+        .arg(dir.join("build.sh"))
+        .env("PATH", path)
+        .env("DEBUG_IMA_ARCH", "sm_90")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dir.join("repro").is_file() && dir.join("kernel.cubin").is_file());
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -283,13 +283,6 @@ impl Config {
             hang_after: resolved.hang_after.is_some(),
             repro: args.repro,
         };
-        if args.repro && !resolved.python {
-            return Err(Usage::error(
-                "`--repro` writes reproducers of Triton kernels, which need a Python target: this recipe's \
-                 target is native (`python: false`); docs/repro.md says what a reproducer of a CUDA C++ kernel \
-                 needs",
-            ));
-        }
         let plan = policy::plan(&req);
         if let Some(why) = policy::empty_plan(&req, &plan) {
             return Err(Usage::error(why));

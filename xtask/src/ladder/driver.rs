@@ -830,6 +830,19 @@ impl RungIo for Io<'_, '_, '_> {
         self.view.climb.containers.is_some()
     }
 
+    fn sources(&self) -> Vec<String> {
+        let mut files: Vec<String> = self
+            .view
+            .analysis
+            .findings
+            .iter()
+            .flat_map(|f| f.item.frames.iter().filter_map(|fr| fr.file.clone()))
+            .collect();
+        files.sort();
+        files.dedup();
+        files
+    }
+
     fn exec(&mut self, step: &Step) -> Result<Exit> {
         let place = self.view.place(step);
         let bar = self.bar;

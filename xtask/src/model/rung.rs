@@ -104,10 +104,10 @@ rung_ids! {
         /// flight recorder and a user-triggered GPU coredump of every CUDA process, read with
         /// `cuda-gdb`.
         Hang = "hang", needs [CudaGdb, Tmpdir, CoredumpSpace, PySpy], options [];
-        /// A standalone reproducer of the faulting Triton launch: the target once more under
-        /// launch-blocking with that kernel's launches captured, `repro/repro.py` written from
-        /// the last, and run under the GPU coredump to check it faults the same way
-        /// (`--repro`; docs/repro.md).
+        /// A standalone reproducer of the faulting launch (a Triton kernel's, a PyTorch
+        /// operator's, a CUDA C++ kernel's): the target once more under launch-blocking with that
+        /// launch captured, `repro/` written from it, and run under the GPU coredump to check it
+        /// faults the same way (`--repro`; docs/repro.md).
         Repro = "repro", needs [CudaGdb, Tmpdir, CoredumpSpace], options [];
     }
     beside {

@@ -6,6 +6,7 @@
 //! text out.
 
 pub mod capture;
+pub mod native;
 pub mod python;
 
 use serde::{Deserialize, Serialize};

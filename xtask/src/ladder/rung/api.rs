@@ -187,6 +187,11 @@ pub enum When {
     LaunchSites,
     /// Instead of the launch-blocking armed run, when the binary named its launch sites.
     LaunchSitesKnown,
+    /// Before a native target's capture run: the capture library built in the rung's folder.
+    CaptureLibrary,
+    /// Once a native reproducer is written: its build with the kernel's translation unit
+    /// ([`SOURCE`] stands for that file).
+    ReproBuild,
     /// After the capture run, once the reproducer is written: its own run.
     Reproducer,
     /// When a process announces it waits for a debugger ([`PID`] stands for its pid).
@@ -217,6 +222,8 @@ impl When {
             When::PerDumpAfterCrash => "per dump, if cuda-gdb crashed",
             When::LaunchSites => "before the run, once, where the binary launches its kernels",
             When::LaunchSitesKnown => "instead, when the binary names its launch sites",
+            When::CaptureLibrary => "before the capture run, once: the launch capture library",
+            When::ReproBuild => "once the reproducer is written: its build with the kernel's source file",
             When::Reproducer => "once the reproducer is written from the capture",
             When::OnWaitMessage => "on the wait message",
             When::OnWaitMessageAfterCrash => "on the wait message, if cuda-gdb crashed",
@@ -244,6 +251,8 @@ pub const KERNEL: &str = "<mangled name of the suspect kernel>";
 pub const KERNELS: &str = "<each kernel of the scope>";
 /// Stands for how many launches a [`When::KernelsListed`] step checks.
 pub const LAUNCHES: &str = "<2 per kernel>";
+/// Stands for the kernel's translation unit in a [`When::ReproBuild`] step.
+pub const SOURCE: &str = "<the kernel's source file>";
 /// Stands for the pid in a [`When::OnWaitMessage`] step.
 pub const PID: &str = "<PID from the message>";
 /// Stands for a process's pid in a [`When::PerPythonProcess`] step.
@@ -331,6 +340,9 @@ pub trait RungIo {
     fn verdict(&self) -> Option<Verdict>;
     /// Whether the target's runs go into a container.
     fn in_container(&self) -> bool;
+    /// The source files the findings so far name (the frames' files, as the tools printed
+    /// them), for a rung that needs a path to the verdict's file.
+    fn sources(&self) -> Vec<String>;
     fn interrupted(&self) -> bool;
     /// Runs one step into the bundle and records it; the target's and the build's lines go
     /// to the progress.

@@ -3,7 +3,8 @@
 //! environments, which `--dry-run` shows too) and how it runs them. This file registers them
 //! (one line each in `rungs!`) and declares the files they share: the [`Rung`] trait and
 //! the [`Step`] value (`api`), the command builders (`build`, `sanitizer`), the armed run
-//! (`armed`, `sites`), the hang's evidence (`evidence`) and `watch`'s baseline (`watch`).
+//! (`armed`, `sites`), the hang's evidence (`evidence`), `watch`'s baseline (`watch`) and the
+//! repro rung's native half (`repro_native`).
 //!
 //! Adding a rung: its line in `model/rung.rs` (its [`RungId`], name, needs and recipe
 //! options), its file here implementing [`Rung`], and its line in `rungs!` below
@@ -16,6 +17,7 @@ mod api;
 pub mod armed;
 mod build;
 pub mod evidence;
+mod repro_native;
 pub mod sanitizer;
 pub mod sites;
 pub mod watch;

@@ -1,17 +1,19 @@
-//! Rung 11, repro (`--repro`; docs/repro.md): a standalone reproducer of the faulting Triton
-//! launch. The target runs once more under `CUDA_LAUNCH_BLOCKING=1` with the launch recorder
-//! in capture mode for the verdict's kernel (`DEBUG_IMA_CAPTURE`), which writes each launch of
-//! that kernel before it starts, so the last one written is the one that faulted;
-//! `repro/repro.py` is written from it (`findings::repro::python`), redacted like every file
-//! of the bundle, and run alone under the GPU coredump, whose dump cuda-gdb reads: only when
-//! it faults in the same kernel at the same line with the same class is it called verified
-//! (`repro/result.json` says what it showed either way).
+//! Rung 11, repro (`--repro`; docs/repro.md): a standalone reproducer of the faulting launch.
+//! For a Triton kernel the target runs once more under `CUDA_LAUNCH_BLOCKING=1` with the launch
+//! recorder in capture mode for the verdict's kernel (`DEBUG_IMA_CAPTURE`), which keeps each
+//! launch of that kernel before it starts and writes the one that faulted; `repro/repro.py` is
+//! written from it (`findings::repro::python`), redacted like every file of the bundle, and run
+//! alone under the GPU coredump, whose dump cuda-gdb reads: only when it faults in the same
+//! kernel at the same line with the same class is it called verified (`repro/result.json` says
+//! what it showed either way).
 //!
 //! For a kernel that is no Triton kernel (an ATen kernel, an extension's), the operator call
 //! that raised is captured instead (`DEBUG_IMA_CAPTURE_OPS`: a TorchDispatchMode) and the
-//! reproducer calls that operator. It needs a Python target on the host or through Slurm (the
-//! recorder is not loaded in a container): for anything else it says why there is no
-//! reproducer and runs nothing. Its folder is `repro/`, beside `rungs/`: its runs are no evidence about the target.
+//! reproducer calls that operator. A native target's kernel is captured by a CUPTI injection
+//! library and reproduced by a driver-API program (`repro_native`). It runs on the host or
+//! through Slurm (the capture is not loaded in a container): for anything else it says why
+//! there is no reproducer and runs nothing. Its folder is `repro/`, beside `rungs/`: its runs
+//! are no evidence about the target.
 //!
 //! Must not: run a step but through [`RungIo`], print, decide when it runs (the policy), or
 //! put a capture's text into the program unchecked (the writer's contract).
@@ -30,6 +32,7 @@ use crate::bundle::layout;
 use crate::findings::repro::capture::{self, Capture};
 use crate::findings::repro::{check, python, Expected, Outcome, Status};
 use crate::findings::verdict::{decide, Verdict};
+use super::repro_native as native;
 use crate::ladder::recorder;
 use crate::model::{Invocation, Role, RungId};
 use crate::recipe::Resolved;
@@ -78,19 +81,12 @@ pub fn triton_kernel(name: &str) -> bool {
 }
 
 /// Why no reproducer can be written for this verdict and recipe, if none can.
-pub fn not_applicable(v: Option<&Verdict>, r: &Resolved, in_container: bool) -> Option<String> {
-    let Some(v) = v else {
+pub fn not_applicable(v: Option<&Verdict>, in_container: bool) -> Option<String> {
+    if v.is_none() {
         return Some("no verdict names a faulting kernel, so there is no launch to reproduce".into());
-    };
-    if !r.python {
-        return Some(format!(
-            "`{}` is a kernel of a native program: reproducers are written for the Triton kernels of \
-             Python targets (docs/repro.md says what a native one needs)",
-            v.kernel
-        ));
     }
     if in_container {
-        return Some("the launch recorder that captures the launch is not loaded in a container".into());
+        return Some("the launch capture is not loaded into a container's run".into());
     }
     None
 }
@@ -101,9 +97,10 @@ impl Rung for Repro {
     }
 
     fn describe(&self) -> &'static str {
-        "write a standalone reproducer of the faulting launch (a Triton kernel's, or the PyTorch operator \
-         call that ran the kernel): one more run of the target under `CUDA_LAUNCH_BLOCKING=1` capturing \
-         it, then `repro/repro.py`, run alone under the GPU coredump to check it faults the same way"
+        "write a standalone reproducer of the faulting launch (a Triton kernel's, the PyTorch operator \
+         call that ran the kernel, or a CUDA C++ kernel's): one more run of the target under \
+         `CUDA_LAUNCH_BLOCKING=1` capturing it, then `repro/`, run alone under the GPU coredump to check \
+         it faults the same way"
     }
 
     fn needs_fault(&self) -> bool {
@@ -114,26 +111,36 @@ impl Rung for Repro {
         false
     }
 
-    fn applies(&self, recipe: &Resolved) -> bool {
-        recipe.python
-    }
-
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
-        let mut steps = vec![
-            Step::target(capture_invocation(cx.recipe, &cx.dir)),
-            Step::new(Role::Reproducer, repro_invocation(cx.recipe, &cx.dir), "repro-run").when(When::Reproducer),
-        ];
-        steps.extend(reading_steps(cx));
+        let mut steps = if cx.recipe.python {
+            vec![
+                Step::target(capture_invocation(cx.recipe, &cx.dir)),
+                Step::new(Role::Reproducer, repro_invocation(cx.recipe, &cx.dir), "repro-run").when(When::Reproducer),
+            ]
+        } else {
+            vec![
+                Step::new(Role::Build, native::library_invocation(&cx.dir), "capture-library").when(When::CaptureLibrary),
+                Step::target(native::capture_invocation(cx.recipe, &cx.dir)),
+                Step::new(Role::Build, native::build_invocation(cx.recipe, &cx.dir), "repro-build").when(When::ReproBuild),
+                Step::new(Role::Reproducer, native::repro_invocation(cx.recipe, &cx.dir), "repro-run")
+                    .when(When::Reproducer),
+            ]
+        };
+        // The reproducer leaves no CPU core to read: only its GPU dump.
+        steps.extend(reading_steps(cx).into_iter().filter(|s| s.when != When::PerCpuCore));
         steps
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
         let verdict = io.verdict();
-        if let Some(why) = not_applicable(verdict.as_ref(), io.recipe(), io.in_container()) {
+        if let Some(why) = not_applicable(verdict.as_ref(), io.in_container()) {
             io.note(format!("no reproducer: {why}"));
             return Ok(Ran::default());
         }
         let v = verdict.expect("not_applicable says None only with a verdict");
+        if !io.recipe().python {
+            return native::run(io, steps, &v);
+        }
         let expected = Expected::of(&v);
         let mut capture_step = step(steps, When::Always)?.clone();
         capture_step.inv.set(recorder::CAPTURE_VAR, v.kernel.clone());
@@ -181,26 +188,40 @@ impl Rung for Repro {
         let path = dir.join(layout::REPRO_SCRIPT);
         std::fs::write(&path, script).with_context(|| format!("cannot write {}", path.display()))?;
         outcome.script = Some(format!("{}/{}", layout::repro_dir(), layout::REPRO_SCRIPT));
-        let started = SystemTime::now();
-        let clock = Instant::now();
-        let repro_ran = io.exec(step(steps, When::Reproducer)?)?;
-        outcome.seconds = Some((clock.elapsed().as_secs_f64() * 10.0).round() / 10.0);
-        read_dumps(io, steps, When::PerDump, started, repro_ran)?;
-        outcome.seen = seen_in(&dir);
-        match check(&expected, outcome.seen.as_ref()) {
-            Ok(()) => outcome.status = Status::Verified,
-            Err(why) => {
-                outcome.status = Status::DidNotReproduce;
-                if outcome.seen.is_none() {
-                    if let Some(floats) = unrecorded_floats(&c) {
-                        outcome.notes.insert(0, floats);
-                    }
-                }
-                outcome.notes.insert(0, format!("{why} ({})", repro_ran.text()));
-            }
-        }
+        let floats = unrecorded_floats(&c);
+        verify(io, steps, &dir, &mut outcome, floats)?;
         finish(io, &dir, outcome, ran.success())
     }
+}
+
+/// Runs the reproducer under the GPU coredump, reads its dump and checks it against the
+/// verdict (`outcome.expected`); `clean_why`: what to say when it ran clean.
+pub(super) fn verify(
+    io: &mut dyn RungIo,
+    steps: &[Step],
+    dir: &Path,
+    outcome: &mut Outcome,
+    clean_why: Option<String>,
+) -> Result<()> {
+    let started = SystemTime::now();
+    let clock = Instant::now();
+    let repro_ran = io.exec(step(steps, When::Reproducer)?)?;
+    outcome.seconds = Some((clock.elapsed().as_secs_f64() * 10.0).round() / 10.0);
+    read_dumps(io, steps, When::PerDump, started, repro_ran)?;
+    outcome.seen = seen_in(dir);
+    match check(&outcome.expected, outcome.seen.as_ref()) {
+        Ok(()) => outcome.status = Status::Verified,
+        Err(why) => {
+            outcome.status = Status::DidNotReproduce;
+            if outcome.seen.is_none() {
+                if let Some(floats) = clean_why {
+                    outcome.notes.insert(0, floats);
+                }
+            }
+            outcome.notes.insert(0, format!("{why} ({})", repro_ran.text()));
+        }
+    }
+    Ok(())
 }
 
 /// The capture of the process that faulted, among the run's (`capture-<pid>.json`); a file
@@ -263,7 +284,7 @@ fn seen_in(dir: &Path) -> Option<Expected> {
 }
 
 /// Writes `result.json` and says what the rung came to.
-fn finish(io: &mut dyn RungIo, dir: &Path, outcome: Outcome, capture_clean: bool) -> Result<Ran> {
+pub(super) fn finish(io: &mut dyn RungIo, dir: &Path, outcome: Outcome, capture_clean: bool) -> Result<Ran> {
     let line = match outcome.status {
         Status::Verified => format!(
             "reproducer verified: {} faults alone with {} ({} s)",
