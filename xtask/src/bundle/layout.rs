@@ -13,8 +13,9 @@
 //!   recorder/       sitecustomize.py: the launch recorder a Python target loads
 //!   env/            doctor's report, git describe, pip freeze, what `collect` commands printed
 //!   rungs/NN-<rung>/  stdout.log, stderr.log, command.txt, artifacts (dumps, XML, cuda-gdb logs)
-//!   repro/          (`--repro`) repro.py, result.json, capture-<pid>.json, the capture run's
-//!                   stdout.log/stderr.log, repro-run.log and cuda-gdb on its dump: the
+//!   repro/          (`--repro`) repro.py (or repro_driver.cu, build.sh, capture_native.c),
+//!                   result.json, capture-<pid>.json (native-capture-<pid>.json), the capture
+//!                   run's stdout.log/stderr.log, repro-run.log and cuda-gdb on its dump: the
 //!                   reproducer's folder, outside `rungs/` since its runs are no evidence of
 //!                   the target's
 //!   rungs/01-dump/    (`debug-ima dump PID`) pyspy-<pid>.log, gdb-<pid>.log,
@@ -55,6 +56,13 @@ pub fn repro_dir() -> &'static str {
 pub const REPRO_SCRIPT: &str = "repro.py";
 pub const REPRO_RESULT: &str = "result.json";
 pub const CAPTURE_PREFIX: &str = "capture-";
+/// In [`repro_dir`], for a native target: the capture library's source and build, its
+/// captures (`native-capture-<pid>.json`), the reproducer and its build script.
+pub const CAPTURE_LIBRARY_SOURCE: &str = "capture_native.c";
+pub const CAPTURE_LIBRARY: &str = "libdebugima-capture.so";
+pub const NATIVE_CAPTURE_PREFIX: &str = "native-capture-";
+pub const REPRO_DRIVER: &str = "repro_driver.cu";
+pub const REPRO_BUILD: &str = "build.sh";
 /// Inside a rung's folder, under the Slurm launcher: one rank's lines per file
 /// ([`rank_log`]; `bundle/ranks.rs`).
 pub const RANKS_DIR: &str = "ranks";

@@ -28,11 +28,11 @@ use crate::recipe::Resolved;
 
 /// The capture library's source, written into the rung's folder and built there.
 pub const LIBRARY_SOURCE: &str = include_str!("../capture_native.c");
-const LIBRARY_C: &str = "capture_native.c";
-const LIBRARY: &str = "libdebugima-capture.so";
-const DRIVER: &str = "repro_driver.cu";
-const BUILD: &str = "build.sh";
-const PREFIX: &str = "native-capture-";
+const LIBRARY_C: &str = layout::CAPTURE_LIBRARY_SOURCE;
+const LIBRARY: &str = layout::CAPTURE_LIBRARY;
+const DRIVER: &str = layout::REPRO_DRIVER;
+const BUILD: &str = layout::REPRO_BUILD;
+const PREFIX: &str = layout::NATIVE_CAPTURE_PREFIX;
 
 /// `cc` on the capture library, with CUDA's and CUPTI's headers and libraries found from the
 /// `nvcc` on `PATH` (or `CUDA_HOME`): CUPTI comes with every CUDA toolkit.
