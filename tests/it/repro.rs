@@ -108,3 +108,24 @@ fn a_native_reproducer_builds_with_the_real_nvcc() {
     assert!(dir.join("repro").is_file() && dir.join("kernel.cubin").is_file());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A C++ reproducer in the report: how to build and run it, and the program named when it is
+/// too long to show (its allocations' recorded bytes).
+#[test]
+fn the_report_says_how_to_build_a_native_reproducer() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/bundles/repro_native/oob_read");
+    let bundle = std::fs::read_dir(&root).unwrap().next().unwrap().unwrap().path();
+    let report =
+        Command::new(env!("CARGO_BIN_EXE_xtask")).args(["bundle", "report"]).arg(&bundle).output().unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    let section = text.split("#### Minimal reproducer").nth(1).expect("the section");
+    let section = section.split("#### ").next().unwrap();
+    assert!(
+        section.contains("**Verified:**") && section.contains("sh build.sh") && section.contains("./repro"),
+        "{section}"
+    );
+    assert!(
+        section.contains("too long to show here") && section.contains("repro/repro_driver.cu"),
+        "{section}"
+    );
+}

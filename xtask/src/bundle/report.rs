@@ -42,15 +42,22 @@ const SCRIPT_SHOWN: usize = 16_000;
 fn reproducer_section(outcome: &Outcome, script: Option<&str>) -> String {
     let mut s = String::from("#### Minimal reproducer\n\n");
     let at = outcome.script.as_deref().unwrap_or(super::layout::repro_dir());
+    let native = at.ends_with(".cu");
     match outcome.status {
         Status::Verified => writeln!(
             s,
-            "**Verified:** `{}` launches the kernel alone and faults with {} ({} s). Run it with `python3 {}`: \
-             it needs PyTorch, Triton, one GPU and the kernel's source file, nothing else of the program.\n",
+            "**Verified:** `{}` {} alone and faults with {}{}. {}\n",
             one(at),
+            if native { "launches the kernel" } else { "runs the kernel" },
             one(&outcome.expected.text()),
-            outcome.seconds.unwrap_or_default(),
-            super::layout::REPRO_SCRIPT
+            outcome.seconds.map(|t| format!(" ({t} s)")).unwrap_or_default(),
+            if native {
+                "Build it with `sh build.sh` beside it and run `./repro`: it needs nvcc and the kernel's source \
+                 file, nothing else of the program."
+            } else {
+                "Run it with `python3 repro.py`: it needs PyTorch (and Triton for a Triton kernel), one GPU and \
+                 the kernel's source file, nothing else of the program."
+            }
         ),
         Status::DidNotReproduce => writeln!(
             s,
@@ -67,9 +74,19 @@ fn reproducer_section(outcome: &Outcome, script: Option<&str>) -> String {
     if !outcome.notes.is_empty() {
         s.push('\n');
     }
+    if let Some(text) = script.filter(|t| t.len() > SCRIPT_SHOWN) {
+        writeln!(
+            s,
+            "The program ({} characters, too long to show here) is `{}` in the bundle.\n",
+            text.len(),
+            one(at)
+        )
+        .unwrap();
+    }
     if let Some(text) = script.filter(|t| t.len() <= SCRIPT_SHOWN) {
-        let summary = super::layout::REPRO_SCRIPT;
-        writeln!(s, "<details><summary>{summary}</summary>\n\n{}\n</details>\n", fenced("python", text))
+        let summary = at.rsplit('/').next().unwrap_or(at);
+        let lang = if native { "cpp" } else { "python" };
+        writeln!(s, "<details><summary>{}</summary>\n\n{}\n</details>\n", one(summary), fenced(lang, text))
             .unwrap();
     }
     s

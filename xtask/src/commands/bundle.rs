@@ -586,8 +586,13 @@ pub fn report_of(path: &Path) -> Result<String> {
 fn reproducer_of(bundle: &Path) -> Option<(crate::findings::repro::Outcome, Option<String>)> {
     let dir = bundle.join(layout::repro_dir());
     let text = crate::files::read_bounded(&dir.join(layout::REPRO_RESULT), 1 << 20).ok()?;
-    let outcome = serde_json::from_str(&text).ok()?;
-    let script = crate::files::read_bounded(&dir.join(layout::REPRO_SCRIPT), 8 << 20).ok();
+    let outcome: crate::findings::repro::Outcome = serde_json::from_str(&text).ok()?;
+    // The file the result names (`repro/repro.py`, `repro/repro_driver.cu`), inside the bundle.
+    let script = outcome
+        .script
+        .as_deref()
+        .and_then(|s| Path::new(s).file_name())
+        .and_then(|name| crate::files::read_bounded(&dir.join(name), 8 << 20).ok());
     Some((outcome, script))
 }
 
