@@ -235,6 +235,12 @@ impl CoredumpParser {
 }
 
 impl LineParser for CoredumpParser {
+    /// A line that starts as the progress stream's does ([`progress_body`]).
+    #[inline]
+    fn wants(&self, line: &str, _phrase_free: bool) -> bool {
+        matches!(line.as_bytes().first(), Some(b'[' | b'c'))
+    }
+
     fn line(&mut self, line: &str, ctx: LineCtx) {
         let Some(body) = progress_body(line) else {
             return;

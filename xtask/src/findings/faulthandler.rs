@@ -38,6 +38,9 @@ pub const FATAL: &str = "Fatal Python error: ";
 /// The CUDA driver's line before it writes a GPU coredump (with or without
 /// `CUDA_COREDUMP_SHOW_PROGRESS`'s `[time] coredump: ` before it).
 const DUMP_STARTED: &str = "Starting GPU coredump generation";
+/// What [`marker`] looks for: the scanner searches every line for them
+/// ([`LineParser::wants`]).
+pub(super) const PHRASES: [&str; 2] = [FATAL, DUMP_STARTED];
 /// faulthandler's name for SIGABRT, the signal the driver aborts with after a GPU coredump.
 const ABORTED: &str = "Aborted";
 const MOST_RECENT: &str = "(most recent call first):";
@@ -204,18 +207,21 @@ fn marker(line: &str) -> Option<Marker> {
         return None;
     }
     let window = &b[..b.len().min(MAX_PREFIX + 1)];
-    memchr::memchr2_iter(b'F', b'S', window).find_map(|p| {
-        if b[p..].starts_with(FATAL.as_bytes()) {
-            Some(Marker::Fatal(p))
-        } else if b[p..].starts_with(DUMP_STARTED.as_bytes()) {
-            Some(Marker::Dump)
-        } else {
-            None
-        }
+    // The second byte first (`Fa`, `St`): `Frame`, `Saved` and their like stop there.
+    memchr::memchr2_iter(b'F', b'S', window).find_map(|p| match b.get(p + 1) {
+        Some(b'a') if b[p..].starts_with(FATAL.as_bytes()) => Some(Marker::Fatal(p)),
+        Some(b't') if b[p..].starts_with(DUMP_STARTED.as_bytes()) => Some(Marker::Dump),
+        _ => None,
     })
 }
 
 impl LineParser for FaultHandlerParser {
+    /// A line with a record open, or with one of [`PHRASES`].
+    #[inline]
+    fn wants(&self, _line: &str, phrase_free: bool) -> bool {
+        !phrase_free || !self.open.is_empty()
+    }
+
     fn line(&mut self, line: &str, ctx: LineCtx) {
         let found = marker(line);
         if matches!(found, Some(Marker::Dump)) {

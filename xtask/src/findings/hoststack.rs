@@ -86,6 +86,12 @@ impl HostStackParser {
 }
 
 impl LineParser for HostStackParser {
+    /// Inside a stack; else a `Thread` header.
+    #[inline]
+    fn wants(&self, line: &str, _phrase_free: bool) -> bool {
+        self.cur.is_some() || line.as_bytes().first() == Some(&b'T')
+    }
+
     fn line(&mut self, line: &str, ctx: LineCtx) {
         match line.as_bytes().first() {
             Some(b'#') if self.cur.is_some() => match parse_frame_line(line) {

@@ -38,6 +38,7 @@ pub mod memcheck_xml;
 pub mod names;
 pub mod nccl;
 pub mod pyspy;
+pub mod quick;
 pub mod racecheck;
 pub mod ranks;
 pub mod render;
@@ -905,6 +906,14 @@ pub struct LineCtx {
 /// A parser of one tool's text output, fed one line at a time (without the newline).
 /// Lines that are not its tool's must be ignored cheaply: every line reaches every parser.
 pub trait LineParser {
+    /// The cheap test every line goes through first, inlined into the scanner's loop: a byte
+    /// or two of the line and the parser's state. `false` only where [`LineParser::line`]
+    /// would change nothing; the scanner calls `line` only where it is `true`.
+    /// `phrase_free`: the scanner found none of [`scan::PHRASES`] in the line.
+    #[inline]
+    fn wants(&self, _line: &str, _phrase_free: bool) -> bool {
+        true
+    }
     fn line(&mut self, line: &str, ctx: LineCtx);
     /// Called once after the last line; moves what was found into `ev`.
     fn finish(&mut self, ev: &mut Evidence);
@@ -974,6 +983,7 @@ pub fn strip_rank(line: &str) -> (&str, Option<u32>) {
 
 /// [`strip_rank`], with Slurm's bare `N: ` label only when `srun_labels` (a program's own
 /// numbered lines, `0: loss 1.2`, are no ranks: see [`SrunLabels`]).
+#[inline]
 pub fn strip_rank_in(line: &str, srun_labels: bool) -> (&str, Option<u32>) {
     let (line, outer) = strip_label(line, srun_labels);
     match outer {
@@ -996,6 +1006,7 @@ pub struct SrunLabels {
 
 impl SrunLabels {
     /// Looks at one raw line; returns whether its `N: ` label is a rank.
+    #[inline]
     pub fn see(&mut self, raw: &str) -> bool {
         if !self.on {
             let (rest, label) = strip_label(raw, true);
@@ -1005,7 +1016,19 @@ impl SrunLabels {
     }
 }
 
+/// The outer label of `line`, stripped. Every label starts with `[`, a space or a digit: other
+/// lines (most) cost one comparison, inlined.
+#[inline]
 fn strip_label(line: &str, srun_labels: bool) -> (&str, Option<u32>) {
+    match line.as_bytes().first() {
+        Some(b'[') => {}
+        Some(b' ' | b'0'..=b'9') if srun_labels => {}
+        _ => return (line, None),
+    }
+    label_at_start(line, srun_labels)
+}
+
+fn label_at_start(line: &str, srun_labels: bool) -> (&str, Option<u32>) {
     for open in ["[rank", "[default"] {
         if let Some(rest) = line.strip_prefix(open) {
             if let Some((num, tail)) = rest.split_once("]:") {

@@ -50,6 +50,12 @@ impl PySpyParser {
 }
 
 impl LineParser for PySpyParser {
+    /// Inside a dump or after its `Process` line; else a line that starts with `P`.
+    #[inline]
+    fn wants(&self, line: &str, _phrase_free: bool) -> bool {
+        self.cur.is_some() || self.pending.is_some() || line.as_bytes().first() == Some(&b'P')
+    }
+
     fn line(&mut self, line: &str, ctx: LineCtx) {
         let Some(&first) = line.as_bytes().first() else { return };
         if first == b'P' {

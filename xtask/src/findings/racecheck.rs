@@ -211,6 +211,15 @@ impl RacecheckParser {
 }
 
 impl LineParser for RacecheckParser {
+    /// compute-sanitizer's lines; an indented one (a record's) only while a record is open.
+    #[inline]
+    fn wants(&self, line: &str, _phrase_free: bool) -> bool {
+        let b = line.as_bytes();
+        b.starts_with(PREFIX.as_bytes()) && (self.rec.open || !b[PREFIX.len()..].starts_with(b"  "))
+    }
+
+    // Inlined into the scanner's loop: on compute-sanitizer's output it takes many lines.
+    #[inline]
     fn line(&mut self, line: &str, _ctx: LineCtx) {
         let Some(rest) = line.strip_prefix(PREFIX) else { return };
         let Some(body) = rest.strip_prefix(' ') else {

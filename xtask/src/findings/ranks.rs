@@ -15,6 +15,7 @@
 
 // `[PG ID 0 PG GUID 0(default_pg) Rank 1]` -> 1, as the host parser reads it.
 use super::host::infer_rank as rank_in;
+use super::quick;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -147,11 +148,20 @@ struct Phrases {
     down: memchr::memmem::Finder<'static>,
 }
 
-static PHRASES: std::sync::LazyLock<Phrases> = std::sync::LazyLock::new(|| Phrases {
-    coredump: memchr::memmem::Finder::new("] coredump: "),
-    timeout: memchr::memmem::Finder::new("Watchdog caught collective operation timeout: "),
-    watchdog: memchr::memmem::Finder::new("Process group watchdog thread terminated with exception: "),
-    down: memchr::memmem::Finder::new("we are taking the entire process down"),
+/// The texts of [`Phrases`], in its order: the scanner searches every line for them
+/// ([`LineParser::wants`]).
+pub(super) const PHRASES: [&str; 4] = [
+    "] coredump: ",
+    "Watchdog caught collective operation timeout: ",
+    "Process group watchdog thread terminated with exception: ",
+    "we are taking the entire process down",
+];
+
+static FINDERS: std::sync::LazyLock<Phrases> = std::sync::LazyLock::new(|| Phrases {
+    coredump: memchr::memmem::Finder::new(PHRASES[0]),
+    timeout: memchr::memmem::Finder::new(PHRASES[1]),
+    watchdog: memchr::memmem::Finder::new(PHRASES[2]),
+    down: memchr::memmem::Finder::new(PHRASES[3]),
 });
 
 /// What follows the first `f` in `t`.
@@ -160,8 +170,22 @@ fn after<'a>(t: &'a str, f: &memchr::memmem::Finder<'_>) -> Option<&'a str> {
 }
 
 impl LineParser for RankParser {
+    /// Inside torchrun's failure summary; a line with one of [`PHRASES`]; else a line that
+    /// starts as the placement line, srun's error or a rank variable does, or ends as the
+    /// summary's first line does.
+    #[inline]
+    fn wants(&self, line: &str, phrase_free: bool) -> bool {
+        if self.in_summary || !phrase_free {
+            return true;
+        }
+        let t = quick::trim(line);
+        matches!(t.as_bytes().first(), Some(b'd' | b's' | b'R' | b'L' | b'S'))
+            || t.ends_with(" FAILED")
+            || t == "Failures:"
+    }
+
     fn line(&mut self, line: &str, ctx: LineCtx) {
-        let t = line.trim();
+        let t = quick::trim(line);
         if self.in_summary {
             self.summary_line(t, ctx.lineno);
             return;
@@ -189,7 +213,7 @@ impl LineParser for RankParser {
             root_cause: false,
             log_line: ctx.lineno,
         };
-        let phrases = &*PHRASES;
+        let phrases = &*FINDERS;
         if let Some(body) = after(t, &phrases.coredump).map(str::trim) {
             if let Some(kind) = body.strip_prefix("Detected an exception of type ") {
                 self.push(note(Signal::DeviceException, kind, ctx.rank));

@@ -52,20 +52,216 @@ pub fn sniff(head: &[u8]) -> Content {
     Content::Text
 }
 
-/// The line parsers, in the order every line is offered to them.
-fn parsers() -> Vec<Box<dyn LineParser>> {
-    vec![
-        Box::new(HostParser::default()),
-        Box::new(FaultHandlerParser::default()),
-        Box::new(CoredumpParser::default()),
-        Box::new(CudaGdbParser::default()),
-        Box::new(HostStackParser::default()),
-        Box::new(WaitsParser::default()),
-        Box::new(MemcheckParser::default()),
-        Box::new(RacecheckParser::default()),
-        Box::new(PySpyParser::default()),
-        Box::new(RankParser::default()),
-    ]
+/// The line parsers, in the order every line is offered to them. Each is called directly
+/// (no virtual call per line), and only where its [`LineParser::wants`], inlined here, says
+/// the line may change something: most lines of a log are some one tool's, and cost every
+/// other parser a byte or two.
+#[derive(Default)]
+struct Parsers {
+    host: HostParser,
+    faulthandler: FaultHandlerParser,
+    coredump: CoredumpParser,
+    cudagdb: CudaGdbParser,
+    hoststack: HostStackParser,
+    waits: WaitsParser,
+    memcheck: MemcheckParser,
+    racecheck: RacecheckParser,
+    pyspy: PySpyParser,
+    ranks: RankParser,
+}
+
+/// Calls `$what` for each parser of [`Parsers`], in their order.
+macro_rules! each_parser {
+    ($what:ident) => {
+        $what!(host, faulthandler, coredump, cudagdb, hoststack, waits, memcheck, racecheck, pyspy, ranks)
+    };
+}
+
+impl Parsers {
+    /// One line to every parser that [wants](LineParser::wants) it (to every parser when not
+    /// `gated`: the tests compare the two).
+    #[inline]
+    fn line(&mut self, line: &str, ctx: LineCtx, phrase_free: bool, gated: bool) {
+        macro_rules! feed {
+            ($($p:ident),*) => {
+                $(if !gated || self.$p.wants(line, phrase_free) {
+                    self.$p.line(line, ctx);
+                })*
+            };
+        }
+        each_parser!(feed);
+    }
+
+    fn finish(&mut self, ev: &mut Evidence) {
+        macro_rules! finish {
+            ($($p:ident),*) => {
+                $(self.$p.finish(ev);)*
+            };
+        }
+        each_parser!(finish);
+    }
+}
+
+/// Every line of one text input to the parsers: its first [`MAX_LINE`] bytes, one `\r` before
+/// the newline dropped, as text (invalid UTF-8 replaced), with its rank label stripped.
+struct Feed {
+    parsers: Parsers,
+    /// Each parser sees only the lines it [wants](LineParser::wants) (always, but in tests).
+    gated: bool,
+    srun: super::SrunLabels,
+    lineno: u64,
+    /// Lines longer than [`MAX_LINE`], cut to it.
+    long_lines: u64,
+    /// The start of a line that the read buffer ended in, cut to [`MAX_LINE`].
+    partial: Vec<u8>,
+    /// The kept line was longer than [`MAX_LINE`] (counted once).
+    partial_cut: bool,
+    /// Where [`PHRASES`] start in the text being fed, in order (reused from read to read).
+    phrases_at: Vec<usize>,
+}
+
+/// The texts that a parser acts on wherever they are in a line (not only at its start):
+/// searched for once over all the complete lines of a read, where a search per line would
+/// cost more than everything else a line goes through. A line without one is `phrase_free`
+/// for [`LineParser::wants`].
+pub const PHRASES: [&str; 6] = [
+    super::ranks::PHRASES[0],
+    super::ranks::PHRASES[1],
+    super::ranks::PHRASES[2],
+    super::ranks::PHRASES[3],
+    super::faulthandler::PHRASES[0],
+    super::faulthandler::PHRASES[1],
+];
+
+static FINDERS: std::sync::LazyLock<Vec<memchr::memmem::Finder<'static>>> =
+    std::sync::LazyLock::new(|| PHRASES.iter().map(memchr::memmem::Finder::new).collect());
+
+impl Feed {
+    fn new(gated: bool) -> Feed {
+        Feed {
+            parsers: Parsers::default(),
+            gated,
+            srun: super::SrunLabels::default(),
+            lineno: 0,
+            long_lines: 0,
+            partial: Vec::new(),
+            partial_cut: false,
+            phrases_at: Vec::new(),
+        }
+    }
+
+    /// One line, valid UTF-8 and within [`MAX_LINE`]; `phrase_free` where it holds none of
+    /// [`PHRASES`].
+    #[inline]
+    fn text(&mut self, line: &str, phrase_free: bool) {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        self.lineno += 1;
+        let labelled = self.srun.see(line);
+        let (line, rank) = super::strip_rank_in(line, labelled);
+        self.parsers.line(line, LineCtx { lineno: self.lineno, rank }, phrase_free && self.gated, self.gated);
+    }
+
+    /// One line as bytes, already cut to [`MAX_LINE`]: it may hold invalid UTF-8 (or a
+    /// character cut in two).
+    fn bytes(&mut self, line: &[u8]) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        match std::str::from_utf8(line) {
+            Ok(s) => self.text(s, false),
+            Err(_) => self.text(&String::from_utf8_lossy(line), false),
+        }
+    }
+
+    /// The complete lines of `block`, each ended by a newline: validated as UTF-8 once for
+    /// the whole block where it is valid, line by line around what is not.
+    fn block(&mut self, mut block: &[u8]) {
+        while !block.is_empty() {
+            let good = match std::str::from_utf8(block) {
+                Ok(s) => return self.lines(s),
+                Err(e) => e.valid_up_to(),
+            };
+            // The lines before the invalid byte's line are valid; that line is read as bytes.
+            let start = memchr::memrchr(b'\n', &block[..good]).map_or(0, |i| i + 1);
+            if let Ok(s) = std::str::from_utf8(&block[..start]) {
+                self.lines(s);
+            }
+            let end = memchr::memchr(b'\n', &block[good..]).map_or(block.len(), |i| good + i);
+            self.cut(&block[start..end]);
+            block = block.get(end + 1..).unwrap_or_default();
+        }
+    }
+
+    /// The lines of `text`, each ended by a newline.
+    fn lines(&mut self, text: &str) {
+        let b = text.as_bytes();
+        let mut at = std::mem::take(&mut self.phrases_at);
+        at.clear();
+        for f in FINDERS.iter() {
+            at.extend(f.find_iter(b));
+        }
+        at.sort_unstable();
+        let (mut start, mut next) = (0, 0);
+        for end in memchr::memchr_iter(b'\n', b) {
+            while at.get(next).is_some_and(|&p| p < start) {
+                next += 1;
+            }
+            if end - start > MAX_LINE {
+                self.cut(&b[start..end]);
+            } else {
+                self.text(&text[start..end], at.get(next).is_none_or(|&p| p >= end));
+            }
+            start = end + 1;
+        }
+        self.phrases_at = at;
+    }
+
+    /// One whole line as bytes: cut to [`MAX_LINE`] (and counted) when longer.
+    fn cut(&mut self, line: &[u8]) {
+        if line.len() > MAX_LINE {
+            self.long_lines += 1;
+        }
+        self.bytes(&line[..line.len().min(MAX_LINE)]);
+    }
+
+    /// The start or a middle piece of a line that goes on in the next read; kept up to
+    /// [`MAX_LINE`] bytes.
+    fn keep(&mut self, piece: &[u8]) {
+        let room = MAX_LINE.saturating_sub(self.partial.len());
+        if piece.len() > room && !self.partial_cut {
+            self.long_lines += 1;
+            self.partial_cut = true;
+        }
+        self.partial.extend_from_slice(&piece[..piece.len().min(room)]);
+    }
+
+    /// One read: its first piece ends the kept line, if any; its complete lines go through
+    /// [`Feed::block`]; its last piece is kept.
+    fn chunk(&mut self, chunk: &[u8]) {
+        let mut rest = chunk;
+        if !self.partial.is_empty() {
+            let Some(nl) = memchr::memchr(b'\n', rest) else {
+                self.keep(rest);
+                return;
+            };
+            self.keep(&rest[..nl]);
+            let line = std::mem::take(&mut self.partial);
+            self.bytes(&line);
+            self.partial = line;
+            self.partial.clear();
+            self.partial_cut = false;
+            rest = &rest[nl + 1..];
+        }
+        let end = memchr::memrchr(b'\n', rest).map_or(0, |i| i + 1);
+        self.block(&rest[..end]);
+        self.keep(&rest[end..]);
+    }
+
+    /// The last line, when the input does not end with a newline.
+    fn end(&mut self) {
+        if !self.partial.is_empty() {
+            let line = std::mem::take(&mut self.partial);
+            self.bytes(&line);
+        }
+    }
 }
 
 pub use super::strip_rank;
@@ -77,6 +273,11 @@ pub fn scan_str(text: &str, path: &str) -> Evidence {
 
 /// Scans one input. Never fails: what could not be read is recorded in `notes`.
 pub fn scan_reader<R: Read>(reader: R, path: &str, origin: &str) -> Evidence {
+    scan_gated(reader, path, origin, true)
+}
+
+/// [`scan_reader`]; each line offered to every parser when not `gated` (the tests compare).
+fn scan_gated<R: Read>(reader: R, path: &str, origin: &str, gated: bool) -> Evidence {
     let mut ev = Evidence::new(path, origin);
     let mut r = BufReader::with_capacity(CHUNK, reader);
     let head = match r.fill_buf() {
@@ -119,31 +320,7 @@ pub fn scan_reader<R: Read>(reader: R, path: &str, origin: &str) -> Evidence {
         Content::Text => {}
     }
 
-    let mut parsers = parsers();
-    let mut line_buf: Vec<u8> = Vec::with_capacity(4096);
-    let mut truncated_line = false;
-    let mut long_lines = 0u64;
-    let mut lineno = 0u64;
-    let mut srun = super::SrunLabels::default();
-    let mut emit = |buf: &mut Vec<u8>, ev: &mut Evidence, parsers: &mut [Box<dyn LineParser>]| {
-        lineno += 1;
-        if buf.last() == Some(&b'\r') {
-            buf.pop();
-        }
-        let text = match std::str::from_utf8(buf) {
-            Ok(s) => std::borrow::Cow::Borrowed(s),
-            Err(_) => String::from_utf8_lossy(buf),
-        };
-        let labelled = srun.see(&text);
-        let (line, rank) = super::strip_rank_in(&text, labelled);
-        let ctx = LineCtx { lineno, rank };
-        for p in parsers.iter_mut() {
-            p.line(line, ctx);
-        }
-        ev.lines = lineno;
-        buf.clear();
-    };
-
+    let mut feed = Feed::new(gated);
     loop {
         let chunk = match r.fill_buf() {
             Ok(c) => c,
@@ -157,45 +334,14 @@ pub fn scan_reader<R: Read>(reader: R, path: &str, origin: &str) -> Evidence {
             break;
         }
         let n = chunk.len();
-        let mut start = 0;
-        while start < n {
-            match memchr::memchr(b'\n', &chunk[start..]) {
-                Some(off) => {
-                    let piece = &chunk[start..start + off];
-                    if !truncated_line {
-                        let room = MAX_LINE.saturating_sub(line_buf.len());
-                        line_buf.extend_from_slice(&piece[..piece.len().min(room)]);
-                        if piece.len() > room {
-                            long_lines += 1;
-                        }
-                    }
-                    truncated_line = false;
-                    emit(&mut line_buf, &mut ev, &mut parsers);
-                    start += off + 1;
-                }
-                None => {
-                    let piece = &chunk[start..];
-                    if !truncated_line {
-                        let room = MAX_LINE.saturating_sub(line_buf.len());
-                        line_buf.extend_from_slice(&piece[..piece.len().min(room)]);
-                        if piece.len() > room {
-                            truncated_line = true;
-                            long_lines += 1;
-                        }
-                    }
-                    start = n;
-                }
-            }
-        }
+        feed.chunk(chunk);
         ev.bytes += n as u64;
         r.consume(n);
     }
-    if !line_buf.is_empty() {
-        emit(&mut line_buf, &mut ev, &mut parsers);
-    }
-    for p in parsers.iter_mut() {
-        p.finish(&mut ev);
-    }
+    feed.end();
+    ev.lines = feed.lineno;
+    feed.parsers.finish(&mut ev);
+    let long_lines = feed.long_lines;
     if long_lines > 0 {
         ev.notes.push(format!(
             "{long_lines} line(s) longer than {} KiB were cut to that length",
@@ -215,6 +361,59 @@ pub fn scan_reader<R: Read>(reader: R, path: &str, origin: &str) -> Evidence {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A reader that gives `first` bytes, then `k` bytes a read: lines are cut across reads.
+    struct Pieces<'a> {
+        rest: &'a [u8],
+        next: usize,
+        k: usize,
+    }
+
+    impl Read for Pieces<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.next.min(buf.len()).min(self.rest.len());
+            buf[..n].copy_from_slice(&self.rest[..n]);
+            self.rest = &self.rest[n..];
+            self.next = self.k;
+            Ok(n)
+        }
+    }
+
+    /// `bytes` as the scanner reads it without its shortcuts: in pieces (the head of 8 KiB
+    /// first, for the sniff), each line offered to every parser, no line taken as free of the
+    /// phrases.
+    fn slow(bytes: &[u8], k: usize) -> Evidence {
+        scan_gated(Pieces { rest: bytes, next: 8192, k }, "f", "f", false)
+    }
+
+    /// Whether the text loop reads `bytes` (not the XML, NCCL, launch-log or table readers).
+    fn line_scanned(bytes: &[u8]) -> bool {
+        let head = &bytes[..bytes.len().min(CHUNK)];
+        sniff(head) == Content::Text
+            && !nccl::looks_like(head)
+            && !launch_log::looks_like(head)
+            && !launch_sites::looks_like(head)
+    }
+
+    /// Every recorded text fixture gives the same evidence read whole with the shortcuts (each
+    /// parser's `wants`, the phrase search, a read's lines validated at once) as read in
+    /// small pieces without them.
+    #[test]
+    fn every_fixture_reads_alike_without_the_shortcuts_and_in_pieces() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+        let mut files = 0;
+        for e in walkdir::WalkDir::new(&root).into_iter().flatten().filter(|e| e.file_type().is_file()) {
+            let bytes = std::fs::read(e.path()).unwrap();
+            if !line_scanned(&bytes) {
+                continue;
+            }
+            files += 1;
+            let k = if bytes.len() < 32 * 1024 { 1 } else { 4093 };
+            let fast = scan_reader(&bytes[..], "f", "f");
+            assert_eq!(fast, slow(&bytes, k), "{}", e.path().display());
+        }
+        assert!(files > 500, "{files} files");
+    }
 
     #[test]
     fn sniffs() {
@@ -250,6 +449,20 @@ mod tests {
         let ev = scan_str(&s, "long.log");
         assert_eq!(ev.lines, 2);
         assert!(ev.notes.iter().any(|n| n.contains("longer than")));
+        // In pieces that end anywhere, the cut line long before its end, one line exactly
+        // [`MAX_LINE`] long: each counted once.
+        let mut s = format!("{}\r\n{}\n", "y".repeat(MAX_LINE - 1), "x".repeat(MAX_LINE * 3));
+        s.push_str("=========     at k(int*)+0x10 in k.cu:7\r\nend");
+        let whole = scan_str(&s, "f");
+        assert_eq!(whole.lines, 4);
+        assert!(
+            whole.notes.iter().any(|n| n.starts_with("1 line(s) longer than 64 KiB")),
+            "{:?}",
+            whole.notes
+        );
+        for k in [1, 3, 4096, MAX_LINE - 1, MAX_LINE, MAX_LINE + 1] {
+            assert_eq!(whole, slow(s.as_bytes(), k), "{k}");
+        }
     }
 
     proptest! {
@@ -270,6 +483,11 @@ mod tests {
             let ev = scan_reader(&bytes[..], r.file, r.file);
             let newlines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
             prop_assert!(ev.lines <= newlines + 1);
+            if line_scanned(&bytes) {
+                let mut slow = slow(&bytes, 7);
+                (slow.path, slow.origin) = (ev.path.clone(), ev.origin.clone());
+                prop_assert_eq!(ev, slow);
+            }
         }
 
         /// A line longer than [`MAX_LINE`] of multi-byte characters, so that the cut falls

@@ -18,7 +18,7 @@ const TAIL: &str = " for inspection.";
 
 /// The notice on one line, if the line is the waits-on-exception message.
 pub fn wait_notice(line: &str) -> Option<WaitNotice> {
-    let t = line.trim_end();
+    let t = super::quick::trim_end(line);
     // The cheap test first: every other line stops here.
     if !t.ends_with(TAIL) {
         return None;
@@ -43,6 +43,12 @@ pub struct WaitsParser {
 }
 
 impl LineParser for WaitsParser {
+    /// A line that ends as the message does.
+    #[inline]
+    fn wants(&self, line: &str, _phrase_free: bool) -> bool {
+        super::quick::trim_end(line).ends_with(TAIL)
+    }
+
     fn line(&mut self, line: &str, _ctx: LineCtx) {
         if let Some(n) = wait_notice(line) {
             if self.notices.len() < MAX_NOTICES && !self.notices.contains(&n) {

@@ -452,6 +452,12 @@ pub(super) fn detached_pid(line: &str) -> Option<u32> {
 }
 
 impl LineParser for CudaGdbParser {
+    /// Inside a session; else a line that may open one.
+    #[inline]
+    fn wants(&self, line: &str, _phrase_free: bool) -> bool {
+        self.cur.is_some() || matches!(line.as_bytes().first(), Some(b'$' | b'O' | b'C' | b'T' | b'[' | b'A'))
+    }
+
     fn line(&mut self, line: &str, ctx: LineCtx) {
         let Some(&first) = line.as_bytes().first() else {
             if self.cur.is_some() {

@@ -74,6 +74,13 @@ pub(super) struct PostTb {
 }
 
 impl LineParser for HostParser {
+    /// Not a short line, not compute-sanitizer's.
+    #[inline]
+    fn wants(&self, line: &str, _phrase_free: bool) -> bool {
+        let b = line.as_bytes();
+        b.len() >= 3 && !b.starts_with(b"=========")
+    }
+
     fn line(&mut self, line: &str, ctx: LineCtx) {
         let b = line.as_bytes();
         if b.len() < 3 {

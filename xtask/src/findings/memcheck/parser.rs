@@ -296,6 +296,14 @@ impl MemcheckParser {
 }
 
 impl LineParser for MemcheckParser {
+    /// compute-sanitizer's lines only.
+    #[inline]
+    fn wants(&self, line: &str, _phrase_free: bool) -> bool {
+        line.as_bytes().starts_with(PREFIX)
+    }
+
+    // Inlined into the scanner's loop: on compute-sanitizer's output it takes every line.
+    #[inline]
     fn line(&mut self, line: &str, ctx: LineCtx) {
         let b = line.as_bytes();
         if !b.starts_with(PREFIX) {
