@@ -316,7 +316,7 @@ impl LineParser for MemcheckParser {
             None if rest.trim().is_empty() => "",
             None => return,
         };
-        let indent = body.bytes().take_while(|&c| c == b' ').count();
+        let indent = crate::findings::quick::leading_spaces(body.as_bytes());
         let text = &body[indent..];
         if text.bytes().all(|c| c.is_ascii_whitespace()) {
             // `========= ` ends a record.
