@@ -145,11 +145,17 @@ impl MemcheckParser {
         self.rec.reset(RecKind::None);
     }
 
-    /// The current record's site, looked up once (`self.key` then holds its key).
+    /// The current record's site, looked up once (`self.key` then holds its key); inlined
+    /// where it is known, which it is for most lines of a record.
+    #[inline]
     pub(super) fn site(&mut self) -> Slot {
-        if let Some(s) = self.rec.slot {
-            return s;
+        match self.rec.slot {
+            Some(s) => s,
+            None => self.look_up_site(),
         }
+    }
+
+    fn look_up_site(&mut self) -> Slot {
         self.build_key();
         let s = self.sites.find(&self.key);
         self.rec.slot = Some(s);
