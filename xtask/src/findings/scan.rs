@@ -1,9 +1,13 @@
 //! The scanning loop: reads one input in bounded memory, recognises which tool wrote it
-//! from its content (never its name), and feeds every line to every line parser.
+//! from its content (never its name), and offers every line to every line parser: a read at
+//! a time (1 MiB), its UTF-8 checked and its [`PHRASES`] searched once, each line sliced from
+//! it and given to each parser whose [`LineParser::wants`] takes it.
 //!
-//! Must not: hold a whole file in memory, panic on any byte sequence, or spawn anything.
-//! Reading errors in the middle of a file end the scan and become a note; what was read
-//! before is kept.
+//! Must not: hold a whole file in memory (one read, the start of a line cut by it, and where
+//! the read's phrases are), panic on any byte sequence, or spawn anything; nor give a parser
+//! less than every line its `line` would act on (the tests compare with every line offered
+//! to every parser). Reading errors in the middle of a file end the scan and become a note;
+//! what was read before is kept.
 
 use std::io::{BufRead, BufReader, Read};
 
