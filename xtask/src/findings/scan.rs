@@ -138,9 +138,9 @@ pub const PHRASES: [&str; 6] = [
 ];
 
 /// What is searched for: every one of [`PHRASES`] holds one of these (the tests check it);
-/// two searches fewer than one per phrase (`coredump` is in two of them, `atchdog ` in two).
+/// two searches fewer than one per phrase (` coredump` is in two of them, `atchdog ` in two).
 const NEEDLES: [&str; 4] =
-    ["coredump", "atchdog ", "we are taking the entire process down", "Fatal Python error: "];
+    [" coredump", "atchdog ", "we are taking the entire process down", "Fatal Python error: "];
 
 static FINDERS: std::sync::LazyLock<Vec<memchr::memmem::Finder<'static>>> =
     std::sync::LazyLock::new(|| NEEDLES.iter().map(memchr::memmem::Finder::new).collect());
