@@ -24,7 +24,9 @@
 //! [`Evidence::gpu_dump_started`], so the verdict can tell an abort after a device fault.
 //!
 //! Must not: do I/O, print, panic on any input, or allocate for lines that are not its own
-//! (every line of a log reaches every parser: a line costs a search of its first bytes).
+//! (every line of a log reaches its `wants`: with no record open, a line without either of
+//! its two phrases, which the scanner searches a read at a time, costs it two comparisons;
+//! a line with one, a search of its first bytes).
 //! Memory is bounded: ranks with an open record, threads per record (at most four kept),
 //! frames per thread, symptoms per input and the length of every name are capped.
 

@@ -920,7 +920,8 @@ pub struct LineCtx {
 }
 
 /// A parser of one tool's text output, fed one line at a time (without the newline).
-/// Lines that are not its tool's must be ignored cheaply: every line reaches every parser.
+/// Lines that are not its tool's must be ignored cheaply: every line reaches every parser's
+/// `wants`, inlined into the scanner's loop, and its `line` where `wants` takes it.
 pub trait LineParser {
     /// The cheap test every line goes through first, inlined into the scanner's loop: a byte
     /// or two of the line and the parser's state. `false` only where [`LineParser::line`]

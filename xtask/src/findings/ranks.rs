@@ -138,9 +138,10 @@ impl RankParser {
     }
 }
 
-/// The phrases every line is looked at for, each searcher built once: `str::split_once` with
-/// a string pattern builds its searcher on every call, which cost more than half of
-/// `analyze`'s time on a memcheck log (issue 27).
+/// The phrases a line is looked at for (the scanner searches each read for their needles,
+/// `scan::PHRASES`, and most lines without one never get here), each searcher built once:
+/// `str::split_once` with a string pattern builds its searcher on every call, which cost more
+/// than half of `analyze`'s time on a memcheck log (issue 27).
 struct Phrases {
     coredump: memchr::memmem::Finder<'static>,
     timeout: memchr::memmem::Finder<'static>,

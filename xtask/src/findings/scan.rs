@@ -1,9 +1,13 @@
 //! The scanning loop: reads one input in bounded memory, recognises which tool wrote it
-//! from its content (never its name), and feeds every line to every line parser.
+//! from its content (never its name), and offers every line to every line parser: a read at
+//! a time (1 MiB), its UTF-8 checked and its [`PHRASES`] searched once, each line sliced from
+//! it and given to each parser whose [`LineParser::wants`] takes it.
 //!
-//! Must not: hold a whole file in memory, panic on any byte sequence, or spawn anything.
-//! Reading errors in the middle of a file end the scan and become a note; what was read
-//! before is kept.
+//! Must not: hold a whole file in memory (one read, the start of a line cut by it, and where
+//! the read's phrases are), panic on any byte sequence, or spawn anything; nor give a parser
+//! less than every line its `line` would act on (the tests compare with every line offered
+//! to every parser). Reading errors in the middle of a file end the scan and become a note;
+//! what was read before is kept.
 
 use std::io::{BufRead, BufReader, Read};
 
@@ -116,14 +120,14 @@ struct Feed {
     partial: Vec<u8>,
     /// The kept line was longer than [`MAX_LINE`] (counted once).
     partial_cut: bool,
-    /// Where [`PHRASES`] start in the text being fed, in order (reused from read to read).
+    /// Where [`NEEDLES`] start in the text being fed, in order (reused from read to read).
     phrases_at: Vec<usize>,
 }
 
-/// The texts that a parser acts on wherever they are in a line (not only at its start):
-/// searched for once over all the complete lines of a read, where a search per line would
-/// cost more than everything else a line goes through. A line without one is `phrase_free`
-/// for [`LineParser::wants`].
+/// The texts that a parser acts on wherever they are in a line (not only at its start). Their
+/// [`NEEDLES`] are searched for once over all the complete lines of a read, where a search per
+/// line would cost more than everything else a line goes through; a line without one holds
+/// no phrase and is `phrase_free` for [`LineParser::wants`].
 pub const PHRASES: [&str; 6] = [
     super::ranks::PHRASES[0],
     super::ranks::PHRASES[1],
@@ -133,8 +137,13 @@ pub const PHRASES: [&str; 6] = [
     super::faulthandler::PHRASES[1],
 ];
 
+/// What is searched for: every one of [`PHRASES`] holds one of these (the tests check it);
+/// two searches fewer than one per phrase (` coredump` is in two of them, `atchdog ` in two).
+const NEEDLES: [&str; 4] =
+    [" coredump", "atchdog ", "we are taking the entire process down", "Fatal Python error: "];
+
 static FINDERS: std::sync::LazyLock<Vec<memchr::memmem::Finder<'static>>> =
-    std::sync::LazyLock::new(|| PHRASES.iter().map(memchr::memmem::Finder::new).collect());
+    std::sync::LazyLock::new(|| NEEDLES.iter().map(memchr::memmem::Finder::new).collect());
 
 impl Feed {
     fn new(gated: bool) -> Feed {
@@ -151,7 +160,7 @@ impl Feed {
     }
 
     /// One line, valid UTF-8 and within [`MAX_LINE`]; `phrase_free` where it holds none of
-    /// [`PHRASES`].
+    /// [`NEEDLES`], so none of [`PHRASES`].
     #[inline]
     fn text(&mut self, line: &str, phrase_free: bool) {
         let line = line.strip_suffix('\r').unwrap_or(line);
@@ -413,6 +422,13 @@ mod tests {
             assert_eq!(fast, slow(&bytes, k), "{}", e.path().display());
         }
         assert!(files > 500, "{files} files");
+    }
+
+    #[test]
+    fn every_phrase_holds_a_needle() {
+        for p in PHRASES {
+            assert!(NEEDLES.iter().any(|n| p.contains(n)), "{p}");
+        }
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Throughput goal for `analyze`, in MB/s (10^6 bytes).
-pub const GOAL_MB_PER_S: f64 = 300.0;
+pub const GOAL_MB_PER_S: f64 = 1000.0;
 /// Peak-memory goal for `analyze`, in MiB.
 pub const GOAL_RSS_MIB: f64 = 64.0;
 

@@ -26,9 +26,10 @@
 //! [`Fault`]: crate::findings::Fault
 //! [`HostParser::line`]: crate::findings::LineParser::line
 //!
-//! Must not: do I/O, spawn processes or print. Every line of a possibly huge log reaches
-//! [`HostParser::line`], so a line that is nothing of ours costs a few byte checks and no
-//! allocation; everything kept is capped (frames per traceback, symptoms, sites, ranks).
+//! Must not: do I/O, spawn processes or print. Every line of a possibly huge log but
+//! compute-sanitizer's (which its `wants` leaves out) reaches [`HostParser::line`], so a line
+//! that is nothing of ours costs a few byte checks and no allocation; everything kept is
+//! capped (frames per traceback, symptoms, sites, ranks).
 
 mod errors;
 mod parser;

@@ -145,11 +145,17 @@ impl MemcheckParser {
         self.rec.reset(RecKind::None);
     }
 
-    /// The current record's site, looked up once (`self.key` then holds its key).
+    /// The current record's site, looked up once (`self.key` then holds its key); inlined
+    /// where it is known, which it is for most lines of a record.
+    #[inline]
     pub(super) fn site(&mut self) -> Slot {
-        if let Some(s) = self.rec.slot {
-            return s;
+        match self.rec.slot {
+            Some(s) => s,
+            None => self.look_up_site(),
         }
+    }
+
+    fn look_up_site(&mut self) -> Slot {
         self.build_key();
         let s = self.sites.find(&self.key);
         self.rec.slot = Some(s);
@@ -316,7 +322,7 @@ impl LineParser for MemcheckParser {
             None if rest.trim().is_empty() => "",
             None => return,
         };
-        let indent = body.bytes().take_while(|&c| c == b' ').count();
+        let indent = crate::findings::quick::leading_spaces(body.as_bytes());
         let text = &body[indent..];
         if text.bytes().all(|c| c.is_ascii_whitespace()) {
             // `========= ` ends a record.
