@@ -1193,3 +1193,24 @@ fn recipe_init_drafts_a_recipe_that_loads_for_the_suite_s_programs() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("recipe show cuda"));
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// The case proptest found (`mutated_lines_report_bounded_errors`): lines of the demo recipe
+/// repeated and a `{"` inserted run the comment lines into one quoted key, whose name holds
+/// line breaks; the error still takes one line, the breaks shown as `\n`.
+#[test]
+fn an_error_quoting_a_name_with_line_breaks_stays_one_line() {
+    let text = builtin_text("demo").unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    for (op, at, s) in [(1, 0, ""), (1, 0, ""), (4, 29, ""), (4, 196, "{\"")] {
+        let i = at % lines.len();
+        if op == 1 {
+            let l = lines[i].clone();
+            lines.insert(i, l);
+        } else {
+            lines.insert(i, s.to_string());
+        }
+    }
+    let msg = format!("{:#}", parse_file(&lines.join("\n")).unwrap_err());
+    assert_eq!(msg.lines().count(), 1, "{msg}");
+    assert!(msg.starts_with("recipes/x.yaml") && msg.contains("\\n"), "{msg}");
+}

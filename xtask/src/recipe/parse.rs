@@ -149,9 +149,12 @@ fn bounded(text: &str, label: &str) -> Result<()> {
     }
 }
 
-/// Cuts a message that quotes a huge value.
+/// Cuts a message that quotes a huge value, and keeps it on one line: a quoted name or value
+/// holding a line break (a key run together with the next lines) shows it as `\n`, so that
+/// every error stays one line of the list.
 fn shorten(msg: String) -> String {
     const MAX: usize = 400;
+    let msg = if msg.contains(['\n', '\r']) { msg.replace('\n', "\\n").replace('\r', "\\r") } else { msg };
     if msg.len() <= MAX {
         return msg;
     }
