@@ -200,7 +200,9 @@ fn the_ladder_runs_through_srun_on_both_nodes_and_attaches_on_the_faulting_ranks
     assert_eq!(ranks["culprit"]["node"], "node2", "{ranks}");
     assert_eq!(ranks["collateral"][0]["node"], "node1", "{ranks}");
     let reason = ranks["collateral"][0]["reason"].as_str().unwrap_or_default();
-    assert!(!reason.contains("srun: task 0"), "{ranks}");
+    // Rank 0 ended cleanly, or under load was stopped by srun after rank 1 failed (`srun: task 0
+    // Terminated`): both are its own account; the attach step's `task 0: Aborted` is not.
+    assert!(!reason.contains("Aborted"), "{ranks}");
     // Each rank's output, labelled by its task, in the rung's logs.
     let err = b.read("rungs/02-attach/stderr.log");
     for want in [
