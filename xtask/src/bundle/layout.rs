@@ -63,6 +63,13 @@ pub const CAPTURE_LIBRARY: &str = "libdebugima-capture.so";
 pub const NATIVE_CAPTURE_PREFIX: &str = "native-capture-";
 pub const REPRO_DRIVER: &str = "repro_driver.cu";
 pub const REPRO_BUILD: &str = "build.sh";
+/// What `build.sh` makes there: the kernel's source file compiled to a cubin.
+pub const REPRO_CUBIN: &str = "kernel.cubin";
+
+/// The native reproducer's executable in [`repro_dir`], named as the rung (`repro/repro`).
+pub fn repro_binary() -> &'static str {
+    RungId::Repro.name()
+}
 /// Inside a rung's folder, under the Slurm launcher: one rank's lines per file
 /// ([`rank_log`]; `bundle/ranks.rs`).
 pub const RANKS_DIR: &str = "ranks";

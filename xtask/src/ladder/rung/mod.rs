@@ -4,7 +4,7 @@
 //! (one line each in `rungs!`) and declares the files they share: the [`Rung`] trait and
 //! the [`Step`] value (`api`), the command builders (`build`, `sanitizer`), the armed run
 //! (`armed`, `sites`), the hang's evidence (`evidence`), `watch`'s baseline (`watch`) and the
-//! repro rung's native half (`repro_native`).
+//! repro rung's shared check (`repro_check`) and native half (`repro_native`).
 //!
 //! Adding a rung: its line in `model/rung.rs` (its [`RungId`], name, needs and recipe
 //! options), its file here implementing [`Rung`], and its line in `rungs!` below
@@ -17,6 +17,7 @@ mod api;
 pub mod armed;
 mod build;
 pub mod evidence;
+mod repro_check;
 mod repro_native;
 pub mod sanitizer;
 pub mod sites;

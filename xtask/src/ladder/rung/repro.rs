@@ -19,19 +19,19 @@
 //! put a capture's text into the program unchecked (the writer's contract).
 
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 
 use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When};
 use super::armed;
 use super::build::{target, with_options};
-use super::coredump::{read_dumps, reading_steps};
-use crate::bundle::inputs::scan_file;
+use super::coredump::reading_steps;
 use crate::bundle::layout;
 use crate::findings::repro::capture::{self, Capture};
-use crate::findings::repro::{check, python, Expected, Outcome, Status};
-use crate::findings::verdict::{decide, Verdict};
+use crate::findings::repro::{python, Expected, Outcome, Status};
+use crate::findings::verdict::Verdict;
+use super::repro_check::{finish, verify, SUSPECT_KERNEL};
 use super::repro_native as native;
 use crate::ladder::recorder;
 use crate::model::{Invocation, Role, RungId};
@@ -39,9 +39,6 @@ use crate::recipe::Resolved;
 
 pub struct Repro;
 
-/// Stands for the verdict's kernel (a Triton function's name, or an operator's kernel) in the
-/// capture run's environment.
-pub const SUSPECT_KERNEL: &str = "<the verdict's kernel>";
 /// The reproducer's own run: long enough for `import torch` and a Triton compile, far from
 /// the minutes a target may take.
 const REPRO_TIMEOUT_S: u64 = 180;
@@ -194,36 +191,6 @@ impl Rung for Repro {
     }
 }
 
-/// Runs the reproducer under the GPU coredump, reads its dump and checks it against the
-/// verdict (`outcome.expected`); `clean_why`: what to say when it ran clean.
-pub(super) fn verify(
-    io: &mut dyn RungIo,
-    steps: &[Step],
-    dir: &Path,
-    outcome: &mut Outcome,
-    clean_why: Option<String>,
-) -> Result<()> {
-    let started = SystemTime::now();
-    let clock = Instant::now();
-    let repro_ran = io.exec(step(steps, When::Reproducer)?)?;
-    outcome.seconds = Some((clock.elapsed().as_secs_f64() * 10.0).round() / 10.0);
-    read_dumps(io, steps, When::PerDump, started, repro_ran)?;
-    outcome.seen = seen_in(dir);
-    match check(&outcome.expected, outcome.seen.as_ref()) {
-        Ok(()) => outcome.status = Status::Verified,
-        Err(why) => {
-            outcome.status = Status::DidNotReproduce;
-            if outcome.seen.is_none() {
-                if let Some(floats) = clean_why {
-                    outcome.notes.insert(0, floats);
-                }
-            }
-            outcome.notes.insert(0, format!("{why} ({})", repro_ran.text()));
-        }
-    }
-    Ok(())
-}
-
 /// The capture of the process that faulted, among the run's (`capture-<pid>.json`); a file
 /// that does not read is a note.
 fn chosen_capture(dir: &Path, notes: &mut Vec<String>) -> Result<Option<Capture>> {
@@ -270,41 +237,3 @@ fn unrecorded_floats(c: &Capture) -> Option<String> {
     })
 }
 
-/// What the reproducer's dump says: the verdict of cuda-gdb's logs on it.
-fn seen_in(dir: &Path) -> Option<Expected> {
-    let mut evidence = Vec::new();
-    for entry in std::fs::read_dir(dir).ok()? {
-        let path = entry.ok()?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        if name.starts_with("cudagdb-") && name.ends_with(".log") {
-            evidence.extend(scan_file(&path).ok());
-        }
-    }
-    decide(&evidence).verdict.as_ref().map(Expected::of)
-}
-
-/// Writes `result.json` and says what the rung came to.
-pub(super) fn finish(io: &mut dyn RungIo, dir: &Path, outcome: Outcome, capture_clean: bool) -> Result<Ran> {
-    let line = match outcome.status {
-        Status::Verified => format!(
-            "reproducer verified: {} faults alone with {} ({} s)",
-            outcome.script.as_deref().unwrap_or_default(),
-            outcome.expected.text(),
-            outcome.seconds.unwrap_or_default()
-        ),
-        Status::DidNotReproduce => format!(
-            "reproducer written ({}) but it did not reproduce: {}",
-            outcome.script.as_deref().unwrap_or_default(),
-            outcome.notes.first().map(String::as_str).unwrap_or("see result.json")
-        ),
-        Status::NotWritten => format!(
-            "no reproducer: {}",
-            outcome.notes.last().map(String::as_str).unwrap_or("nothing was captured")
-        ),
-    };
-    let json = serde_json::to_string_pretty(&outcome).context("cannot serialise the reproducer's result")?;
-    let path = dir.join(layout::REPRO_RESULT);
-    std::fs::write(&path, json + "\n").with_context(|| format!("cannot write {}", path.display()))?;
-    io.note(line);
-    Ok(Ran { faulted: !capture_clean, yielded: outcome.status == Status::Verified, ..Ran::default() })
-}

@@ -3,7 +3,7 @@
 //! (`CUDA_INJECTION64_PATH`) under launch-blocking, `repro_driver.cu` and `build.sh` written from
 //! the capture (`findings::repro::native`), the build (the kernel's source file into
 //! `kernel.cubin`, the driver into `repro`), and the check the Python half makes too
-//! (`repro::verify`).
+//! (`repro_check::verify`).
 //!
 //! Must not: run a step but through [`RungIo`], print, or build anything outside the rung's
 //! folder (the user's translation unit is only read, by nvcc).
@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use super::api::{step, Ran, RungIo, Step, When, SOURCE};
 use super::armed;
 use super::build::{target, with_options};
-use super::repro::{finish, verify, SUSPECT_KERNEL};
+use super::repro_check::{finish, verify, SUSPECT_KERNEL};
 use crate::bundle::layout;
 use crate::findings::repro::native::{self, NativeCapture};
 use crate::findings::repro::{Expected, Outcome, Status};
@@ -72,7 +72,10 @@ pub fn build_invocation(r: &Resolved, dir: &Path) -> Invocation {
 /// The reproducer's run, under the GPU coredump.
 pub fn repro_invocation(r: &Resolved, dir: &Path) -> Invocation {
     let mut inv = target(r);
-    inv.argv = vec![dir.join("repro").display().to_string(), dir.join("kernel.cubin").display().to_string()];
+    inv.argv = vec![
+        dir.join(layout::repro_binary()).display().to_string(),
+        dir.join(layout::REPRO_CUBIN).display().to_string(),
+    ];
     armed::on_exception(&mut inv, dir, layout::DUMP_PREFIX);
     inv.set("CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION", "0");
     inv.timeout = Some(Duration::from_secs(120));
