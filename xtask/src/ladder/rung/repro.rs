@@ -18,8 +18,7 @@
 //! Must not: run a step but through [`RungIo`], print, decide when it runs (the policy), or
 //! put a capture's text into the program unchecked (the writer's contract).
 
-use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::path::Path;
 
 use anyhow::{Context, Result};
 
@@ -31,7 +30,7 @@ use crate::bundle::layout;
 use crate::findings::repro::capture::{self, Capture};
 use crate::findings::repro::{python, Expected, Outcome, Status};
 use crate::findings::verdict::Verdict;
-use super::repro_check::{finish, verify, SUSPECT_KERNEL};
+use super::repro_check::{finish, latest_capture, others_note, verify, SUSPECT_KERNEL};
 use super::repro_native as native;
 use crate::ladder::recorder;
 use crate::model::{Invocation, Role, RungId};
@@ -155,7 +154,7 @@ impl Rung for Repro {
             notes: vec![],
             seconds: None,
         };
-        let Some(c) = chosen_capture(&dir, &mut outcome.notes)? else {
+        let Some((c, others)) = latest_capture(&dir, layout::CAPTURE_PREFIX, capture::parse, &mut outcome.notes)? else {
             outcome.notes.push(format!(
                 "the capture run ({}) recorded no {} of `{}`{}",
                 ran.text(),
@@ -165,6 +164,7 @@ impl Rung for Repro {
             ));
             return finish(io, &dir, outcome, ran.success());
         };
+        outcome.notes.extend(others_note(others, c.pid));
         if ran.success() {
             outcome.notes.push(
                 "the capture run did not fault (the fault is intermittent, or launch-blocking hides it): \
@@ -191,39 +191,6 @@ impl Rung for Repro {
     }
 }
 
-/// The capture of the process that faulted, among the run's (`capture-<pid>.json`); a file
-/// that does not read is a note.
-fn chosen_capture(dir: &Path, notes: &mut Vec<String>) -> Result<Option<Capture>> {
-    let mut found: Vec<(Capture, SystemTime)> = Vec::new();
-    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
-        let path: PathBuf = entry?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        if !(name.starts_with(layout::CAPTURE_PREFIX) && name.ends_with(".json")) {
-            continue;
-        }
-        let read = crate::files::read_bounded(&path, 64 << 20)
-            .and_then(|t| capture::parse(&t))
-            .with_context(|| format!("{} was not read", path.display()));
-        match read {
-            Ok(c) => {
-                let at = std::fs::metadata(&path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
-                found.push((c, at));
-            }
-            Err(e) => notes.push(format!("{e:#}")),
-        }
-    }
-    Ok(capture::choose(found).map(|(c, others)| {
-        if others > 0 {
-            notes.push(format!(
-                "{} processes launched the kernel; the reproducer is written from the one whose launch came \
-                 last (pid {})",
-                others + 1,
-                c.pid
-            ));
-        }
-        c
-    }))
-}
 
 /// For a reproducer that ran clean: the float storages it filled with random values, whose
 /// contents the fault may have depended on (an index computed from a float tensor).

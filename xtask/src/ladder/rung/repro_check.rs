@@ -89,3 +89,43 @@ pub fn finish(io: &mut dyn RungIo, dir: &Path, outcome: Outcome, capture_clean: 
     io.note(line);
     Ok(Ran { faulted: !capture_clean, yielded: outcome.status == Status::Verified, ..Ran::default() })
 }
+
+/// The capture of the process that faulted among a run's (`<prefix><pid>.json` in `dir`, one
+/// file per process that launched the kernel): the one written last, since the faulting process
+/// stops launching at its fault; with how many others there were. A file that does not read is
+/// a note.
+pub fn latest_capture<T>(
+    dir: &Path,
+    prefix: &str,
+    parse: fn(&str) -> Result<T>,
+    notes: &mut Vec<String>,
+) -> Result<Option<(T, usize)>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if !(name.starts_with(prefix) && name.ends_with(".json")) {
+            continue;
+        }
+        match crate::files::read_bounded(&path, 64 << 20).and_then(|t| parse(&t)) {
+            Ok(c) => {
+                let at =
+                    std::fs::metadata(&path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
+                found.push((c, at));
+            }
+            Err(e) => notes.push(format!("{} was not read: {e:#}", path.display())),
+        }
+    }
+    Ok(crate::findings::repro::capture::choose(found))
+}
+
+/// The note for a capture chosen among `others + 1` processes'.
+pub fn others_note(others: usize, pid: u32) -> Option<String> {
+    (others > 0).then(|| {
+        format!(
+            "{} processes launched the kernel; the reproducer is written from the one whose launch came last \
+             (pid {pid})",
+            others + 1
+        )
+    })
+}

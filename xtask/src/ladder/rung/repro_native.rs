@@ -9,16 +9,16 @@
 //! folder (the user's translation unit is only read, by nvcc).
 
 use std::path::Path;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use super::api::{step, Ran, RungIo, Step, When, SOURCE};
 use super::armed;
 use super::build::{target, with_options};
-use super::repro_check::{finish, verify, SUSPECT_KERNEL};
+use super::repro_check::{finish, latest_capture, others_note, verify, SUSPECT_KERNEL};
 use crate::bundle::layout;
-use crate::findings::repro::native::{self, NativeCapture};
+use crate::findings::repro::native;
 use crate::findings::repro::{Expected, Outcome, Status};
 use crate::findings::verdict::Verdict;
 use crate::ladder::recorder;
@@ -126,27 +126,6 @@ fn source_path(v: &Verdict, sources: &[String], r: &Resolved) -> Option<String> 
     Some(absolute(path))
 }
 
-/// The native capture of the process whose launch came last.
-fn chosen(dir: &Path, notes: &mut Vec<String>) -> Result<Option<NativeCapture>> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
-        let path = entry?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        if !(name.starts_with(PREFIX) && name.ends_with(".json")) {
-            continue;
-        }
-        match crate::files::read_bounded(&path, 64 << 20).and_then(|t| native::parse(&t)) {
-            Ok(c) => {
-                let at =
-                    std::fs::metadata(&path).and_then(|m| m.modified()).unwrap_or(SystemTime::UNIX_EPOCH);
-                found.push((c, at));
-            }
-            Err(e) => notes.push(format!("{} was not read: {e:#}", path.display())),
-        }
-    }
-    Ok(crate::findings::repro::capture::choose(found).map(|(c, _)| c))
-}
-
 /// The native half of the rung's run, for the verdict `v`.
 pub fn run(io: &mut dyn RungIo, steps: &[Step], v: &Verdict) -> Result<Ran> {
     let dir = io.dir().to_path_buf();
@@ -179,10 +158,11 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step], v: &Verdict) -> Result<Ran> {
     let ran = io.exec(&capture)?;
     // The library is built again for every capture; the bundle keeps its source, not the binary.
     let _ = std::fs::remove_file(dir.join(LIBRARY));
-    let Some(c) = chosen(&dir, &mut outcome.notes)? else {
+    let Some((c, others)) = latest_capture(&dir, PREFIX, native::parse, &mut outcome.notes)? else {
         outcome.notes.push(format!("the capture run ({}) recorded no launch of `{}`", ran.text(), v.kernel));
         return finish(io, &dir, outcome, ran.success());
     };
+    outcome.notes.extend(others_note(others, c.pid));
     let written = native::write(&c, &outcome.expected);
     outcome.notes.extend(written.notes);
     let mut found = Vec::new();
