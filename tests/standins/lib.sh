@@ -78,3 +78,24 @@ hang_case_dir() {
 fill_template() { # template pid
   printf '%s\n' "$1" | sed -e "s/%h/$(host_name)/g" -e "s/%p/$2/g" -e "s/%t/$(date +%s)/g"
 }
+
+# meet NAME: with STANDIN_MEET=DIR (tests of runs side by side), marks this run running in DIR,
+# waits up to STANDIN_MEET_WAIT seconds (default 10) for STANDIN_MEET_COUNT (default 4) runs to
+# be running at once, appends `NAME saw N` to DIR/seen.log, and sets MET to N.
+meet() {
+  mkdir -p "$STANDIN_MEET"
+  _mark=$STANDIN_MEET/running.$1.$$
+  : >"$_mark"
+  _want=${STANDIN_MEET_COUNT:-4}
+  _tries=$((${STANDIN_MEET_WAIT:-10} * 20))
+  MET=1
+  while [ "$_tries" -gt 0 ]; do
+    MET=$(find "$STANDIN_MEET" -name 'running.*' | wc -l)
+    [ "$MET" -ge "$_want" ] && break
+    sleep 0.05
+    _tries=$((_tries - 1))
+  done
+  echo "$1 saw $MET" >>"$STANDIN_MEET/seen.log"
+  sleep 0.3 # the others see this one too before it ends
+  rm -f "$_mark"
+}

@@ -147,6 +147,11 @@ pub trait Prompter {
     fn variable(&mut self, name: &str, description: &str, default: Option<&str>) -> Result<String>;
     /// Before each rung: run it, skip it, or stop the ladder.
     fn before_rung(&mut self, rung: &str, what: &str) -> Result<Choice>;
+    /// Whether a person answers (then each rung is asked for after the one before it ended,
+    /// so none starts beside another's reading).
+    fn asks(&self) -> bool {
+        true
+    }
 }
 
 /// dialoguer prompts on the terminal. Ctrl-C at any of them is an interruption
@@ -259,6 +264,10 @@ impl Prompter for NonInteractive {
 
     fn before_rung(&mut self, _rung: &str, _what: &str) -> Result<Choice> {
         Ok(Choice::Run)
+    }
+
+    fn asks(&self) -> bool {
+        false
     }
 }
 

@@ -20,7 +20,7 @@ use super::collect::{self, Collected};
 use super::policy::{self, Facts, Next, Request, RungOutcome};
 use super::recorder;
 use super::run::{place_for, run_logged, run_logged_watched};
-use super::rung::{self, Beside, Debug, Ran, Rung, RungIo, Step, StepCx};
+use super::rung::{self, ArmedEnd, Beside, Debug, Ran, Rung, RungIo, Step, StepCx};
 use crate::bundle::inputs::{is_rung_output, last_line, scan_file};
 use crate::bundle::{self, layout, Bundle, CommandRecord, RungRecord, RungStatus};
 use crate::findings::coredump::sm_progress;
@@ -219,6 +219,14 @@ struct Planned {
     ended: Option<Instant>,
 }
 
+/// How the pass beside an armed run's reading ended ([`State::execute_with_pass`]).
+enum Pass {
+    /// It ran: its rung, its run, the remarks held for its record's lines.
+    Ran(Box<Planned>, Result<Ran>, Vec<String>),
+    /// It did not start: its (empty) folder, to remove.
+    NotStarted(PathBuf),
+}
+
 /// How the prompt before a rung ended.
 enum Asked {
     Run,
@@ -280,9 +288,36 @@ impl State<'_, '_> {
             }
             let Some(p) = planned.pop() else { continue };
             let bar = progress.rung(p.index, total, p.id.name(), p.rung.describe());
-            let (p, result) = self.execute(p, bar.as_ref());
+            let pass = match self.pass_may_follow(p.id, prompter) {
+                Some(id) => Some(self.plan_rung(id, index + 1)?),
+                None => None,
+            };
+            let Some(pass) = pass else {
+                let (p, result) = self.execute(p, bar.as_ref());
+                if let Some(stop) = self.finish(p, result, bar.as_ref(), progress, false)? {
+                    return Ok(stop);
+                }
+                continue;
+            };
+            let (p, result, pass) = self.execute_with_pass(p, pass, bar.as_ref());
             if let Some(stop) = self.finish(p, result, bar.as_ref(), progress, false)? {
                 return Ok(stop);
+            }
+            match pass {
+                Pass::Ran(pass, result, notes) => {
+                    index += 1;
+                    let lines = Lines { progress, id: pass.id };
+                    for n in &notes {
+                        lines.note(n);
+                    }
+                    if let Some(stop) = self.finish(*pass, result, &lines, progress, true)? {
+                        return Ok(stop);
+                    }
+                }
+                // Not wanted after all: its folder goes, and its number is the next rung's.
+                Pass::NotStarted(dir) => {
+                    let _ = std::fs::remove_dir(&dir);
+                }
             }
         }
     }
@@ -360,12 +395,75 @@ impl State<'_, '_> {
         Ok(Planned { id, rung, index, dir, steps, record, started: Instant::now(), ended: None })
     }
 
+    /// The rung to start beside the reading of armed run `id` when its target faulted
+    /// ([`policy::pass_may_follow`]): on the host, and with a prompter that asks nobody (a
+    /// person is asked before each rung, after the one before it ended).
+    fn pass_may_follow(&self, id: RungId, prompter: &dyn Prompter) -> Option<RungId> {
+        let (req, plan) = (self.climb.request, self.climb.plan);
+        let here = self.side_by_side_here() && !prompter.asks();
+        here.then(|| policy::pass_may_follow(req, plan, &self.counted(), id)).flatten()
+    }
+
+    /// Runs the armed run `p`, its progress on `bar`, and on a thread beside it the pass
+    /// (`pass`), which waits until the armed run's target ended and starts only if the armed
+    /// run then says so ([`RungIo::reading_begins`], [`policy::pass_beside_reading`]): the
+    /// pass's target runs while cuda-gdb reads the dumps. `Err(pass)`: it did not start.
+    fn execute_with_pass(
+        &mut self,
+        mut p: Planned,
+        mut pass: Planned,
+        bar: &dyn RungBar,
+    ) -> (Planned, Result<Ran>, Pass) {
+        let view = View::of(self);
+        let gate = Gate::default();
+        let pass_dir = pass.dir.clone();
+        let (result, side) = std::thread::scope(|s| {
+            let (view, gate) = (&view, &gate);
+            let handle = s.spawn(move || {
+                if !gate.wait() {
+                    return Pass::NotStarted(pass.dir);
+                }
+                pass.started = Instant::now();
+                pass.record.notes.push(
+                    "the memcheck pass a short native run's fault gets, over every kernel (an earlier one \
+                     may have corrupted memory without faulting): started beside the armed run's reading \
+                     of its dumps, not after it"
+                        .into(),
+                );
+                let held = Held::default();
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let mut io =
+                        Io { view, dir: &pass.dir, record: &mut pass.record, bar: &held, gate: None };
+                    pass.rung.run(&mut io, &pass.steps)
+                }))
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("{} stopped on an internal error", pass.id)));
+                pass.ended = Some(Instant::now());
+                Pass::Ran(Box::new(pass), result, held.notes.into_inner())
+            });
+            // Opened (no pass) when the armed run ends without opening it, however it ends.
+            let closes = Closes(gate);
+            p.started = Instant::now();
+            let result = {
+                let mut io = Io { view, dir: &p.dir, record: &mut p.record, bar, gate: Some(gate) };
+                p.rung.run(&mut io, &p.steps)
+            };
+            p.ended = Some(Instant::now());
+            drop(closes);
+            let side = handle.join().unwrap_or(Pass::NotStarted(pass_dir));
+            (result, side)
+        });
+        let (started, found) = view.into_parts();
+        self.started = started;
+        self.bundle.note_redactions(found);
+        (p, result, side)
+    }
+
     /// Runs one planned rung, its progress on `bar`.
     fn execute(&mut self, mut p: Planned, bar: &dyn RungBar) -> (Planned, Result<Ran>) {
         p.started = Instant::now();
         let view = View::of(self);
         let result = {
-            let mut io = Io { view: &view, dir: &p.dir, record: &mut p.record, bar };
+            let mut io = Io { view: &view, dir: &p.dir, record: &mut p.record, bar, gate: None };
             p.rung.run(&mut io, &p.steps)
         };
         let (started, found) = view.into_parts();
@@ -387,7 +485,8 @@ impl State<'_, '_> {
                         p.started = Instant::now();
                         let held = Held::default();
                         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            let mut io = Io { view, dir: &p.dir, record: &mut p.record, bar: &held };
+                            let mut io =
+                                Io { view, dir: &p.dir, record: &mut p.record, bar: &held, gate: None };
                             p.rung.run(&mut io, &p.steps)
                         }))
                         .unwrap_or_else(|_| Err(anyhow::anyhow!("{} stopped on an internal error", p.id)));
@@ -634,12 +733,54 @@ impl<'v, 'a> View<'v, 'a> {
     }
 }
 
+/// Whether the pass beside an armed run's reading starts ([`State::execute_with_pass`]):
+/// opened once, by the armed run when its target ended, else when the armed run ended.
+#[derive(Default)]
+struct Gate {
+    open: Mutex<Option<bool>>,
+    opened: std::sync::Condvar,
+}
+
+impl Gate {
+    /// Says whether the pass starts; only the first word counts.
+    fn open(&self, start: bool) {
+        let mut o = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if o.is_none() {
+            *o = Some(start);
+            self.opened.notify_all();
+        }
+    }
+
+    /// Waits for the word.
+    fn wait(&self) -> bool {
+        let mut o = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(start) = *o {
+                return start;
+            }
+            o = self.opened.wait(o).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// Opens its gate with "no pass" when dropped, so that a pass never waits on an armed run
+/// that ended without a word (an error, a panic).
+struct Closes<'g>(&'g Gate);
+
+impl Drop for Closes<'_> {
+    fn drop(&mut self) {
+        self.0.open(false);
+    }
+}
+
 /// A rung's view of the climb while it runs.
 struct Io<'s, 'v, 'a> {
     view: &'s View<'v, 'a>,
     dir: &'s Path,
     record: &'s mut RungRecord,
     bar: &'s dyn RungBar,
+    /// The armed run's word to the pass beside its reading, when one waits.
+    gate: Option<&'s Gate>,
 }
 
 /// The bar of a rung that runs beside others: the one bar of them all shows their progress,
@@ -887,6 +1028,72 @@ impl RungIo for Io<'_, '_, '_> {
         tick: &mut dyn FnMut(&Running, &mut dyn Beside) -> Control,
     ) -> Result<Exit> {
         self.exec_beside(step, Some(watch), Some(tick))
+    }
+
+    fn exec_together(&mut self, steps: &[Step]) -> Vec<Result<Exit>> {
+        if steps.len() < 2 {
+            return steps.iter().map(|s| self.exec(s)).collect();
+        }
+        let places: Vec<Place> = steps.iter().map(|s| self.view.place(s)).collect();
+        let (root, dir, interrupt) = (self.view.root, self.dir, &self.view.climb.interrupt);
+        let ran: Vec<_> = std::thread::scope(|sc| {
+            let handles: Vec<_> = steps
+                .iter()
+                .zip(&places)
+                .map(|(step, place)| {
+                    sc.spawn(move || {
+                        let mut found = Vec::new();
+                        let logs = layout::logs(dir, &step.stem);
+                        let none = &mut |_: Stream, _: &str| Control::Continue;
+                        let r = run_logged(
+                            root,
+                            step.role,
+                            &step.inv,
+                            place,
+                            logs,
+                            Some(dir),
+                            &mut found,
+                            interrupt,
+                            none,
+                        );
+                        (r, found)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join()).collect()
+        });
+        let verbose = crate::ui::verbosity() == crate::ui::Verbosity::Verbose;
+        let mut exits = Vec::new();
+        for (step, joined) in steps.iter().zip(ran) {
+            let Ok((logged, found)) = joined else {
+                exits.push(Err(anyhow::anyhow!("{} stopped on an internal error", step.role)));
+                continue;
+            };
+            self.view.note_redactions(found);
+            let (rec, result) = match logged {
+                Ok(r) => r,
+                Err(e) => {
+                    exits.push(Err(e));
+                    continue;
+                }
+            };
+            if verbose {
+                let exit = rec.exit.map(Exit::text).unwrap_or_else(|| "not started".into());
+                self.bar.note(&format!("$ {} ({exit}, {:.1} s)", rec.command, rec.duration_s));
+            }
+            self.record.commands.push(rec);
+            exits.push(result.map(|o| {
+                self.record.notes.extend(outcome_notes(step, &o));
+                o.exit
+            }));
+        }
+        exits
+    }
+
+    fn reading_begins(&mut self, ended: ArmedEnd) {
+        if let Some(gate) = self.gate {
+            gate.open(policy::pass_beside_reading(ended));
+        }
     }
 
     fn note(&mut self, text: String) {

@@ -6,7 +6,7 @@
 //!
 //! Must not: spawn processes, touch files or print. The driver asks, runs, and asks again.
 
-use super::rung::{self, Ran, Rung};
+use super::rung::{self, ArmedEnd, Ran, Rung};
 use crate::findings::verdict::{Analysis, Part, Reproduced};
 use crate::findings::{ErrorClass, Evidence};
 use crate::model::{Exit, RungId};
@@ -543,6 +543,37 @@ fn memcheck_pass(
     ))
 }
 
+/// The rung that may start beside the reading of armed run `id` (the memcheck pass, whose
+/// target then runs while cuda-gdb reads the dumps, instead of after): the first armed run of a
+/// native target in the default climb, with memcheck planned and nothing swept yet. Whether it
+/// starts is [`pass_beside_reading`]'s, once the armed run's target ended; the pass is the one
+/// [`next`] would ask for after a fault's verdict (`memcheck_pass`), started early.
+pub fn pass_may_follow(
+    req: &Request,
+    plan: &[RungId],
+    done: &[(RungId, RungOutcome)],
+    id: RungId,
+) -> Option<RungId> {
+    let first_armed = id == RungId::Baseline && attempts(done, RungId::Baseline) == 0;
+    let swept = done.iter().any(|(r, _)| rung::get(*r).in_sweep());
+    let wanted = first_armed
+        && !req.runs_every_planned_rung()
+        && !req.python
+        && !req.watch
+        && !swept
+        && plan.contains(&RungId::Memcheck)
+        && attempts(done, RungId::Memcheck) == 0;
+    wanted.then_some(RungId::Memcheck)
+}
+
+/// Whether the pass [`pass_may_follow`] named starts, now that the armed run's target ended as
+/// `ended`: it left a GPU dump (a fault the reading names; without one the cheaper rungs that
+/// locate a fault come first) within [`CONFIRM_UNDER_S`] (memcheck is 10-100x slower), and its
+/// binaries are not known to lack line info (the rebuild then comes first, and the pass after it).
+pub fn pass_beside_reading(ended: ArmedEnd) -> bool {
+    ended.dumps > 0 && ended.secs <= CONFIRM_UNDER_S as f64 && ended.lineinfo != Some(false)
+}
+
 /// A race or a barrier error with its kernel, line(s) and class is as complete as such a
 /// verdict gets: no rung that reruns the target adds to it (nothing faulted, so no dump; its
 /// launch site comes from the sanitizer's own host backtrace where it printed one).
@@ -986,6 +1017,39 @@ mod tests {
         // `--full` runs memcheck anyway; `--rungs` without it does not add it.
         let rungs = Request { rungs: Some(vec![RungId::Baseline]), ..req };
         assert!(matches!(next(&rungs, &plan(&rungs), &done, &a, short), Next::Stop(_)));
+    }
+
+    /// The pass [`next`] asks for after a short native run's fault (above) starts beside the
+    /// armed run's reading instead: named before the first armed run of a native target in the
+    /// default climb, started only once that run's target left a dump within
+    /// [`CONFIRM_UNDER_S`] with line info not known to be missing.
+    #[test]
+    fn the_memcheck_pass_may_start_beside_the_first_armed_run_s_reading() {
+        let req = Request { has_build: true, ..Request::default() };
+        let p = plan(&req);
+        assert_eq!(pass_may_follow(&req, &p, &[], RungId::Baseline), Some(RungId::Memcheck));
+        // Only before the first armed run, and not before another rung.
+        let once = [(RungId::Baseline, ran(false))];
+        assert_eq!(pass_may_follow(&req, &p, &once, RungId::Baseline), None);
+        assert_eq!(pass_may_follow(&req, &p, &[], RungId::Coredump), None);
+        // Python (memcheck on PyTorch takes minutes), `--full`, `--rungs`, watch: never.
+        for other in [
+            Request { python: true, ..req.clone() },
+            Request { full: true, ..req.clone() },
+            Request { rungs: Some(vec![RungId::Baseline, RungId::Memcheck]), ..req.clone() },
+            Request { watch: true, ..req.clone() },
+        ] {
+            assert_eq!(pass_may_follow(&other, &plan(&other), &[], RungId::Baseline), None, "{other:?}");
+        }
+        // Not when memcheck is not planned (a recipe disabled it).
+        let without: Vec<RungId> = p.iter().copied().filter(|r| *r != RungId::Memcheck).collect();
+        assert_eq!(pass_may_follow(&req, &without, &[], RungId::Baseline), None);
+        let ended = ArmedEnd { dumps: 1, secs: 0.9, lineinfo: Some(true) };
+        assert!(pass_beside_reading(ended));
+        assert!(pass_beside_reading(ArmedEnd { lineinfo: None, ..ended }), "a prebuilt binary");
+        assert!(!pass_beside_reading(ArmedEnd { dumps: 0, ..ended }), "no dump: attach is cheaper");
+        assert!(!pass_beside_reading(ArmedEnd { lineinfo: Some(false), ..ended }), "the rebuild first");
+        assert!(!pass_beside_reading(ArmedEnd { secs: CONFIRM_UNDER_S as f64 + 0.5, ..ended }));
     }
 
     #[test]

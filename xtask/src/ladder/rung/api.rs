@@ -139,6 +139,18 @@ pub struct Ran {
     pub static_sites: Option<bool>,
 }
 
+/// What the armed run's target ran to, told to the driver once it ended and before its
+/// dumps are read ([`RungIo::reading_begins`]): what the driver may start beside the reading.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ArmedEnd {
+    /// The GPU dumps it left (a device fault the reading will name).
+    pub dumps: usize,
+    /// How long the target ran, in seconds.
+    pub secs: f64,
+    /// Whether its binaries carry line info, where the rung knows it by now.
+    pub lineinfo: Option<bool>,
+}
+
 /// What the steps are built from.
 #[derive(Debug, Clone)]
 pub struct StepCx<'a> {
@@ -370,6 +382,15 @@ pub trait RungIo {
         watch: &mut dyn FnMut(&str, &mut dyn Beside) -> Control,
         tick: &mut dyn FnMut(&Running, &mut dyn Beside) -> Control,
     ) -> Result<Exit>;
+    /// Runs `steps` at once, each its own process (cuda-gdb on several dumps and on the CPU
+    /// core), each recorded into the bundle in the order given; each step's exit, or its error.
+    fn exec_together(&mut self, steps: &[Step]) -> Vec<Result<Exit>> {
+        steps.iter().map(|s| self.exec(s)).collect()
+    }
+    /// The armed run's target ended as `ended` and its dumps are read next: the driver may
+    /// start beside the reading what the policy will want once a fault's verdict is known (the
+    /// memcheck pass of a short native run), rather than after it.
+    fn reading_begins(&mut self, _ended: ArmedEnd) {}
     /// A note kept in the rung's record (and shown when the rung ends).
     fn note(&mut self, text: String);
     /// A remark shown now, while the rung runs.

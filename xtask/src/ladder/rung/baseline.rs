@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
 
-use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
+use super::api::{step, ArmedEnd, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
 use super::build::{target, with_options, DEFAULT_RUN_TIMEOUT};
 use super::{armed, coredump, evidence, hang, rebuild, sites};
 use crate::findings::verdict::Part;
@@ -155,6 +155,9 @@ impl Rung for Baseline {
             }
             _ => None,
         };
+        let dumps = coredump::dumps(io.dir())?.len();
+        let secs = started.elapsed().map(|d| d.as_secs_f64()).unwrap_or(f64::MAX);
+        io.reading_begins(ArmedEnd { dumps, secs, lineinfo });
         let read = coredump::read_dumps(io, steps, When::PerDump, started, ran)?;
         if !read.yielded && !ran.success() && !io.interrupted() {
             io.note(coredump::no_dump_note(ran));

@@ -267,9 +267,11 @@ pub fn no_dump_note(ran: Exit) -> String {
 }
 
 /// After the target's run (`ran`, started at `started`): each dump it left in the rung's
-/// folder read with cuda-gdb through the `per_dump` step (again with fewer commands after a
-/// crash), then the CPU core of the abort when the steps read one. The coredump rung, the armed
-/// baseline and `watch` (a hang's dumps with the hang rung's commands) share it.
+/// folder read with cuda-gdb through the `per_dump` step, and the CPU core of the abort when the
+/// steps read one, all at once (each cuda-gdb reads its own file: a server's many dumps cost one
+/// reading's time, not their sum); then, again with fewer commands, each dump cuda-gdb crashed
+/// on. The coredump rung, the armed baseline and `watch` (a hang's dumps with the hang rung's
+/// commands) share it.
 pub fn read_dumps(
     io: &mut dyn RungIo,
     steps: &[Step],
@@ -278,20 +280,59 @@ pub fn read_dumps(
     ran: Exit,
 ) -> Result<Ran> {
     let dumps = dumps(io.dir())?;
+    let read = Ran {
+        faulted: !ran.success() || !dumps.is_empty(),
+        yielded: !dumps.is_empty(),
+        lineinfo: None,
+        hung: false,
+        static_sites: None,
+    };
+    if dumps.is_empty() || io.interrupted() {
+        return Ok(read);
+    }
     let placeholder = io.dir().join(DUMP).display().to_string();
+    let fill = |when: When, i: usize, core: &Path| -> Result<Step> {
+        Ok(step(steps, when)?.filled(&placeholder, &core.display().to_string(), i + 1))
+    };
+    let mut first = Vec::new();
     for (i, core) in dumps.iter().enumerate() {
-        if io.interrupted() {
-            break;
+        first.push(fill(per_dump, i, core)?);
+    }
+    let cpu = match steps.iter().find(|s| s.when == When::PerCpuCore) {
+        Some(s) => take_cpu_core(io, started)?.map(|core| (s.clone(), core)),
+        None => None,
+    };
+    let mut together = first.clone();
+    together.extend(cpu.iter().map(|(s, _)| s.clone()));
+    io.say(&match (dumps.len(), cpu.is_some()) {
+        (1, false) => format!("cuda-gdb on {}", dumps[0].display()),
+        (1, true) => format!("cuda-gdb on {} and on the CPU core, side by side", dumps[0].display()),
+        (n, false) => format!("cuda-gdb on {n} dumps, side by side"),
+        (n, true) => format!("cuda-gdb on {n} dumps and on the CPU core, side by side"),
+    });
+    let results = io.exec_together(&together);
+    if let Some((_, core)) = &cpu {
+        // Deleted whatever cuda-gdb did: it is large and holds the process's memory.
+        let note = core.finish();
+        io.note(note);
+    }
+    // The bundle's errors (a log it could not write) end the reading; a process's are its log's.
+    for r in results {
+        r?;
+    }
+    let mut again = Vec::new();
+    for (i, (core, s)) in dumps.iter().zip(&first).enumerate() {
+        if scan_file(&layout::logs(io.dir(), &s.stem).0)?.debugger_crashed {
+            again.push(fill(When::PerDumpAfterCrash, i, core)?);
         }
-        io.say(&format!("cuda-gdb on {}", core.display()));
-        let core = core.display().to_string();
-        let first = step(steps, per_dump)?.filled(&placeholder, &core, i + 1);
-        io.exec(&first)?;
-        let crashed = scan_file(&layout::logs(io.dir(), &first.stem).0)?.debugger_crashed;
-        if crashed {
-            // What it printed is kept; fewer commands sometimes get further.
-            io.say("cuda-gdb crashed: retrying with fewer commands");
-            io.exec(&step(steps, When::PerDumpAfterCrash)?.filled(&placeholder, &core, i + 1))?;
+    }
+    if !again.is_empty() && !io.interrupted() {
+        // What it printed is kept; fewer commands sometimes get further.
+        io.say("cuda-gdb crashed: retrying with fewer commands");
+        for r in io.exec_together(&again) {
+            r?;
+        }
+        for _ in &again {
             io.note(
                 "cuda-gdb crashed on this dump (kept what it printed); a `-G` rebuild \
                  (`--device-debug`) often avoids that and shows locals"
@@ -299,24 +340,39 @@ pub fn read_dumps(
             );
         }
     }
-    if let Some(cpu) = steps.iter().find(|s| s.when == When::PerCpuCore) {
-        if !dumps.is_empty() && !io.interrupted() {
-            read_cpu_core(io, cpu, started)?;
-        }
-    }
-    Ok(Ran {
-        faulted: !ran.success() || !dumps.is_empty(),
-        yielded: !dumps.is_empty(),
-        lineinfo: None,
-        hung: false,
-        static_sites: None,
-    })
+    Ok(read)
 }
 
-/// Finds the CPU core the target's abort wrote (since `started`), reads its threads' stacks
-/// with cuda-gdb (`step`), and deletes it; what went wrong is a note (the host stacks then
-/// stay unknown). The coredump and hang rungs share it.
-pub fn read_cpu_core(io: &mut dyn RungIo, step: &Step, started: SystemTime) -> Result<()> {
+/// The CPU core moved into a rung's folder for cuda-gdb ([`take_cpu_core`]); [`CpuCore::finish`]
+/// deletes it and says what was read.
+pub struct CpuCore {
+    /// Where the kernel wrote it.
+    from: PathBuf,
+    /// Where it lies while cuda-gdb reads it.
+    at: PathBuf,
+    size: u64,
+}
+
+impl CpuCore {
+    /// Deletes the core; the note for the rung's record.
+    pub fn finish(&self) -> String {
+        let removed = std::fs::remove_file(&self.at);
+        format!(
+            "read the CPU core (`{}`, {} MB) for the host stacks{}",
+            self.from.display(),
+            self.size / 1_000_000,
+            match removed {
+                Ok(()) => ", then deleted it".to_string(),
+                Err(e) => format!("; deleting it failed ({e}): remove `{}` before sharing", self.at.display()),
+            }
+        )
+    }
+}
+
+/// Finds the CPU core the target's abort wrote (since `started`) and moves it into the rung's
+/// folder for cuda-gdb; `None` with a note saying why there is none (the host stacks then stay
+/// unknown).
+pub fn take_cpu_core(io: &mut dyn RungIo, started: SystemTime) -> Result<Option<CpuCore>> {
     let cwd = match &io.recipe().run.cwd {
         Some(c) => c.clone(),
         None => std::env::current_dir().context("cannot read the current folder")?,
@@ -326,7 +382,7 @@ pub fn read_cpu_core(io: &mut dyn RungIo, step: &Step, started: SystemTime) -> R
         Ok(p) => p,
         Err(why) => {
             io.note(format!("no CPU core to read, so the host launch line stays unknown here: {why}"));
-            return Ok(());
+            return Ok(None);
         }
     };
     let exact = !pattern.contains('%');
@@ -337,26 +393,26 @@ pub fn read_cpu_core(io: &mut dyn RungIo, step: &Step, started: SystemTime) -> R
                  the process was not aborted; the host launch line stays unknown here",
             dir.display()
         ));
-        return Ok(());
+        return Ok(None);
     };
     let size = std::fs::metadata(&core).map(|m| m.len()).unwrap_or(0);
     let to = io.dir().join(CPU_CORE_FILE);
     if let Err(e) = take_core(&core, &to) {
         io.note(format!("could not move the CPU core `{}` into the bundle: {e}", core.display()));
-        return Ok(());
+        return Ok(None);
     }
+    Ok(Some(CpuCore { from: core, at: to, size }))
+}
+
+/// Finds the CPU core the target's abort wrote (since `started`), reads its threads' stacks
+/// with cuda-gdb (`step`), and deletes it; what went wrong is a note (the host stacks then
+/// stay unknown). The hang rung reads it so; [`read_dumps`] reads it beside the dumps.
+pub fn read_cpu_core(io: &mut dyn RungIo, step: &Step, started: SystemTime) -> Result<()> {
+    let Some(core) = take_cpu_core(io, started)? else { return Ok(()) };
     io.say("cuda-gdb on the CPU core (the host threads' stacks)");
     let result = io.exec(step);
-    let removed = std::fs::remove_file(&to);
-    io.note(format!(
-        "read the CPU core (`{}`, {} MB) for the host stacks{}",
-        core.display(),
-        size / 1_000_000,
-        match removed {
-            Ok(()) => ", then deleted it".to_string(),
-            Err(e) => format!("; deleting it failed ({e}): remove `{}` before sharing", to.display()),
-        }
-    ));
+    let note = core.finish();
+    io.note(note);
     result.map(|_| ())
 }
 
