@@ -6,6 +6,9 @@
 //!
 //! Rungs the policy names to run side by side (the sweep, [`policy::beside`]) run on threads
 //! of their own, sharing a read-only view of the climb; each keeps its own folder and record.
+//! So does the memcheck pass the policy may start beside the first armed run's reading
+//! ([`policy::pass_may_follow`]): its thread waits until the armed run's target ended and the
+//! armed run says whether it starts.
 //!
 //! Must not: parse tool output itself (that is `findings`), print other than through the
 //! progress sink, spawn other than through `process`, or leave a process of the target alive.
@@ -17,6 +20,7 @@ use std::time::Instant;
 use anyhow::Result;
 
 use super::collect::{self, Collected};
+use super::gate::{Closes, Gate};
 use super::policy::{self, Facts, Next, Request, RungOutcome};
 use super::recorder;
 use super::run::{place_for, run_logged, run_logged_watched};
@@ -730,46 +734,6 @@ impl<'v, 'a> View<'v, 'a> {
         let mut started = self.started.lock().unwrap_or_else(|e| e.into_inner());
         let c = self.climb;
         place_for(c.containers.as_ref(), c.slurm.as_ref(), c.ssh.as_ref(), &mut started, step, &Place::Host)
-    }
-}
-
-/// Whether the pass beside an armed run's reading starts ([`State::execute_with_pass`]):
-/// opened once, by the armed run when its target ended, else when the armed run ended.
-#[derive(Default)]
-struct Gate {
-    open: Mutex<Option<bool>>,
-    opened: std::sync::Condvar,
-}
-
-impl Gate {
-    /// Says whether the pass starts; only the first word counts.
-    fn open(&self, start: bool) {
-        let mut o = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if o.is_none() {
-            *o = Some(start);
-            self.opened.notify_all();
-        }
-    }
-
-    /// Waits for the word.
-    fn wait(&self) -> bool {
-        let mut o = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if let Some(start) = *o {
-                return start;
-            }
-            o = self.opened.wait(o).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-}
-
-/// Opens its gate with "no pass" when dropped, so that a pass never waits on an armed run
-/// that ended without a word (an error, a panic).
-struct Closes<'g>(&'g Gate);
-
-impl Drop for Closes<'_> {
-    fn drop(&mut self) {
-        self.0.open(false);
     }
 }
 

@@ -9,6 +9,7 @@
 pub mod collect;
 pub mod driver;
 pub mod dump;
+mod gate;
 pub mod plan;
 pub mod policy;
 pub mod recorder;

@@ -1,6 +1,7 @@
 //! Rung 4, coredump: the driver writes a GPU coredump on the exception (into the rung's
 //! folder, one file per faulting process, named `core_%h.%p.%t`), then `cuda-gdb` reads
-//! each dump in batch mode, again with fewer commands when it crashed on it.
+//! each dump in batch mode (the dumps and the CPU core side by side, one cuda-gdb each), again
+//! with fewer commands when it crashed on it.
 //!
 //! For a native target the run is merged with launch-blocking (recorded on an H200, transcripts
 //! point 20): under `CUDA_LAUNCH_BLOCKING=1` the host thread is still inside the faulting
