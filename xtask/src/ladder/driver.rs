@@ -223,6 +223,19 @@ struct Planned {
     ended: Option<Instant>,
 }
 
+/// Runs planned rung `p` on a thread of its own beside others: its remarks held for its
+/// record's lines ([`Held`]), a panic its error, its end time set.
+fn run_on_thread(view: &View<'_, '_>, p: &mut Planned) -> (Result<Ran>, Vec<String>) {
+    let held = Held::default();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut io = Io { view, dir: &p.dir, record: &mut p.record, bar: &held, gate: None };
+        p.rung.run(&mut io, &p.steps)
+    }))
+    .unwrap_or_else(|_| Err(anyhow::anyhow!("{} stopped on an internal error", p.id)));
+    p.ended = Some(Instant::now());
+    (result, held.notes.into_inner())
+}
+
 /// How the pass beside an armed run's reading ended ([`State::execute_with_pass`]).
 enum Pass {
     /// It ran: its rung, its run, the remarks held for its record's lines.
@@ -434,15 +447,8 @@ impl State<'_, '_> {
                      of its dumps, not after it"
                         .into(),
                 );
-                let held = Held::default();
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    let mut io =
-                        Io { view, dir: &pass.dir, record: &mut pass.record, bar: &held, gate: None };
-                    pass.rung.run(&mut io, &pass.steps)
-                }))
-                .unwrap_or_else(|_| Err(anyhow::anyhow!("{} stopped on an internal error", pass.id)));
-                pass.ended = Some(Instant::now());
-                Pass::Ran(Box::new(pass), result, held.notes.into_inner())
+                let (result, notes) = run_on_thread(view, &mut pass);
+                Pass::Ran(Box::new(pass), result, notes)
             });
             // Opened (no pass) when the armed run ends without opening it, however it ends.
             let closes = Closes(gate);
@@ -487,15 +493,8 @@ impl State<'_, '_> {
                     let view = &view;
                     s.spawn(move || {
                         p.started = Instant::now();
-                        let held = Held::default();
-                        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            let mut io =
-                                Io { view, dir: &p.dir, record: &mut p.record, bar: &held, gate: None };
-                            p.rung.run(&mut io, &p.steps)
-                        }))
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("{} stopped on an internal error", p.id)));
-                        p.ended = Some(Instant::now());
-                        (p, result, held.notes.into_inner())
+                        let (result, notes) = run_on_thread(view, &mut p);
+                        (p, result, notes)
                     })
                 })
                 .collect();
