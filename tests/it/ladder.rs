@@ -46,10 +46,11 @@ fn oob_write_climbs_past_the_coredump_to_memcheck_and_says_the_launch_line_stays
         .run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
     let seen = std::fs::read_to_string(meet.join("seen.log")).unwrap();
-    let mut lines: Vec<&str> = seen.lines().collect();
-    lines.sort();
-    // cuda-gdb's first reading met memcheck; its retry (after the crash) ran alone.
-    assert_eq!(lines, ["cuda-gdb saw 1", "cuda-gdb saw 2", "memcheck saw 2"], "{}", out.both());
+    // cuda-gdb's first reading met memcheck (each saw the other); its retry after the crash
+    // came later, beside memcheck's end or alone, whichever the machine's load made it.
+    let lines: Vec<&str> = seen.lines().collect();
+    assert!(lines.contains(&"memcheck saw 2") && lines.contains(&"cuda-gdb saw 2"), "{seen}\n{}", out.both());
+    assert_eq!(lines.iter().filter(|l| l.starts_with("cuda-gdb")).count(), 2, "{seen}");
 
     let b = s.only_bundle();
     for f in ["manifest.yaml", "summary.md", "findings.json"] {
