@@ -42,7 +42,7 @@ fn oob_write_climbs_past_the_coredump_to_memcheck_and_says_the_launch_line_stays
     let out = Run::new(&s, &recipe, "oob_write")
         .env("STANDIN_MEET", meet.to_str().unwrap())
         .env("STANDIN_MEET_COUNT", "2")
-        .env("STANDIN_MEET_WAIT", "1")
+        .env("STANDIN_MEET_WAIT", "3")
         .run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
     let seen = std::fs::read_to_string(meet.join("seen.log")).unwrap();
