@@ -305,17 +305,14 @@ impl State<'_, '_> {
             }
             let Some(p) = planned.pop() else { continue };
             let bar = progress.rung(p.index, total, p.id.name(), p.rung.describe());
-            let pass = match self.pass_may_follow(p.id, prompter) {
-                Some(id) => Some(self.plan_rung(id, index + 1)?),
-                None => None,
-            };
-            let Some(pass) = pass else {
+            let Some(id) = self.pass_may_follow(p.id, prompter) else {
                 let (p, result) = self.execute(p, bar.as_ref());
                 if let Some(stop) = self.finish(p, result, bar.as_ref(), progress, false)? {
                     return Ok(stop);
                 }
                 continue;
             };
+            let pass = self.plan_rung(id, index + 1)?;
             let (p, result, pass) = self.execute_with_pass(p, pass, bar.as_ref());
             if let Some(stop) = self.finish(p, result, bar.as_ref(), progress, false)? {
                 return Ok(stop);
@@ -424,7 +421,7 @@ impl State<'_, '_> {
     /// Runs the armed run `p`, its progress on `bar`, and on a thread beside it the pass
     /// (`pass`), which waits until the armed run's target ended and starts only if the armed
     /// run then says so ([`RungIo::reading_begins`], [`policy::pass_beside_reading`]): the
-    /// pass's target runs while cuda-gdb reads the dumps. `Err(pass)`: it did not start.
+    /// pass's target runs while cuda-gdb reads the dumps. [`Pass::NotStarted`]: it did not.
     fn execute_with_pass(
         &mut self,
         mut p: Planned,
@@ -810,7 +807,7 @@ impl Io<'_, '_, '_> {
         on_tick: &mut dyn FnMut(&Running) -> Control,
     ) -> Result<Exit> {
         let mut found = Vec::new();
-        let (rec, result) = run_logged_watched(
+        let logged = run_logged_watched(
             self.view.root,
             step.role,
             &step.inv,
@@ -821,8 +818,23 @@ impl Io<'_, '_, '_> {
             &self.view.climb.interrupt,
             on_line,
             on_tick,
-        )?;
+        );
+        self.recorded(step, place, found, logged)
+    }
+
+    /// What one step's run at `place` left (`logged`, with the redactions `found` in it) joins
+    /// the rung's record: its command, its notes (a container runtime's own failure, a timeout,
+    /// a log cut) and, with `-v`, the command on the bar. The outer error is the bundle's, the
+    /// inner the process's.
+    fn recorded(
+        &mut self,
+        step: &Step,
+        place: &Place,
+        found: Vec<Redaction>,
+        logged: Result<(CommandRecord, Result<process::Outcome>)>,
+    ) -> Result<Exit> {
         self.view.note_redactions(found);
+        let (rec, result) = logged?;
         if crate::ui::verbosity() == crate::ui::Verbosity::Verbose {
             let exit = rec.exit.map(Exit::text).unwrap_or_else(|| "not started".into());
             self.bar.note(&format!("$ {} ({exit}, {:.1} s)", rec.command, rec.duration_s));
@@ -1025,30 +1037,12 @@ impl RungIo for Io<'_, '_, '_> {
                 .collect();
             handles.into_iter().map(|h| h.join()).collect()
         });
-        let verbose = crate::ui::verbosity() == crate::ui::Verbosity::Verbose;
         let mut exits = Vec::new();
-        for (step, joined) in steps.iter().zip(ran) {
-            let Ok((logged, found)) = joined else {
-                exits.push(Err(anyhow::anyhow!("{} stopped on an internal error", step.role)));
-                continue;
-            };
-            self.view.note_redactions(found);
-            let (rec, result) = match logged {
-                Ok(r) => r,
-                Err(e) => {
-                    exits.push(Err(e));
-                    continue;
-                }
-            };
-            if verbose {
-                let exit = rec.exit.map(Exit::text).unwrap_or_else(|| "not started".into());
-                self.bar.note(&format!("$ {} ({exit}, {:.1} s)", rec.command, rec.duration_s));
-            }
-            self.record.commands.push(rec);
-            exits.push(result.map(|o| {
-                self.record.notes.extend(outcome_notes(step, &o));
-                o.exit
-            }));
+        for ((step, place), joined) in steps.iter().zip(&places).zip(ran) {
+            exits.push(match joined {
+                Ok((logged, found)) => self.recorded(step, place, found, logged),
+                Err(_) => Err(anyhow::anyhow!("{} stopped on an internal error", step.role)),
+            });
         }
         exits
     }
