@@ -40,13 +40,25 @@ fn two_procs_recipe(s: &Scratch) -> PathBuf {
 /// A C++ kernel spinning on a flag (hang_flag), `--hang-after 1`: the hang rung runs first
 /// and alone, triggers the pipe, cuda-gdb reads the dump (`cudagdb-<pid>.log`: the recorded
 /// `info cuda threads` at hang_flag.cu:8 and :18) and the CPU core the abort left
-/// (`cpucore-gdb.log`, then deleted), and the climb stops saying the target hung.
+/// (`cpucore-gdb.log`, then deleted) side by side (the stand-ins meet: each waits until the
+/// other is running), and the climb stops saying the target hung.
 #[test]
 fn a_cuda_hang_is_dumped_through_its_pipe_and_the_climb_stops() {
     let s = Scratch::for_run("hang-flag");
     let recipe = s.write_recipe(&target_recipe(""));
-    let out = Run::new(&s, &recipe, "hang/hang_flag").arg("--hang-after").arg("1").run();
+    let meet = s.path("meet");
+    let out = Run::new(&s, &recipe, "hang/hang_flag")
+        .arg("--hang-after")
+        .arg("1")
+        .env("STANDIN_MEET", meet.to_str().unwrap())
+        .env("STANDIN_MEET_COUNT", "2")
+        .env("STANDIN_MEET_WAIT", "5")
+        .run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
+    let seen = std::fs::read_to_string(meet.join("seen.log")).unwrap();
+    let mut seen: Vec<&str> = seen.lines().collect();
+    seen.sort_unstable();
+    assert_eq!(seen, ["cuda-gdb saw 2", "cuda-gdb-cpu saw 2"], "read one after the other");
     assert!(out.took < Duration::from_secs(30), "took {:?}", out.took);
     let b = s.only_bundle();
     assert_eq!(b.rung_dirs(), ["01-hang"], "{}", out.both());
@@ -86,13 +98,21 @@ fn a_cuda_hang_is_dumped_through_its_pipe_and_the_climb_stops() {
 
 /// A Python parent spinning in a Triton kernel and a spawned worker blocked on the host
 /// (hang_two_procs), `hang_after` in the recipe: both processes' py-spy stacks, both pipes
-/// triggered, both dumps read; no CPU core (a Python target's is about 1 GB).
+/// triggered, both dumps read side by side (the stand-ins meet); no CPU core (a Python
+/// target's is about 1 GB).
 #[test]
 fn a_hang_in_a_worker_gets_both_pipes_and_both_stacks() {
     let s = Scratch::for_run("hang-two");
     let recipe = two_procs_recipe(&s);
-    let out = Run::new(&s, &recipe, "hang/hang_two_procs").run();
+    let meet = s.path("meet");
+    let out = Run::new(&s, &recipe, "hang/hang_two_procs")
+        .env("STANDIN_MEET", meet.to_str().unwrap())
+        .env("STANDIN_MEET_COUNT", "2")
+        .env("STANDIN_MEET_WAIT", "5")
+        .run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
+    let seen = std::fs::read_to_string(meet.join("seen.log")).unwrap();
+    assert_eq!(seen.lines().collect::<Vec<_>>(), ["cuda-gdb saw 2"; 2], "read one after the other");
     let b = s.only_bundle();
     assert_eq!(b.rung_dirs(), ["01-hang"], "{}", out.both());
     let parent = pids(&s, "target")[0];

@@ -299,28 +299,8 @@ pub fn read_dumps(
     for (i, core) in dumps.iter().enumerate() {
         first.push(fill(per_dump, i, core)?);
     }
-    let cpu = match steps.iter().find(|s| s.when == When::PerCpuCore) {
-        Some(s) => take_cpu_core(io, started)?.map(|core| (s.clone(), core)),
-        None => None,
-    };
-    let mut together = first.clone();
-    together.extend(cpu.iter().map(|(s, _)| s.clone()));
-    io.say(&match (dumps.len(), cpu.is_some()) {
-        (1, false) => format!("cuda-gdb on {}", dumps[0].display()),
-        (1, true) => format!("cuda-gdb on {} and on the CPU core, side by side", dumps[0].display()),
-        (n, false) => format!("cuda-gdb on {n} dumps, side by side"),
-        (n, true) => format!("cuda-gdb on {n} dumps and on the CPU core, side by side"),
-    });
-    let results = io.exec_together(&together);
-    if let Some((_, core)) = &cpu {
-        // Deleted whatever cuda-gdb did: it is large and holds the process's memory.
-        let note = core.finish();
-        io.note(note);
-    }
-    // The bundle's errors (a log it could not write) end the reading; a process's are its log's.
-    for r in results {
-        r?;
-    }
+    let cpu = steps.iter().find(|s| s.when == When::PerCpuCore);
+    read_together(io, &dumps, first.clone(), cpu, started)?;
     let mut again = Vec::new();
     for (i, (core, s)) in dumps.iter().zip(&first).enumerate() {
         if scan_file(&layout::logs(io.dir(), &s.stem).0)?.debugger_crashed {
@@ -405,16 +385,43 @@ pub fn take_cpu_core(io: &mut dyn RungIo, started: SystemTime) -> Result<Option<
     Ok(Some(CpuCore { from: core, at: to, size }))
 }
 
-/// Finds the CPU core the target's abort wrote (since `started`), reads its threads' stacks
-/// with cuda-gdb (`step`), and deletes it; what went wrong is a note (the host stacks then
-/// stay unknown). The hang rung reads it so; [`read_dumps`] reads it beside the dumps.
-pub fn read_cpu_core(io: &mut dyn RungIo, step: &Step, started: SystemTime) -> Result<()> {
-    let Some(core) = take_cpu_core(io, started)? else { return Ok(()) };
-    io.say("cuda-gdb on the CPU core (the host threads' stacks)");
-    let result = io.exec(step);
-    let note = core.finish();
-    io.note(note);
-    result.map(|_| ())
+/// Runs `readings` (cuda-gdb, one per dump of `dumps`) and, with `cpu` (the step that reads a
+/// CPU core), the reading of the CPU core the target's abort wrote since `started`, all at once:
+/// each cuda-gdb reads its own file, so eight ranks' dumps cost one reading's time, not their
+/// sum. The CPU core is deleted afterwards whatever cuda-gdb did. [`read_dumps`] and the hang
+/// rung share it.
+pub fn read_together(
+    io: &mut dyn RungIo,
+    dumps: &[PathBuf],
+    mut readings: Vec<Step>,
+    cpu: Option<&Step>,
+    started: SystemTime,
+) -> Result<()> {
+    let core = match cpu {
+        Some(_) => take_cpu_core(io, started)?,
+        None => None,
+    };
+    if let (Some(s), Some(_)) = (cpu, &core) {
+        readings.push(s.clone());
+    }
+    let name = |d: &PathBuf| d.file_name().map_or_else(|| d.display().to_string(), |n| n.to_string_lossy().into());
+    io.say(&match (dumps, core.is_some()) {
+        ([d], false) => format!("cuda-gdb on {}", name(d)),
+        ([d], true) => format!("cuda-gdb on {} and on the CPU core, side by side", name(d)),
+        (_, false) => format!("cuda-gdb on {} dumps, side by side", dumps.len()),
+        (_, true) => format!("cuda-gdb on {} dumps and on the CPU core, side by side", dumps.len()),
+    });
+    let results = io.exec_together(&readings);
+    if let Some(core) = core {
+        // Deleted whatever cuda-gdb did: it is large and holds the process's memory.
+        let note = core.finish();
+        io.note(note);
+    }
+    // The bundle's errors (a log it could not write) end the reading; a process's are its log's.
+    for r in results {
+        r?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -184,22 +184,17 @@ impl Rung for Hang {
         let dumps = files(&dir, DUMP_PREFIX);
         let placeholder = dir.join(HANG_DUMP).display().to_string();
         let per_dump = step(steps, When::PerDump)?;
+        let mut readings = Vec::new();
         for (i, d) in dumps.iter().enumerate() {
-            if io.interrupted() {
-                break;
-            }
-            let name = name_of(d);
-            io.say(&format!("cuda-gdb on {name}"));
             let mut s = per_dump.filled(&placeholder, &d.display().to_string(), i + 1);
-            if let Some(pid) = pid_in(&name) {
+            if let Some(pid) = pid_in(&name_of(d)) {
                 s.stem = format!("cudagdb-{pid}");
             }
-            io.exec(&s)?;
+            readings.push(s);
         }
-        if let Some(cpu) = steps.iter().find(|s| s.when == When::PerCpuCore) {
-            if !dumps.is_empty() && !io.interrupted() {
-                coredump::read_cpu_core(io, cpu, started)?;
-            }
+        if !dumps.is_empty() && !io.interrupted() {
+            let cpu = steps.iter().find(|s| s.when == When::PerCpuCore);
+            coredump::read_together(io, &dumps, readings, cpu, started)?;
         }
         Ok(Ran {
             faulted: !dumps.is_empty(),
