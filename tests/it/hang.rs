@@ -46,19 +46,9 @@ fn two_procs_recipe(s: &Scratch) -> PathBuf {
 fn a_cuda_hang_is_dumped_through_its_pipe_and_the_climb_stops() {
     let s = Scratch::for_run("hang-flag");
     let recipe = s.write_recipe(&target_recipe(""));
-    let meet = s.path("meet");
-    let out = Run::new(&s, &recipe, "hang/hang_flag")
-        .arg("--hang-after")
-        .arg("1")
-        .env("STANDIN_MEET", meet.to_str().unwrap())
-        .env("STANDIN_MEET_COUNT", "2")
-        .env("STANDIN_MEET_WAIT", "5")
-        .run();
+    let out = Run::new(&s, &recipe, "hang/hang_flag").arg("--hang-after").arg("1").meet(2, 5).run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
-    let seen = std::fs::read_to_string(meet.join("seen.log")).unwrap();
-    let mut seen: Vec<&str> = seen.lines().collect();
-    seen.sort_unstable();
-    assert_eq!(seen, ["cuda-gdb saw 2", "cuda-gdb-cpu saw 2"], "read one after the other");
+    assert_eq!(Run::seen(&s), ["cuda-gdb saw 2", "cuda-gdb-cpu saw 2"], "read one after the other");
     assert!(out.took < Duration::from_secs(30), "took {:?}", out.took);
     let b = s.only_bundle();
     assert_eq!(b.rung_dirs(), ["01-hang"], "{}", out.both());
@@ -104,15 +94,9 @@ fn a_cuda_hang_is_dumped_through_its_pipe_and_the_climb_stops() {
 fn a_hang_in_a_worker_gets_both_pipes_and_both_stacks() {
     let s = Scratch::for_run("hang-two");
     let recipe = two_procs_recipe(&s);
-    let meet = s.path("meet");
-    let out = Run::new(&s, &recipe, "hang/hang_two_procs")
-        .env("STANDIN_MEET", meet.to_str().unwrap())
-        .env("STANDIN_MEET_COUNT", "2")
-        .env("STANDIN_MEET_WAIT", "5")
-        .run();
+    let out = Run::new(&s, &recipe, "hang/hang_two_procs").meet(2, 5).run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
-    let seen = std::fs::read_to_string(meet.join("seen.log")).unwrap();
-    assert_eq!(seen.lines().collect::<Vec<_>>(), ["cuda-gdb saw 2"; 2], "read one after the other");
+    assert_eq!(Run::seen(&s), ["cuda-gdb saw 2"; 2], "read one after the other");
     let b = s.only_bundle();
     assert_eq!(b.rung_dirs(), ["01-hang"], "{}", out.both());
     let parent = pids(&s, "target")[0];

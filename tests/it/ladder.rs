@@ -38,19 +38,14 @@ use support::{alive, path_with, root, standins, wait_for, Scratch};
 fn oob_write_climbs_past_the_coredump_to_memcheck_and_says_the_launch_line_stays_unknown() {
     let s = Scratch::for_run("oob-write");
     let recipe = s.write_recipe(&target_recipe(""));
-    let meet = s.path("meet");
-    let out = Run::new(&s, &recipe, "oob_write")
-        .env("STANDIN_MEET", meet.to_str().unwrap())
-        .env("STANDIN_MEET_COUNT", "2")
-        .env("STANDIN_MEET_WAIT", "3")
-        .run();
+    let out = Run::new(&s, &recipe, "oob_write").meet(2, 3).run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
-    let seen = std::fs::read_to_string(meet.join("seen.log")).unwrap();
     // cuda-gdb's first reading met memcheck (each saw the other); its retry after the crash
     // came later, beside memcheck's end or alone, whichever the machine's load made it.
-    let lines: Vec<&str> = seen.lines().collect();
-    assert!(lines.contains(&"memcheck saw 2") && lines.contains(&"cuda-gdb saw 2"), "{seen}\n{}", out.both());
-    assert_eq!(lines.iter().filter(|l| l.starts_with("cuda-gdb")).count(), 2, "{seen}");
+    let seen = Run::seen(&s);
+    let has = |l: &str| seen.iter().any(|x| x == l);
+    assert!(has("memcheck saw 2") && has("cuda-gdb saw 2"), "{seen:?}\n{}", out.both());
+    assert_eq!(seen.iter().filter(|l| l.starts_with("cuda-gdb")).count(), 2, "{seen:?}");
 
     let b = s.only_bundle();
     for f in ["manifest.yaml", "summary.md", "findings.json"] {
@@ -1505,17 +1500,10 @@ fn the_sweep_runs_its_sanitizers_side_by_side() {
     let s = Scratch::for_run("beside");
     let recipe = s.write_recipe(&target_recipe(""));
     let case = stencil_fixed_case(&s);
-    let meet = s.path("meet");
-    let out = Run::new(&s, &recipe, "clean")
-        .env("STANDIN_CASE", case.to_str().unwrap())
-        .env("STANDIN_MEET", meet.to_str().unwrap())
-        .run();
+    let out = Run::new(&s, &recipe, "clean").env("STANDIN_CASE", case.to_str().unwrap()).meet(4, 10).run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
-    let seen = std::fs::read_to_string(meet.join("seen.log")).unwrap();
-    let mut lines: Vec<&str> = seen.lines().collect();
-    lines.sort();
     assert_eq!(
-        lines,
+        Run::seen(&s),
         ["initcheck saw 4", "memcheck saw 4", "racecheck saw 4", "synccheck saw 4"],
         "{}",
         out.both()
@@ -1535,11 +1523,9 @@ fn a_sanitizer_that_failed_beside_the_others_runs_again_alone() {
     let s = Scratch::for_run("beside-fail");
     let recipe = s.write_recipe(&target_recipe(""));
     let case = stencil_fixed_case(&s);
-    let meet = s.path("meet");
     let out = Run::new(&s, &recipe, "clean")
         .env("STANDIN_CASE", case.to_str().unwrap())
-        .env("STANDIN_MEET", meet.to_str().unwrap())
-        .env("STANDIN_MEET_WAIT", "2")
+        .meet(4, 2)
         .env("STANDIN_FAIL_BESIDE", "memcheck")
         .run();
     assert_eq!(out.code(), Some(0), "{}", out.both());
@@ -1553,7 +1539,8 @@ fn a_sanitizer_that_failed_beside_the_others_runs_again_alone() {
     );
     assert_eq!(b.exit_of("02-memcheck", "target"), "code 1");
     assert_eq!(b.exit_of("06-memcheck-2", "target"), "code 0");
-    let seen = std::fs::read_to_string(meet.join("seen.log")).unwrap();
+    // In the order they ended: the run again alone came last.
+    let seen = std::fs::read_to_string(s.path("meet").join("seen.log")).unwrap();
     assert!(seen.lines().last() == Some("memcheck saw 1"), "{seen}");
     let notes = b.read("manifest.yaml");
     assert!(notes.contains("runs again alone before its run counts"), "{notes}");

@@ -190,6 +190,24 @@ impl<'a> Run<'a> {
         self
     }
 
+    /// The stand-ins that read or check (cuda-gdb, compute-sanitizer) meet in the scratch
+    /// folder's `meet/` (tests/standins/lib.sh): each waits up to `wait_s` for `count` of them to
+    /// be running at once, then notes how many it saw ([`Run::seen`]).
+    pub fn meet(self, count: usize, wait_s: u32) -> Self {
+        let dir = self.scratch.path("meet");
+        self.env("STANDIN_MEET", dir.to_str().unwrap())
+            .env("STANDIN_MEET_COUNT", &count.to_string())
+            .env("STANDIN_MEET_WAIT", &wait_s.to_string())
+    }
+
+    /// What each stand-in that met saw (`NAME saw N`), sorted.
+    pub fn seen(scratch: &Scratch) -> Vec<String> {
+        let log = std::fs::read_to_string(scratch.path("meet").join("seen.log")).unwrap_or_default();
+        let mut seen: Vec<String> = log.lines().map(str::to_string).collect();
+        seen.sort();
+        seen
+    }
+
     pub fn spawn(&self) -> Child {
         self.spawn_via(&[])
     }
