@@ -34,6 +34,11 @@ const COPY_ENV: &str = "XTASK_CLIMB_STANDINS";
 /// PATH and `STANDIN_CASE` set. Elsewhere, runs `name` alone in such a copy of this binary,
 /// fails with its output when it failed (or ran no test), and returns `false`.
 fn in_standin_copy(name: &str) -> bool {
+    in_standin_copy_of(name, CASE, &[])
+}
+
+/// [`in_standin_copy`] replaying `case`, with `env` set too (the stand-ins' switches).
+fn in_standin_copy_of(name: &str, case: &str, env: &[(&str, &str)]) -> bool {
     if std::env::var_os(COPY_ENV).is_some() {
         return true;
     }
@@ -42,7 +47,8 @@ fn in_standin_copy(name: &str) -> bool {
         .args(["--exact", "--test-threads=1"])
         .env(COPY_ENV, "1")
         .env("PATH", path_with(&[&standins()]))
-        .env("STANDIN_CASE", fixture(CASE))
+        .env("STANDIN_CASE", fixture(case))
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -210,6 +216,45 @@ fn a_skipped_baseline_still_climbs_until_no_rung_can_add() {
     assert_eq!((surfaced.frame.file.as_deref(), surfaced.frame.line), (Some("oob_read.cu"), Some(26)));
     assert_eq!(surfaced.from, "memcheck");
     assert!(progress.lines.borrow().iter().any(|l| l.starts_with("coredump: ")), "{:?}", progress.lines);
+    s.assert_no_standin_left();
+}
+
+/// With a person answering the prompts, no rung starts beside another: a binary that names its
+/// launch sites (oob_write, its H200 disassembly replayed) gets the whole verdict from its armed
+/// run, and the memcheck pass after it, asked for like any rung, runs over every kernel and
+/// prints its first 100 records (an earlier bug's come first).
+#[test]
+fn the_memcheck_pass_after_a_complete_verdict_prints_its_first_records() {
+    if !in_standin_copy_of(
+        "the_memcheck_pass_after_a_complete_verdict_prints_its_first_records",
+        "oob_write",
+        &[("STANDIN_OBJDUMP", "1")],
+    ) {
+        return;
+    }
+    let s = Scratch::for_run("climb-pass");
+    let r = resolved(&s);
+    let req = Request::default();
+    let plan = policy::plan(&req);
+    let mut prompter = Scripted { answers: vec![], asked: vec![] };
+    let climbed = climb(&r, &req, &plan).run(bundle(&s, &r), &mut prompter, &Recorder::default());
+    let stopped = climbed.outcome.unwrap();
+    assert!(
+        matches!(&stopped, Stopped::Done(why) if why.starts_with("the verdict is complete")),
+        "{stopped:?}"
+    );
+    assert_eq!(prompter.asked, ["baseline", "memcheck"]);
+    let m = climbed.bundle.manifest();
+    let memcheck = &m.rungs[1];
+    assert_eq!(memcheck.rung, RungId::Memcheck);
+    let command = &memcheck.commands[0].command;
+    assert!(command.contains("--print-limit 100 ") && !command.contains("--kernel-name"), "{command}");
+    let notes = memcheck.notes.join("\n");
+    assert!(notes.contains("every kernel, the first 100 records printed"), "{notes}");
+    assert!(!notes.contains("beside the armed run's reading"), "{notes}");
+    let v = climbed.analysis.verdict.expect("a verdict");
+    let launch = v.launch_site.expect("a launch site");
+    assert_eq!((launch.frame.function.as_deref(), launch.frame.line), (Some("main"), Some(15)));
     s.assert_no_standin_left();
 }
 

@@ -132,16 +132,53 @@ fn oob_write_climbs_past_the_coredump_to_memcheck_and_says_the_launch_line_stays
     // memcheck, with padding, both reports from one run, over every kernel: it started before
     // the armed run's verdict was known.
     let mc = b.read("rungs/02-memcheck/command.txt");
-    assert!(mc.contains("compute-sanitizer --tool memcheck --padding 64 "), "{mc}");
-    assert!(!mc.contains("--kernel-name"), "{mc}");
+    // The pass prints the first 100 records (an earlier bug's come first), not the rung's 1,000.
+    assert!(mc.contains("compute-sanitizer --tool memcheck --padding 64 --print-limit 100 "), "{mc}");
+    assert!(!mc.contains("--kernel-name") && !mc.contains("1000"), "{mc}");
     let notes = b.notes("memcheck");
     assert!(notes.contains("started beside the armed run's reading of its dumps"), "{notes}");
+    assert!(notes.contains("every kernel, the first 100 records printed"), "{notes}");
     assert!(!notes.contains("scoped to the suspect kernel"), "{notes}");
     assert!(b.read("rungs/02-memcheck/memcheck.xml").contains("<?xml"));
     assert!(b.read("rungs/02-memcheck/stdout.log").contains("Invalid __global__ write of size 4 bytes"));
     // The target died of SIGABRT after the dump, as the real program did (134 in meta.tsv).
     assert_eq!(b.exit_of("baseline", "target"), "signal 6", "{}", b.read("manifest.yaml"));
     assert_eq!(b.exit_of("memcheck", "target"), "code 1");
+    s.assert_no_standin_left();
+}
+
+/// (a2) The same fault from a binary that names its launch sites (the stand-in objdump replays
+/// the H200's disassembly of oob_write, `tests/fixtures/h200/objdump`): the armed run is not
+/// launch-blocking, and its one run gives the whole verdict, the launch line from the table.
+/// The memcheck pass starts beside the reading, over every kernel, its first 100 records.
+#[test]
+fn a_binary_that_names_its_launch_sites_gets_the_whole_verdict_from_one_run() {
+    let s = Scratch::for_run("one-run");
+    let recipe = s.write_recipe(&target_recipe(""));
+    let out = Run::new(&s, &recipe, "oob_write").env("STANDIN_OBJDUMP", "1").meet(2, 3).run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    let b = s.only_bundle();
+    assert_eq!(b.rung_dirs(), ["01-baseline", "02-memcheck"], "{}", out.both());
+    assert!(b.read("rungs/01-baseline/launch-sites.log").contains("scale_write("));
+    let cmd = b.read("rungs/01-baseline/command.txt");
+    assert!(!cmd.contains("CUDA_LAUNCH_BLOCKING"), "{cmd}");
+    let v = &b.findings()["verdict"];
+    assert_eq!(
+        (v["kernel"].as_str(), v["line"].as_u64()),
+        (Some("scale_write(float*, int, long long)"), Some(7)),
+        "{v}"
+    );
+    let launch = &v["launch_site"];
+    assert_eq!((launch["function"].as_str(), launch["line"].as_u64()), (Some("main"), Some(15)), "{v}");
+    assert_eq!(launch["from"], "baseline/launch-sites", "{v}");
+    assert!(out.stdout.contains("launched: main at /work/"), "{}", out.both());
+    // The pass: beside the reading (the stand-ins met), every kernel, the first 100 records.
+    let seen = Run::seen(&s);
+    assert!(seen.iter().any(|l| l == "memcheck saw 2"), "{seen:?}");
+    let mc = b.read("rungs/02-memcheck/command.txt");
+    assert!(mc.contains("--print-limit 100 ") && !mc.contains("--kernel-name"), "{mc}");
+    let stopped = b.manifest()["stopped"].as_str().unwrap().to_string();
+    assert!(stopped.starts_with("the verdict is complete"), "{stopped}");
     s.assert_no_standin_left();
 }
 

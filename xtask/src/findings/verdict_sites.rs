@@ -239,12 +239,17 @@ pub(super) fn pick_launch_site<'a>(
             return Some(h);
         }
     }
-    if let Some(f) =
-        members.flat_map(|f| f.host_frames.iter()).find(|f| !f.python && !is_launch_machinery(f, kernel))
-    {
-        return Some(HostSite { frame: f.clone(), from: memcheck_origin(f), how: MEMCHECK.into() });
+    let memcheck = members
+        .flat_map(|f| f.host_frames.iter())
+        .find(|f| !f.python && !is_launch_machinery(f, kernel))
+        .map(|f| HostSite { frame: f.clone(), from: memcheck_origin(f), how: MEMCHECK.into() });
+    // memcheck's frame names the function only where the binary lacks host line info for it;
+    // the disassembly's only launch of the kernel, where it has the line, says more.
+    match (memcheck, static_launch_site(inputs, kernel)) {
+        (Some(m), Some(s)) if m.frame.line.is_none() && s.frame.line.is_some() => Some(s),
+        (Some(m), _) => Some(m),
+        (None, s) => s,
     }
-    static_launch_site(inputs, kernel)
 }
 
 /// The binary's only launch of `kernel` (its disassembly, [`launch_sites::only_site`]), where

@@ -225,10 +225,10 @@ struct Planned {
 
 /// Runs planned rung `p` on a thread of its own beside others: its remarks held for its
 /// record's lines ([`Held`]), a panic its error, its end time set.
-fn run_on_thread(view: &View<'_, '_>, p: &mut Planned) -> (Result<Ran>, Vec<String>) {
+fn run_on_thread(view: &View<'_, '_>, p: &mut Planned, pass: bool) -> (Result<Ran>, Vec<String>) {
     let held = Held::default();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut io = Io { view, dir: &p.dir, record: &mut p.record, bar: &held, gate: None };
+        let mut io = Io { view, dir: &p.dir, record: &mut p.record, bar: &held, gate: None, pass };
         p.rung.run(&mut io, &p.steps)
     }))
     .unwrap_or_else(|_| Err(anyhow::anyhow!("{} stopped on an internal error", p.id)));
@@ -444,14 +444,15 @@ impl State<'_, '_> {
                      of its dumps, not after it"
                         .into(),
                 );
-                let (result, notes) = run_on_thread(view, &mut pass);
+                let (result, notes) = run_on_thread(view, &mut pass, true);
                 Pass::Ran(Box::new(pass), result, notes)
             });
             // Opened (no pass) when the armed run ends without opening it, however it ends.
             let closes = Closes(gate);
             p.started = Instant::now();
             let result = {
-                let mut io = Io { view, dir: &p.dir, record: &mut p.record, bar, gate: Some(gate) };
+                let mut io =
+                    Io { view, dir: &p.dir, record: &mut p.record, bar, gate: Some(gate), pass: false };
                 p.rung.run(&mut io, &p.steps)
             };
             p.ended = Some(Instant::now());
@@ -470,7 +471,7 @@ impl State<'_, '_> {
         p.started = Instant::now();
         let view = View::of(self);
         let result = {
-            let mut io = Io { view: &view, dir: &p.dir, record: &mut p.record, bar, gate: None };
+            let mut io = Io { view: &view, dir: &p.dir, record: &mut p.record, bar, gate: None, pass: false };
             p.rung.run(&mut io, &p.steps)
         };
         let (started, found) = view.into_parts();
@@ -490,7 +491,7 @@ impl State<'_, '_> {
                     let view = &view;
                     s.spawn(move || {
                         p.started = Instant::now();
-                        let (result, notes) = run_on_thread(view, &mut p);
+                        let (result, notes) = run_on_thread(view, &mut p, false);
                         (p, result, notes)
                     })
                 })
@@ -741,6 +742,8 @@ struct Io<'s, 'v, 'a> {
     bar: &'s dyn RungBar,
     /// The armed run's word to the pass beside its reading, when one waits.
     gate: Option<&'s Gate>,
+    /// This run is the pass beside an armed run's reading ([`RungIo::pass`]).
+    pass: bool,
 }
 
 /// The bar of a rung that runs beside others: the one bar of them all shows their progress,
@@ -929,13 +932,23 @@ impl RungIo for Io<'_, '_, '_> {
 
     /// Only the default climb scopes a sanitizer to the suspect, and only while its verdict
     /// lacks a part: `--full` and `--rungs` ask for the rung as such, and a sanitizer after a
-    /// complete verdict looks for another bug (`policy::confirm`), so every kernel is checked.
+    /// complete verdict looks for another bug (the memcheck pass), so every kernel is checked.
     fn suspect(&self) -> Option<String> {
         let req = self.view.climb.request;
         if req.runs_every_planned_rung() || policy::complete(self.view.analysis) {
             return None;
         }
         crate::findings::verdict::kernel_filter(self.view.analysis)
+    }
+
+    /// The pass beside the reading, or memcheck once the default climb's verdict is complete:
+    /// the policy asks for no other rung then (`policy::next`).
+    fn pass(&self) -> bool {
+        let req = self.view.climb.request;
+        self.pass
+            || (self.record.rung == RungId::Memcheck
+                && !req.runs_every_planned_rung()
+                && policy::complete(self.view.analysis))
     }
 
     fn verdict(&self) -> Option<crate::findings::verdict::Verdict> {

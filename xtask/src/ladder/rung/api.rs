@@ -186,6 +186,10 @@ pub enum When {
     /// Instead of the [`When::Always`] step, when the binaries' listings named the kernels the
     /// check concerns ([`KERNELS`] stands for their filters, [`LAUNCHES`] for how many launches).
     KernelsListed,
+    /// Instead of the other steps, when the run is the memcheck pass after a fault's complete
+    /// verdict ([`RungIo::pass`]): every kernel, and only the first records printed, since an
+    /// earlier bug's come first.
+    Pass,
     /// On the CPU core the target's abort wrote, once moved into the rung's folder.
     PerCpuCore,
     /// Once per dump the target left ([`DUMP`] in its argv stands for the dump's path).
@@ -228,6 +232,7 @@ impl When {
             When::KernelKnown => "instead, when a suspect kernel is known",
             When::Listing => "before the run, per binary, to name the kernels the check concerns",
             When::KernelsListed => "instead, when the binaries' listings name the kernels the check concerns",
+            When::Pass => "instead, as the pass after a fault's complete verdict (an earlier bug?)",
             When::PerCpuCore => "on the CPU core, if one was written (then deleted)",
             When::PerDump => "per dump",
             When::PerHangDump => "per dump, once the job counted as hung",
@@ -348,6 +353,10 @@ pub trait RungIo {
     /// The kernel the verdict so far names, as a sanitizer's `--kernel-name kns=` filter
     /// takes it (a substring of the mangled name), when there is one.
     fn suspect(&self) -> Option<String>;
+    /// Whether this run is the memcheck pass after a fault's complete verdict (or beside the
+    /// reading that completes it): it looks over every kernel for an earlier bug that corrupted
+    /// memory without faulting, and the verdict's own parts are known already.
+    fn pass(&self) -> bool;
     /// The verdict so far, when there is one.
     fn verdict(&self) -> Option<Verdict>;
     /// Whether the target's runs go into a container.

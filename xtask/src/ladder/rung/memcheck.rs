@@ -11,7 +11,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::api::{Ran, Rung, RungIo, Step, StepCx};
+use super::api::{Ran, Rung, RungIo, Step, StepCx, When};
+use crate::bundle::layout;
 use super::sanitizer::{self, Scope};
 use crate::findings::verdict::Part;
 use crate::model::{Invocation, RungId};
@@ -46,8 +47,16 @@ impl Rung for Memcheck {
         true
     }
 
+    /// The sanitizer's steps, and the pass after a fault's complete verdict
+    /// ([`sanitizer::PASS_PRINT_LIMIT`] records).
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
-        sanitizer::steps(cx, RungId::Memcheck, "memcheck", &["--padding", PADDING], Scope::Every)
+        let mut steps = sanitizer::steps(cx, RungId::Memcheck, "memcheck", &["--padding", PADDING], Scope::Every);
+        let xml = cx.dir.join(layout::sanitizer_xml(RungId::Memcheck));
+        let pass = ["--padding", PADDING, sanitizer::PRINT_LIMIT, sanitizer::PASS_PRINT_LIMIT];
+        steps.push(
+            Step::target(sanitizer::sanitizer(cx.recipe, RungId::Memcheck, "memcheck", &pass, &xml)).when(When::Pass),
+        );
+        steps
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
