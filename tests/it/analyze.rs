@@ -760,6 +760,47 @@ fn static_launch_sites_recorded_on_the_gpu_give_the_launch_without_launch_blocki
     }
 }
 
+/// Bundles of the default climb with the memcheck pass beside the armed run's reading, written
+/// on an H100 (tests/fixtures/bundles/pass, docs/validation.md section 25): each fault's
+/// kernel, line and class from the armed run, the launch line known (memcheck's host backtrace
+/// and the binary's only launch agree), the pass's record saying it started beside the reading,
+/// and no disagreement between the two runs. The silent `inlined` (no fault in the armed run)
+/// gets its verdict from the sweep, whose four sanitizers ran side by side.
+#[test]
+fn the_pass_beside_the_reading_recorded_on_the_gpu_keeps_the_armed_run_s_verdict() {
+    let b = root().join("tests/fixtures/bundles/pass");
+    for (case, kernel, file, line, launch) in [
+        ("oob_read", "gather_rows", "oob_read.cu", 8, ("oob_read.cu", 24)),
+        ("device_assert", "check_labels", "device_assert.cu", 10, ("device_assert.cu", 25)),
+        ("unchecked_launch", "scatter_rows", "unchecked_launch.cu", 20, ("unchecked_launch.cu", 34)),
+        ("inlined", "apply_offsets", "store_helpers.cuh", 5, ("inlined.cu", 22)),
+    ] {
+        let a = analyze(&[b.join(case)]).unwrap();
+        let v = a.verdict.as_ref().unwrap_or_else(|| panic!("{case}: no verdict"));
+        assert!(v.kernel.starts_with(kernel), "{case}: {}", v.kernel);
+        assert_eq!((v.file.as_deref().map(names::base_name), v.line), (Some(file), Some(line)), "{case}");
+        assert!(v.unknown.is_empty(), "{case}: {:?} unknown", v.unknown);
+        let site = v.launch_site.as_ref().unwrap_or_else(|| panic!("{case}: no launch site"));
+        let at = (site.frame.file.as_deref().map(names::base_name), site.frame.line);
+        assert_eq!(at, (Some(launch.0), Some(launch.1)), "{case}: {site:?}");
+        assert!(v.disagreements.is_empty(), "{case}: {:?}", v.disagreements);
+        let manifest = std::fs::read_to_string(b.join(case).join("manifest.yaml")).unwrap();
+        let beside = manifest.contains("started beside the armed run''s reading of its dumps");
+        if case == "inlined" {
+            assert!(!beside && v.rungs.contains(&"memcheck".to_string()), "{case}: {:?}", v.rungs);
+            for rung in ["02-memcheck", "03-initcheck", "04-racecheck", "05-synccheck"] {
+                assert!(b.join(case).join("rungs").join(rung).is_dir(), "{case}: {rung}");
+            }
+        } else {
+            assert!(beside, "{case}: the pass's note");
+            assert_eq!(v.rungs.first().map(String::as_str), Some("baseline"), "{case}: {:?}", v.rungs);
+            let command =
+                std::fs::read_to_string(b.join(case).join("rungs/01-baseline/command.txt")).unwrap();
+            assert!(!command.contains("CUDA_LAUNCH_BLOCKING"), "{case}: {command}");
+        }
+    }
+}
+
 /// Bundles `debug-ima watch` wrote on an H200 (tests/gpu/one_occurrence.sh, part C; dumps
 /// left out): a job that faulted after 35 s of running, never launch-blocking, gets the
 /// kernel, line and access from its one run and says where the error surfaced (its launch
