@@ -179,6 +179,16 @@ fn a_binary_that_names_its_launch_sites_gets_the_whole_verdict_from_one_run() {
     assert!(mc.contains("--print-limit 100 ") && !mc.contains("--kernel-name"), "{mc}");
     let stopped = b.manifest()["stopped"].as_str().unwrap().to_string();
     assert!(stopped.starts_with("the verdict is complete"), "{stopped}");
+    // The armed run's line and its verdict are shown while the pass still runs, before the
+    // pass's own line.
+    let err = &out.stderr;
+    let said = err
+        .find("the armed run's verdict: `scale_write(float*, int, long long)` at oob_write.cu:7, \
+               launched from main at /work/main/tests/gpu/programs/oob_write.cu:15 (the memcheck pass still looks")
+        .unwrap_or_else(|| panic!("{}", out.both()));
+    let armed = err.find("] baseline: signal 6").unwrap_or_else(|| panic!("{}", out.both()));
+    let pass = err.find("    memcheck: exit 1").unwrap_or_else(|| panic!("{}", out.both()));
+    assert!(armed < said && said < pass, "{}", out.both());
     s.assert_no_standin_left();
 }
 

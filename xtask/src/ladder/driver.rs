@@ -313,8 +313,8 @@ impl State<'_, '_> {
                 continue;
             };
             let pass = self.plan_rung(id, index + 1)?;
-            let (p, result, pass) = self.execute_with_pass(p, pass, bar.as_ref());
-            if let Some(stop) = self.finish(p, result, bar.as_ref(), progress, false)? {
+            let (armed, pass) = self.execute_with_pass(p, pass, bar.as_ref(), progress);
+            if let Some(stop) = armed? {
                 return Ok(stop);
             }
             match pass {
@@ -421,17 +421,28 @@ impl State<'_, '_> {
     /// Runs the armed run `p`, its progress on `bar`, and on a thread beside it the pass
     /// (`pass`), which waits until the armed run's target ended and starts only if the armed
     /// run then says so ([`RungIo::reading_begins`], [`policy::pass_beside_reading`]): the
-    /// pass's target runs while cuda-gdb reads the dumps. [`Pass::NotStarted`]: it did not.
+    /// pass's target runs while cuda-gdb reads the dumps. The armed run's record is finished
+    /// (its line shown, the verdict recomputed, and a complete one said) while the pass still
+    /// runs: the pass's view owns what it reads of the state. [`Pass::NotStarted`]: it did not.
     fn execute_with_pass(
         &mut self,
         mut p: Planned,
         mut pass: Planned,
         bar: &dyn RungBar,
-    ) -> (Planned, Result<Ran>, Pass) {
-        let view = View::of(self);
+        progress: &dyn Progress,
+    ) -> (Result<Option<Stopped>>, Pass) {
+        let root = self.bundle.root().to_path_buf();
+        let analysis = self.analysis.clone();
+        let view = View {
+            climb: self.climb,
+            root: &root,
+            analysis: &analysis,
+            started: Mutex::new(self.started),
+            found: Mutex::new(Vec::new()),
+        };
         let gate = Gate::default();
         let pass_dir = pass.dir.clone();
-        let (result, side) = std::thread::scope(|s| {
+        let (armed, side) = std::thread::scope(|s| {
             let (view, gate) = (&view, &gate);
             let handle = s.spawn(move || {
                 if !gate.wait() {
@@ -457,13 +468,21 @@ impl State<'_, '_> {
             };
             p.ended = Some(Instant::now());
             drop(closes);
+            let armed = self.finish(p, result, bar, progress, false);
+            if gate.wait() && matches!(armed, Ok(None)) {
+                if let Some(line) = policy::complete_line(&self.analysis) {
+                    progress.status(&format!(
+                        "    the armed run's verdict: {line} (the memcheck pass still looks for an earlier bug)"
+                    ));
+                }
+            }
             let side = handle.join().unwrap_or(Pass::NotStarted(pass_dir));
-            (result, side)
+            (armed, side)
         });
         let (started, found) = view.into_parts();
         self.started = started;
         self.bundle.note_redactions(found);
-        (p, result, side)
+        (armed, side)
     }
 
     /// Runs one planned rung, its progress on `bar`.

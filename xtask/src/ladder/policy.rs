@@ -411,21 +411,13 @@ fn next_in_climb(
     };
     let missing: Vec<Part> = match &analysis.verdict {
         Some(v) if v.unknown.is_empty() => {
-            let at = match (&v.file, v.line) {
-                (Some(f), Some(l)) => format!("{f}:{l}"),
-                _ if v.not_applicable.contains(&Part::SourceLine) => {
-                    "no source line (a library kernel)".into()
-                }
-                _ => "?".into(),
-            };
             let unchecked = match memcheck_pass(req, &pending, done, analysis, facts) {
                 Ok(r) => return Next::Run(r),
                 Err(said) => said,
             };
             return Next::Stop(format!(
-                "the verdict is complete: `{}` at {at}, launched from {}{}{unchecked}",
-                v.kernel,
-                v.launch_site.as_ref().map(|h| site(&h.frame)).unwrap_or_default(),
+                "the verdict is complete: {}{}{unchecked}",
+                complete_line(analysis).unwrap_or_default(),
                 skipping(&[]),
             ));
         }
@@ -499,6 +491,19 @@ fn next_in_climb(
             None => format!("no remaining rung can locate the fault{}", skipping(&[])),
         }),
     }
+}
+
+/// A complete verdict in a line: "`kernel` at file:line, launched from function at file:line";
+/// `None` while a part is unknown.
+pub fn complete_line(analysis: &Analysis) -> Option<String> {
+    let v = analysis.verdict.as_ref().filter(|v| v.unknown.is_empty())?;
+    let at = match (&v.file, v.line) {
+        (Some(f), Some(l)) => format!("{f}:{l}"),
+        _ if v.not_applicable.contains(&Part::SourceLine) => "no source line (a library kernel)".into(),
+        _ => "?".into(),
+    };
+    let launched = v.launch_site.as_ref().map(|h| site(&h.frame)).unwrap_or_default();
+    Some(format!("`{}` at {at}, launched from {launched}", v.kernel))
 }
 
 /// Whether the verdict has every part it can have (a part that cannot exist, a library
