@@ -415,6 +415,40 @@ fn ctrl_c_in_the_middle_keeps_the_bundle_and_kills_the_target() {
     s.assert_no_standin_left();
 }
 
+/// (e2) Ctrl-C while the memcheck pass runs beside the armed run's reading (the stand-ins wait
+/// for a third that never comes): exit 130 at once, and the bundle keeps both records, the
+/// armed run's and the pass's, interrupted; nothing is left running.
+#[test]
+fn ctrl_c_during_the_pass_beside_the_reading_keeps_both_records() {
+    let s = Scratch::for_run("ctrl-c-pass");
+    let recipe = s.write_recipe(&target_recipe(""));
+    let run = Run::new(&s, &recipe, "oob_write").meet(3, 60);
+    let start = Instant::now();
+    let child = run.spawn();
+    let xtask = Pid::from_raw(child.id() as i32);
+    let meet = s.path("meet");
+    let both = wait_for(Duration::from_secs(30), || {
+        let names: Vec<String> = std::fs::read_dir(&meet)
+            .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        ["running.memcheck.", "running.cuda-gdb."].iter().all(|p| names.iter().any(|n| n.starts_with(p)))
+    });
+    if !both {
+        let _ = kill(xtask, Signal::SIGKILL);
+    }
+    assert!(both, "memcheck and cuda-gdb were not running together");
+    kill(xtask, Signal::SIGINT).unwrap();
+    let out = run.finish(child, start);
+    assert_eq!(out.code(), Some(130), "{}", out.both());
+    assert!(out.took < Duration::from_secs(50), "it waited for the stand-ins: {:?}", out.took);
+    let b = s.only_bundle();
+    assert_eq!(b.rung_dirs(), ["01-baseline", "02-memcheck"], "{}", out.both());
+    assert_eq!(b.rung("memcheck")["status"].as_str(), Some("interrupted"), "{}", b.read("manifest.yaml"));
+    assert!(b.rung("baseline")["status"].as_str().is_some(), "{}", b.read("manifest.yaml"));
+    assert!(b.manifest()["stopped"].as_str().unwrap().contains("interrupted"), "{}", b.read("manifest.yaml"));
+    s.assert_no_standin_left();
+}
+
 /// Whether `unshare --user --map-root-user --mount` can mount a tmpfs here (a small disk to
 /// fill); required under CI, where the machine allows it.
 fn can_mount_tmpfs(s: &Scratch) -> bool {

@@ -314,24 +314,25 @@ impl State<'_, '_> {
             };
             let pass = self.plan_rung(id, index + 1)?;
             let (armed, pass) = self.execute_with_pass(p, pass, bar.as_ref(), progress);
-            if let Some(stop) = armed? {
-                return Ok(stop);
-            }
-            match pass {
+            let armed = armed?;
+            // The pass's record is kept even when the armed run's end stops the climb (Ctrl-C).
+            let passed = match pass {
                 Pass::Ran(pass, result, notes) => {
                     index += 1;
                     let lines = Lines { progress, id: pass.id };
                     for n in &notes {
                         lines.note(n);
                     }
-                    if let Some(stop) = self.finish(*pass, result, &lines, progress, true)? {
-                        return Ok(stop);
-                    }
+                    self.finish(*pass, result, &lines, progress, true)?
                 }
                 // Not wanted after all: its folder goes, and its number is the next rung's.
                 Pass::NotStarted(dir) => {
                     let _ = std::fs::remove_dir(&dir);
+                    None
                 }
+            };
+            if let Some(stop) = armed.or(passed) {
+                return Ok(stop);
             }
         }
     }
