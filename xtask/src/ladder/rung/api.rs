@@ -232,7 +232,7 @@ impl When {
             When::KernelKnown => "instead, when a suspect kernel is known",
             When::Listing => "before the run, per binary, to name the kernels the check concerns",
             When::KernelsListed => "instead, when the binaries' listings name the kernels the check concerns",
-            When::Pass => "instead, as the pass after a fault's complete verdict (an earlier bug?)",
+            When::Pass => "instead, as the pass after a complete verdict: every kernel, its first records",
             When::PerCpuCore => "on the CPU core, if one was written (then deleted)",
             When::PerDump => "per dump",
             When::PerHangDump => "per dump, once the job counted as hung",
