@@ -192,6 +192,36 @@ fn a_binary_that_names_its_launch_sites_gets_the_whole_verdict_from_one_run() {
     s.assert_no_standin_left();
 }
 
+/// (a3) The suite's faults whose H200 dump and disassembly are both recorded get their whole
+/// verdict from the armed run alone, not launch-blocking: the kernel and line from the dump,
+/// the launch line from the binary's only launch of the kernel (a graph's kernel: where the
+/// capture launched it), said before the memcheck pass beside the reading ends.
+#[test]
+fn each_recorded_fault_of_a_binary_naming_its_launch_sites_is_whole_after_one_run() {
+    for (case, kernel, line, launch) in [
+        ("graph_fault", "shift_copy", 12, "graph_fault.cu:27"),
+        ("templated", "axpy_vec", 11, "templated.cu:23"),
+    ] {
+        let s = Scratch::for_run(&format!("one-run-{case}"));
+        let recipe = s.write_recipe(&target_recipe(""));
+        let out = Run::new(&s, &recipe, case).env("STANDIN_OBJDUMP", "1").run();
+        assert_eq!(out.code(), Some(0), "{case}: {}", out.both());
+        let b = s.only_bundle();
+        assert!(!b.read("rungs/01-baseline/command.txt").contains("CUDA_LAUNCH_BLOCKING"), "{case}");
+        let said = out
+            .stderr
+            .lines()
+            .find(|l| l.contains("the armed run's verdict: "))
+            .unwrap_or_else(|| panic!("{case}: the armed run's verdict was not whole: {}", out.both()));
+        assert!(
+            said.contains(kernel) && said.contains(&format!(":{line}, launched from main at ")),
+            "{case}: {said}"
+        );
+        assert!(said.contains(launch), "{case}: {said}");
+        s.assert_no_standin_left();
+    }
+}
+
 /// (b) `--full` runs every rung in ladder order, after the verdict too: launch-blocking, the
 /// attach rung, whose target waits for ever while cuda-gdb attaches to the PID it announced
 /// and which the ladder then kills, memcheck and initcheck.
