@@ -434,13 +434,7 @@ impl State<'_, '_> {
     ) -> (Result<Option<Stopped>>, Pass) {
         let root = self.bundle.root().to_path_buf();
         let analysis = self.analysis.clone();
-        let view = View {
-            climb: self.climb,
-            root: &root,
-            analysis: &analysis,
-            started: Mutex::new(self.started),
-            found: Mutex::new(Vec::new()),
-        };
+        let view = View::new(self.climb, &root, &analysis, self.started);
         let gate = Gate::default();
         let pass_dir = pass.dir.clone();
         let (armed, side) = std::thread::scope(|s| {
@@ -726,13 +720,13 @@ struct View<'v, 'a> {
 
 impl<'v, 'a> View<'v, 'a> {
     fn of(state: &'v State<'_, 'a>) -> View<'v, 'a> {
-        View {
-            climb: state.climb,
-            root: state.bundle.root(),
-            analysis: &state.analysis,
-            started: Mutex::new(state.started),
-            found: Mutex::new(Vec::new()),
-        }
+        View::new(state.climb, state.bundle.root(), &state.analysis, state.started)
+    }
+
+    /// A view of `climb` writing under `root`, the verdict so far `analysis`, `started`
+    /// containers so far.
+    fn new(climb: &'v Climb<'a>, root: &'v Path, analysis: &'v Analysis, started: usize) -> View<'v, 'a> {
+        View { climb, root, analysis, started: Mutex::new(started), found: Mutex::new(Vec::new()) }
     }
 
     /// The containers started so far and the redactions found.
@@ -954,20 +948,18 @@ impl RungIo for Io<'_, '_, '_> {
     /// lacks a part: `--full` and `--rungs` ask for the rung as such, and a sanitizer after a
     /// complete verdict looks for another bug (the memcheck pass), so every kernel is checked.
     fn suspect(&self) -> Option<String> {
-        let req = self.view.climb.request;
-        if req.runs_every_planned_rung() || policy::complete(self.view.analysis) {
+        if self.view.climb.request.runs_every_planned_rung() || policy::complete(self.view.analysis) {
             return None;
         }
         crate::findings::verdict::kernel_filter(self.view.analysis)
     }
 
-    /// The pass beside the reading, or memcheck once the default climb's verdict is complete:
-    /// the policy asks for no other rung then (`policy::next`).
+    /// The pass beside the reading, or memcheck once the default climb's verdict is complete
+    /// (no suspect then): the policy asks for no other rung then (`policy::next`).
     fn pass(&self) -> bool {
-        let req = self.view.climb.request;
         self.pass
             || (self.record.rung == RungId::Memcheck
-                && !req.runs_every_planned_rung()
+                && !self.view.climb.request.runs_every_planned_rung()
                 && policy::complete(self.view.analysis))
     }
 

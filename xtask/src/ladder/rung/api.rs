@@ -393,13 +393,11 @@ pub trait RungIo {
     ) -> Result<Exit>;
     /// Runs `steps` at once, each its own process (cuda-gdb on several dumps and on the CPU
     /// core), each recorded into the bundle in the order given; each step's exit, or its error.
-    fn exec_together(&mut self, steps: &[Step]) -> Vec<Result<Exit>> {
-        steps.iter().map(|s| self.exec(s)).collect()
-    }
+    fn exec_together(&mut self, steps: &[Step]) -> Vec<Result<Exit>>;
     /// The armed run's target ended as `ended` and its dumps are read next: the driver may
     /// start beside the reading what the policy will want once a fault's verdict is known (the
     /// memcheck pass of a short native run), rather than after it.
-    fn reading_begins(&mut self, _ended: ArmedEnd) {}
+    fn reading_begins(&mut self, ended: ArmedEnd);
     /// A note kept in the rung's record (and shown when the rung ends).
     fn note(&mut self, text: String);
     /// A remark shown now, while the rung runs.

@@ -24,6 +24,7 @@ use anyhow::{Context, Result};
 
 use super::api::{step, Debug, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
 use super::armed;
+use super::evidence::name_of;
 use super::build::{target, with_options};
 use crate::bundle::inputs::scan_file;
 use crate::bundle::layout::{self, DUMP_PREFIX};
@@ -326,7 +327,7 @@ pub fn read_dumps(
 
 /// The CPU core moved into a rung's folder for cuda-gdb ([`take_cpu_core`]); [`CpuCore::finish`]
 /// deletes it and says what was read.
-pub struct CpuCore {
+struct CpuCore {
     /// Where the kernel wrote it.
     from: PathBuf,
     /// Where it lies while cuda-gdb reads it.
@@ -336,7 +337,7 @@ pub struct CpuCore {
 
 impl CpuCore {
     /// Deletes the core; the note for the rung's record.
-    pub fn finish(&self) -> String {
+    fn finish(&self) -> String {
         let removed = std::fs::remove_file(&self.at);
         format!(
             "read the CPU core (`{}`, {} MB) for the host stacks{}",
@@ -353,7 +354,7 @@ impl CpuCore {
 /// Finds the CPU core the target's abort wrote (since `started`) and moves it into the rung's
 /// folder for cuda-gdb; `None` with a note saying why there is none (the host stacks then stay
 /// unknown).
-pub fn take_cpu_core(io: &mut dyn RungIo, started: SystemTime) -> Result<Option<CpuCore>> {
+fn take_cpu_core(io: &mut dyn RungIo, started: SystemTime) -> Result<Option<CpuCore>> {
     let cwd = match &io.recipe().run.cwd {
         Some(c) => c.clone(),
         None => std::env::current_dir().context("cannot read the current folder")?,
@@ -404,10 +405,9 @@ pub fn read_together(
     if let (Some(s), Some(_)) = (cpu, &core) {
         readings.push(s.clone());
     }
-    let name = |d: &PathBuf| d.file_name().map_or_else(|| d.display().to_string(), |n| n.to_string_lossy().into());
     io.say(&match (dumps, core.is_some()) {
-        ([d], false) => format!("cuda-gdb on {}", name(d)),
-        ([d], true) => format!("cuda-gdb on {} and on the CPU core, side by side", name(d)),
+        ([d], false) => format!("cuda-gdb on {}", name_of(d)),
+        ([d], true) => format!("cuda-gdb on {} and on the CPU core, side by side", name_of(d)),
         (_, false) => format!("cuda-gdb on {} dumps, side by side", dumps.len()),
         (_, true) => format!("cuda-gdb on {} dumps and on the CPU core, side by side", dumps.len()),
     });

@@ -11,8 +11,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::api::{Ran, Rung, RungIo, Step, StepCx, When};
-use crate::bundle::layout;
+use super::api::{Ran, Rung, RungIo, Step, StepCx};
 use super::sanitizer::{self, Scope};
 use crate::findings::verdict::Part;
 use crate::model::{Invocation, RungId};
@@ -23,6 +22,9 @@ pub struct Memcheck;
 /// Bytes of padding after each allocation (`--padding`): an off-by-one of any element size up
 /// to a 64-byte vector lands in it.
 pub const PADDING: &str = "64";
+
+/// memcheck's own options, before the sanitizers' common ones.
+const OPTIONS: [&str; 2] = ["--padding", PADDING];
 
 impl Rung for Memcheck {
     fn id(&self) -> RungId {
@@ -50,12 +52,8 @@ impl Rung for Memcheck {
     /// The sanitizer's steps, and the pass after a fault's complete verdict
     /// ([`sanitizer::PASS_PRINT_LIMIT`] records).
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
-        let mut steps = sanitizer::steps(cx, RungId::Memcheck, "memcheck", &["--padding", PADDING], Scope::Every);
-        let xml = cx.dir.join(layout::sanitizer_xml(RungId::Memcheck));
-        let pass = ["--padding", PADDING, sanitizer::PRINT_LIMIT, sanitizer::PASS_PRINT_LIMIT];
-        steps.push(
-            Step::target(sanitizer::sanitizer(cx.recipe, RungId::Memcheck, "memcheck", &pass, &xml)).when(When::Pass),
-        );
+        let mut steps = sanitizer::steps(cx, RungId::Memcheck, "memcheck", &OPTIONS, Scope::Every);
+        steps.push(sanitizer::pass_step(cx, RungId::Memcheck, "memcheck", &OPTIONS));
         steps
     }
 
@@ -66,5 +64,5 @@ impl Rung for Memcheck {
 
 /// The target under memcheck with padding, its XML report saved to `xml`.
 pub fn invocation(r: &Resolved, xml: &Path) -> Invocation {
-    sanitizer::sanitizer(r, RungId::Memcheck, "memcheck", &["--padding", PADDING], xml)
+    sanitizer::sanitizer(r, RungId::Memcheck, "memcheck", &OPTIONS, xml)
 }

@@ -65,7 +65,7 @@ pub const DEFAULT_PRINT_LIMIT: &str = "1000";
 pub const PASS_PRINT_LIMIT: &str = "100";
 
 /// The option that sets how many records a sanitizer prints.
-pub const PRINT_LIMIT: &str = "--print-limit";
+const PRINT_LIMIT: &str = "--print-limit";
 
 /// The target under `compute-sanitizer --tool TOOL` with `extra` options, the XML report
 /// saved to `xml`, every child process followed, [`DEFAULT_PRINT_LIMIT`] records printed unless
@@ -120,6 +120,14 @@ pub fn steps(cx: &StepCx, rung: RungId, tool: &str, extra: &[&str], scope: Scope
     }
     steps.push(Step::target(sanitizer(cx.recipe, rung, tool, &listed, &xml)).when(When::KernelsListed));
     steps
+}
+
+/// The [`When::Pass`] step of a sanitizer with `extra` options: every kernel, its first
+/// [`PASS_PRINT_LIMIT`] records, the XML report where [`steps`] saves it.
+pub fn pass_step(cx: &StepCx, rung: RungId, tool: &str, extra: &[&str]) -> Step {
+    let xml = cx.dir.join(layout::sanitizer_xml(rung));
+    let limited: Vec<&str> = extra.iter().copied().chain([PRINT_LIMIT, PASS_PRINT_LIMIT]).collect();
+    Step::target(sanitizer(cx.recipe, rung, tool, &limited, &xml)).when(When::Pass)
 }
 
 /// The binaries whose kernels a scope reads: the build's, else the target's executable.
