@@ -33,5 +33,6 @@ mod recipes_builtin;
 mod repro;
 mod secrets;
 mod secrets_matrix;
+mod sites;
 mod slurm;
 mod ssh;

@@ -27,6 +27,7 @@ macro_rules! transcript {
 pub mod coredump;
 pub mod cubin;
 pub mod cudagdb;
+pub mod elf;
 pub mod faulthandler;
 pub mod hazards;
 pub mod host;

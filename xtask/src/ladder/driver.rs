@@ -23,8 +23,9 @@ use super::collect::{self, Collected};
 use super::gate::{Closes, Gate};
 use super::policy::{self, Facts, Next, Request, RungOutcome};
 use super::recorder;
-use super::run::{place_for, run_logged, run_logged_watched};
+use super::run::{place_for, run_logged_watched};
 use super::rung::{self, ArmedEnd, Beside, Debug, Ran, Rung, RungIo, Step, StepCx};
+use super::side::{self, outcome_notes, Logged, Side};
 use crate::bundle::inputs::{is_rung_output, last_line, scan_file};
 use crate::bundle::{self, layout, Bundle, CommandRecord, RungRecord, RungStatus};
 use crate::findings::coredump::sm_progress;
@@ -868,6 +869,25 @@ impl Io<'_, '_, '_> {
         self.record.notes.extend(outcome_notes(step, &o));
         Ok(o.exit)
     }
+
+    /// What steps run on threads of their own ([`side::spawn_logged`]) left, each joined to
+    /// the rung's record as [`Io::recorded`] does; a thread that panicked is an error of its
+    /// step.
+    fn joined(
+        &mut self,
+        steps: &[Step],
+        places: &[Place],
+        joined: Vec<std::thread::Result<Logged>>,
+    ) -> Vec<Result<Exit>> {
+        let mut exits = Vec::new();
+        for ((step, place), joined) in steps.iter().zip(places).zip(joined) {
+            exits.push(match joined {
+                Ok((logged, found)) => self.recorded(step, place, found, logged),
+                Err(_) => Err(anyhow::anyhow!("{} stopped on an internal error", step.role)),
+            });
+        }
+        exits
+    }
 }
 
 /// What watches each line of a run with steps beside it.
@@ -1026,8 +1046,20 @@ impl RungIo for Io<'_, '_, '_> {
         step: &Step,
         watch: &mut dyn FnMut(&str, &mut dyn Beside) -> Control,
         tick: &mut dyn FnMut(&Running, &mut dyn Beside) -> Control,
-    ) -> Result<Exit> {
-        self.exec_beside(step, Some(watch), Some(tick))
+        side: &[Step],
+    ) -> (Result<Exit>, Vec<Result<Exit>>) {
+        if side.is_empty() {
+            return (self.exec_beside(step, Some(watch), Some(tick)), Vec::new());
+        }
+        let places: Vec<Place> = side.iter().map(|s| self.view.place(s)).collect();
+        let view = self.view;
+        let at = (view.root, self.dir, &view.climb.interrupt);
+        let (exit, joined) = std::thread::scope(|sc| {
+            let handles = side::spawn_logged(sc, at, side, &places);
+            let exit = self.exec_beside(step, Some(watch), Some(tick));
+            (exit, handles.into_iter().map(|h| h.join()).collect())
+        });
+        (exit, self.joined(side, &places, joined))
     }
 
     fn exec_together(&mut self, steps: &[Step]) -> Vec<Result<Exit>> {
@@ -1035,41 +1067,12 @@ impl RungIo for Io<'_, '_, '_> {
             return steps.iter().map(|s| self.exec(s)).collect();
         }
         let places: Vec<Place> = steps.iter().map(|s| self.view.place(s)).collect();
-        let (root, dir, interrupt) = (self.view.root, self.dir, &self.view.climb.interrupt);
-        let ran: Vec<_> = std::thread::scope(|sc| {
-            let handles: Vec<_> = steps
-                .iter()
-                .zip(&places)
-                .map(|(step, place)| {
-                    sc.spawn(move || {
-                        let mut found = Vec::new();
-                        let logs = layout::logs(dir, &step.stem);
-                        let none = &mut |_: Stream, _: &str| Control::Continue;
-                        let r = run_logged(
-                            root,
-                            step.role,
-                            &step.inv,
-                            place,
-                            logs,
-                            Some(dir),
-                            &mut found,
-                            interrupt,
-                            none,
-                        );
-                        (r, found)
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join()).collect()
+        let view = self.view;
+        let at = (view.root, self.dir, &view.climb.interrupt);
+        let joined = std::thread::scope(|sc| {
+            side::spawn_logged(sc, at, steps, &places).into_iter().map(|h| h.join()).collect()
         });
-        let mut exits = Vec::new();
-        for ((step, place), joined) in steps.iter().zip(&places).zip(ran) {
-            exits.push(match joined {
-                Ok((logged, found)) => self.recorded(step, place, found, logged),
-                Err(_) => Err(anyhow::anyhow!("{} stopped on an internal error", step.role)),
-            });
-        }
-        exits
+        self.joined(steps, &places, joined)
     }
 
     fn reading_begins(&mut self, ended: ArmedEnd) {
@@ -1087,68 +1090,6 @@ impl RungIo for Io<'_, '_, '_> {
     }
 }
 
-/// Runs steps beside the target from inside its line callback: records kept apart, merged
-/// into the rung's when the target's run returns.
-struct Side<'b> {
-    root: PathBuf,
-    dir: PathBuf,
-    place: Place,
-    interrupt: Interrupt,
-    bar: &'b dyn RungBar,
-    records: Vec<CommandRecord>,
-    found: Vec<Redaction>,
-    /// [`outcome_notes`] of the steps run.
-    notes: Vec<String>,
-}
-
-impl Beside for Side<'_> {
-    fn exec(&mut self, step: &Step) -> Result<()> {
-        let (rec, result) = run_logged(
-            &self.root,
-            step.role,
-            &step.inv,
-            &self.place,
-            layout::logs(&self.dir, &step.stem),
-            Some(&self.dir),
-            &mut self.found,
-            &self.interrupt,
-            &mut |_, _| Control::Continue,
-        )?;
-        self.records.push(rec);
-        self.notes.extend(outcome_notes(step, &result?));
-        Ok(())
-    }
-
-    fn log(&self, step: &Step) -> PathBuf {
-        layout::logs(&self.dir, &step.stem).0
-    }
-
-    fn say(&self, text: &str) {
-        self.bar.note(text);
-    }
-
-    fn interrupted(&self) -> bool {
-        self.interrupt.is_set()
-    }
-
-    fn on_node(&mut self, node: &str) {
-        self.place = self.place.on_node(node);
-    }
-
-    fn gpu_busy(&self) -> Option<bool> {
-        let out = process::short::run(
-            std::path::Path::new("nvidia-smi"),
-            &["--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
-            std::time::Duration::from_secs(10),
-        );
-        if !out.success() {
-            return None;
-        }
-        let loads: Vec<u32> = out.stdout.lines().filter_map(|l| l.trim().parse().ok()).collect();
-        (!loads.is_empty()).then(|| loads.iter().any(|&l| l > 0))
-    }
-}
-
 /// The note of a run that failed without a CUDA error: its exit and the target's last line
 /// (its stderr's, else its stdout's), which usually says why.
 fn failed_without_cuda(dir: &Path, exit: Option<Exit>) -> String {
@@ -1159,18 +1100,6 @@ fn failed_without_cuda(dir: &Path, exit: Option<Exit>) -> String {
         "the target failed without a CUDA error ({}): `{quote}`",
         exit.map(Exit::text).unwrap_or_default()
     )
-}
-
-/// What a rung's record says of one step's run beyond its exit: a timeout, a log cut.
-fn outcome_notes(step: &Step, o: &process::Outcome) -> Vec<String> {
-    let timeout = (o.exit == Exit::TimedOut).then(|| {
-        format!(
-            "{} timed out after {} s and was killed with every process it started",
-            step.role,
-            step.inv.timeout.map(|t| t.as_secs()).unwrap_or(0)
-        )
-    });
-    timeout.into_iter().chain(o.notes().into_iter().map(|n| format!("{}: {n}", step.role))).collect()
 }
 
 /// `baseline ran (1.2 s), rebuild skipped (0.0 s), ...` for the end of a run.

@@ -15,3 +15,4 @@ pub mod policy;
 pub mod recorder;
 pub mod run;
 pub mod rung;
+mod side;

@@ -236,8 +236,10 @@ impl RungOutcome {
 pub struct Facts {
     /// The binaries carry line info (built with it, or `cuobjdump` said so); `None`: unknown.
     pub lineinfo: Option<bool>,
-    /// The target's disassembly named where its kernels are launched (the first armed run
-    /// read it); `None`: not read.
+    /// The first armed run counted on the target's disassembly for where its kernels are
+    /// launched, and so ran at full speed: `Some(true)` when the disassembly named them, or when
+    /// the binary's symbols held kernel stubs and it was read beside the run (whatever it then
+    /// named); `Some(false)` when it named none; `None`: not read.
     pub static_sites: Option<bool>,
     /// How long the first armed run of the target took, whole seconds (rounded up); `None`:
     /// it has not run.

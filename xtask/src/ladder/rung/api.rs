@@ -135,7 +135,8 @@ pub struct Ran {
     /// that rerun it would hang too.
     pub hung: bool,
     /// Whether the target's disassembly named its kernels' launch sites, where this rung
-    /// read it ([`super::sites`]).
+    /// read it ([`super::sites`]); for the armed baseline, whether its run counted on them
+    /// (`policy::Facts::static_sites`).
     pub static_sites: Option<bool>,
 }
 
@@ -384,13 +385,17 @@ pub trait RungIo {
         tick: &mut dyn FnMut(&Running, &mut dyn Beside) -> Control,
     ) -> Result<Exit>;
     /// Runs `step` (the target) with both: `watch` sees every line, `tick` is called every
-    /// few tens of milliseconds; either returning [`Control::Stop`] ends the target.
+    /// few tens of milliseconds; either returning [`Control::Stop`] ends the target. `side`
+    /// (steps that need nothing of the target: its executable's disassembly) run meanwhile,
+    /// each its own process, and are waited for after it; the target's exit, and each side
+    /// step's, recorded into the bundle like any step's.
     fn exec_observed(
         &mut self,
         step: &Step,
         watch: &mut dyn FnMut(&str, &mut dyn Beside) -> Control,
         tick: &mut dyn FnMut(&Running, &mut dyn Beside) -> Control,
-    ) -> Result<Exit>;
+        side: &[Step],
+    ) -> (Result<Exit>, Vec<Result<Exit>>);
     /// Runs `steps` at once, each its own process (cuda-gdb on several dumps and on the CPU
     /// core), each recorded into the bundle in the order given; each step's exit, or its error.
     fn exec_together(&mut self, steps: &[Step]) -> Vec<Result<Exit>>;

@@ -10,7 +10,9 @@
 //! rebuild is needed later; binaries that existed already are checked with `cuobjdump`
 //! instead, and the policy rebuilds only when they lack line info. A run still going at its time
 //! limit is looked at as hung there ([`hang::collect_after`]: host stacks, a GPU dump of every
-//! CUDA process) before it is ended, so a hang needs no second run.
+//! CUDA process) before it is ended, so a hang needs no second run. A native binary's launch
+//! sites ([`sites`]) are read beside the armed run when its symbols hold kernel stubs (the run
+//! then goes at full speed), else before it, to decide on launch-blocking.
 //!
 //! Must not: change the target's environment beyond the armed run's, or leave a pipe or a CPU
 //! core behind.
@@ -78,8 +80,9 @@ impl Rung for Baseline {
             steps.push(Step::new(Role::Build, build, "build").when(When::BinariesMissing));
         }
         // Launch-blocking only for the launch site: a native binary that names its launch
-        // sites (read once, before the first armed run) runs at full speed instead. Where
-        // launch-blocking is unsafe (collectives), the binary is the only source of them.
+        // sites (read once, with the first armed run: beside it when the binary's symbols hold
+        // kernel stubs, else before it) runs at full speed instead. Where launch-blocking is
+        // unsafe (collectives), the binary is the only source of them.
         let reads_sites = !cx.recipe.python && cx.static_sites.is_none();
         if reads_sites {
             steps.push(sites::step(cx.recipe));
@@ -103,22 +106,35 @@ impl Rung for Baseline {
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
         let build = io.recipe().build.clone();
         let built = rebuild::build_if_missing(io, steps)?;
-        let static_sites = sites::read(io, steps)?;
         let unblocked = steps.iter().find(|s| s.when == When::LaunchSitesKnown);
+        // The disassembly runs beside the armed run unless the run waits for its answer (to
+        // leave launch-blocking off), which symbols holding kernel stubs give at once.
+        let disassembles = steps.iter().any(|s| s.when == When::LaunchSites);
+        let stubs = disassembles && unblocked.is_some() && sites::has_kernel_stubs(io);
+        let (static_sites, side) = if disassembles && (unblocked.is_none() || stubs) {
+            (stubs.then_some(true), sites::beside(io, steps))
+        } else {
+            (sites::read(io, steps, "the armed run is launch-blocking for the launch site")?, Vec::new())
+        };
         let target = match (static_sites, unblocked) {
             (Some(true), Some(s)) => {
-                io.note(
-                    "the armed run is not launch-blocking: the binary names its launch sites, so it \
-                     runs at full speed"
-                        .into(),
-                );
+                io.note(if stubs {
+                    "the armed run is not launch-blocking: the binary's symbols hold kernel stubs, so objdump \
+                     names their launch sites (read beside the run, which goes at full speed)"
+                } else {
+                    "the armed run is not launch-blocking: the binary names its launch sites, so it runs at \
+                     full speed"
+                }
+                .into());
                 s
             }
             _ => step(steps, When::Always)?,
         };
         let started = SystemTime::now();
         // The pipes the armed run's processes made are removed after it (no files a bundle holds).
-        let (ran, hung) = run_to_limit(io, steps, target)?;
+        let (ran, hung, taken) = run_to_limit(io, steps, target, &side)?;
+        // Symbols with kernel stubs decided the first run's speed, whatever objdump then named.
+        let static_sites = static_sites.or(taken);
         if hung {
             // A hang's dumps are read with the hang rung's commands (`info cuda threads`).
             let read = coredump::read_dumps(io, steps, When::PerHangDump, started, ran)?;
@@ -166,18 +182,28 @@ impl Rung for Baseline {
     }
 }
 
-/// Runs the armed `target` (one of `steps`); at its time limit ([`limit`]) it counts as hung
-/// and the hang rung's evidence is taken ([`hang::run_until_hung`]) before it is ended. Its exit
-/// and whether it hung.
-fn run_to_limit(io: &mut dyn RungIo, steps: &[Step], target: &Step) -> Result<(Exit, bool)> {
+/// Runs the armed `target` (one of `steps`), `side` beside it (the disassembly, whose table is
+/// taken once both end); at its time limit ([`limit`]) it counts as hung and the hang rung's
+/// evidence is taken ([`hang::run_until_hung`]) before it is ended. Its exit, whether it hung,
+/// and whether the disassembly beside it named launch sites (`None`: none ran).
+fn run_to_limit(
+    io: &mut dyn RungIo,
+    steps: &[Step],
+    target: &Step,
+    side: &[Step],
+) -> Result<(Exit, bool, Option<bool>)> {
     let limit = limit(io.recipe());
     let why = format!("still running at its time limit ({} s)", limit.as_secs());
-    let (exit, hung) = hang::run_until_hung(io, steps, target, limit, &why)?;
+    let (ran, exits) = hang::run_until_hung(io, steps, target, (limit, &why), side);
+    let then = "the armed run went at full speed on the kernel stubs in its symbols, so a fault's launch site \
+                needs a launch-blocking run";
+    let taken = sites::taken(io, side, exits, then)?;
+    let (exit, hung) = ran?;
     if hung {
         io.note(format!(
             "{why}: looked at as hung, its evidence taken (host stacks, a GPU dump of every CUDA process), \
              then ended; give `--hang-after SECS` to look sooner, or `--timeout SECS` if it is only slow"
         ));
     }
-    Ok((exit, hung))
+    Ok((exit, hung, taken))
 }

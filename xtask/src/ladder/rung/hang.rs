@@ -139,7 +139,7 @@ impl Rung for Hang {
             steps.push(Step::new(Role::Build, build, "build").when(When::BinariesMissing));
         }
         // A kernel that never ends has no fault to stop at: a native binary's launch sites,
-        // read before the run, name where it was launched.
+        // read beside the run, name where it was launched.
         if !r.python && cx.static_sites.is_none() {
             steps.push(sites::step(r));
         }
@@ -161,12 +161,16 @@ impl Rung for Hang {
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
         rebuild::build_if_missing(io, steps)?;
-        let static_sites = sites::read(io, steps)?;
         let after = hang_after(io.recipe());
         let dir = io.dir().to_path_buf();
         let started = SystemTime::now();
         let why = format!("still running after {} s", after.as_secs());
-        let (exit, hung) = run_until_hung(io, steps, step(steps, When::Always)?, after, &why)?;
+        // The launch sites need nothing of the run: the disassembly runs beside it.
+        let side = sites::beside(io, steps);
+        let (ran, exits) = run_until_hung(io, steps, step(steps, When::Always)?, (after, &why), &side);
+        let then = "where the hung kernel was launched is not known from the binary";
+        let static_sites = sites::taken(io, &side, exits, then)?;
+        let (exit, hung) = ran?;
         if !hung {
             io.note(format!(
                 "the target ended by itself ({}) before `hang_after` ({} s): it did not hang in this run",
@@ -228,20 +232,24 @@ pub(super) fn beside_steps(cx: &StepCx) -> Vec<Step> {
 /// and the tree ended. Then the pipes the tree left (PyTorch does not remove the NCCL one) are
 /// removed, as is each flight-recorder pickle turned into JSON (kept only as JSON: text,
 /// redacted like every report), and what was seen is noted. Its exit and whether it counted as
-/// hung. The hang rung and the armed baseline at its time limit run the target so.
+/// hung. The hang rung and the armed baseline at its time limit run the target so. `side` run
+/// meanwhile ([`RungIo::exec_observed`]); their exits come back, whatever the target's.
 pub(super) fn run_until_hung(
     io: &mut dyn RungIo,
     steps: &[Step],
     target: &Step,
-    after: Duration,
-    why: &str,
-) -> Result<(Exit, bool)> {
+    (after, why): (Duration, &str),
+    side: &[Step],
+) -> (Result<(Exit, bool)>, Vec<Result<Exit>>) {
     let dir = io.dir().to_path_buf();
-    let pyspy = step(steps, When::PerPythonProcess)?.clone();
+    let pyspy = match step(steps, When::PerPythonProcess) {
+        Ok(s) => s.clone(),
+        Err(e) => return (Err(e), Vec::new()),
+    };
     let convert = steps.iter().find(|s| s.when == When::PerNcclTrace).cloned();
     let mut seen = Seen::default();
     let placed = std::cell::RefCell::new(Vec::new());
-    let exit = io.exec_observed(
+    let (exit, side) = io.exec_observed(
         target,
         &mut |line, _| {
             if let Some(p) = placed_at(line) {
@@ -250,7 +258,12 @@ pub(super) fn run_until_hung(
             Control::Continue
         },
         &mut collect_after(after, why, &dir, &pyspy, convert.as_ref(), &mut seen, &placed),
-    )?;
+        side,
+    );
+    let exit = match exit {
+        Ok(e) => e,
+        Err(e) => return (Err(e), side),
+    };
     for p in fifos(&dir, "", "") {
         let _ = std::fs::remove_file(p);
     }
@@ -263,9 +276,9 @@ pub(super) fn run_until_hung(
         io.note(n);
     }
     if let Some(e) = seen.error.take() {
-        return Err(e);
+        return (Err(e), side);
     }
-    Ok((exit, seen.hung))
+    (Ok((exit, seen.hung)), side)
 }
 
 /// The tick of a target that counts as hung once `after` has passed since its start: then

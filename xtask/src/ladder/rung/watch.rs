@@ -158,7 +158,8 @@ fn hung_now(
 pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
     let after = io.recipe().hang_after;
     let dir = io.dir().to_path_buf();
-    sites::read(io, steps)?;
+    // The launch sites need nothing of the job: the disassembly runs beside it.
+    let side = sites::beside(io, steps);
     let started = SystemTime::now();
     let pyspy = step(steps, When::PerPythonProcess)?.clone();
     let convert = steps.iter().find(|s| s.when == When::PerNcclTrace).cloned();
@@ -167,7 +168,7 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
     let mut next_check = Instant::now();
     let mut next_dump_check = Instant::now();
     let mut seen = hang::Seen::default();
-    let exit = io.exec_observed(
+    let (exit, exits) = io.exec_observed(
         step(steps, When::Always)?,
         &mut |line, _| {
             silent_since.set(Instant::now());
@@ -207,7 +208,11 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
                 Control::Stop
             }
         },
-    )?;
+        &side,
+    );
+    let then = "a fault's launch site is not known from the binary (`watch` never launch-blocks)";
+    sites::taken(io, &side, exits, then)?;
+    let exit = exit?;
     coredump::remove_fifos(&dir);
     for n in std::mem::take(&mut seen.notes) {
         io.note(n);
