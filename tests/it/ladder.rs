@@ -761,7 +761,7 @@ fn rebuild_with_the_real_nvcc_finds_line_info() {
 }
 
 /// The armed first run of a native binary that names its launch sites (objdump of the real
-/// nvcc build, no GPU needed) is not launch-blocking: `launch-sites.log` holds where `main`
+/// nvcc build, no GPU needed, beside the run: its symbols hold kernel stubs) is not launch-blocking: `launch-sites.log` holds where `main`
 /// launches `scale_write`, the disassembly itself is not kept, and the run's command has no
 /// `CUDA_LAUNCH_BLOCKING`. (Without a GPU the program fails at its first CUDA call.)
 #[test]
@@ -799,6 +799,8 @@ fn a_binary_that_names_its_launch_sites_runs_at_full_speed() {
     assert!(cmd.contains("CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1"), "{cmd}");
     let notes = b.notes("baseline");
     assert!(notes.contains("the armed run is not launch-blocking"), "{notes}");
+    // nvcc's build has kernel stubs in its symbols: the disassembly ran beside the run.
+    assert!(notes.contains("symbols hold kernel stubs") && notes.contains("read beside the run"), "{notes}");
     let json = b.findings();
     assert!(json.to_string().contains("objdump"), "the table is read as evidence: {json}");
     s.assert_no_standin_left();

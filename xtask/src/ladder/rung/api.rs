@@ -238,7 +238,7 @@ impl When {
             When::PerDump => "per dump",
             When::PerHangDump => "per dump, once the job counted as hung",
             When::PerDumpAfterCrash => "per dump, if cuda-gdb crashed",
-            When::LaunchSites => "before the run, once, where the binary launches its kernels",
+            When::LaunchSites => "once, beside the run (its symbols hold kernel stubs) or before it, where the binary launches its kernels",
             When::LaunchSitesKnown => "instead, when the binary names its launch sites",
             When::CaptureLibrary => "before the capture run, once: the launch capture library",
             When::ReproBuild => "once the reproducer is written: its build with the kernel's source file",
