@@ -801,6 +801,54 @@ fn the_pass_beside_the_reading_recorded_on_the_gpu_keeps_the_armed_run_s_verdict
     }
 }
 
+/// Bundles the default climb and the hang rung wrote on an H100 with the disassembly run
+/// beside the target and every dump read side by side (tests/fixtures/bundles/beside,
+/// docs/validation.md section 26): the native fault's whole verdict from the armed run, its
+/// launch line from the disassembly that ran beside it (the note says so) without
+/// launch-blocking; a C++ hang's spinning line with its launch site; a two-process Python hang
+/// with both processes' dumps read and each one's host stack.
+#[test]
+fn bundles_with_the_disassembly_and_the_dumps_read_beside_the_run_give_their_verdicts() {
+    let b = root().join("tests/fixtures/bundles/beside");
+    let a = analyze(&[b.join("oob_read")]).unwrap();
+    let v = a.verdict.expect("oob_read: a verdict");
+    assert!(v.kernel.starts_with("gather_rows"), "{}", v.kernel);
+    assert_eq!((v.file.as_deref().map(names::base_name), v.line), (Some("oob_read.cu"), Some(8)));
+    assert!(v.unknown.is_empty() && v.disagreements.is_empty(), "{v:?}");
+    let site = v.launch_site.as_ref().expect("oob_read: the launch site");
+    assert_eq!(
+        (site.frame.file.as_deref().map(names::base_name), site.frame.line),
+        (Some("oob_read.cu"), Some(24))
+    );
+    let manifest = std::fs::read_to_string(b.join("oob_read/manifest.yaml")).unwrap();
+    assert!(manifest.contains("read beside the run, which goes at full speed"), "{manifest}");
+    let command = std::fs::read_to_string(b.join("oob_read/rungs/01-baseline/command.txt")).unwrap();
+    assert!(!command.contains("CUDA_LAUNCH_BLOCKING"), "{command}");
+
+    let a = analyze(&[b.join("hang_flag")]).unwrap();
+    let text = render_text(&a);
+    let v = a.verdict.expect("hang_flag: a verdict");
+    assert_eq!((v.kernel.as_str(), v.line, v.error.as_str()), ("consume", Some(8), "hang"));
+    let site = v.launch_site.as_ref().expect("hang_flag: the launch site");
+    assert_eq!(
+        (site.frame.file.as_deref().map(names::base_name), site.frame.line),
+        (Some("hang_flag.cu"), Some(30))
+    );
+    assert!(b.join("hang_flag/rungs/01-hang/launch-sites.log").is_file(), "the disassembly's log");
+    assert!(text.contains("hang_flag.cu:31"), "the host stack from the CPU core: {text}");
+
+    let a = analyze(&[b.join("hang_two_procs")]).unwrap();
+    let text = render_text(&a);
+    let v = a.verdict.expect("hang_two_procs: a verdict");
+    assert_eq!((v.kernel.as_str(), v.line, v.error.as_str()), ("wait_for_peer", Some(15), "hang"));
+    let hang = v.hang.as_ref().expect("the hang's processes");
+    let dumped: Vec<bool> = hang.processes.iter().map(|p| p.dumped).collect();
+    assert_eq!(dumped, [true, true], "both processes' dumps were read: {:?}", hang.processes);
+    assert!(hang.processes.iter().all(|p| !p.host.is_empty()), "each process's host stack: {text}");
+    assert!(text.contains("hang_two_procs.py:35"), "the parent's line: {text}");
+    assert!(text.contains("hang_two_procs.py:21"), "the worker's line: {text}");
+}
+
 /// Bundles `debug-ima watch` wrote on an H200 (tests/gpu/one_occurrence.sh, part C; dumps
 /// left out): a job that faulted after 35 s of running, never launch-blocking, gets the
 /// kernel, line and access from its one run and says where the error surfaced (its launch

@@ -890,6 +890,10 @@ pub struct Evidence {
     /// cuda-gdb hit `A fatal error internal to GDB has been detected`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub debugger_crashed: bool,
+    /// ... while opening the GPU dump (`target cudacore`), before any later command ran: the
+    /// same command again crashes the same way, so the ladder does not retry it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub debugger_crashed_opening: bool,
     /// Lines read and bytes read.
     pub lines: u64,
     pub bytes: u64,

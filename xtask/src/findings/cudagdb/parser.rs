@@ -19,6 +19,10 @@ use crate::findings::{
     Tool,
 };
 
+/// The function of cuda-gdb 13.0 that opens a GPU dump (`target cudacore`), as GDB's own
+/// backtrace names it when cuda-gdb crashes there (recorded on the H200 and the H100).
+const OPEN_FRAME: &str = "cuda_core_target_open";
+
 /// Parses cuda-gdb's output; see the module documentation.
 #[derive(Default)]
 pub struct CudaGdbParser {
@@ -27,6 +31,11 @@ pub struct CudaGdbParser {
     pub(super) notes: Vec<String>,
     pub(super) seen: bool,
     pub(super) crashed: bool,
+    /// GDB's own backtrace, printed just before a crash, named the frame that opens a GPU
+    /// dump (`cuda_core_target_open`): the crash came while opening it.
+    pub(super) open_frame: bool,
+    /// A crash came while cuda-gdb opened the dump, before any later command ran.
+    pub(super) crashed_opening: bool,
     /// A `bt` listing being read (`#0`, `#1`, ... lines).
     pub(super) listing: Vec<GdbFrame>,
     pub(super) in_listing: bool,
@@ -136,6 +145,7 @@ impl CudaGdbParser {
 
     pub(super) fn crash(&mut self, ctx: LineCtx) {
         self.crashed = true;
+        self.crashed_opening |= std::mem::take(&mut self.open_frame);
         let kept = self.cur.as_ref().map(Session::kept).unwrap_or_else(|| "nothing".to_string());
         self.note(format!(
             "cuda-gdb crashed (`A fatal error internal to GDB has been detected`, line {}) after \
@@ -254,6 +264,11 @@ impl CudaGdbParser {
     /// Lines that only mean something inside a session.
     pub(super) fn inside(&mut self, line: &str, ctx: LineCtx) {
         let first = line.as_bytes()[0];
+        // A frame of GDB's own backtrace after `Fatal signal`: `0x604950 _ZL21cuda_core_target_openPKci`.
+        if first == b'0' && line.contains(OPEN_FRAME) {
+            self.open_frame = true;
+            return;
+        }
         if self.instruction_line(line, first) {
             return;
         }
@@ -492,6 +507,9 @@ impl LineParser for CudaGdbParser {
         }
         if self.crashed {
             ev.debugger_crashed = true;
+        }
+        if self.crashed_opening {
+            ev.debugger_crashed_opening = true;
         }
         ev.faults.append(&mut self.faults);
         ev.snapshots.append(&mut self.snapshots);

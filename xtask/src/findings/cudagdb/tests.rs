@@ -138,6 +138,8 @@ fn coredump_of_a_device_assert() {
 fn crash_after_the_exception_line_keeps_it() {
     let (ev, f) = one_fault(OOB_WRITE_CORE);
     assert!(ev.debugger_crashed);
+    // GDB's own backtrace names the frame that opens the dump: a retry would crash the same way.
+    assert!(ev.debugger_crashed_opening);
     assert_eq!(f.error, Some(ErrorClass::IllegalAddress));
     assert_eq!(f.kernel.as_deref(), Some(SCALE_WRITE));
     assert_eq!(f.location, Some(loc("oob_write.cu", 7)));
@@ -183,6 +185,7 @@ fn debug_build_coredump_with_locals_and_args() {
 fn crash_on_attach_keeps_the_exception_and_the_pid() {
     let (ev, f) = one_fault(&with_command(OOB_WRITE_META, "attach", OOB_WRITE_ATTACH));
     assert!(ev.debugger_crashed);
+    assert!(!ev.debugger_crashed_opening, "attached, no dump was opened");
     assert_eq!(f.kernel.as_deref(), Some(SCALE_WRITE));
     assert_eq!(f.location, Some(loc("oob_write.cu", 7)));
     assert_eq!(f.pc, Some(0x7f490f7a0110));

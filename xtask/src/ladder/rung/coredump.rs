@@ -1,7 +1,8 @@
 //! Rung 4, coredump: the driver writes a GPU coredump on the exception (into the rung's
 //! folder, one file per faulting process, named `core_%h.%p.%t`), then `cuda-gdb` reads
 //! each dump in batch mode (the dumps and the CPU core side by side, one cuda-gdb each), again
-//! with fewer commands when it crashed on it.
+//! with fewer commands when it crashed on it after opening it (a crash while opening it is not
+//! retried: every such retry recorded crashed the same way).
 //!
 //! For a native target the run is merged with launch-blocking (recorded on an H200, transcripts
 //! point 20): under `CUDA_LAUNCH_BLOCKING=1` the host thread is still inside the faulting
@@ -304,7 +305,16 @@ pub fn read_dumps(
     read_together(io, &dumps, first.clone(), cpu, started)?;
     let mut again = Vec::new();
     for (i, (core, s)) in dumps.iter().zip(&first).enumerate() {
-        if scan_file(&layout::logs(io.dir(), &s.stem).0)?.debugger_crashed {
+        let ev = scan_file(&layout::logs(io.dir(), &s.stem).0)?;
+        if ev.debugger_crashed_opening {
+            // Fewer commands still open it: every such retry recorded crashed the same way.
+            io.note(format!(
+                "cuda-gdb crashed while opening `{}` (kept what it printed: the exception's kernel and \
+                 line); not retried, as opening it again crashes the same way. A `-G` rebuild \
+                 (`--device-debug`) often avoids that and shows locals",
+                name_of(core)
+            ));
+        } else if ev.debugger_crashed {
             again.push(fill(When::PerDumpAfterCrash, i, core)?);
         }
     }
