@@ -805,7 +805,8 @@ fn the_pass_beside_the_reading_recorded_on_the_gpu_keeps_the_armed_run_s_verdict
 /// beside the target and every dump read side by side (tests/fixtures/bundles/beside,
 /// docs/validation.md section 26): the native fault's whole verdict from the armed run, its
 /// launch line from the disassembly that ran beside it (the note says so) without
-/// launch-blocking; a C++ hang's spinning line with its launch site; a two-process Python hang
+/// launch-blocking, also where cuda-gdb crashed opening the dump and was not retried; a C++
+/// hang's spinning line with its launch site; a two-process Python hang
 /// with both processes' dumps read and each one's host stack.
 #[test]
 fn bundles_with_the_disassembly_and_the_dumps_read_beside_the_run_give_their_verdicts() {
@@ -824,6 +825,18 @@ fn bundles_with_the_disassembly_and_the_dumps_read_beside_the_run_give_their_ver
     assert!(manifest.contains("read beside the run, which goes at full speed"), "{manifest}");
     let command = std::fs::read_to_string(b.join("oob_read/rungs/01-baseline/command.txt")).unwrap();
     assert!(!command.contains("CUDA_LAUNCH_BLOCKING"), "{command}");
+
+    // cuda-gdb crashed while opening the dump: not retried, the verdict whole all the same.
+    let a = analyze(&[b.join("unchecked_launch")]).unwrap();
+    let v = a.verdict.expect("unchecked_launch: a verdict");
+    assert!(v.kernel.starts_with("scatter_rows"), "{}", v.kernel);
+    assert_eq!(v.line, Some(20));
+    let site = v.launch_site.as_ref().expect("unchecked_launch: the launch site");
+    assert_eq!(site.frame.line, Some(34), "{site:?}");
+    let manifest = std::fs::read_to_string(b.join("unchecked_launch/manifest.yaml")).unwrap();
+    assert!(manifest.contains("not retried, as opening it again crashes the same way"), "{manifest}");
+    assert!(!b.join("unchecked_launch/rungs/01-baseline/cudagdb-1-retry.log").exists());
+    assert!(v.remarks.iter().any(|r| r.contains("cuda-gdb crashed")), "{:?}", v.remarks);
 
     let a = analyze(&[b.join("hang_flag")]).unwrap();
     let text = render_text(&a);
