@@ -811,32 +811,33 @@ fn the_pass_beside_the_reading_recorded_on_the_gpu_keeps_the_armed_run_s_verdict
 #[test]
 fn bundles_with_the_disassembly_and_the_dumps_read_beside_the_run_give_their_verdicts() {
     let b = root().join("tests/fixtures/bundles/beside");
-    let a = analyze(&[b.join("oob_read")]).unwrap();
-    let v = a.verdict.expect("oob_read: a verdict");
-    assert!(v.kernel.starts_with("gather_rows"), "{}", v.kernel);
-    assert_eq!((v.file.as_deref().map(names::base_name), v.line), (Some("oob_read.cu"), Some(8)));
-    assert!(v.unknown.is_empty() && v.disagreements.is_empty(), "{v:?}");
-    let site = v.launch_site.as_ref().expect("oob_read: the launch site");
-    assert_eq!(
-        (site.frame.file.as_deref().map(names::base_name), site.frame.line),
-        (Some("oob_read.cu"), Some(24))
-    );
-    let manifest = std::fs::read_to_string(b.join("oob_read/manifest.yaml")).unwrap();
-    assert!(manifest.contains("read beside the run, which goes at full speed"), "{manifest}");
-    let command = std::fs::read_to_string(b.join("oob_read/rungs/01-baseline/command.txt")).unwrap();
-    assert!(!command.contains("CUDA_LAUNCH_BLOCKING"), "{command}");
-
-    // cuda-gdb crashed while opening the dump: not retried, the verdict whole all the same.
-    let a = analyze(&[b.join("unchecked_launch")]).unwrap();
-    let v = a.verdict.expect("unchecked_launch: a verdict");
-    assert!(v.kernel.starts_with("scatter_rows"), "{}", v.kernel);
-    assert_eq!(v.line, Some(20));
-    let site = v.launch_site.as_ref().expect("unchecked_launch: the launch site");
-    assert_eq!(site.frame.line, Some(34), "{site:?}");
-    let manifest = std::fs::read_to_string(b.join("unchecked_launch/manifest.yaml")).unwrap();
-    assert!(manifest.contains("not retried, as opening it again crashes the same way"), "{manifest}");
-    assert!(!b.join("unchecked_launch/rungs/01-baseline/cudagdb-1-retry.log").exists());
-    assert!(v.remarks.iter().any(|r| r.contains("cuda-gdb crashed")), "{:?}", v.remarks);
+    // unchecked_launch: cuda-gdb crashed while opening the dump, so it was not retried; the
+    // verdict is whole all the same.
+    for (case, kernel, file, line, launch) in [
+        ("oob_read", "gather_rows", "oob_read.cu", 8, 24),
+        ("unchecked_launch", "scatter_rows", "unchecked_launch.cu", 20, 34),
+    ] {
+        let a = analyze(&[b.join(case)]).unwrap();
+        let v = a.verdict.unwrap_or_else(|| panic!("{case}: no verdict"));
+        assert!(v.kernel.starts_with(kernel), "{case}: {}", v.kernel);
+        assert_eq!((v.file.as_deref().map(names::base_name), v.line), (Some(file), Some(line)), "{case}");
+        assert!(v.unknown.is_empty() && v.disagreements.is_empty(), "{case}: {v:?}");
+        let site = v.launch_site.as_ref().unwrap_or_else(|| panic!("{case}: no launch site"));
+        let at = (site.frame.file.as_deref().map(names::base_name), site.frame.line);
+        assert_eq!(at, (Some(file), Some(launch)), "{case}: {site:?}");
+        let manifest = std::fs::read_to_string(b.join(case).join("manifest.yaml")).unwrap();
+        assert!(manifest.contains("read beside the run, which goes at full speed"), "{case}: {manifest}");
+        let command = std::fs::read_to_string(b.join(case).join("rungs/01-baseline/command.txt")).unwrap();
+        assert!(!command.contains("CUDA_LAUNCH_BLOCKING"), "{case}: {command}");
+        let crashed = v.remarks.iter().any(|r| r.contains("cuda-gdb crashed"));
+        let retried = b.join(case).join("rungs/01-baseline/cudagdb-1-retry.log").exists();
+        let not_retried = manifest.contains("not retried, as opening it again crashes the same way");
+        assert_eq!(
+            (crashed, not_retried, retried),
+            (case == "unchecked_launch", case == "unchecked_launch", false),
+            "{case}"
+        );
+    }
 
     let a = analyze(&[b.join("hang_flag")]).unwrap();
     let text = render_text(&a);
