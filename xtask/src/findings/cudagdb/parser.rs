@@ -31,8 +31,8 @@ pub struct CudaGdbParser {
     pub(super) notes: Vec<String>,
     pub(super) seen: bool,
     pub(super) crashed: bool,
-    /// GDB's own backtrace, printed just before a crash, named the frame that opens a GPU
-    /// dump (`cuda_core_target_open`): the crash came while opening it.
+    /// In this session, GDB's own backtrace (printed just before a crash) named the frame that
+    /// opens a GPU dump (`cuda_core_target_open`): the crash came while opening it.
     pub(super) open_frame: bool,
     /// A crash came while cuda-gdb opened the dump, before any later command ran.
     pub(super) crashed_opening: bool,
@@ -85,6 +85,7 @@ impl CudaGdbParser {
     }
 
     pub(super) fn end_session(&mut self) {
+        self.open_frame = false;
         self.end_listing();
         self.after_bt = false;
         self.end_tables();
@@ -145,7 +146,7 @@ impl CudaGdbParser {
 
     pub(super) fn crash(&mut self, ctx: LineCtx) {
         self.crashed = true;
-        self.crashed_opening |= std::mem::take(&mut self.open_frame);
+        self.crashed_opening |= self.open_frame;
         let kept = self.cur.as_ref().map(Session::kept).unwrap_or_else(|| "nothing".to_string());
         self.note(format!(
             "cuda-gdb crashed (`A fatal error internal to GDB has been detected`, line {}) after \

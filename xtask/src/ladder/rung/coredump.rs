@@ -269,6 +269,9 @@ pub fn no_dump_note(ran: Exit) -> String {
     )
 }
 
+/// What a crash of cuda-gdb on a dump suggests: it did not crash on `-G` builds in the recordings.
+const DEVICE_DEBUG_HINT: &str = "A `-G` rebuild (`--device-debug`) often avoids that and shows locals";
+
 /// After the target's run (`ran`, started at `started`): each dump it left in the rung's
 /// folder read with cuda-gdb through the `per_dump` step, and the CPU core of the abort when the
 /// steps read one, all at once (each cuda-gdb reads its own file: a server's many dumps cost one
@@ -310,8 +313,7 @@ pub fn read_dumps(
             // Fewer commands still open it: every such retry recorded crashed the same way.
             io.note(format!(
                 "cuda-gdb crashed while opening `{}` (kept what it printed: the exception's kernel and \
-                 line); not retried, as opening it again crashes the same way. A `-G` rebuild \
-                 (`--device-debug`) often avoids that and shows locals",
+                 line); not retried, as opening it again crashes the same way. {DEVICE_DEBUG_HINT}",
                 name_of(core)
             ));
         } else if ev.debugger_crashed {
@@ -325,11 +327,7 @@ pub fn read_dumps(
             r?;
         }
         for _ in &again {
-            io.note(
-                "cuda-gdb crashed on this dump (kept what it printed); a `-G` rebuild \
-                 (`--device-debug`) often avoids that and shows locals"
-                    .into(),
-            );
+            io.note(format!("cuda-gdb crashed on this dump (kept what it printed). {DEVICE_DEBUG_HINT}"));
         }
     }
     Ok(read)
