@@ -28,6 +28,7 @@ mod hang;
 mod ladder;
 mod newcomer;
 mod prompts;
+mod provenance;
 mod recipe;
 mod recipes_builtin;
 mod repro;

@@ -101,6 +101,10 @@ pub const ELF_STEM: &str = "elf-{n}";
 /// bundle; its folder goes first on the target's `PYTHONPATH`.
 pub const RECORDER_DIR: &str = "recorder";
 pub const RECORDER_FILE: &str = "recorder/sitecustomize.py";
+/// Copies of the sources a verdict names that lived in a cache or temporary folder
+/// (`bundle::sources`), and their index (original path, TAB, copy).
+pub const SOURCES_DIR: &str = "sources";
+pub const SOURCES_INDEX: &str = "sources/index.tsv";
 /// The launch recorder's log in a rung's folder (`findings::launch_log`).
 pub const LAUNCHES: &str = "launches.log";
 /// The prefix of every coredump's file name in a rung folder (`core_%h.%p.%t`).

@@ -21,6 +21,7 @@ pub mod ranks;
 mod recorded;
 pub mod replay;
 pub mod report;
+pub mod sources;
 pub mod writer;
 
 pub use manifest::{CommandRecord, ContainerRecord, FileRecord, Manifest, RungRecord, RungStatus};

@@ -335,6 +335,9 @@ impl Bundle {
     /// Writes the analysis so far: `findings.json` and `summary.md`, then the manifest.
     pub fn write_analysis(&mut self, a: &Analysis) -> Result<()> {
         self.manifest.verdict = a.verdict.as_ref().map(|_| a.conclusion.clone());
+        // The generated and cached sources the verdict names, so that the bundle stands alone.
+        let found = super::sources::keep(&self.root, a, &super::sources::Roots::from_env());
+        self.note_redactions(found);
         // Both are built from logs that were redacted as they were written.
         self.write_raw(layout::FINDINGS, &render_json(a))?;
         self.write_raw(layout::SUMMARY, &summary_md(&self.manifest, a))?;

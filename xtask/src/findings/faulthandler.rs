@@ -128,7 +128,11 @@ struct Thread {
 impl Thread {
     /// The innermost frame in the user's own code, not a library's.
     fn user_at(&self) -> Option<usize> {
-        self.frames.iter().position(|f| f.file.as_deref().is_some_and(|p| !names::is_library_path(p)))
+        // Innermost first; a function torch.compile compiled (entered through Dynamo, shown
+        // at its `def`) is not the launch: its caller is.
+        let user = |f: &Frame| f.file.as_deref().is_some_and(|p| !names::is_host_machinery(p));
+        (0..self.frames.len())
+            .find(|&i| user(&self.frames[i]) && !names::entered_compiled(&self.frames[i + 1..], user))
     }
 
     /// Inside a launch: a Triton or PyTorch frame inwards of the user's frame.

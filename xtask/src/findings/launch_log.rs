@@ -17,7 +17,9 @@ pub const MAX_LOG: u64 = 16 << 20;
 
 /// Whether an input is such a log: its first record is one of the recorder's kinds.
 pub fn looks_like(head: &[u8]) -> bool {
-    ["hooked\t", "launch\t", "capture\t"].iter().any(|k| head.starts_with(k.as_bytes()))
+    ["hooked\t", "launch\t", "capture\t", "inductor\t", "model\t", "jit\t"]
+        .iter()
+        .any(|k| head.starts_with(k.as_bytes()))
 }
 
 /// A frame of the recorder (`FILE`, `LINE`, `FUNCTION`), a Python one.
@@ -71,6 +73,7 @@ pub fn parse<R: BufRead>(r: R, ev: &mut Evidence) {
     ev.recorded_captures.dedup();
     ev.recorder_pids.sort_unstable();
     ev.recorder_pids.dedup();
+    ev.provenance.settle();
     ev.saw(Tool::LaunchRecorder);
 }
 
@@ -107,7 +110,7 @@ fn record(cells: &[&str], ev: &mut Evidence) -> bool {
             let Some(site) = frame(file, line, function) else { return false };
             ev.recorded_captures.push(RecordedCapture { pid, site });
         }
-        _ => return false,
+        _ => return super::provenance::record(cells, pid, &mut ev.provenance),
     }
     true
 }

@@ -38,6 +38,8 @@ pub mod memcheck;
 pub mod memcheck_xml;
 pub mod names;
 pub mod nccl;
+pub mod origin;
+pub mod provenance;
 pub mod pyspy;
 pub mod quick;
 pub mod racecheck;
@@ -487,10 +489,15 @@ pub struct Symptom {
 impl Symptom {
     /// The innermost traceback frame that is the user's code rather than a library's.
     pub fn user_frame(&self) -> Option<&Frame> {
-        self.python_frames
-            .iter()
+        // Outermost first; a function torch.compile compiled (entered through Dynamo, shown at
+        // its `def`) is not the launch: its caller is.
+        let fr = &self.python_frames;
+        let user = |f: &Frame| f.file.as_deref().is_some_and(|p| !names::is_host_machinery(p));
+        let outward = |i: usize| fr[..i].iter().rev().cloned().collect::<Vec<Frame>>();
+        (0..fr.len())
             .rev()
-            .find(|f| f.file.as_deref().is_some_and(|p| !names::is_library_path(p)))
+            .find(|&i| user(&fr[i]) && !names::entered_compiled(&outward(i), user))
+            .map(|i| &fr[i])
             .or(self.python_frames.last())
     }
 }
@@ -864,6 +871,10 @@ pub struct Evidence {
     /// kernel of theirs missing from `recorded_launches` was not launched through Triton.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub recorder_pids: Vec<u32>,
+    /// Where the run's kernels came from (torch.compile, a JIT build, NVRTC), by the launch
+    /// recorder ([`provenance`]).
+    #[serde(skip_serializing_if = "provenance::Records::is_empty")]
+    pub provenance: provenance::Records,
     /// What the lines said about the ranks of a distributed job (launcher summaries, NCCL's
     /// watchdog, dump timestamps), for the triage across ranks ([`ranks`]). Not serialised.
     #[serde(skip)]

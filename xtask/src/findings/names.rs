@@ -225,6 +225,23 @@ pub fn is_library_path(path: &str) -> bool {
     MARKERS.iter().any(|m| path.contains(m)) || path.starts_with('<')
 }
 
+/// True for host (Python) frames that are not the user's: [`is_library_path`], and the output
+/// code torch.compile generated ([`super::provenance::is_inductor_output`]), whose `call` runs
+/// the kernels of a compiled graph the user's line called.
+pub fn is_host_machinery(path: &str) -> bool {
+    is_library_path(path) || super::provenance::is_inductor_output(path)
+}
+
+/// Whether a user's frame was entered through torch.compile's frame evaluation (Dynamo's
+/// `eval_frame.py`), so that it is a compiled function shown at its `def`: `outward` are the
+/// frames outside it, nearest first, up to the next frame `user` takes.
+pub fn entered_compiled(outward: &[super::Frame], user: impl Fn(&super::Frame) -> bool) -> bool {
+    outward
+        .iter()
+        .take_while(|f| !user(f))
+        .any(|f| f.file.as_deref().is_some_and(|p| p.ends_with("/torch/_dynamo/eval_frame.py")))
+}
+
 /// The installed libraries whose files [`is_python_library`] knows by their package.
 const PYTHON_PACKAGES: &[&str] = &[
     "torch",

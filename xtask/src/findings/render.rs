@@ -120,6 +120,26 @@ pub fn access_text(a: &crate::findings::Access) -> String {
 }
 
 /// The analysis for a human: verdict first, then the evidence, then what could not be read.
+/// The origin of a generated or run-time compiled kernel: what made it, the generated line,
+/// the model's statements (up to 8), the files.
+fn origin_text(s: &mut String, o: &super::origin::Origin) {
+    let name = o.name.as_deref().map(|n| format!(" `{n}`")).unwrap_or_default();
+    let generated = o.generated.as_ref().map(|g| format!(", generated line {g}")).unwrap_or_default();
+    writeln!(s, "  origin:   {}{name}{generated}", o.library).unwrap();
+    for (i, m) in o.model.iter().take(8).enumerate() {
+        let code = m.code.as_deref().map(|c| format!(": {c}")).unwrap_or_default();
+        let mark = if i == 0 && o.pinned { "; the faulting access" } else { "" };
+        writeln!(s, "  model:    {}{code} [{}{mark}]", frame_text(&m.frame), m.node).unwrap();
+    }
+    if o.model.len() > 8 {
+        writeln!(s, "  model:    ... {} more statement(s) (findings.json)", o.model.len() - 8).unwrap();
+    }
+    if let Some(b) = &o.built_at {
+        let what = if o.kind == super::origin::OriginKind::Inductor { "loaded by" } else { "built by" };
+        writeln!(s, "  {what}: {}", frame_text(b)).unwrap();
+    }
+}
+
 pub fn render_text(a: &Analysis) -> String {
     let mut s = String::new();
     match &a.verdict {
@@ -207,6 +227,9 @@ pub fn render_text(a: &Analysis) -> String {
             }
             if let Some(h) = &v.captured_at {
                 writeln!(s, "  captured: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap();
+            }
+            if let Some(o) = &v.origin {
+                origin_text(&mut s, o);
             }
             if let Some(h) = &v.surfaced_at {
                 writeln!(s, "  surfaced: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap();

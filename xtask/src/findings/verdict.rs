@@ -152,6 +152,10 @@ pub struct Verdict {
     /// For a race or a barrier error: the other line, the memory, the count, the kind.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hazard: Option<hazards::Hazard>,
+    /// Where the kernel came from when it was generated or compiled at run time
+    /// (torch.compile, a JIT extension, NVRTC): [`super::origin`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<super::origin::Origin>,
 }
 
 impl Verdict {
@@ -742,6 +746,7 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         hang: None,
         ranks: None,
         hazard,
+        origin: None,
     };
     let triage = ranks::triage(
         inputs,
@@ -771,6 +776,7 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         ));
     }
     let verdict = Verdict { rank, ranks: triage, remarks, ..verdict };
+    let (verdict, conclusion) = super::origin::attach(verdict, conclusion, inputs);
     Analysis { verdict: Some(verdict), conclusion, findings, symptoms, inputs: summaries, reproduced: None }
 }
 
@@ -1070,8 +1076,9 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
         }),
         ranks: None,
         hazard: None,
+        origin: None,
     };
-    Some((verdict, conclusion))
+    Some(super::origin::attach(verdict, conclusion, inputs))
 }
 
 /// The error class: the hardware's word (cuda-gdb, coredump) first, then the program's,

@@ -54,7 +54,7 @@ pub(super) fn is_cuda_api(func: &str) -> bool {
 /// Host frames that are the runtime, the driver or the interpreter, not the user's code.
 pub(super) fn is_runtime_frame(f: &Frame) -> bool {
     if f.python {
-        return f.file.as_deref().is_none_or(names::is_library_path);
+        return f.file.as_deref().is_none_or(names::is_host_machinery);
     }
     let module = f.module.as_deref().unwrap_or("");
     let func = f.function.as_deref().unwrap_or("");

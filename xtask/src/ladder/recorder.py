@@ -38,8 +38,28 @@
 #   launch   PID  KERNEL  FILE  LINE  FUNCTION  CAPTURE_FILE  CAPTURE_LINE  STACK
 #   capture  PID  FILE  LINE  FUNCTION
 #   full     PID  MAX_LINES
+#   inductor PID  KERNEL  KERNEL_FILE  WRAPPER_FILE  WRAPPER_LINE  NODES  ATEN
+#   model    PID  KERNEL  NODE  FILE  LINE  FUNCTION  CODE  CALLERS  KLINES
+#   jit      PID  LIBRARY  NAME  KERNELS  SOURCE  OUTPUT  FILE  LINE  FUNCTION
 # CAPTURE_* are `-` outside a capture; STACK is up to 6 user frames, innermost first, as
 # `FILE:LINE:FUNCTION` joined by ` <- `.
+#
+# Where a kernel came from (docs/provenance.md), recorded where it is built or loaded, never
+# per launch:
+# - `inductor`: a Triton kernel torch.compile generated, as its output code (the wrapper)
+#   loads it (`AsyncCompile.triton`): the kernel's file, the wrapper's file and line, and the
+#   comment Inductor writes above it (its FX source nodes, comma-separated, and their ATen
+#   ops). `model`: for each of those nodes, the user's line it was traced from (the FX node's
+#   stack trace, from the graph `compile_fx` was given; CALLERS are the outer frames, as
+#   STACK); none when no traced graph holds the node (a graph loaded precompiled). KLINES:
+#   the lines of the kernel's file whose load, store or index assert goes through the tensor
+#   this node indexes (its pointer -> the wrapper's argument -> the graph fragment's indexing
+#   op -> the node), comma-separated, `-` when none is known.
+# - `jit` (at most MAX_SOURCES NVRTC programs): code compiled at run time: a `torch.utils.cpp_extension` build (NAME the
+#   extension, SOURCE its file holding `__global__` functions, OUTPUT the library it loaded)
+#   or an NVRTC program (CuPy RawKernel/RawModule, cuda.core Program; its source string saved
+#   as SOURCE beside the log, OUTPUT `-`); KERNELS the `__global__` names in the source,
+#   space-separated; FILE LINE FUNCTION the user's frame that asked for it.
 
 import os as _os
 import sys as _sys
@@ -97,7 +117,7 @@ def _user_frames(f, limit):
     out = []
     while f is not None and len(out) < limit:
         name = f.f_code.co_filename
-        if not name.startswith(skip) and not name.startswith("<frozen"):
+        if not name.startswith(skip) and not name.startswith("<frozen") and not _is_generated(name):
             out.append(f)
         f = f.f_back
     return out
@@ -111,7 +131,8 @@ def _is_machinery(code):
     known = _MACHINERY.get(id(code))
     if known is None:
         name = code.co_filename
-        known = (code, name.startswith(_STATE["skip"] or _skipped()) or name.startswith("<frozen"))
+        known = (code, name.startswith(_STATE["skip"] or _skipped()) or name.startswith("<frozen")
+                 or _is_generated(name))
         _MACHINERY[id(code)] = known
     return known[1]
 
@@ -463,6 +484,398 @@ def _hook_graphs(mod):
     _write(["hooked", "torch.cuda.graphs.CUDAGraph.capture_begin"])
 
 
+# ---------------------------------------------------------------- where kernels come from
+
+_GRAPHS = []  # traced graphs given to compile_fx, newest last: {node name: stack trace}
+_GRAPH_STACK = []  # the graphs of the compile_fx calls in progress on this process
+MAX_GRAPHS = 256
+_GENERATED = {}  # a file name -> whether it is Inductor output (c + 51 base32, in <h[1:3]>/)
+
+
+def _is_generated(path):
+    known = _GENERATED.get(path)
+    if known is None:
+        base = _os.path.basename(path)
+        parent = _os.path.basename(_os.path.dirname(path))
+        known = (len(base) == 55 and base.startswith("c") and base.endswith(".py")
+                 and parent == base[1:3])
+        _GENERATED[path] = known
+    return known
+
+
+def _hook_compile_fx(mod):
+    compile_fx = getattr(mod, "compile_fx", None)
+    if compile_fx is None:
+        return
+
+    def compile_fx_recorded(model_, *args, **kwargs):
+        table = None
+        try:
+            graph = getattr(model_, "graph", None)
+            if graph is not None:
+                table = {}
+                for n in graph.nodes:
+                    st = n.meta.get("stack_trace") if hasattr(n, "meta") else None
+                    if st:
+                        table[n.name] = st
+                _GRAPHS.append(table)
+                del _GRAPHS[:-MAX_GRAPHS]
+                _GRAPH_STACK.append(table)
+        except Exception:
+            table = None
+        try:
+            return compile_fx(model_, *args, **kwargs)
+        finally:
+            if table is not None and _GRAPH_STACK and _GRAPH_STACK[-1] is table:
+                _GRAPH_STACK.pop()
+
+    compile_fx_recorded.__wrapped__ = compile_fx
+    mod.compile_fx = compile_fx_recorded
+    _write(["hooked", "torch._inductor.compile_fx.compile_fx"])
+
+
+def _frames_of(stack_trace):
+    # `  File "F", line N, in FUNC\n    CODE` blocks, outermost first -> innermost first.
+    out = []
+    lines = stack_trace.splitlines()
+    for i, l in enumerate(lines):
+        l = l.strip()
+        if not l.startswith('File "'):
+            continue
+        try:
+            f, rest = l[6:].split('", line ', 1)
+            n, _, func = rest.partition(", in ")
+            code = lines[i + 1].strip() if i + 1 < len(lines) and not lines[i + 1].strip().startswith('File "') else ""
+            out.append((f, n.strip(), func.strip(), code))
+        except Exception:
+            continue
+    out.reverse()
+    return out
+
+
+def _comment_above(wrapper, kernel, line):
+    # Inductor's comment above `<kernel> = async_compile.triton('<kernel>', ...)`, outermost line
+    # first (its kernel path, source nodes and ATen ops, node mapping, graph fragment).
+    import linecache
+
+    start = None
+    for n in range(line, max(0, line - 4000), -1):
+        if ("async_compile.triton('%s'" % kernel) in linecache.getline(wrapper, n):
+            start = n
+            break
+    block = []
+    if start is None:
+        return block
+    for n in range(start - 1, max(0, start - 4000), -1):
+        text = linecache.getline(wrapper, n).strip()
+        if not text.startswith("#"):
+            break
+        block.append(text)
+        if text.startswith("# kernel path: "):
+            break
+    block.reverse()
+    return block
+
+
+def _summary_of(block):
+    path, nodes, aten = None, [], []
+    for text in block:
+        if text.startswith("# kernel path: "):
+            path = text[len("# kernel path: "):].strip()
+        elif "Source Nodes: [" in text and not nodes:
+            names, _, rest = text.partition("Source Nodes: [")[2].partition("]")
+            nodes = [x.strip() for x in names.split(",") if x.strip()]
+            if "Original ATen: [" in rest:
+                aten = [x.strip() for x in rest.partition("Original ATen: [")[2].partition("]")[0].split(",") if x.strip()]
+    return path, nodes, aten
+
+
+# The ATen ops that index one tensor by the values of another: their first argument is the
+# tensor indexed, so a load or store through it with a computed offset is theirs.
+_INDEXING = ("index", "index_put", "index_put_", "_unsafe_index", "_unsafe_index_put", "embedding",
+             "gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add",
+             "index_copy", "take", "put")
+
+
+def _split_args(text):
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                break
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def _access_lines(kernel, kpath, wrapper, block):
+    # Which source node each load, store or index assert of the kernel's file belongs to:
+    # pointer parameter -> the wrapper's argument at its position in `<kernel>.run(...)` -> the
+    # graph fragment's indexing op whose indexed tensor that is -> the source node mapped to it.
+    # {source node: [kernel file lines]}; empty where a link is missing.
+    import linecache
+    import re
+
+    to_source = {}
+    indexed = {}
+    in_mapping = False
+    for text in block:
+        body = text.lstrip("#").strip()
+        if text.startswith("# Source node to ATen node mapping"):
+            in_mapping = True
+            continue
+        if text.startswith("# Graph fragment"):
+            in_mapping = False
+            continue
+        if in_mapping and " => " in body:
+            src, _, atens = body.partition(" => ")
+            for a in atens.split(","):
+                to_source[a.strip()] = src.strip()
+            continue
+        m = re.match(r"%(\w+) : .*?call_function\[target=torch\.ops\.aten\.(\w+)\.\w+\]\(args = \(%(\w+)", body)
+        if m and m.group(2) in _INDEXING:
+            indexed.setdefault(m.group(3), []).append(m.group(1))
+    if not indexed:
+        return {}
+    lines = linecache.getlines(kpath)
+    params = []
+    for text in lines:
+        if text.startswith("def %s(" % kernel):
+            params = [p.split(":")[0].strip() for p in _split_args(text.split("(", 1)[1])]
+            break
+    args = {}
+    for text in linecache.getlines(wrapper):
+        at = text.find("%s.run(" % kernel)
+        if at < 0:
+            continue
+        for i, a in enumerate(_split_args(text[at + len(kernel) + 5:])):
+            name = re.match(r"(?:reinterpret_tensor\()?\s*(\w+)", a)
+            if i < len(params) and name and "=" not in a.split("(")[0]:
+                args.setdefault(params[i], set()).add(name.group(1))
+    out = {}
+
+    def owner(ptr):
+        found = set()
+        for arg in args.get(ptr, ()):
+            for node in indexed.get(arg, ()):
+                if node in to_source:
+                    found.add(to_source[node])
+        return found
+
+    access = re.compile(r"tl\.(?:load|store)\((\w+) \+")
+    for i, text in enumerate(lines, 1):
+        ptr = None
+        m = access.search(text)
+        if m:
+            ptr = m.group(1)
+        else:
+            a = re.search(r'index out of bounds: 0 <= (tmp\d+) <', text)
+            if a:
+                var = re.compile(r"\b%s\b" % a.group(1))
+                for later in lines[i:i + 40]:
+                    m = access.search(later)
+                    if m and var.search(later):
+                        ptr = m.group(1)
+                        break
+        if ptr:
+            found = owner(ptr)
+            if len(found) == 1:
+                out.setdefault(found.pop(), []).append(i)
+    return out
+
+
+def _graph_for(nodes):
+    # The graph being compiled, else the newest traced graph holding every node.
+    if _GRAPH_STACK and all(n in _GRAPH_STACK[-1] for n in nodes):
+        return _GRAPH_STACK[-1]
+    for table in reversed(_GRAPHS):
+        if all(n in table for n in nodes):
+            return table
+    return None
+
+
+_KERNELS_SEEN = set()
+
+
+def _note_inductor(kernel, caller):
+    wrapper = caller.f_code.co_filename
+    key = (kernel, wrapper)
+    if key in _KERNELS_SEEN:
+        return
+    _KERNELS_SEEN.add(key)
+    block = _comment_above(wrapper, kernel, caller.f_lineno)
+    path, nodes, aten = _summary_of(block)
+    _write(["inductor", kernel, path or "-", wrapper, str(caller.f_lineno), ",".join(nodes) or "-",
+            ",".join(aten) or "-"])
+    table = _graph_for(nodes) if nodes else None
+    if table is None:
+        return
+    try:
+        lines = _access_lines(kernel, path, wrapper, block) if path else {}
+    except Exception:
+        lines = {}
+    for node in nodes:
+        frames = _frames_of(table.get(node, ""))
+        if not frames:
+            continue
+        f, n, func, code = frames[0]
+        callers = " <- ".join("%s:%s:%s" % fr[:3] for fr in frames[1:5])
+        klines = ",".join(str(x) for x in lines.get(node, ())) or "-"
+        _write(["model", kernel, node, f, n, func, code or "-", callers or "-", klines])
+
+
+def _hook_async_compile(mod):
+    cls = getattr(mod, "AsyncCompile", None)
+    triton = getattr(cls, "triton", None)
+    if triton is None:
+        return
+    getframe = _sys._getframe
+
+    def triton_recorded(self, kernel_name, *args, **kwargs):
+        try:
+            _note_inductor(kernel_name, getframe(1))
+        except Exception:
+            pass
+        return triton(self, kernel_name, *args, **kwargs)
+
+    triton_recorded.__wrapped__ = triton
+    cls.triton = triton_recorded
+    _write(["hooked", "torch._inductor.async_compile.AsyncCompile.triton"])
+
+
+def _globals_in(code):
+    import re
+
+    return sorted(set(re.findall(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?[\w:<>,\s\*&]*?\b(\w+)\s*\(", code)))
+
+
+def _caller_site():
+    frames = _user_frames(_sys._getframe(2), 1)
+    return _where(frames[0]) if frames else ["-", "0", "-"]
+
+
+def _save_source(library, code):
+    # The source string beside the log: `nvrtc-<sha1>.cu` (the same program once).
+    import hashlib
+
+    text = code if isinstance(code, str) else bytes(code).decode("utf-8", "replace")
+    name = "nvrtc-%s.cu" % hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:16]
+    path = _os.path.join(_os.path.dirname(_os.environ["DEBUG_IMA_LAUNCHES"]), name)
+    if not _os.path.exists(path):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    return path, text
+
+
+MAX_SOURCES = 200
+_SOURCES = {"n": 0}
+
+
+def _note_nvrtc(library, name, code):
+    if _SOURCES["n"] >= MAX_SOURCES:
+        return
+    _SOURCES["n"] += 1
+    path, text = _save_source(library, code)
+    _write(["jit", library, name or "-", " ".join(_globals_in(text)) or "-", path, "-"] + _caller_site())
+
+
+def _hook_cpp_extension(mod):
+    jit_compile = getattr(mod, "_jit_compile", None)
+    if jit_compile is None:
+        return
+
+    def jit_compile_recorded(name, sources, *args, **kwargs):
+        result = jit_compile(name, sources, *args, **kwargs)
+        try:
+            kernels, source = [], "-"
+            for src in sources:
+                try:
+                    with open(src, encoding="utf-8", errors="replace") as f:
+                        found = _globals_in(f.read())
+                except OSError:
+                    continue
+                if found and source == "-":
+                    source = _os.path.abspath(src)
+                kernels += found
+            out = getattr(result, "__file__", None) or "-"
+            _write(["jit", "torch.utils.cpp_extension", name, " ".join(sorted(set(kernels))) or "-", source,
+                    out] + _caller_site())
+        except Exception:
+            pass
+        return result
+
+    jit_compile_recorded.__wrapped__ = jit_compile
+    mod._jit_compile = jit_compile_recorded
+    _write(["hooked", "torch.utils.cpp_extension._jit_compile"])
+
+
+def _subclass_recording(base, library, note):
+    # A subclass of an extension type whose construction is noted first; the module's name
+    # for it is replaced, so `cupy.RawKernel(...)` builds one (isinstance still holds).
+    try:
+        class Recorded(base):
+            def __init__(self, *args, **kwargs):
+                try:
+                    note(args, kwargs)
+                except Exception:
+                    pass
+                super().__init__(*args, **kwargs)
+
+        Recorded.__name__ = base.__name__
+        Recorded.__qualname__ = base.__qualname__
+        Recorded.__module__ = base.__module__
+        return Recorded
+    except TypeError:
+        _write(["hooked", "none: %s cannot be subclassed" % library])
+        return None
+
+
+def _hook_cupy(mod):
+    for cls_name, arg in (("RawKernel", "name"), ("RawModule", None)):
+        base = getattr(mod, cls_name, None)
+        if base is None:
+            continue
+        library = "cupy." + cls_name
+
+        def note(args, kwargs, library=library, arg=arg):
+            code = kwargs.get("code", args[0] if args else None)
+            if code is None:
+                return
+            name = kwargs.get(arg, args[1] if len(args) > 1 else None) if arg else None
+            _note_nvrtc(library, name, code)
+
+        rec = _subclass_recording(base, library, note)
+        if rec is not None:
+            setattr(mod, cls_name, rec)
+    _write(["hooked", "cupy.RawKernel"])
+
+
+def _hook_cuda_core(mod):
+    base = getattr(mod, "Program", None)
+    if base is None:
+        return
+
+    def note(args, kwargs):
+        code = kwargs.get("code", args[0] if args else None)
+        if code is None:
+            return
+        opts = kwargs.get("options", args[2] if len(args) > 2 else None)
+        _note_nvrtc("cuda.core.Program", getattr(opts, "name", None) or "default_program", code)
+
+    rec = _subclass_recording(base, "cuda.core.Program", note)
+    if rec is not None:
+        mod.Program = rec
+        _write(["hooked", "cuda.core.Program"])
+
+
 class _Loader:
     def __init__(self, inner, hook):
         self._inner = inner
@@ -524,6 +937,11 @@ def _chain():
 if _os.environ.get("DEBUG_IMA_LAUNCHES"):
     _HOOKS["triton.runtime.jit"] = _hook_triton
     _HOOKS["torch.cuda.graphs"] = _hook_graphs
+    _HOOKS["torch._inductor.compile_fx"] = _hook_compile_fx
+    _HOOKS["torch._inductor.async_compile"] = _hook_async_compile
+    _HOOKS["torch.utils.cpp_extension"] = _hook_cpp_extension
+    _HOOKS["cupy"] = _hook_cupy
+    _HOOKS["cuda.core"] = _hook_cuda_core
     if _CAPTURE["name"] and _os.environ.get("DEBUG_IMA_CAPTURE_OPS"):
         _HOOKS["torch"] = _hook_ops
     _sys.meta_path.insert(0, _Finder())
