@@ -111,22 +111,22 @@ warm)
   (cd $P/ext_pkg && timeout 300 python3 setup.py build_ext --inplace > "$W/logs/ext_build.log" 2>&1; echo "ext build: exit $?" >> "$W/summary.txt")
   ;;
 tool)
-  tool ind_write 200 debug-ima $(py $P/inductor_fault.py write) --rungs $RUNGS --yes
-  tool ind_assert_graphs 200 debug-ima $(py $P/inductor_fault.py assert) --set args="assert graphs" --rungs $RUNGS --yes
-  tool cupy_module 200 debug-ima $(py $P/nvrtc_fault.py cupy-module) --rungs $RUNGS --yes
-  TORCH_EXTENSIONS_DIR=$W/fresh-ext NVCC_PREPEND_FLAGS=-lineinfo tool jit_load_fresh 300 debug-ima $(py $P/jit_op_fault.py load) --rungs $RUNGS --yes
-  PYTHONPATH=$ROOT/$P/ext_pkg tool ext_use 200 debug-ima $(py $P/ext_pkg/use_ext.py "") --rungs $RUNGS --yes
   tool ind_read 200 debug-ima $(py $P/inductor_fault.py read) --rungs $RUNGS --yes
   tool ind_assert 200 debug-ima $(py $P/inductor_fault.py assert) --rungs $RUNGS --yes
   tool ind_read_graphs 200 debug-ima $(py $P/inductor_fault.py read) --set args="read graphs" --rungs $RUNGS --yes
+  TORCH_EXTENSIONS_DIR=$W/fresh-ext NVCC_PREPEND_FLAGS=-lineinfo tool jit_load_fresh 300 debug-ima $(py $P/jit_op_fault.py load) --rungs $RUNGS --yes
   tool jit_load 200 debug-ima $(py $P/jit_op_fault.py load) --rungs $RUNGS --yes
-  tool jit_inline 200 debug-ima $(py $P/jit_op_fault.py inline) --rungs $RUNGS --yes
   tool cupy 200 debug-ima $(py $P/nvrtc_fault.py cupy) --rungs $RUNGS --yes
   CUPY_CUDA_COMPILE_WITH_DEBUG=1 CUPY_CACHE_SAVE_CUDA_SOURCE=1 tool cupy_debug 200 debug-ima $(py $P/nvrtc_fault.py cupy) --rungs $RUNGS --yes
   tool cuda_core 200 debug-ima $(py $P/nvrtc_fault.py cuda-core) --rungs $RUNGS --yes
+  tool ind_write 200 debug-ima $(py $P/inductor_fault.py write) --rungs $RUNGS --yes
+  tool ind_assert_graphs 200 debug-ima $(py $P/inductor_fault.py assert) --set args="assert graphs" --rungs $RUNGS --yes
+  tool cupy_module 200 debug-ima $(py $P/nvrtc_fault.py cupy-module) --rungs $RUNGS --yes
+  tool jit_inline 200 debug-ima $(py $P/jit_op_fault.py inline) --rungs $RUNGS --yes
+  PYTHONPATH=$ROOT/$P/ext_pkg tool ext_use 200 debug-ima $(py $P/ext_pkg/use_ext.py "") --rungs $RUNGS --yes
   ;;
 engine)
-  raw engine_none 120 -- python3 $P/engine_serve.py --fault none --seconds 15
+  [ "${ENGINE_PLAIN:-1}" = 1 ] && raw engine_none 120 -- python3 $P/engine_serve.py --fault none --seconds 15
   for f in ${ENGINE_FAULTS:-inductor-read jit-op triton nvrtc inductor-assert}; do
     tool "engine_$f" 240 debug-ima --recipe pytorch --set script=$P/engine_serve.py --set args="--fault $f --seconds 60" --rungs $RUNGS --yes
   done
