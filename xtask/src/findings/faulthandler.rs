@@ -130,9 +130,12 @@ impl Thread {
     fn user_at(&self) -> Option<usize> {
         // Innermost first; a function torch.compile compiled (entered through Dynamo, shown
         // at its `def`) is not the launch: its caller is.
-        let user = |f: &Frame| f.file.as_deref().is_some_and(|p| !names::is_host_machinery(p));
-        (0..self.frames.len())
-            .find(|&i| user(&self.frames[i]) && !names::entered_compiled(&self.frames[i + 1..], user))
+        let user = |f: Option<&str>| f.is_some_and(|p| !names::is_host_machinery(p));
+        let fr = &self.frames;
+        (0..fr.len()).find(|&i| {
+            user(fr[i].file.as_deref())
+                && !names::entered_compiled(fr[i + 1..].iter().map(|f| f.file.as_deref()), user)
+        })
     }
 
     /// Inside a launch: a Triton or PyTorch frame inwards of the user's frame.

@@ -50,6 +50,7 @@ pub mod scan;
 pub mod verdict;
 pub mod verdict_hang;
 pub mod verdict_kinds;
+pub mod verdict_model;
 pub mod verdict_sites;
 pub mod waits;
 pub mod yaml_bounds;
@@ -492,11 +493,13 @@ impl Symptom {
         // Outermost first; a function torch.compile compiled (entered through Dynamo, shown at
         // its `def`) is not the launch: its caller is.
         let fr = &self.python_frames;
-        let user = |f: &Frame| f.file.as_deref().is_some_and(|p| !names::is_host_machinery(p));
-        let outward = |i: usize| fr[..i].iter().rev().cloned().collect::<Vec<Frame>>();
+        let user = |f: Option<&str>| f.is_some_and(|p| !names::is_host_machinery(p));
         (0..fr.len())
             .rev()
-            .find(|&i| user(&fr[i]) && !names::entered_compiled(&outward(i), user))
+            .find(|&i| {
+                user(fr[i].file.as_deref())
+                    && !names::entered_compiled(fr[..i].iter().rev().map(|f| f.file.as_deref()), user)
+            })
             .map(|i| &fr[i])
             .or(self.python_frames.last())
     }

@@ -229,17 +229,34 @@ pub fn is_library_path(path: &str) -> bool {
 /// code torch.compile generated ([`super::provenance::is_inductor_output`]), whose `call` runs
 /// the kernels of a compiled graph the user's line called.
 pub fn is_host_machinery(path: &str) -> bool {
-    is_library_path(path) || super::provenance::is_inductor_output(path)
+    is_library_path(path) || is_inductor_output(path)
 }
 
 /// Whether a user's frame was entered through torch.compile's frame evaluation (Dynamo's
 /// `eval_frame.py`), so that it is a compiled function shown at its `def`: `outward` are the
 /// frames outside it, nearest first, up to the next frame `user` takes.
-pub fn entered_compiled(outward: &[super::Frame], user: impl Fn(&super::Frame) -> bool) -> bool {
+pub fn entered_compiled<'a>(
+    outward: impl IntoIterator<Item = Option<&'a str>>,
+    user: impl Fn(Option<&str>) -> bool,
+) -> bool {
     outward
-        .iter()
-        .take_while(|f| !user(f))
-        .any(|f| f.file.as_deref().is_some_and(|p| p.ends_with("/torch/_dynamo/eval_frame.py")))
+        .into_iter()
+        .take_while(|f| !user(*f))
+        .any(|f| f.is_some_and(|p| p.ends_with("/torch/_dynamo/eval_frame.py")))
+}
+
+/// Whether `path` is a file torch.compile's Inductor wrote: `c` + 51 base32 characters +
+/// `.py`, in a folder named by its characters 2 and 3 (`…/j2/cj2bb7….py`), kernels and
+/// wrappers alike. A host frame there is generated code, never the user's line.
+pub fn is_inductor_output(path: &str) -> bool {
+    let mut parts = path.rsplit('/');
+    let (Some(base), Some(parent)) = (parts.next(), parts.next()) else { return false };
+    base.len() == 55
+        && base.starts_with('c')
+        && base.ends_with(".py")
+        && base.is_char_boundary(3)
+        && parent == &base[1..3]
+        && base[1..52].bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
 }
 
 /// The installed libraries whose files [`is_python_library`] knows by their package.

@@ -9,7 +9,14 @@
 
 use serde::Serialize;
 
-use super::Frame;
+/// A Python frame as the recorder wrote it (`FILE`, `LINE`, `FUNCTION`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Site {
+    pub file: String,
+    pub line: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+}
 
 /// A kernel Inductor generated, loaded by its output code (the wrapper).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -37,13 +44,13 @@ pub struct ModelLine {
     pub kernel: String,
     pub node: String,
     /// The statement (`tiny_model.py:28 in forward`).
-    pub site: Frame,
+    pub site: Site,
     /// Its text, as the stack trace quoted it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
     /// The frames around it (the module calls), innermost first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub callers: Vec<Frame>,
+    pub callers: Vec<Site>,
     /// The lines of the kernel's file whose load, store or index assert goes through the
     /// tensor this node indexes.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -72,7 +79,7 @@ pub struct JitBuild {
     pub output: Option<String>,
     /// The user's frame that asked for the build.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub site: Option<Frame>,
+    pub site: Option<Site>,
 }
 
 impl JitBuild {
@@ -121,19 +128,17 @@ fn list(s: &str, sep: char) -> Vec<String> {
     s.split(sep).map(str::trim).filter(|x| !x.is_empty() && *x != "-").map(str::to_string).collect()
 }
 
-fn frame(file: &str, line: &str, function: &str) -> Option<Frame> {
+fn frame(file: &str, line: &str, function: &str) -> Option<Site> {
     let line: u32 = line.parse().ok()?;
-    (line > 0 && !file.is_empty() && file != "-").then(|| Frame {
+    (line > 0 && !file.is_empty() && file != "-").then(|| Site {
+        file: file.to_string(),
+        line,
         function: some(function),
-        file: Some(file.to_string()),
-        line: Some(line),
-        module: None,
-        python: true,
     })
 }
 
 /// `FILE:LINE:FUNCTION` (the file may hold `:`).
-fn stack_frame(s: &str) -> Option<Frame> {
+fn stack_frame(s: &str) -> Option<Site> {
     let (rest, function) = s.rsplit_once(':')?;
     let (file, line) = rest.rsplit_once(':')?;
     frame(file, line, function)
@@ -200,19 +205,7 @@ pub fn record(cells: &[&str], pid: u32, into: &mut Records) -> bool {
     true
 }
 
-/// Whether `path` is a file torch.compile's Inductor wrote: `c` + 51 base32 characters +
-/// `.py`, in a folder named by its characters 2 and 3 (`…/j2/cj2bb7….py`), kernels and
-/// wrappers alike. A host frame there is generated code, never the user's line.
-pub fn is_inductor_output(path: &str) -> bool {
-    let mut parts = path.rsplit('/');
-    let (Some(base), Some(parent)) = (parts.next(), parts.next()) else { return false };
-    base.len() == 55
-        && base.starts_with('c')
-        && base.ends_with(".py")
-        && base.is_char_boundary(3)
-        && parent == &base[1..3]
-        && base[1..52].bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-}
+pub use super::names::is_inductor_output;
 
 #[cfg(test)]
 mod tests {
@@ -234,8 +227,8 @@ mod tests {
         assert_eq!(r.inductor[0].nodes, ["h", "getitem"]);
         assert_eq!(r.inductor[0].wrapper_line, 64);
         assert_eq!(r.model[0].kernel_lines, [49, 79]);
-        assert_eq!(r.model[0].callers[0].line, Some(42));
-        assert_eq!(r.model[0].site.line, Some(28));
+        assert_eq!(r.model[0].callers[0].line, 42);
+        assert_eq!(r.model[0].site.line, 28);
         assert!(r.jit[0].is_nvrtc() && r.jit[0].output.is_none());
         assert_eq!(r.jit[0].kernels, ["scale", "scatter_add"]);
         for bad in [

@@ -122,7 +122,7 @@ pub fn access_text(a: &crate::findings::Access) -> String {
 /// The analysis for a human: verdict first, then the evidence, then what could not be read.
 /// The origin of a generated or run-time compiled kernel: what made it, the generated line,
 /// the model's statements (up to 8), the files.
-fn origin_text(s: &mut String, o: &super::origin::Origin) {
+fn origin_text(s: &mut String, o: &super::verdict_model::Origin) {
     let name = o.name.as_deref().map(|n| format!(" `{n}`")).unwrap_or_default();
     let generated = o.generated.as_ref().map(|g| format!(", generated line {g}")).unwrap_or_default();
     writeln!(s, "  origin:   {}{name}{generated}", o.library).unwrap();
@@ -132,10 +132,11 @@ fn origin_text(s: &mut String, o: &super::origin::Origin) {
         writeln!(s, "  model:    {}{code} [{}{mark}]", frame_text(&m.frame), m.node).unwrap();
     }
     if o.model.len() > 8 {
-        writeln!(s, "  model:    ... {} more statement(s) (findings.json)", o.model.len() - 8).unwrap();
+        writeln!(s, "  model:    ... {} more statement(s) (in the JSON output)", o.model.len() - 8).unwrap();
     }
     if let Some(b) = &o.built_at {
-        let what = if o.kind == super::origin::OriginKind::Inductor { "loaded by" } else { "built by" };
+        let what =
+            if o.kind == super::verdict_model::OriginKind::Inductor { "loaded by" } else { "built by" };
         writeln!(s, "  {what}: {}", frame_text(b)).unwrap();
     }
 }

@@ -11,24 +11,19 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::Serialize;
-
 use super::verdict_hang::{divergent_barrier, focus_line, hang_groups, hang_without_kernel, host_waits};
 pub use super::verdict_hang::{
     group_text, host_frame_text, Hang, HangGroup, HangProcess, HostWait, NcclStuck,
 };
 pub use super::verdict_kinds::OtherFault;
 use super::verdict_kinds::{library_of, same_assert, snapshots_of_triggered_dumps};
+pub use super::verdict_model::{Analysis, InputSummary, Part, Reproduced, Verdict};
 use super::verdict_sites::{
     frame_at, is_tail, keys_match, only_captured, pick_captured, pick_launch_site, pick_surfaced,
     recorded_candidates, recorded_launch_site, related_inputs, static_launch_site, user_loc,
 };
 pub use super::verdict_sites::{HostSite, Located, STATIC_LAUNCH};
-use super::{
-    hazards, names,
-    ranks::{self, RankTriage},
-    Access, DeviceSnapshot, Dim3, ErrorClass, Evidence, Fault, Frame, SourceLoc, Symptom, Tool,
-};
+use super::{hazards, names, ranks, Dim3, ErrorClass, Evidence, Fault, Frame, SourceLoc, Symptom, Tool};
 
 /// The verdict's kernel as compute-sanitizer's `--kernel-name kns=` takes it: a substring of
 /// the mangled name. The mangled name a tool printed for it; else its unqualified identifier
@@ -49,175 +44,6 @@ pub fn kernel_filter(a: &Analysis) -> Option<String> {
         let ok = ident.len() >= 4 && ident.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
         ok.then(|| ident.to_string())
     })
-}
-
-/// A part of a complete verdict (issue: the kernel, the user's line, the class, the launch
-/// site). A verdict always names the kernel; the others may be unknown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Part {
-    /// The `file:line` of the faulting access.
-    SourceLine,
-    /// The error class (illegal address, out of range, misaligned, assert, ...).
-    Class,
-    /// The host line that launched the kernel, from a synchronous source.
-    LaunchSite,
-    /// For a hang: where the stuck process's host threads wait (py-spy, a CPU core).
-    HostStacks,
-}
-
-impl Part {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Part::SourceLine => "source line",
-            Part::Class => "error class",
-            Part::LaunchSite => "launch site",
-            Part::HostStacks => "host stacks",
-        }
-    }
-}
-
-/// The merged answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Verdict {
-    /// The kernel, demangled, with its signature where a tool printed one.
-    pub kernel: String,
-    /// The source position of the faulting access: the user's line.
-    pub file: Option<String>,
-    pub line: Option<u32>,
-    pub error: ErrorClass,
-    /// What the class means and what to check first ([`ErrorClass::meaning`]); none for an
-    /// unknown class.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub meaning: Option<&'static str>,
-    pub block: Option<Dim3>,
-    pub thread: Option<Dim3>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub device: Option<u32>,
-    /// Process and rank that faulted, where known.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rank: Option<u32>,
-    /// The access (kind, size, address, nearest allocation), where memcheck saw it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub access: Option<Access>,
-    /// For a fault in inlined code: the chain from the faulting line out to the
-    /// kernel's own line (`store_helpers.cuh:5`, `inlined.cu:8`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub inlined: Vec<SourceLoc>,
-    /// The device line is library or toolkit code (ATen, CUTLASS, CUDA's headers) outside the
-    /// user's tree: the user's own line is then the launch site.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub library_line: bool,
-    /// The host line that launched the kernel. Only from a synchronous source: a traceback or
-    /// a thread's stack under `CUDA_LAUNCH_BLOCKING=1`, or memcheck's host backtrace at launch.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub launch_site: Option<HostSite>,
-    /// Where the error surfaced on the host: the later synchronising call that reported it
-    /// (an asynchronous traceback, `CUDA error at x.cu:39`). Not where the kernel was launched.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub surfaced_at: Option<HostSite>,
-    /// For a kernel that ran in a CUDA graph replay: where it was put into the graph (its
-    /// launch inside the capture, or where the capture began).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub captured_at: Option<HostSite>,
-    /// The parts no input established: said as unknown, never guessed.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub unknown: Vec<Part>,
-    /// The parts that cannot exist for this fault, so no rung looks for them: the source line
-    /// of a precompiled library kernel.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub not_applicable: Vec<Part>,
-    /// For a fault in a precompiled kernel: the library it belongs to (`cuBLAS (libcublasLt.so.13)`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub library: Option<String>,
-    /// The other distinct faults the tools reported (other kernels), ranked: the program-order
-    /// first leads the verdict, these follow.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub others: Vec<OtherFault>,
-    /// The inputs (rungs) whose findings support this verdict, in input order.
-    pub rungs: Vec<String>,
-    /// Inputs that point elsewhere, one sentence each.
-    pub disagreements: Vec<String>,
-    /// Things a reader should know about this verdict (graph replay, crashed debugger).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub remarks: Vec<String>,
-    /// For a verdict of class `hang`: the threads by line, the processes, the NCCL ranks.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hang: Option<Hang>,
-    /// For a job of several ranks: the rank that faulted first and what each other rank saw.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ranks: Option<RankTriage>,
-    /// For a race or a barrier error: the other line, the memory, the count, the kind.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hazard: Option<hazards::Hazard>,
-    /// Where the kernel came from when it was generated or compiled at run time
-    /// (torch.compile, a JIT extension, NVRTC): [`super::origin`].
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub origin: Option<super::origin::Origin>,
-}
-
-impl Verdict {
-    /// The rank that faulted first, in a job of several ranks.
-    pub fn culprit_rank(&self) -> Option<u32> {
-        self.ranks.as_ref().map(|t| t.culprit.rank)
-    }
-}
-
-/// Everything `analyze` reports.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Analysis {
-    pub verdict: Option<Verdict>,
-    /// Why there is no verdict, or what the verdict rests on, in one sentence.
-    pub conclusion: String,
-    /// Every device fault found, grouped by site within each input.
-    pub findings: Vec<Located<Fault>>,
-    /// What the program reported on the host, per input.
-    pub symptoms: Vec<Located<Symptom>>,
-    /// Per input: what was recognised and what could not be read.
-    pub inputs: Vec<InputSummary>,
-    /// In how many of the climb's runs of the target the fault showed; set by the ladder (a
-    /// folder of logs does not say how many runs it holds).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reproduced: Option<Reproduced>,
-}
-
-/// `reproduced in k of n runs`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Reproduced {
-    /// Runs in which a fault (or the hang) showed.
-    pub faulted: usize,
-    /// Runs of the target.
-    pub runs: usize,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct InputSummary {
-    pub path: String,
-    pub origin: String,
-    pub tools: Vec<Tool>,
-    pub lines: u64,
-    pub bytes: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error_summary: Option<u64>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub waits: Vec<super::WaitNotice>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub coredumps: Vec<super::CoredumpFile>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub api_errors: Vec<super::ApiError>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub debugger_crashed: bool,
-    /// GPU dumps read with no exception (hang snapshots), py-spy's processes, a NCCL dump.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub snapshots: Vec<DeviceSnapshot>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub python: Vec<super::PyProcess>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nccl: Option<super::NcclTrace>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
 }
 
 /// How much a finding from a tool is worth when locating a fault. cuda-gdb's
