@@ -531,7 +531,7 @@ fn the_vllm_image_recipe_plans_every_rung_in_its_image() {
     let o = &out.stdout;
     assert!(
         o.starts_with(
-            "recipe: vllm-image\nplan: baseline, launch-blocking, coredump, attach, memcheck, initcheck, racecheck, synccheck\n"
+            "recipe: vllm-image\nplan: baseline, rebuild, launch-blocking, coredump, attach, memcheck, initcheck, racecheck, synccheck\n"
         ),
         "{o}"
     );

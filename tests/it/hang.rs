@@ -352,6 +352,37 @@ fn watch_of_a_job_that_ends_normally_keeps_its_status_and_no_bundle() {
     assert_eq!(bare.run().code(), Some(2));
 }
 
+/// `watch --recipe pytorch -- CMD`: the command after `--` is the job and the recipe gives
+/// the rest, its `python: true` among it (faulthandler, unbuffered output, the flight
+/// recorder); the recipe's `script`, which only its own run command used, needs no value (it
+/// was refused for want of one). A recipe whose build needs a variable (`vllm`'s checkout)
+/// needs none under `watch` either: watch never builds.
+#[test]
+fn watch_with_a_recipe_runs_the_command_after_the_dashes() {
+    let s = Scratch::for_run("watch-recipe");
+    let run =
+        watch(&s, "oob_write", &["--recipe", "pytorch", "--set", "python=true"], &["target", "--n", "{4}"]);
+    let out = run.run();
+    assert_eq!(out.code(), Some(134), "{}", out.both());
+    assert!(!out.stderr.contains("needs a value"), "{}", out.both());
+    let b = s.only_bundle();
+    assert_eq!(b.rung_dirs(), ["01-baseline"], "{}", out.both());
+    let command = b.read("rungs/01-baseline/command.txt");
+    for want in ["PYTHONFAULTHANDLER=1", "PYTHONUNBUFFERED=1", "TORCH_NCCL_DEBUG_INFO_PIPE_FILE="] {
+        assert!(command.contains(want), "`{want}` missing: {command}");
+    }
+    assert!(command.ends_with("target --n '{4}'") || command.ends_with("target --n '{4}'\n"), "{command}");
+    assert!(!command.contains("CUDA_LAUNCH_BLOCKING"), "{command}");
+    assert_eq!(b.manifest()["recipe"]["name"].as_str(), Some("pytorch"), "{}", b.read("manifest.yaml"));
+    assert_eq!(b.findings()["verdict"]["line"], 7);
+    assert_eq!(pids(&s, "target").len(), 1, "the job ran more than once");
+
+    let s = Scratch::for_run("watch-recipe-vllm");
+    let out = watch(&s, "oob_write", &["--recipe", "vllm"], &["sh", "-c", "exit 0"]).run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    assert!(out.stderr.contains("no bundle kept"), "{}", out.both());
+}
+
 /// A watched job that goes silent while the GPU is busy (the recorded flag spin): after
 /// `--hang-after` the hang's evidence is taken while it runs, its dump read, and the verdict
 /// names where the warps spin. The driver aborts the hung job after the user-triggered dump,

@@ -115,12 +115,15 @@ fn not_a_file(ft: std::fs::FileType) -> String {
 
 /// True for the files of a rung folder that hold tool output: logs, XML reports and JSON
 /// dumps (the NCCL flight recorder's; what is inside is recognised by content, not by name);
-/// not `command.txt`, not coredumps, which only cuda-gdb reads.
+/// not `command.txt`, not coredumps, which only cuda-gdb reads; not what a JIT build wrote into
+/// the rebuild's fresh build folders (`jit/`: `.ninja_log`, FlashInfer's logs).
 pub fn is_rung_output(path: &Path) -> bool {
     let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
     // The per-rank views (`ranks/rank-N.stderr.log`) are copies of the combined logs.
     let copy = path.parent().and_then(|p| p.file_name()).is_some_and(|p| p == super::ranks::RANKS_DIR);
-    !copy && (name.ends_with(".log") || name.ends_with(".xml") || name.ends_with(".json"))
+    !copy
+        && !layout::is_jit_build(path)
+        && (name.ends_with(".log") || name.ends_with(".xml") || name.ends_with(".json"))
 }
 
 /// A short name for an input: the rung name for a file inside a bundle's

@@ -13,6 +13,9 @@
 //!   recorder/       sitecustomize.py: the launch recorder a Python target loads
 //!   env/            doctor's report, git describe, pip freeze, what `collect` commands printed
 //!   rungs/NN-<rung>/  stdout.log, stderr.log, command.txt, artifacts (dumps, XML, cuda-gdb logs)
+//!     jit/            (the rebuild of a Python target without a build) the fresh, empty JIT
+//!                     build folders its run compiled into: torch_extensions/, cupy/,
+//!                     flashinfer/, deep_gemm/ (build files, not tool output)
 //!   repro/          (`--repro`) repro.py (or repro_driver.cu, build.sh, capture_native.c),
 //!                   result.json, capture-<pid>.json (native-capture-<pid>.json), the capture
 //!                   run's stdout.log/stderr.log, repro-run.log and cuda-gdb on its dump: the
@@ -88,6 +91,27 @@ pub const STDERR: &str = "stderr.log";
 pub const COMMAND: &str = "command.txt";
 /// The rebuild's line-info table.
 pub const LINEINFO_TABLE: &str = "lineinfo.tsv";
+/// The rebuild of a Python target without a `build:` step (`ladder/rung/rebuild_jit.rs`): the
+/// folder in its rung folder that holds the fresh, empty JIT build folders its run compiles
+/// into, one per library: `TORCH_EXTENSIONS_DIR`, `CUPY_CACHE_DIR`, `FLASHINFER_WORKSPACE_BASE`,
+/// `DG_JIT_CACHE_DIR`. What is inside is build output, not tool output ([`is_jit_build`]).
+pub const JIT_DIR: &str = "jit";
+pub const JIT_TORCH_EXTENSIONS: &str = "torch_extensions";
+pub const JIT_CUPY: &str = "cupy";
+pub const JIT_FLASHINFER: &str = "flashinfer";
+pub const JIT_DEEP_GEMM: &str = "deep_gemm";
+/// What CuPy names a kernel's source it saves beside the cubin (`<sha1>.cubin.cu`, with
+/// `CUPY_CACHE_SAVE_CUDA_SOURCE`).
+pub const CUPY_SOURCE_SUFFIX: &str = ".cubin.cu";
+
+/// Whether `path` lies in a rung folder's [`JIT_DIR`] (`rungs/NN-rebuild/jit/...`): what a
+/// JIT build wrote there (`.ninja_log`, FlashInfer's logs) is no tool's output.
+pub fn is_jit_build(path: &Path) -> bool {
+    path.ancestors().any(|a| {
+        a.file_name().is_some_and(|n| n == JIT_DIR)
+            && a.parent().and_then(Path::parent).and_then(Path::file_name).is_some_and(|g| g == RUNGS_DIR)
+    })
+}
 /// The static launch sites read from the target's disassembly (`findings::launch_sites`).
 pub const LAUNCH_SITES: &str = "launch-sites.log";
 /// The stem of the disassembly's log, removed once read (megabytes of code).
@@ -250,5 +274,17 @@ mod tests {
         assert_eq!(nccl_json("nccl_trace_rank_12").as_deref(), Some("nccl-trace-12.json"));
         assert_eq!(nccl_json("nccl_trace_rank_"), None);
         assert_eq!(dump_file("vm", 738, 1796162904), "core_vm.738.1796162904");
+    }
+
+    /// Only a rung folder's own `jit/` is build output: a `jit` folder above the bundle, or a
+    /// rung's log named so, is not.
+    #[test]
+    fn the_jit_build_folder_is_told_from_the_rungs_files() {
+        let b = Path::new("/home/u/jit/bundles/2026_x");
+        assert!(is_jit_build(&b.join("rungs/02-rebuild/jit/torch_extensions/op/.ninja_log")));
+        assert!(is_jit_build(&b.join("rungs/02-rebuild/jit/cupy/00fb.cubin.cu")));
+        assert!(!is_jit_build(&b.join("rungs/02-rebuild/cudagdb-1.log")));
+        assert!(!is_jit_build(&b.join("rungs/02-rebuild/stderr.log")));
+        assert!(!is_jit_build(Path::new("/tmp/jit/x.log")));
     }
 }

@@ -37,7 +37,8 @@ pub struct Args {
     #[command(flatten)]
     pub recipe: super::args::RecipeArgs,
     /// The program and its arguments, after `--`, in place of a recipe: `run -- ./app --n 4`
-    /// (its run only; no build, so no rebuild rung).
+    /// (its run only; no build, so no rebuild rung). With `--recipe`, in place of the recipe's
+    /// run command: the recipe gives the rest.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
     /// Runs exactly these rungs, in ladder order (comma-separated; `all`: every rung, the hang
@@ -277,7 +278,7 @@ impl Config {
             blocking_unsafe,
             watch: false,
             full: args.full,
-            has_build: rung::get(RungId::Rebuild).applies(&resolved),
+            has_build: resolved.build.is_some(),
             disabled: RungId::ALL.into_iter().filter(|id| !resolved.enabled(*id)).collect(),
             python: resolved.python,
             hang_after: resolved.hang_after.is_some(),
@@ -414,7 +415,7 @@ pub fn run(args: Args) -> Result<Outcome> {
         if interactive { Box::new(ui::Interactive) } else { Box::new(ui::NonInteractive) };
     // A recipe named on the command line is read first, terminal or not: a typo in it is the
     // first thing to say, as it is without a terminal.
-    if let (Some(name), true) = (&args.recipe.recipe, args.command.is_empty()) {
+    if let Some(name) = &args.recipe.recipe {
         recipe::load(name)?;
     }
     // Without `nvidia-smi` (known at once) the ladder cannot run: say so before asking.
@@ -614,12 +615,8 @@ fn recipe_and_values(
     interactive: bool,
 ) -> Result<(recipe::Recipe, BTreeMap<String, String>)> {
     let recipe = match (&args.recipe.recipe, args.command.is_empty()) {
-        (Some(_), false) => {
-            return Err(Usage::error(
-                "give the program either with `--recipe` or after `--`, not both (a recipe's run is its \
-                 command: set its variables with `--set`)",
-            ))
-        }
+        // The command after `--` is the run; the recipe gives the rest.
+        (Some(n), false) => super::args::with_command(recipe::load(n)?, &args.command),
         (None, false) => super::args::command_recipe(
             &args.command,
             std::env::current_dir().context("cannot read the current directory")?,

@@ -54,6 +54,14 @@ pub struct WatchArgs {
 fn job(args: &WatchArgs) -> Result<Resolved> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let mut resolved = match &args.recipe.recipe {
+        // The command after `--` is the job: the recipe gives the rest (never a build: watch
+        // does not build), and variables only its run command used need no value.
+        Some(name) if !args.command.is_empty() => {
+            let mut r = recipe::load(name)?;
+            r.build = None;
+            let r = super::args::with_command(r, &args.command);
+            recipe::resolve(&r, &args.recipe.values()?, &BTreeMap::new())?
+        }
         Some(name) => recipe::resolve(&recipe::load(name)?, &args.recipe.values()?, &BTreeMap::new())?,
         None if args.command.is_empty() => {
             return Err(Usage::error(
@@ -82,9 +90,8 @@ fn job(args: &WatchArgs) -> Result<Resolved> {
             launch: None,
         },
     };
-    if !args.command.is_empty() {
+    if args.recipe.recipe.is_none() {
         resolved.run.argv = args.command.clone();
-        resolved.python = resolved.python || super::args::runs_python(&args.command);
     }
     if let Some(secs) = args.hang_after {
         resolved.hang_after = Some(Duration::from_secs(secs));

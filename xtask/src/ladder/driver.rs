@@ -305,7 +305,8 @@ impl State<'_, '_> {
                 continue;
             }
             let Some(p) = planned.pop() else { continue };
-            let bar = progress.rung(p.index, total, p.id.name(), p.rung.describe());
+            let what = p.rung.describe_in(self.climb.recipe, self.climb.debug);
+            let bar = progress.rung(p.index, total, p.id.name(), &what);
             let Some(id) = self.pass_may_follow(p.id, prompter) else {
                 let (p, result) = self.execute(p, bar.as_ref());
                 if let Some(stop) = self.finish(p, result, bar.as_ref(), progress, false)? {
@@ -616,7 +617,7 @@ impl State<'_, '_> {
         }
         self.bundle.push_rung(record)?;
         self.analysis = decide_in(&self.evidence, &self.climb.recipe.source_roots());
-        self.analysis.reproduced = Some(policy::reproduced(&self.done));
+        self.analysis.reproduced = Some(policy::reproduced(self.climb.request, &self.done));
         // The files hold no CUDA error, but the run failed: the conclusion says that, not
         // "nothing faulted, run the sweep" beside a stop that says to fix it first.
         if self.analysis.verdict.is_none()

@@ -72,7 +72,7 @@ pub fn render(climb: &Climb, bundle: &Path) -> String {
             s.push_str(&format!(
                 "\n{i}. {}: {}\n",
                 planned.rung,
-                rung::get(planned.rung).describe_for(climb.debug)
+                rung::get(planned.rung).describe_in(r, climb.debug)
             ));
             last = Some(planned.rung);
         }
@@ -137,6 +137,9 @@ fn label(step: &Step) -> String {
         }
         (Role::Cuobjdump, When::Listing) => {
             "kernel listing (before the run, per binary, of the kernels with shared memory)".to_string()
+        }
+        (Role::Cuobjdump, When::PerJitLibrary) => {
+            format!("line-info check ({})", When::PerJitLibrary.label())
         }
         (Role::Cuobjdump, _) => "line-info check".to_string(),
         (_, When::Always) => step.role.name().to_string(),

@@ -2,7 +2,8 @@
 //! far found — whether to stop, go on, or change course; what a rung's run comes to
 //! ([`outcome`]). What it knows of each rung (its cost, the sweep, whether it stands for the
 //! baseline, ...) it asks of the rung ([`rung::Rung`]); it names a rung only for the roles its
-//! logic is built on: the armed baseline, the rebuild (new binaries) and the hang rung.
+//! logic is built on: the armed baseline, the rebuild (new binaries, or for a Python target
+//! without a build its run-time builds redone in one armed run) and the hang rung.
 //!
 //! Must not: spawn processes, touch files or print. The driver asks, runs, and asks again.
 
@@ -18,7 +19,7 @@ pub struct Request {
     pub rungs: Option<Vec<RungId>>,
     /// `--full`: every rung, even after a verdict.
     pub full: bool,
-    /// The recipe can rebuild the target.
+    /// The recipe can rebuild the target (it has a `build:` step).
     pub has_build: bool,
     /// Rungs the recipe disabled.
     pub disabled: Vec<RungId>,
@@ -46,6 +47,21 @@ impl Request {
     /// `--full` or `--rungs`: every planned rung runs, in the plan's order, whatever it finds.
     pub fn runs_every_planned_rung(&self) -> bool {
         self.full || self.rungs.is_some()
+    }
+
+    /// The rebuild redoes the target's run-time builds: a Python program without a `build:`
+    /// step, whose kernels were compiled while it ran (a `torch.utils.cpp_extension` op, a
+    /// CuPy kernel). Its rebuild is one armed run of the target with those builds sent to fresh
+    /// folders with line info; the user's own caches, which every other rung's run reads, stay
+    /// as they were.
+    pub fn rebuilds_at_run_time(&self) -> bool {
+        self.python && !self.has_build
+    }
+
+    /// The recipe has something the rebuild can build again: its `build:` step, or a Python
+    /// program's run-time builds.
+    fn can_rebuild(&self) -> bool {
+        self.has_build || self.rebuilds_at_run_time()
     }
 }
 
@@ -91,9 +107,12 @@ pub fn blocking_hid(req: &Request, facts: Facts, done: &[(RungId, RungOutcome)])
 /// the armed run's (dumps on exception, read by cuda-gdb: [`Rung::covered_by_armed_run`]),
 /// launch-blocking for a native target; so it is covered once an armed run faulted under the
 /// same conditions.
-/// A rebuild after it (the binaries lacked line info) makes the next dump worth having again.
+/// A rebuild after it (the binaries lacked line info) makes the next dump worth having again;
+/// a rebuild of run-time builds does not: its fresh builds are its own run's, and every other
+/// run reads the user's caches as the first did.
 fn covered(req: &Request, facts: Facts, done: &[(RungId, RungOutcome)], r: RungId) -> bool {
-    let rebuilt = done.iter().any(|(d, o)| *d == RungId::Rebuild && *o != RungOutcome::Skipped);
+    let rebuilt = !req.rebuilds_at_run_time()
+        && done.iter().any(|(d, o)| *d == RungId::Rebuild && *o != RungOutcome::Skipped);
     rung::get(r).covered_by_armed_run()
         && !rebuilt
         && baseline_runs(req, facts, done).any(|(b, o)| o.faulted() && (req.python || b))
@@ -159,7 +178,7 @@ pub fn plan(req: &Request) -> Vec<RungId> {
             rungs.insert(0, hang);
         }
     }
-    if !req.has_build {
+    if !req.can_rebuild() {
         rungs.retain(|r| *r != RungId::Rebuild);
     }
     if req.rungs.is_none() {
@@ -169,17 +188,19 @@ pub fn plan(req: &Request) -> Vec<RungId> {
 }
 
 /// Why `plan` (made by [`plan`] from `req`) runs nothing, for the user, naming what to do;
-/// `None` when some rung will run. Only the rebuild is ever dropped from `--rungs` (a recipe
-/// without a `build:` step), and only the recipe's `enabled: false` empties the default plan.
+/// `None` when some rung will run. Only the rebuild is ever dropped from `--rungs` (a native
+/// recipe without a `build:` step), and only the recipe's `enabled: false` empties the default
+/// plan.
 pub fn empty_plan(req: &Request, plan: &[RungId]) -> Option<String> {
     if !plan.is_empty() {
         return None;
     }
     Some(match &req.rungs {
-        Some(asked) if asked.contains(&RungId::Rebuild) && !req.has_build => format!(
+        Some(asked) if asked.contains(&RungId::Rebuild) && !req.can_rebuild() => format!(
             "`--rungs {}`: the {} rung rebuilds the target with the recipe's `build:` step, and this recipe \
-             has none, so nothing would run: add a `build:` step to the recipe (docs/recipes.md), or ask \
-             for rungs that run the target as it is (`--rungs {},{}`)",
+             has none (nor is it a Python program, whose run-time builds it could redo), so nothing would \
+             run: add a `build:` step to the recipe (docs/recipes.md), or ask for rungs that run the target \
+             as it is (`--rungs {},{}`)",
             asked.iter().map(|r| r.name()).collect::<Vec<_>>().join(","),
             RungId::Rebuild,
             RungId::Baseline,
@@ -457,11 +478,12 @@ fn next_in_climb(
             format!("no fault was reproduced: {armed}, and the sweep ({}) found nothing", swept.join(", "))
         });
     }
-    // Source lines need line info: rebuild first when the binaries lack it (or it is unknown).
+    // Source lines need line info: rebuild first when the binaries lack it (or it is unknown),
+    // or when a Python target's kernel has no line (its run-time builds).
     if fault_expected
         && missing.contains(&Part::SourceLine)
-        && facts.lineinfo != Some(true)
         && pending.contains(&RungId::Rebuild)
+        && rebuild_for_line(req, analysis, facts)
     {
         return Next::Run(RungId::Rebuild);
     }
@@ -492,6 +514,19 @@ fn next_in_climb(
             ),
             None => format!("no remaining rung can locate the fault{}", skipping(&[])),
         }),
+    }
+}
+
+/// Whether a rebuild can give a fault's missing source line (`missing` holds it, so the kernel
+/// is not a library's: a precompiled kernel's line is not applicable, never missing): the
+/// recipe's build, while its binaries are not known to carry line info; a Python target's
+/// run-time builds ([`Request::rebuilds_at_run_time`]) once a kernel was located, since only
+/// its kernel tells that the line is missing for want of line info rather than of a fault.
+fn rebuild_for_line(req: &Request, analysis: &Analysis, facts: Facts) -> bool {
+    if req.rebuilds_at_run_time() {
+        analysis.verdict.is_some()
+    } else {
+        facts.lineinfo != Some(true)
     }
 }
 
@@ -669,11 +704,14 @@ pub fn error_ends_climb(id: RungId, done: &[(RungId, RungOutcome)]) -> bool {
 
 /// How many runs of the target this climb made and in how many a fault showed (a device
 /// error, a dump, a hang); rungs that did not run the target (skipped, failed, the rebuild:
-/// [`Rung::runs_target`]) do not count.
-pub fn reproduced(done: &[(RungId, RungOutcome)]) -> Reproduced {
-    let ran = done.iter().filter(|(r, o)| {
-        rung::get(*r).runs_target() && !matches!(o, RungOutcome::Skipped | RungOutcome::Failed)
-    });
+/// [`Rung::runs_target`]) do not count, but for a rebuild of run-time builds, which is a run of
+/// the target ([`Request::rebuilds_at_run_time`]).
+pub fn reproduced(req: &Request, done: &[(RungId, RungOutcome)]) -> Reproduced {
+    let runs_target =
+        |r: RungId| rung::get(r).runs_target() || (r == RungId::Rebuild && req.rebuilds_at_run_time());
+    let ran = done
+        .iter()
+        .filter(|(r, o)| runs_target(*r) && !matches!(o, RungOutcome::Skipped | RungOutcome::Failed));
     let runs = ran.clone().count();
     let faulted = ran.filter(|(_, o)| o.faulted() || *o == RungOutcome::Hung).count();
     Reproduced { faulted, runs }
@@ -811,6 +849,88 @@ mod tests {
         let n = next(&req, &p, &done, &partial, no_lines);
         assert!(!matches!(n, Next::Run(RungId::Rebuild)), "{n:?}");
         assert!(!matches!(n, Next::Run(RungId::Attach)), "{n:?}");
+        // Nor are a Python target's run-time builds redone for it.
+        let py = Request { python: true, ..Request::default() };
+        let n = next(&py, &plan(&py), &done, &partial, Facts::default());
+        assert!(!matches!(n, Next::Run(RungId::Rebuild)), "{n:?}");
+    }
+
+    /// The CuPy kernel compiled while its program ran, recorded on an H100
+    /// (tests/fixtures/h100/jit_rebuild): the armed run's reading without CuPy's debug switch
+    /// (no line) and, with `debug`, the rebuild's with it (`<sha1>.cubin.cu:13`); with `stack`,
+    /// the faulthandler stack of the launch-blocking armed run (the launch site).
+    fn run_time_built(debug: bool, stack: bool) -> Analysis {
+        use crate::findings::scan::scan_str;
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/h100/jit_rebuild/");
+        let read = |f: &str| std::fs::read_to_string(format!("{dir}{f}")).unwrap();
+        let mut ev = vec![scan_str(&read("cupy/cudagdb-core-1.log"), "baseline/cudagdb-1")];
+        if stack {
+            let mut armed = scan_str(&read("cupy/coredump.log"), "baseline");
+            armed.launch_blocking = true;
+            ev.push(armed);
+        }
+        if debug {
+            ev.push(scan_str(&read("cupy_debug/cudagdb-core-1.log"), "rebuild/cudagdb-1"));
+        }
+        decide(&ev)
+    }
+
+    /// A Python target without a build: its rebuild redoes the run-time builds (one armed run,
+    /// fresh JIT folders with line info). It is planned, and run when a located kernel, not a
+    /// library's, has no line; not without a located kernel, nor when nothing faulted. After it,
+    /// the coredump rung stays covered by the armed run (every other run reads the user's
+    /// caches, as the armed run did), unlike after a rebuild of the recipe's build.
+    #[test]
+    fn a_run_time_built_kernel_without_a_line_gets_its_builds_redone() {
+        let py = Request { python: true, ..Request::default() };
+        assert!(py.rebuilds_at_run_time());
+        let p = plan(&py);
+        assert_eq!(p[..3], [RungId::Baseline, RungId::Rebuild, RungId::LaunchBlocking]);
+        let f = Facts::default();
+        let armed = vec![(RungId::Baseline, ran(true))];
+        let a = run_time_built(false, true);
+        let v = a.verdict.as_ref().unwrap();
+        assert_eq!(
+            (v.kernel.as_str(), v.unknown.as_slice()),
+            ("scatter_add", &[Part::SourceLine][..]),
+            "{v:?}"
+        );
+        assert!(v.not_applicable.is_empty(), "{v:?}");
+        assert_eq!(next(&py, &p, &armed, &a, f), Next::Run(RungId::Rebuild));
+        // Its run's dump has the line: the verdict is complete.
+        let rebuilt = vec![(RungId::Baseline, ran(true)), (RungId::Rebuild, ran(true))];
+        let done = run_time_built(true, true);
+        assert_eq!(done.verdict.as_ref().unwrap().line, Some(13));
+        match next(&py, &p, &rebuilt, &done, Facts { lineinfo: Some(true), ..f }) {
+            Next::Stop(why) => {
+                assert!(why.starts_with("the verdict is complete: `scatter_add` at "), "{why}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // Still no line: not the coredump rung (the user's caches again), attach next; a rebuild
+        // of the recipe's build instead makes the coredump rung's dump worth having.
+        assert_eq!(next(&py, &p, &rebuilt, &a, f), Next::Run(RungId::Attach));
+        let built = Request { has_build: true, ..py.clone() };
+        assert!(!built.rebuilds_at_run_time());
+        assert_eq!(next(&built, &plan(&built), &rebuilt, &a, f), Next::Run(RungId::Coredump));
+        // Without the armed run's stack the launch site is missing too: the rebuild still comes
+        // first (its run is armed and launch-blocking too), not launch-blocking's run.
+        assert_eq!(next(&py, &p, &armed, &run_time_built(false, false), f), Next::Run(RungId::Rebuild));
+        // No located kernel (nothing says the line is missing for want of line info), or a
+        // clean armed run (the sweep): no rebuild.
+        assert_ne!(next(&py, &p, &armed, &empty(), f), Next::Run(RungId::Rebuild));
+        assert_eq!(
+            next(&py, &p, &[(RungId::Baseline, ran(false))], &empty(), f),
+            Next::Run(RungId::Memcheck)
+        );
+        // `--rungs rebuild` runs it alone for a Python recipe; a native one without a build has
+        // nothing to rebuild.
+        let only = Request { rungs: Some(vec![RungId::Rebuild]), ..py.clone() };
+        assert_eq!(plan(&only), [RungId::Rebuild]);
+        assert_eq!(empty_plan(&only, &plan(&only)), None);
+        let native = Request { python: false, ..only };
+        assert!(plan(&native).is_empty());
+        assert!(empty_plan(&native, &plan(&native)).unwrap().contains("nor is it a Python program"));
     }
 
     #[test]
@@ -1268,7 +1388,11 @@ mod tests {
             (RungId::Coredump, RungOutcome::Ran { faulted: true, yielded: true }),
             (RungId::Attach, RungOutcome::Skipped),
         ];
-        assert_eq!(reproduced(&done), Reproduced { faulted: 1, runs: 2 });
+        let native = Request { has_build: true, ..Request::default() };
+        assert_eq!(reproduced(&native, &done), Reproduced { faulted: 1, runs: 2 });
+        // A Python target's rebuild of its run-time builds is a run of the target.
+        let py = Request { python: true, ..Request::default() };
+        assert_eq!(reproduced(&py, &done), Reproduced { faulted: 1, runs: 3 });
         assert!(error_ends_climb(RungId::Baseline, &done) && !error_ends_climb(RungId::Hang, &done));
         assert!(
             error_ends_climb(RungId::Hang, &done[..1]) && !error_ends_climb(RungId::Memcheck, &done[..1])

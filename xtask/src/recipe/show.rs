@@ -228,12 +228,18 @@ pub fn check_recipe(r: &Recipe, cwd: &Path) -> Result<String> {
             "`build.binaries` is empty: the rebuild rung cannot check the binaries for line info".to_string(),
         ),
         Some(_) => {}
+        None if r.python => notes.push(
+            "no `build`: the rebuild rung redoes only what the program compiles while it runs (`torch.utils.cpp_extension` \
+             ops, CuPy, FlashInfer and DeepGEMM kernels), in one more run with fresh build folders; what was built \
+             before it keeps the line info it has"
+                .to_string(),
+        ),
         None => notes.push(
             "no `build`: the rebuild rung is skipped; tools name file:line only if the binaries already carry line info"
                 .to_string(),
         ),
     }
-    if r.build.is_none() && r.rungs.contains_key(&RungId::Rebuild) {
+    if r.build.is_none() && !r.python && r.rungs.contains_key(&RungId::Rebuild) {
         notes.push("`rungs.rebuild` has no effect without `build`".to_string());
     }
     for note in notes {

@@ -28,12 +28,18 @@ pub trait Rung: Sync {
         let _ = debug;
         self.describe().to_string()
     }
-    /// What the prompt before the rung says it will do, for this recipe: its description at
-    /// the debug level, and what the recipe makes of it where that matters (the rebuild's
-    /// command and time limit).
-    fn prompt(&self, r: &Resolved, debug: Debug) -> String {
+    /// The description for this recipe, at the debug level: the dry-run's heading. It differs
+    /// from [`Rung::describe_for`] only where the recipe changes what the rung does (the
+    /// rebuild of a Python target without a build redoes its run-time builds instead).
+    fn describe_in(&self, r: &Resolved, debug: Debug) -> String {
         let _ = r;
         self.describe_for(debug)
+    }
+    /// What the prompt before the rung says it will do, for this recipe: its description
+    /// ([`Rung::describe_in`]), and what the recipe makes of it where that matters (the
+    /// rebuild's command and time limit).
+    fn prompt(&self, r: &Resolved, debug: Debug) -> String {
+        self.describe_in(r, debug)
     }
     /// Whether the rung is of use only when the target faults (then a clean baseline skips it).
     fn needs_fault(&self) -> bool {
@@ -83,10 +89,6 @@ pub trait Rung: Sync {
     /// Whether the rung runs the target (the rebuild does not): only those runs count in how
     /// often the fault was reproduced.
     fn runs_target(&self) -> bool {
-        true
-    }
-    /// Whether the rung can run for this recipe (the rebuild needs a `build` step).
-    fn applies(&self, _recipe: &Resolved) -> bool {
         true
     }
     /// Every step the rung may run, in order, each with when it runs: the run executes these
@@ -178,6 +180,9 @@ pub enum When {
     /// After the target, when the binaries existed before the ladder (their line info is
     /// checked, not assumed).
     BinariesPresent,
+    /// After the target, once per extension library its run built into the rebuild's fresh
+    /// `TORCH_EXTENSIONS_DIR` ([`EXTENSION`] stands for its path).
+    PerJitLibrary,
     /// Instead of the [`When::Always`] step, when the verdict so far names a suspect kernel
     /// ([`KERNEL`] stands for its mangled name).
     KernelKnown,
@@ -230,6 +235,7 @@ impl When {
             When::Always => "",
             When::BinariesMissing => "if a binary does not exist yet",
             When::BinariesPresent => "if the binaries existed already",
+            When::PerJitLibrary => "per extension library the run built into the fresh TORCH_EXTENSIONS_DIR",
             When::KernelKnown => "instead, when a suspect kernel is known",
             When::Listing => "before the run, per binary, to name the kernels the check concerns",
             When::KernelsListed => "instead, when the binaries' listings name the kernels the check concerns",
@@ -271,6 +277,9 @@ pub const KERNELS: &str = "<each kernel of the scope>";
 pub const LAUNCHES: &str = "<2 per kernel>";
 /// Stands for the kernel's translation unit in a [`When::ReproBuild`] step.
 pub const SOURCE: &str = "<the kernel's source file>";
+/// Stands for an extension library's name in a [`When::PerJitLibrary`] step (its folder and
+/// file under the fresh `TORCH_EXTENSIONS_DIR`).
+pub const EXTENSION: &str = "<NAME>/<NAME>.so";
 /// Stands for the pid in a [`When::OnWaitMessage`] step.
 pub const PID: &str = "<PID from the message>";
 /// Stands for a process's pid in a [`When::PerPythonProcess`] step.

@@ -24,7 +24,7 @@ use anyhow::Result;
 
 use super::api::{step, ArmedEnd, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
 use super::build::{target, with_options, DEFAULT_RUN_TIMEOUT};
-use super::{armed, coredump, evidence, hang, rebuild, sites};
+use super::{armed, coredump, evidence, hang, lineinfo, rebuild, sites};
 use crate::findings::verdict::Part;
 use crate::model::{Exit, Invocation, Role, RungId};
 use crate::recipe::Resolved;
@@ -167,7 +167,7 @@ impl Rung for Baseline {
             Some(b) if !b.binaries.is_empty() && !io.interrupted() => {
                 let checks = steps.iter().filter(|s| s.when == When::BinariesPresent);
                 // Without cuobjdump the line info is unknown: the policy then rebuilds.
-                rebuild::check_lineinfo(io, b, checks, "in the existing binaries").ok()
+                lineinfo::check_lineinfo(io, &b.binaries, checks, "in the existing binaries").ok()
             }
             _ => None,
         };

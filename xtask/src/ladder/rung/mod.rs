@@ -3,8 +3,10 @@
 //! environments, which `--dry-run` shows too) and how it runs them. This file registers them
 //! (one line each in `rungs!`) and declares the files they share: the [`Rung`] trait and
 //! the [`Step`] value (`api`), the command builders (`build`, `sanitizer`), the armed run
-//! (`armed`, `sites`), the hang's evidence (`evidence`), `watch`'s baseline (`watch`) and the
-//! repro rung's shared check (`repro_check`) and native half (`repro_native`).
+//! (`armed`, `sites`), the hang's evidence (`evidence`), `watch`'s baseline (`watch`), the
+//! line-info flags and check (`lineinfo`), the rebuild's half for a Python target's run-time
+//! builds (`rebuild_jit`) and the repro rung's shared check (`repro_check`) and native half
+//! (`repro_native`).
 //!
 //! Adding a rung: its line in `model/rung.rs` (its [`RungId`], name, needs and recipe
 //! options), its file here implementing [`Rung`], and its line in `rungs!` below
@@ -17,6 +19,8 @@ mod api;
 pub mod armed;
 mod build;
 pub mod evidence;
+mod lineinfo;
+mod rebuild_jit;
 mod repro_check;
 mod repro_native;
 pub mod sanitizer;

@@ -2,13 +2,17 @@
 //! and compilation caches unable to serve stale objects; then `cuobjdump -elf` on each binary
 //! to check that line info is really there. The policy runs it only when the baseline found
 //! binaries without line info: a baseline that builds the target builds it this way at once.
-
-use std::path::Path;
+//! A Python target without a `build:` step has its kernels built while it runs: for it the
+//! rebuild is one more armed run whose run-time builds go into fresh folders with line info
+//! ([`rebuild_jit`](super::rebuild_jit)), which the policy runs when a fault's kernel (not a
+//! library's) has no line.
 
 use anyhow::{Context, Result};
 
 use super::api::{step, Debug, Ran, Rung, RungIo, Step, StepCx, When};
 use super::build::{from_step, with_options};
+use super::lineinfo::{check_lineinfo, lineinfo_check, prepend_flags};
+use super::rebuild_jit;
 use crate::bundle::layout;
 use crate::model::{Exit, Invocation, Role, RungId};
 use crate::recipe::{Resolved, Step as RecipeStep};
@@ -33,10 +37,19 @@ impl Rung for Rebuild {
         )
     }
 
+    /// A Python target without a build: its run-time builds redone in one armed run.
+    fn describe_in(&self, r: &Resolved, debug: Debug) -> String {
+        if rebuilds_at_run_time(r) {
+            rebuild_jit::describe(debug)
+        } else {
+            self.describe_for(debug)
+        }
+    }
+
     /// The recipe's own build command and its time limit; a `pip install` says that it replaces
     /// the package installed in this Python environment.
     fn prompt(&self, r: &Resolved, debug: Debug) -> String {
-        let mut text = self.describe_for(debug);
+        let mut text = self.describe_in(r, debug);
         let Some(b) = &r.build else { return text };
         let words = b.argv.join(" ");
         text.push_str(&format!(": `{}`", words.chars().take(160).collect::<String>()));
@@ -51,16 +64,17 @@ impl Rung for Rebuild {
         text
     }
 
-    fn applies(&self, r: &Resolved) -> bool {
-        r.build.is_some()
-    }
-
-    /// It builds and checks the binaries; the target does not run.
+    /// It builds and checks the binaries; the target does not run. (For a Python target
+    /// without a build it does: `policy::reproduced` counts that run, as the policy knows the
+    /// recipe's kind and this trait does not.)
     fn runs_target(&self) -> bool {
         false
     }
 
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
+        if rebuilds_at_run_time(cx.recipe) {
+            return rebuild_jit::steps(cx);
+        }
         let Some(b) = &cx.recipe.build else { return Vec::new() };
         // The build's streams in `stdout.log` and `stderr.log`, like the target's.
         let build = invocation(cx.recipe, b, cx.debug, cx.inherited_prepend.as_deref(), RungId::Rebuild);
@@ -70,6 +84,9 @@ impl Rung for Rebuild {
     }
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
+        if rebuilds_at_run_time(io.recipe()) {
+            return rebuild_jit::run(io, steps);
+        }
         let b = io.recipe().build.clone().context("the recipe has no `build` step to rebuild with")?;
         create_binary_dirs(&b)?;
         let mut steps = steps.iter().filter(|s| s.when == When::Always);
@@ -79,9 +96,15 @@ impl Rung for Rebuild {
             let logs = [io.dir().join(layout::STDERR), io.dir().join(layout::STDOUT)];
             return Err(build_failed(io, "the rebuild", ran, &logs, layout::STDERR));
         }
-        let all_ok = check_lineinfo(io, &b, steps, "after the rebuild")?;
+        let all_ok = check_lineinfo(io, &b.binaries, steps, "after the rebuild")?;
         Ok(Ran { faulted: false, yielded: all_ok, lineinfo: Some(all_ok), hung: false, static_sites: None })
     }
+}
+
+/// Whether the rebuild of this recipe redoes its run-time builds ([`rebuild_jit`]): a Python
+/// program without a `build:` step.
+pub fn rebuilds_at_run_time(r: &Resolved) -> bool {
+    r.build.is_none() && r.python
 }
 
 /// The `cuobjdump -elf` step of each binary, run `when`.
@@ -93,36 +116,6 @@ pub fn lineinfo_checks(b: &RecipeStep, when: When) -> Vec<Step> {
             Step::new(Role::Cuobjdump, lineinfo_check(bin), format!("cuobjdump-{}", i + 1)).when(when)
         })
         .collect()
-}
-
-/// Runs the `cuobjdump` steps (one per binary, in order), writes the line-info table into the
-/// rung's folder and says whether every binary has line info; a binary without is noted.
-pub fn check_lineinfo<'s>(
-    io: &mut dyn RungIo,
-    b: &RecipeStep,
-    checks: impl Iterator<Item = &'s Step>,
-    when: &str,
-) -> Result<bool> {
-    let mut table = String::new();
-    let mut all_ok = true;
-    for (bin, check) in b.binaries.iter().zip(checks) {
-        let ran = io.exec(check)?;
-        let n = std::fs::File::open(layout::logs(io.dir(), &check.stem).0)
-            .map(|f| count_line_sections_in(std::io::BufReader::new(f)))
-            .unwrap_or(0);
-        table.push_str(&format!("{}\t{n} line-info sections\t{}\n", bin.display(), ran.text()));
-        if n == 0 {
-            all_ok = false;
-            io.note(format!(
-                "`{}` has no line info {when}: the build may not use nvcc, may ignore \
-                     NVCC_PREPEND_FLAGS, or may not have rebuilt it",
-                bin.display()
-            ));
-        }
-    }
-    let table_path = io.dir().join(layout::LINEINFO_TABLE);
-    std::fs::write(&table_path, table).with_context(|| format!("cannot write `{}`", table_path.display()))?;
-    Ok(all_ok)
 }
 
 /// `nvcc -o DIR/FILE` does not create `DIR`: the build's output folders are made first.
@@ -144,35 +137,12 @@ pub fn invocation(
     rung: RungId,
 ) -> Invocation {
     let mut inv = from_step(build);
-    let flags = match inherited_prepend.filter(|s| !s.trim().is_empty()) {
-        Some(prev) => format!("{} {prev}", debug.flags()),
-        None => debug.flags(),
-    };
-    inv.set("NVCC_PREPEND_FLAGS", flags);
+    inv.set("NVCC_PREPEND_FLAGS", prepend_flags(debug, inherited_prepend));
     // ccache would hand back the objects built without line info.
     inv.set("CCACHE_DISABLE", "1");
     // sccache cannot be disabled by a variable, but it can be told to recompile and re-cache.
     inv.set("SCCACHE_RECACHE", "1");
     with_options(inv, r, rung)
-}
-
-/// `cuobjdump -elf BINARY`.
-pub fn lineinfo_check(binary: &Path) -> Invocation {
-    Invocation {
-        timeout: Some(std::time::Duration::from_secs(120)),
-        ..Invocation::new(vec!["cuobjdump".into(), "-elf".into(), binary.display().to_string()])
-    }
-}
-
-/// Line-info sections in `cuobjdump -elf` output (`.nv_debug_line_sass`, `.debug_line`).
-pub fn count_line_sections(cuobjdump_elf: &str) -> usize {
-    count_line_sections_in(cuobjdump_elf.as_bytes())
-}
-
-/// The same, read line by line: `cuobjdump -elf` of a large library (vLLM's `_C.abi3.so`)
-/// prints far more than should be held in memory.
-pub fn count_line_sections_in(reader: impl std::io::BufRead) -> usize {
-    reader.split(b'\n').map_while(Result::ok).filter(|l| l.windows(10).any(|w| w == b"debug_line")).count()
 }
 
 /// How many of a failed build's last lines its note shows, and how many of its error lines
@@ -252,16 +222,6 @@ pub(super) fn build_if_missing(io: &mut dyn RungIo, steps: &[Step]) -> Result<bo
 mod tests {
     use super::*;
 
-    #[test]
-    fn counts_line_sections_in_real_cuobjdump_output() {
-        // Recorded with cuobjdump 13.5 from PyPI (tests/fixtures/toolchain/README.md).
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/toolchain");
-        let plain = std::fs::read_to_string(format!("{dir}/cuobjdump-elf-plain.txt")).unwrap();
-        let li = std::fs::read_to_string(format!("{dir}/cuobjdump-elf-lineinfo.txt")).unwrap();
-        assert_eq!(count_line_sections(&plain), 0);
-        assert_eq!(count_line_sections(&li), 10);
-    }
-
     /// The prompt before the rebuild says the recipe's own command and time limit, and that a
     /// `pip install` (the vLLM recipe's) replaces the package installed in the environment.
     #[test]
@@ -278,6 +238,23 @@ mod tests {
         let cuda = resolve("cuda", &[("build", "make -B"), ("run", "./app")]);
         let p = Rebuild.prompt(&cuda, Debug::Full);
         assert!(p.contains(": `make -B`") && p.contains("\"-G -g\"") && !p.contains("replacing"), "{p}");
+        // A Python program without a build: one more armed run that redoes its run-time builds
+        // in fresh folders, and says the user's caches are left alone.
+        let py = resolve("pytorch", &[("script", "jit_op_fault.py")]);
+        assert!(rebuilds_at_run_time(&py) && !rebuilds_at_run_time(&vllm) && !rebuilds_at_run_time(&cuda));
+        let p = Rebuild.prompt(&py, Debug::LineInfo);
+        for want in [
+            "rerun the target armed",
+            "fresh, empty folders in the rung's folder",
+            "TORCH_EXTENSIONS_DIR with `NVCC_PREPEND_FLAGS=\"-lineinfo -g\"`",
+            "CUPY_CUDA_COMPILE_WITH_DEBUG=1",
+            "nothing of your own caches is read, changed or deleted",
+        ] {
+            assert!(p.contains(want), "`{want}` missing: {p}");
+        }
+        assert_eq!(p, Rebuild.describe_in(&py, Debug::LineInfo));
+        assert!(Rebuild.describe_in(&py, Debug::Full).contains("\"-G -g\""));
+        assert_eq!(Rebuild.describe_in(&cuda, Debug::LineInfo), Rebuild.describe_for(Debug::LineInfo));
     }
 
     #[test]
