@@ -114,7 +114,8 @@ tool)
   tool ind_read 200 debug-ima $(py $P/inductor_fault.py read) --rungs $RUNGS --yes
   tool ind_assert 200 debug-ima $(py $P/inductor_fault.py assert) --rungs $RUNGS --yes
   tool ind_read_graphs 200 debug-ima $(py $P/inductor_fault.py read) --set args="read graphs" --rungs $RUNGS --yes
-  TORCH_EXTENSIONS_DIR=$W/fresh-ext NVCC_PREPEND_FLAGS=-lineinfo tool jit_load_fresh 300 debug-ima $(py $P/jit_op_fault.py load) --rungs $RUNGS --yes
+  tool jit_rebuild 300 debug-ima $(py $P/jit_op_fault.py load) --rungs baseline,rebuild --yes
+  tool cupy_rebuild 200 debug-ima $(py $P/nvrtc_fault.py cupy) --rungs baseline,rebuild --yes
   tool jit_load 200 debug-ima $(py $P/jit_op_fault.py load) --rungs $RUNGS --yes
   tool cupy 200 debug-ima $(py $P/nvrtc_fault.py cupy) --rungs $RUNGS --yes
   CUPY_CUDA_COMPILE_WITH_DEBUG=1 CUPY_CACHE_SAVE_CUDA_SOURCE=1 tool cupy_debug 200 debug-ima $(py $P/nvrtc_fault.py cupy) --rungs $RUNGS --yes
