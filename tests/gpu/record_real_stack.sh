@@ -64,7 +64,12 @@ tool() { # name timeout xtask-args...
   local name=$1 t=$2; shift 2
   if [ "$(left)" -lt 30 ]; then summary "tool $name: skipped (deadline)"; return; fi
   local s; s=$(date +%s.%N)
-  timeout -s KILL "$t" "$XTASK" "$@" --bundle-dir "$W/bundles/$name" > "$W/logs/tool-$name.out" 2> "$W/logs/tool-$name.err"
+  if [ "$1" = watch ]; then # its options go before the job's `--`
+    shift; set -- watch --bundle-dir "$W/bundles/$name" "$@"
+  else
+    set -- "$@" --bundle-dir "$W/bundles/$name"
+  fi
+  timeout -s KILL "$t" "$XTASK" "$@" > "$W/logs/tool-$name.out" 2> "$W/logs/tool-$name.err"
   local rc=$?
   summary "tool $name: exit $rc in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $s}") s: $*"
   grep -E '^(verdict|no verdict|  |stopped|rungs)' "$W/logs/tool-$name.out" | head -20 >> "$W/summary.txt"
@@ -134,7 +139,7 @@ engine)
   ;;
 watch)
   S=${WATCH_S:-20}
-  for i in 1 2; do
+  for i in $(seq 1 "${WATCH_PAIRS:-2}"); do
     raw "engine_plain_$i" $((S + 120)) -- python3 $P/engine_serve.py --fault none --seconds "$S"
     tool "engine_watch_$i" $((S + 120)) watch -- python3 $P/engine_serve.py --fault none --seconds "$S"
   done
