@@ -17,14 +17,17 @@ use super::{Evidence, Frame, SourceLoc};
 /// The remark a verdict without a source line carries by default (replaced by the origin's).
 const NO_LINE: &str = "no tool printed a source line";
 
-/// The lines the inputs name in `file` for the verdict's kernel (the device line, an assert's).
+/// The lines the inputs name in the generated file `base` (the device line, an assert's
+/// message line, which cuda-gdb may place a line before it).
 fn lines_in(inputs: &[Evidence], v: &Verdict, base: &str) -> Vec<u32> {
     let mut out: Vec<u32> =
         v.line.into_iter().filter(|_| v.file.as_deref().map(names::base_name) == Some(base)).collect();
     for f in inputs.iter().flat_map(|e| &e.faults) {
-        for l in f.frames.iter().filter_map(|fr| Some((fr.file.as_deref()?, fr.line?))) {
-            if names::base_name(l.0) == base && !out.contains(&l.1) {
-                out.push(l.1);
+        let frames = f.frames.iter().filter_map(|fr| Some((fr.file.as_deref()?, fr.line?)));
+        let places = f.location.iter().chain(&f.inlined).map(|l| (l.file.as_str(), l.line));
+        for (file, line) in frames.chain(places) {
+            if names::base_name(file) == base && !out.contains(&line) {
+                out.push(line);
             }
         }
     }

@@ -113,14 +113,25 @@ def _skipped():
 
 
 def _user_frames(f, limit):
+    # The user's frames outwards from f. A function torch.compile compiled (entered through
+    # Dynamo's eval_frame.py, shown at its `def`) is left out: its caller called it.
     skip = _skipped()
     out = []
+    dynamo = False
     while f is not None and len(out) < limit:
         name = f.f_code.co_filename
         if not name.startswith(skip) and not name.startswith("<frozen") and not _is_generated(name):
+            if dynamo and out:
+                out.pop()
             out.append(f)
+            dynamo = False
+        elif name.endswith(_EVAL_FRAME):
+            dynamo = True
         f = f.f_back
     return out
+
+
+_EVAL_FRAME = _os.sep.join(("", "torch", "_dynamo", "eval_frame.py"))
 
 
 def _where(f):
@@ -151,11 +162,15 @@ def _note_launch(jit, first):
     if key in _SEEN:
         return
     _SEEN[key] = code
-    name = getattr(getattr(jit, "fn", None), "__name__", None) or getattr(jit, "__name__", "?")
-    frames = _user_frames(first, 6)
-    stack = " <- ".join(":".join(_where(f)) for f in frames)
+    meta = getattr(jit, "inductor_meta", None)
+    name = ((meta.get("kernel_name") if isinstance(meta, dict) else None)
+            or getattr(getattr(jit, "fn", None), "__name__", None) or getattr(jit, "__name__", "?"))
+    frames = _user_frames(first, 7)
+    if not frames:
+        return
+    stack = " <- ".join(":".join(_where(f)) for f in frames[:6])
     cap = list(capture[:2]) if capture else ["-", "-"]
-    _write(["launch", name] + _where(first) + cap + [stack])
+    _write(["launch", name] + _where(frames[0]) + cap + [stack])
 
 
 CAPTURE_ONE = 1 << 20
@@ -732,6 +747,26 @@ def _note_inductor(kernel, caller):
         _write(["model", kernel, node, f, n, func, code or "-", callers or "-", klines])
 
 
+def _hook_inductor_launches(mod):
+    # Inductor launches its kernels through CachingAutotuner.run, not JITFunction.run.
+    cls = getattr(mod, "CachingAutotuner", None)
+    run = getattr(cls, "run", None)
+    if run is None:
+        return
+    getframe = _sys._getframe
+
+    def run_recorded(self, *args, **kwargs):
+        try:
+            _note_launch(self, getframe(1))
+        except Exception:
+            pass
+        return run(self, *args, **kwargs)
+
+    run_recorded.__wrapped__ = run
+    cls.run = run_recorded
+    _write(["hooked", "triton.inductor: torch._inductor.runtime.triton_heuristics.CachingAutotuner.run"])
+
+
 def _hook_async_compile(mod):
     cls = getattr(mod, "AsyncCompile", None)
     triton = getattr(cls, "triton", None)
@@ -740,11 +775,13 @@ def _hook_async_compile(mod):
     getframe = _sys._getframe
 
     def triton_recorded(self, kernel_name, *args, **kwargs):
+        # After the call: on a cold cache it is the call that writes the kernel's file.
+        result = triton(self, kernel_name, *args, **kwargs)
         try:
             _note_inductor(kernel_name, getframe(1))
         except Exception:
             pass
-        return triton(self, kernel_name, *args, **kwargs)
+        return result
 
     triton_recorded.__wrapped__ = triton
     cls.triton = triton_recorded
@@ -939,6 +976,7 @@ if _os.environ.get("DEBUG_IMA_LAUNCHES"):
     _HOOKS["torch.cuda.graphs"] = _hook_graphs
     _HOOKS["torch._inductor.compile_fx"] = _hook_compile_fx
     _HOOKS["torch._inductor.async_compile"] = _hook_async_compile
+    _HOOKS["torch._inductor.runtime.triton_heuristics"] = _hook_inductor_launches
     _HOOKS["torch.utils.cpp_extension"] = _hook_cpp_extension
     _HOOKS["cupy"] = _hook_cupy
     _HOOKS["cuda.core"] = _hook_cuda_core
