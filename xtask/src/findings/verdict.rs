@@ -23,7 +23,9 @@ use super::verdict_sites::{
     recorded_candidates, recorded_launch_site, related_inputs, static_launch_site, user_loc,
 };
 pub use super::verdict_sites::{HostSite, Located, STATIC_LAUNCH};
-use super::{hazards, names, ranks, Dim3, ErrorClass, Evidence, Fault, Frame, SourceLoc, Symptom, Tool};
+use super::{
+    hazards, names, ranks, Access, Dim3, ErrorClass, Evidence, Fault, Frame, SourceLoc, Symptom, Tool,
+};
 
 /// The verdict's kernel as compute-sanitizer's `--kernel-name kns=` takes it: a substring of
 /// the mangled name. The mangled name a tool printed for it; else its unqualified identifier
@@ -203,365 +205,66 @@ pub fn decide(inputs: &[Evidence]) -> Analysis {
 }
 
 /// Merges the evidence of every input into an analysis. `roots` are the user's own source
-/// trees (absolute): there, CUTLASS, CUB or ATen files are the user's lines too.
+/// trees (absolute): there, CUTLASS, CUB or ATen files are the user's lines too. In named
+/// passes: the findings located, clustered by kernel and one cluster chosen ([`winner`]), its
+/// place ([`Merge::place`]), the faulting thread and access ([`Merge::who`]), the host sites
+/// ([`Merge::sites`]), what disagrees ([`Merge::disagreements`]), the remarks
+/// ([`Merge::remarks`]), the parts left unknown ([`parts`]), then the ranks' triage and the
+/// kernel's origin ([`finish`]).
 pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
     let promoted = snapshots_of_triggered_dumps(inputs);
     let inputs = &promoted[..];
     let mut findings: Vec<Located<Fault>> = Vec::new();
     let mut symptoms: Vec<Located<Symptom>> = Vec::new();
     for ev in inputs {
-        for f in &ev.faults {
-            findings.push(Located { origin: ev.origin.clone(), item: f.clone() });
-        }
-        for s in &ev.symptoms {
-            symptoms.push(Located { origin: ev.origin.clone(), item: s.clone() });
-        }
+        findings.extend(ev.faults.iter().map(|f| Located { origin: ev.origin.clone(), item: f.clone() }));
+        symptoms.extend(ev.symptoms.iter().map(|s| Located { origin: ev.origin.clone(), item: s.clone() }));
     }
     let summaries = inputs.iter().map(summarise).collect();
-
-    // Cluster the faults by kernel; the cluster with the most weight wins, ties going to
-    // the one seen first. Only faults that name a kernel can found a verdict.
-    let mut index = Clusters::new();
-    let pairs: Vec<(&str, &Fault)> = findings.iter().map(|f| (f.origin.as_str(), &f.item)).collect();
-    let same = same_assert(&pairs);
-    for (i, f) in findings.iter().enumerate() {
-        // An assert's message joins the dump of it: its kernel is the one launched.
-        let named = same[i].map(|j| &findings[j].item).unwrap_or(&f.item);
-        let Some(k) = kernel_of(named) else { continue };
-        index.add(i, k, names::kernel_key(k));
-    }
-    let clusters: Vec<(String, Vec<usize>)> = index.list.into_iter().map(|(k, _, m)| (k, m)).collect();
-    let cluster_weight = |members: &[usize]| -> u32 {
-        // Weight counts each input once, by its best finding.
-        let mut best: Vec<(&str, u32)> = Vec::new();
-        for &i in members {
-            let w = weight(&findings[i].item);
-            match best.iter_mut().find(|(o, _)| *o == findings[i].origin) {
-                Some(b) => b.1 = b.1.max(w),
-                None => best.push((&findings[i].origin, w)),
-            }
-        }
-        best.iter().map(|b| b.1).sum()
-    };
-    let winner = clusters
-        .iter()
-        .enumerate()
-        .max_by_key(|(idx, (_, m))| (cluster_weight(m), std::cmp::Reverse(*idx)))
-        .map(|(idx, _)| idx);
-    // Program order: a sanitizer reports each bad access as it happens and goes on, where
-    // cuda-gdb and the coredump see only the fault that ended the run. So a kernel a sanitizer
-    // located, when the heaviest was seen by no sanitizer, came first: it leads.
-    let sanitized = |m: &[usize]| {
-        m.iter().any(|&i| {
-            let f = &findings[i].item;
-            matches!(f.tool, Some(Tool::Memcheck | Tool::MemcheckXml)) && f.location.is_some()
-        })
-    };
-    let winner = match winner {
-        Some(w) if !sanitized(&clusters[w].1) => clusters.iter().position(|(_, m)| sanitized(m)).or(Some(w)),
-        w => w,
-    };
-
-    let Some(win) = winner else {
-        if let Some((verdict, conclusion)) = hang_verdict(inputs, roots) {
-            return Analysis {
-                verdict: Some(verdict),
-                conclusion,
-                findings,
-                symptoms,
-                inputs: summaries,
-                reproduced: None,
-            };
-        }
-        let mut conclusion = no_verdict_reason(&symptoms, inputs);
-        if let Some(more) = hang_without_kernel(inputs) {
-            conclusion = format!("{conclusion}. {more}");
-        }
-        return Analysis {
-            verdict: None,
-            conclusion,
-            findings,
-            symptoms,
-            inputs: summaries,
-            reproduced: None,
-        };
-    };
-    let members = &clusters[win].1;
-
-    // The primary finding: the heaviest; among equals, the first.
-    let primary_idx = *members
-        .iter()
-        .max_by_key(|&&i| (weight(&findings[i].item), std::cmp::Reverse(i)))
-        .expect("a cluster has members");
-    let primary = &findings[primary_idx].item;
-
-    // The kernel's display name: the longest demangled name among the cluster's members
-    // that is the kernel itself (cuda-gdb prints the full signature).
-    let kernel = members
-        .iter()
-        .filter_map(|&i| kernel_of(&findings[i].item))
-        .max_by_key(|k| (k.contains('('), names::display_kernel(k).len()))
-        .map(names::display_kernel)
-        .unwrap_or_default();
-
-    // Location: the primary finding's chain, falling back to any member with one.
-    let mut loc_chain = chain(primary);
-    if loc_chain.is_empty() {
-        if let Some(m) = members
-            .iter()
-            .map(|&i| &findings[i].item)
-            .filter(|f| f.location.is_some())
-            .max_by_key(|f| weight(f))
-        {
-            loc_chain = chain(m);
-        }
-    }
-    let (user, library_line) = match user_loc(&loc_chain, roots) {
-        Some((l, lib)) => (Some(l.clone()), lib),
-        None => (None, false),
-    };
-    // One spelling per file: the most complete one the kernel's own findings printed (cuda-gdb
-    // may print `x.cu` where memcheck printed `/src/x.cu`), relative to the user's trees.
-    let spelt: Vec<String> = members.iter().flat_map(|&i| chain(&findings[i].item)).map(|l| l.file).collect();
-    let canonical = |l: &SourceLoc| SourceLoc {
-        file: names::relative_to_roots(names::fullest(&l.file, spelt.iter().map(String::as_str)), roots),
-        line: l.line,
-    };
-    let user = user.as_ref().map(canonical);
-    let inlined = if loc_chain.len() > 1 { loc_chain.iter().map(canonical).collect() } else { Vec::new() };
-
-    // With several kernels at fault, the program's message is of one of them, not said which.
-    let error_symptoms = if clusters.len() > 1 { &[][..] } else { &symptoms[..] };
-    let error = pick_error(members.iter().map(|&i| &findings[i].item), error_symptoms);
-
-    // Block and thread: from the primary finding, else the first member that has them.
-    let pick = |get: &dyn Fn(&Fault) -> Option<Dim3>| {
-        get(primary).or_else(|| members.iter().find_map(|&i| get(&findings[i].item)))
-    };
-    // cuda-gdb and the coredump name the faulting warp's focus lane; memcheck names the
-    // very thread that made the access: prefer it where it saw this kernel.
-    // Among its records, the one that says the most of the access (the text log's nearest
-    // allocation, which the XML lacks): thread and access are then one record's.
-    let sanitizer = members
-        .iter()
-        .map(|&i| &findings[i].item)
-        .filter(|f| matches!(f.tool, Some(Tool::Memcheck | Tool::MemcheckXml)) && f.thread.is_some())
-        .enumerate()
-        .max_by_key(|(n, f)| {
-            let a = f.access.as_ref();
-            (
-                a.is_some_and(|a| a.nearest.is_some()),
-                a.is_some_and(|a| a.address.is_some()),
-                std::cmp::Reverse(*n),
-            )
-        })
-        .map(|(_, f)| f);
-    let (block, thread) = match sanitizer {
-        Some(f) => (f.block, f.thread),
-        None => (pick(&|f| f.block), pick(&|f| f.thread)),
-    };
-    let warp_level = sanitizer.is_none()
-        && matches!(primary.tool, Some(Tool::CudaGdb | Tool::Coredump))
-        && thread.is_some();
-    let device = primary.device.or_else(|| members.iter().find_map(|&i| findings[i].item.device));
-    let pid = members.iter().find_map(|&i| findings[i].item.pid);
-    // The rank: from the fault itself, else the one rank whose program reported a device
-    // error (`[rank1]: ...`); with several such ranks, none is named.
-    let rank = members.iter().find_map(|&i| findings[i].item.rank).or_else(|| {
-        let mut ranks: Vec<u32> = symptoms
-            .iter()
-            .filter(|s| s.item.error.as_ref().is_some_and(ErrorClass::is_device_fault))
-            .filter_map(|s| s.item.rank)
-            .collect();
-        ranks.sort_unstable();
-        ranks.dedup();
-        (ranks.len() == 1).then(|| ranks[0])
-    });
-    // One record's access, whole (kind, size, address, nearest allocation): the record that
-    // names the thread, else the primary finding's, else the most complete one's. Never fields
-    // of one record with another's.
-    let access = sanitizer.and_then(|f| f.access.clone()).or_else(|| primary.access.clone()).or_else(|| {
-        members
-            .iter()
-            .filter_map(|&i| findings[i].item.access.clone())
-            .max_by_key(|a| (a.nearest.is_some(), a.address.is_some()))
-    });
-
-    // Host frames only from the inputs of the kernel's own runs: never a traceback of another
-    // program that happens to lie in the same folder.
-    let member_origins: HashSet<&str> = members.iter().map(|&i| findings[i].origin.as_str()).collect();
-    let related = related_inputs(inputs, &member_origins, &names::kernel_key(&kernel));
-    let inputs_related: Vec<Evidence> =
-        inputs.iter().filter(|e| related.contains(e.origin.as_str())).cloned().collect();
-    let symptoms_related: Vec<Located<Symptom>> =
-        symptoms.iter().filter(|s| related.contains(s.origin.as_str())).cloned().collect();
-    let replayed =
-        graph_replay(&findings, &symptoms, &inputs_related) || only_captured(&inputs_related, pid, &kernel);
-    let launch_site = pick_launch_site(
-        members.iter().map(|&i| &findings[i].item),
-        &symptoms_related,
-        &inputs_related,
-        &kernel,
-        replayed,
-    );
-    let captured_at = pick_captured(&inputs_related, pid, &kernel, replayed);
-    let surfaced_at = pick_surfaced(&symptoms_related, &inputs_related);
-    // Host files in the same spelling as the device line: relative to the user's trees (a
-    // Python traceback prints absolute paths where a CPU core has the compiler's).
-    let in_roots = |mut h: HostSite| {
-        if let Some(f) = h.frame.file.take() {
-            h.frame.file = Some(names::relative_to_roots(&f, roots));
-        }
-        h
-    };
-    let (launch_site, surfaced_at, captured_at) =
-        (launch_site.map(in_roots), surfaced_at.map(in_roots), captured_at.map(in_roots));
-
-    // Inputs in a bundle are named `rung/file`; the verdict names the rungs.
-    let mut rungs: Vec<String> = Vec::new();
-    for &i in members {
-        let rung = findings[i].origin.split('/').next().unwrap_or_default().to_string();
-        if !rungs.contains(&rung) {
-            rungs.push(rung);
-        }
-    }
-
-    let mut disagreements = Vec::new();
-    let mut said = HashSet::new();
-    if let Some(u) = &user {
-        for &i in members {
-            let f = &findings[i].item;
-            let c = chain(f);
-            if let Some((fl, _)) = user_loc(&c, roots) {
-                if !c.iter().any(|l| same_loc(l, u)) {
-                    let s = format!(
-                        "{} ({}) places the fault at {fl}",
-                        findings[i].origin,
-                        f.tool.map(Tool::as_str).unwrap_or("?")
-                    );
-                    if said.insert(s.clone()) {
-                        disagreements.push(s);
-                    }
+    let clusters = clusters_of(&findings);
+    let Some(win) = winner(&findings, &clusters) else {
+        let (verdict, conclusion) = match hang_verdict(inputs, roots) {
+            Some((v, c)) => (Some(v), c),
+            None => {
+                let mut conclusion = no_verdict_reason(&symptoms, inputs);
+                if let Some(more) = hang_without_kernel(inputs) {
+                    conclusion = format!("{conclusion}. {more}");
                 }
+                (None, conclusion)
             }
-        }
-    }
-    let others = other_faults(&findings, &clusters, win, &mut disagreements);
-    let library =
-        if user.is_none() { library_of(&kernel, members.iter().map(|&i| &findings[i].item)) } else { None };
-
-    let mut remarks = Vec::new();
-    if replayed {
-        remarks.push(match &captured_at {
-            Some(c) => format!(
-                "the kernel ran inside a CUDA graph replay: the host stack of the fault points at the replay; \
-                 it was captured into the graph at {}",
-                frame_at(&c.frame)
-            ),
-            None => "the kernel ran inside a CUDA graph replay: `CUDA_LAUNCH_BLOCKING=1` cannot see inside a \
-                     graph, so the host traceback points at the replay, not at a launch"
-                .to_string(),
-        });
-    }
-    let candidates = recorded_candidates(&inputs_related, pid, &kernel);
-    if !candidates.is_empty()
-        && launch_site.as_ref().is_none_or(|h| h.how != super::verdict_sites::FATAL_LAUNCH)
-    {
-        remarks.push(format!(
-            "the launch recorder saw this kernel launched from {} places: {}; one of them launched the faulting one \
-             (a launch-blocking run tells which)",
-            candidates.len(),
-            candidates.join(", ")
-        ));
-    }
-    if shutdown_false_positive(&kernel, &symptoms) {
-        remarks.push(
-            "likely a known false positive: an illegal address in a communication kernel while the \
-             job was shutting down (peer memory already unmapped). Check whether the work had finished; \
-             a fault during the run itself is not explained by this"
-                .to_string(),
-        );
-    }
-    if warp_level && error != ErrorClass::DeviceAssert {
-        remarks.push(
-            "block and thread are cuda-gdb's focus in the faulting warp (its first active lane); \
-             memcheck names the exact thread"
-                .to_string(),
-        );
-    }
-    if library_line {
-        remarks.push(
-            "the device line is in library or toolkit code, not in your sources: the launch site is \
-             where your code called it"
-                .to_string(),
-        );
-    }
-    match (&user, &library) {
-        (None, Some(lib)) => remarks.push(format!(
-            "`{}` is a precompiled kernel of {lib}: it has no source line, and no rebuild gives one; \
-             the line that matters is your call into the library (launched), and the buffer it was given",
-            names::kernel_key(&kernel)
-        )),
-        (None, None) => remarks.push(
-            "no tool printed a source line: rebuild with `-lineinfo` (or `-G`) and rerun the coredump \
-             or memcheck rung"
-                .to_string(),
-        ),
-        _ => {}
-    }
-    if let (ErrorClass::Trap, Some(l)) = (&error, &user) {
-        remarks.push(format!(
-            "a trap is reported at the instruction after it: the `__trap()` (or failed check) is at or just \
-             before {l}"
-        ));
-    }
-    for ev in inputs {
-        if ev.debugger_crashed {
-            remarks.push(format!(
-                "cuda-gdb crashed in {}; what it printed before the crash was kept",
-                ev.origin
-            ));
-        }
-    }
-
-    let mut unknown = Vec::new();
-    let mut not_applicable = Vec::new();
-    match (&user, &library) {
-        (None, Some(_)) => not_applicable.push(Part::SourceLine),
-        (None, None) => unknown.push(Part::SourceLine),
-        _ => {}
-    }
-    if matches!(error, ErrorClass::Other(_)) {
-        unknown.push(Part::Class);
-    }
-    // A launch site without a line (a binary without host debug info: `main in app`) names
-    // the function, not the line: the line stays unknown.
-    if launch_site.as_ref().is_none_or(|h| h.frame.line.is_none()) {
-        unknown.push(Part::LaunchSite);
-    }
-    let conclusion = match (&user, &library) {
-        (Some(l), _) => format!("{} in `{kernel}` at {l}", error.as_str()),
-        (None, Some(lib)) => format!("{} in `{kernel}`, a kernel of {lib} (no source line)", error.as_str()),
-        (None, None) => format!("{} in `{kernel}` (source line unknown)", error.as_str()),
+        };
+        return Analysis { verdict, conclusion, findings, symptoms, inputs: summaries, reproduced: None };
     };
-    let hazard = hazards::of_faults(&error, members.iter().map(|&i| &findings[i].item));
+    let m = Merge { inputs, roots, findings: &findings, symptoms: &symptoms, clusters: &clusters, win };
+    let place = m.place();
+    let who = m.who(&place);
+    let sites = m.sites(&place.kernel, who.pid);
+    let (rungs, disagreements, others) = m.disagreements(place.user.as_ref());
+    let library = match place.user {
+        None => library_of(&place.kernel, m.faults()),
+        Some(_) => None,
+    };
+    let remarks = m.remarks(&place, &who, &sites, library.as_deref());
+    let (unknown, not_applicable, conclusion) =
+        parts(&place, &who.error, sites.launch_site.as_ref(), library.as_deref());
+    let hazard = hazards::of_faults(&who.error, m.faults());
     let verdict = Verdict {
-        kernel,
-        file: user.as_ref().map(|l| l.file.clone()),
-        line: user.as_ref().map(|l| l.line),
-        meaning: error.meaning(),
-        error,
-        block,
-        thread,
-        device,
-        pid,
-        rank,
-        access,
-        inlined,
-        library_line,
-        launch_site,
-        surfaced_at,
-        captured_at,
+        kernel: place.kernel,
+        file: place.user.as_ref().map(|l| l.file.clone()),
+        line: place.user.as_ref().map(|l| l.line),
+        meaning: who.error.meaning(),
+        error: who.error,
+        block: who.block,
+        thread: who.thread,
+        device: who.device,
+        pid: who.pid,
+        rank: who.rank,
+        access: who.access,
+        inlined: place.inlined,
+        library_line: place.library_line,
+        launch_site: sites.launch_site,
+        surfaced_at: sites.surfaced_at,
+        captured_at: sites.captured_at,
         unknown,
         not_applicable,
         library,
@@ -574,6 +277,389 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         hazard,
         origin: None,
     };
+    let (verdict, conclusion) = finish(verdict, conclusion, inputs);
+    Analysis { verdict: Some(verdict), conclusion, findings, symptoms, inputs: summaries, reproduced: None }
+}
+
+/// The faults clustered by kernel (an assert's message joins the dump of it: its kernel is
+/// the one launched), in the order first seen. Only faults that name a kernel are in one.
+fn clusters_of(findings: &[Located<Fault>]) -> Vec<(String, Vec<usize>)> {
+    let mut index = Clusters::new();
+    let pairs: Vec<(&str, &Fault)> = findings.iter().map(|f| (f.origin.as_str(), &f.item)).collect();
+    let same = same_assert(&pairs);
+    for (i, f) in findings.iter().enumerate() {
+        let named = same[i].map(|j| &findings[j].item).unwrap_or(&f.item);
+        let Some(k) = kernel_of(named) else { continue };
+        index.add(i, k, names::kernel_key(k));
+    }
+    index.list.into_iter().map(|(k, _, m)| (k, m)).collect()
+}
+
+/// The cluster the verdict is of: the one with the most weight (each input counted once, by
+/// its best finding), ties going to the one seen first; but in program order a kernel a
+/// sanitizer located comes first when the heaviest was seen by no sanitizer (a sanitizer
+/// reports each bad access and goes on, where cuda-gdb and the coredump see only the fault
+/// that ended the run).
+fn winner(findings: &[Located<Fault>], clusters: &[(String, Vec<usize>)]) -> Option<usize> {
+    let cluster_weight = |members: &[usize]| -> u32 {
+        let mut best: Vec<(&str, u32)> = Vec::new();
+        for &i in members {
+            let w = weight(&findings[i].item);
+            match best.iter_mut().find(|(o, _)| *o == findings[i].origin) {
+                Some(b) => b.1 = b.1.max(w),
+                None => best.push((&findings[i].origin, w)),
+            }
+        }
+        best.iter().map(|b| b.1).sum()
+    };
+    let heaviest = clusters
+        .iter()
+        .enumerate()
+        .max_by_key(|(idx, (_, m))| (cluster_weight(m), std::cmp::Reverse(*idx)))
+        .map(|(idx, _)| idx);
+    let sanitized = |m: &[usize]| {
+        m.iter().any(|&i| {
+            let f = &findings[i].item;
+            matches!(f.tool, Some(Tool::Memcheck | Tool::MemcheckXml)) && f.location.is_some()
+        })
+    };
+    match heaviest {
+        Some(w) if !sanitized(&clusters[w].1) => clusters.iter().position(|(_, m)| sanitized(m)).or(Some(w)),
+        w => w,
+    }
+}
+
+/// The merge of one cluster of findings (the verdict's kernel) with everything else read.
+struct Merge<'a> {
+    inputs: &'a [Evidence],
+    roots: &'a [String],
+    findings: &'a [Located<Fault>],
+    symptoms: &'a [Located<Symptom>],
+    clusters: &'a [(String, Vec<usize>)],
+    win: usize,
+}
+
+/// Where the fault is: the primary finding, the kernel's name, the user's line.
+struct Placed {
+    primary: usize,
+    kernel: String,
+    user: Option<SourceLoc>,
+    library_line: bool,
+    inlined: Vec<SourceLoc>,
+}
+
+/// Who faulted and how: the class, the thread, the process, the access.
+struct Who {
+    error: ErrorClass,
+    block: Option<Dim3>,
+    thread: Option<Dim3>,
+    /// Block and thread are a warp's focus lane (cuda-gdb, the coredump), not memcheck's thread.
+    warp_level: bool,
+    device: Option<u32>,
+    pid: Option<u32>,
+    rank: Option<u32>,
+    access: Option<Access>,
+}
+
+/// The host's side: the launch, the graph capture, where the error surfaced.
+struct Sites {
+    launch_site: Option<HostSite>,
+    captured_at: Option<HostSite>,
+    surfaced_at: Option<HostSite>,
+    replayed: bool,
+    /// The inputs of the kernel's own runs: host frames come only from these.
+    related: Vec<Evidence>,
+}
+
+impl<'a> Merge<'a> {
+    fn members(&self) -> &'a [usize] {
+        &self.clusters[self.win].1
+    }
+
+    fn faults(&self) -> impl Iterator<Item = &'a Fault> + Clone + 'a {
+        let findings = self.findings;
+        self.members().iter().map(move |&i| &findings[i].item)
+    }
+
+    /// The primary finding (the heaviest; among equals, the first), the kernel's display name
+    /// (the longest demangled name a member gives: cuda-gdb prints the full signature), and the
+    /// primary's location chain (else any member's), each file in its fullest spelling,
+    /// relative to the user's trees.
+    fn place(&self) -> Placed {
+        let (members, findings) = (self.members(), self.findings);
+        let primary = *members
+            .iter()
+            .max_by_key(|&&i| (weight(&findings[i].item), std::cmp::Reverse(i)))
+            .expect("a cluster has members");
+        let kernel = self
+            .faults()
+            .filter_map(kernel_of)
+            .max_by_key(|k| (k.contains('('), names::display_kernel(k).len()))
+            .map(names::display_kernel)
+            .unwrap_or_default();
+        let mut loc_chain = chain(&findings[primary].item);
+        if loc_chain.is_empty() {
+            if let Some(m) = self.faults().filter(|f| f.location.is_some()).max_by_key(|f| weight(f)) {
+                loc_chain = chain(m);
+            }
+        }
+        let (user, library_line) = match user_loc(&loc_chain, self.roots) {
+            Some((l, lib)) => (Some(l.clone()), lib),
+            None => (None, false),
+        };
+        let spelt: Vec<String> = self.faults().flat_map(chain).map(|l| l.file).collect();
+        let canonical = |l: &SourceLoc| SourceLoc {
+            file: names::relative_to_roots(
+                names::fullest(&l.file, spelt.iter().map(String::as_str)),
+                self.roots,
+            ),
+            line: l.line,
+        };
+        let user = user.as_ref().map(canonical);
+        let inlined =
+            if loc_chain.len() > 1 { loc_chain.iter().map(canonical).collect() } else { Vec::new() };
+        Placed { primary, kernel, user, library_line, inlined }
+    }
+
+    /// The class (the program's message only with one kernel at fault), block and thread
+    /// (memcheck's very thread where it saw the kernel, else the primary's warp focus), device,
+    /// process and rank (the fault's, else the one rank whose program reported a device error),
+    /// and one record's access, whole: never fields of one record with another's.
+    fn who(&self, place: &Placed) -> Who {
+        let primary = &self.findings[place.primary].item;
+        let error_symptoms = if self.clusters.len() > 1 { &[][..] } else { self.symptoms };
+        let error = pick_error(self.faults(), error_symptoms);
+        let pick =
+            |get: &dyn Fn(&Fault) -> Option<Dim3>| get(primary).or_else(|| self.faults().find_map(get));
+        let sanitizer = self
+            .faults()
+            .filter(|f| matches!(f.tool, Some(Tool::Memcheck | Tool::MemcheckXml)) && f.thread.is_some())
+            .enumerate()
+            .max_by_key(|(n, f)| {
+                let a = f.access.as_ref();
+                (
+                    a.is_some_and(|a| a.nearest.is_some()),
+                    a.is_some_and(|a| a.address.is_some()),
+                    std::cmp::Reverse(*n),
+                )
+            })
+            .map(|(_, f)| f);
+        let (block, thread) = match sanitizer {
+            Some(f) => (f.block, f.thread),
+            None => (pick(&|f| f.block), pick(&|f| f.thread)),
+        };
+        let warp_level = sanitizer.is_none()
+            && matches!(primary.tool, Some(Tool::CudaGdb | Tool::Coredump))
+            && thread.is_some();
+        let rank = self.faults().find_map(|f| f.rank).or_else(|| {
+            let mut ranks: Vec<u32> = self
+                .symptoms
+                .iter()
+                .filter(|s| s.item.error.as_ref().is_some_and(ErrorClass::is_device_fault))
+                .filter_map(|s| s.item.rank)
+                .collect();
+            ranks.sort_unstable();
+            ranks.dedup();
+            (ranks.len() == 1).then(|| ranks[0])
+        });
+        let access =
+            sanitizer.and_then(|f| f.access.clone()).or_else(|| primary.access.clone()).or_else(|| {
+                self.faults()
+                    .filter_map(|f| f.access.clone())
+                    .max_by_key(|a| (a.nearest.is_some(), a.address.is_some()))
+            });
+        Who {
+            error,
+            block,
+            thread,
+            warp_level,
+            device: primary.device.or_else(|| self.faults().find_map(|f| f.device)),
+            pid: self.faults().find_map(|f| f.pid),
+            rank,
+            access,
+        }
+    }
+
+    /// The launch, capture and surfacing sites, from the inputs of the kernel's own runs only
+    /// (never a traceback of another program in the same folder), each file relative to the
+    /// user's trees as the device line is.
+    fn sites(&self, kernel: &str, pid: Option<u32>) -> Sites {
+        let member_origins: HashSet<&str> =
+            self.members().iter().map(|&i| self.findings[i].origin.as_str()).collect();
+        let related = related_inputs(self.inputs, &member_origins, &names::kernel_key(kernel));
+        let inputs_related: Vec<Evidence> =
+            self.inputs.iter().filter(|e| related.contains(e.origin.as_str())).cloned().collect();
+        let symptoms_related: Vec<Located<Symptom>> =
+            self.symptoms.iter().filter(|s| related.contains(s.origin.as_str())).cloned().collect();
+        let replayed = graph_replay(self.findings, self.symptoms, &inputs_related)
+            || only_captured(&inputs_related, pid, kernel);
+        let launch_site =
+            pick_launch_site(self.faults(), &symptoms_related, &inputs_related, kernel, replayed);
+        let captured_at = pick_captured(&inputs_related, pid, kernel, replayed);
+        let surfaced_at = pick_surfaced(&symptoms_related, &inputs_related);
+        let in_roots = |mut h: HostSite| {
+            if let Some(f) = h.frame.file.take() {
+                h.frame.file = Some(names::relative_to_roots(&f, self.roots));
+            }
+            h
+        };
+        Sites {
+            launch_site: launch_site.map(in_roots),
+            captured_at: captured_at.map(in_roots),
+            surfaced_at: surfaced_at.map(in_roots),
+            replayed,
+            related: inputs_related,
+        }
+    }
+
+    /// The rungs the verdict rests on (inputs are `rung/file`), the members that place the
+    /// fault elsewhere, and the other kernels at fault.
+    fn disagreements(&self, user: Option<&SourceLoc>) -> (Vec<String>, Vec<String>, Vec<OtherFault>) {
+        let (members, findings) = (self.members(), self.findings);
+        let mut rungs: Vec<String> = Vec::new();
+        for &i in members {
+            let rung = findings[i].origin.split('/').next().unwrap_or_default().to_string();
+            if !rungs.contains(&rung) {
+                rungs.push(rung);
+            }
+        }
+        let mut disagreements = Vec::new();
+        let mut said = HashSet::new();
+        for &i in members.iter().filter(|_| user.is_some()) {
+            let (f, u) = (&findings[i].item, user.expect("filtered"));
+            let c = chain(f);
+            if let Some((fl, _)) = user_loc(&c, self.roots) {
+                if !c.iter().any(|l| same_loc(l, u)) {
+                    let s = format!(
+                        "{} ({}) places the fault at {fl}",
+                        findings[i].origin,
+                        f.tool.map(Tool::as_str).unwrap_or("?")
+                    );
+                    if said.insert(s.clone()) {
+                        disagreements.push(s);
+                    }
+                }
+            }
+        }
+        let others = other_faults(findings, self.clusters, self.win, &mut disagreements);
+        (rungs, disagreements, others)
+    }
+
+    /// What a reader should know: a graph replay, the recorder's several launch places, a
+    /// shutdown's false positive, a warp's focus lane, a library's line or kernel, a missing
+    /// line, a trap's offset, a crashed debugger.
+    fn remarks(&self, place: &Placed, who: &Who, sites: &Sites, library: Option<&str>) -> Vec<String> {
+        let kernel = &place.kernel;
+        let mut remarks = Vec::new();
+        if sites.replayed {
+            remarks.push(match &sites.captured_at {
+                Some(c) => format!(
+                    "the kernel ran inside a CUDA graph replay: the host stack of the fault points at the replay; \
+                     it was captured into the graph at {}",
+                    frame_at(&c.frame)
+                ),
+                None => "the kernel ran inside a CUDA graph replay: `CUDA_LAUNCH_BLOCKING=1` cannot see inside a \
+                         graph, so the host traceback points at the replay, not at a launch"
+                    .to_string(),
+            });
+        }
+        let candidates = recorded_candidates(&sites.related, who.pid, kernel);
+        if !candidates.is_empty()
+            && sites.launch_site.as_ref().is_none_or(|h| h.how != super::verdict_sites::FATAL_LAUNCH)
+        {
+            remarks.push(format!(
+                "the launch recorder saw this kernel launched from {} places: {}; one of them launched the faulting \
+                 one (a launch-blocking run tells which)",
+                candidates.len(),
+                candidates.join(", ")
+            ));
+        }
+        if shutdown_false_positive(kernel, self.symptoms) {
+            remarks.push(
+                "likely a known false positive: an illegal address in a communication kernel while the \
+                 job was shutting down (peer memory already unmapped). Check whether the work had finished; \
+                 a fault during the run itself is not explained by this"
+                    .to_string(),
+            );
+        }
+        if who.warp_level && who.error != ErrorClass::DeviceAssert {
+            remarks.push(
+                "block and thread are cuda-gdb's focus in the faulting warp (its first active lane); \
+                 memcheck names the exact thread"
+                    .to_string(),
+            );
+        }
+        if place.library_line {
+            remarks.push(
+                "the device line is in library or toolkit code, not in your sources: the launch site is \
+                 where your code called it"
+                    .to_string(),
+            );
+        }
+        match (&place.user, library) {
+            (None, Some(lib)) => remarks.push(format!(
+                "`{}` is a precompiled kernel of {lib}: it has no source line, and no rebuild gives one; \
+                 the line that matters is your call into the library (launched), and the buffer it was given",
+                names::kernel_key(kernel)
+            )),
+            (None, None) => remarks.push(
+                "no tool printed a source line: rebuild with `-lineinfo` (or `-G`) and rerun the coredump \
+                 or memcheck rung"
+                    .to_string(),
+            ),
+            _ => {}
+        }
+        if let (ErrorClass::Trap, Some(l)) = (&who.error, &place.user) {
+            remarks.push(format!(
+                "a trap is reported at the instruction after it: the `__trap()` (or failed check) is at or just \
+                 before {l}"
+            ));
+        }
+        for ev in self.inputs.iter().filter(|ev| ev.debugger_crashed) {
+            remarks.push(format!(
+                "cuda-gdb crashed in {}; what it printed before the crash was kept",
+                ev.origin
+            ));
+        }
+        remarks
+    }
+}
+
+/// The parts no input established (unknown) or that cannot exist (a library kernel's line),
+/// and the conclusion in one sentence.
+fn parts(
+    place: &Placed,
+    error: &ErrorClass,
+    launch_site: Option<&HostSite>,
+    library: Option<&str>,
+) -> (Vec<Part>, Vec<Part>, String) {
+    let kernel = &place.kernel;
+    let mut unknown = Vec::new();
+    let mut not_applicable = Vec::new();
+    match (&place.user, library) {
+        (None, Some(_)) => not_applicable.push(Part::SourceLine),
+        (None, None) => unknown.push(Part::SourceLine),
+        _ => {}
+    }
+    if matches!(error, ErrorClass::Other(_)) {
+        unknown.push(Part::Class);
+    }
+    // A launch site without a line (a binary without host debug info: `main in app`) names
+    // the function, not the line: the line stays unknown.
+    if launch_site.is_none_or(|h| h.frame.line.is_none()) {
+        unknown.push(Part::LaunchSite);
+    }
+    let conclusion = match (&place.user, library) {
+        (Some(l), _) => format!("{} in `{kernel}` at {l}", error.as_str()),
+        (None, Some(lib)) => format!("{} in `{kernel}`, a kernel of {lib} (no source line)", error.as_str()),
+        (None, None) => format!("{} in `{kernel}` (source line unknown)", error.as_str()),
+    };
+    (unknown, not_applicable, conclusion)
+}
+
+/// The last passes: the triage across ranks (the verdict's rank where only it could tell, and
+/// a remark when another rank faulted first, in another kernel), then the kernel's origin.
+fn finish(verdict: Verdict, conclusion: String, inputs: &[Evidence]) -> (Verdict, String) {
     let triage = ranks::triage(
         inputs,
         &ranks::Established {
@@ -584,7 +670,6 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
             device: verdict.device,
         },
     );
-    // The verdict's rank, where only the triage could tell it (a pid the launcher named).
     let rank = verdict.rank.or_else(|| {
         let c = &triage.as_ref()?.culprit;
         (c.kernel.as_deref() == Some(verdict.kernel.as_str())).then_some(c.rank)
@@ -602,8 +687,7 @@ pub fn decide_in(inputs: &[Evidence], roots: &[String]) -> Analysis {
         ));
     }
     let verdict = Verdict { rank, ranks: triage, remarks, ..verdict };
-    let (verdict, conclusion) = super::origin::attach(verdict, conclusion, inputs);
-    Analysis { verdict: Some(verdict), conclusion, findings, symptoms, inputs: summaries, reproduced: None }
+    super::origin::attach(verdict, conclusion, inputs)
 }
 
 /// The faults of the clusters other than the verdict's (`win`), one per kernel, in order of
