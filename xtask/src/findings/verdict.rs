@@ -782,7 +782,115 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
     let barrier = divergent_barrier(primary, &groups);
     let error = if barrier.is_some() { ErrorClass::BarrierError } else { ErrorClass::Hang };
 
-    // The processes: those with a dump, in input order, then py-spy's, by first appearance.
+    let (processes, mut remarks) = hang_processes(inputs, roots, &canonical);
+
+    let nccl = stuck_collectives(inputs, &mut remarks);
+
+    let primary_host = processes.iter().find(|p| p.pid == primary.pid).is_some_and(|p| !p.host.is_empty());
+    let mut unknown = Vec::new();
+    if user.is_none() {
+        unknown.push(Part::SourceLine);
+        remarks.push(
+            "cuda-gdb printed no source line for the spinning threads: rebuild with `-lineinfo` (or `-G`) and \
+             rerun the hang rung"
+                .to_string(),
+        );
+    }
+    if !primary_host {
+        unknown.push(Part::HostStacks);
+    }
+    if groups.is_empty() {
+        remarks.push(
+            "cuda-gdb printed no `info cuda threads` table: the dump was triggered by the tool while the \
+             program ran (no exception), so this is a hang; the line is cuda-gdb's focus thread's"
+                .to_string(),
+        );
+    }
+    if groups.iter().any(|g| !g.via.is_empty()) {
+        remarks.push(
+            "threads whose line is in a CUDA header are counted at the user's line of cuda-gdb's focus thread \
+             (its `bt` inline chain): cuda-gdb prints the chain for the focus only"
+                .to_string(),
+        );
+    }
+    if library_line {
+        remarks.push("the spinning line is in library or toolkit code, not in your sources".to_string());
+    }
+    remarks.extend(barrier);
+    remarks.push(match primary.core {
+        Some(_) => {
+            "a snapshot, not a fault: the dump was triggered while the kernels ran; block and thread are \
+                    cuda-gdb's focus"
+                .to_string()
+        }
+        // `debug-ima dump PID`: cuda-gdb attached to the running process, no dump.
+        None => "a snapshot, not a fault: cuda-gdb attached while the kernels ran; block and thread are its \
+                 focus"
+            .to_string(),
+    });
+    for ev in inputs.iter().filter(|e| e.debugger_crashed) {
+        remarks.push(format!("cuda-gdb crashed in {}; what it printed before the crash was kept", ev.origin));
+    }
+
+    let rungs = hang_rungs(inputs, &processes);
+    let threads: u64 = primary.thread_count();
+    let conclusion = match &user {
+        Some(l) if error == ErrorClass::BarrierError => {
+            format!("barrier-error: `{kernel}` hangs at the barrier at {l} ({threads} threads on the device)")
+        }
+        Some(l) if groups.is_empty() => format!("hang: `{kernel}` spins at {l} (threads not listed)"),
+        Some(l) => format!("hang: `{kernel}` spins at {l} ({threads} threads on the device)"),
+        None => format!("hang: `{kernel}` spins (source line unknown; {threads} threads on the device)"),
+    };
+    // A kernel that never ends has no fault to stop at: its launch line is the recorder's, or
+    // the binary's only launch of it.
+    let launch_site = recorded_launch_site(inputs, primary.pid, &names::kernel_key(&kernel))
+        .or_else(|| static_launch_site(inputs, &kernel));
+    let verdict = Verdict {
+        kernel,
+        file: user.as_ref().map(|l| l.file.clone()),
+        line: user.as_ref().map(|l| l.line),
+        meaning: error.meaning(),
+        error,
+        block: primary.block,
+        thread: primary.thread,
+        device: primary.device,
+        pid: primary.pid,
+        rank: primary.rank,
+        access: None,
+        inlined,
+        library_line,
+        launch_site,
+        surfaced_at: None,
+        captured_at: None,
+        unknown,
+        not_applicable: Vec::new(),
+        library: None,
+        others: Vec::new(),
+        rungs,
+        disagreements: Vec::new(),
+        remarks,
+        hang: Some(Hang {
+            odd_one_out: super::verdict_hang::odd_one_out(&processes, &nccl),
+            groups,
+            processes,
+            nccl,
+        }),
+        ranks: None,
+        hazard: None,
+        origin: None,
+    };
+    Some(super::origin::attach(verdict, conclusion, inputs))
+}
+
+/// A hang's processes: those with a dump, in input order, then py-spy's, by first appearance;
+/// each with its host waits and, where a launcher placed it, its rank. Python processes with
+/// nothing of the user's (a resource tracker) are left out and said in the remark returned.
+fn hang_processes(
+    inputs: &[Evidence],
+    roots: &[String],
+    canonical: &dyn Fn(&SourceLoc) -> SourceLoc,
+) -> (Vec<HangProcess>, Vec<String>) {
     let mut processes: Vec<HangProcess> = Vec::new();
     for ev in inputs {
         for s in &ev.snapshots {
@@ -855,6 +963,12 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
         remarks.push(format!("py-spy: no frame of your code in process {}", idle.join(", ")));
     }
 
+    (processes, remarks)
+}
+
+/// The NCCL collectives a flight recorder shows not completed; a remark for a recorder whose
+/// every collective completed.
+fn stuck_collectives(inputs: &[Evidence], remarks: &mut Vec<String>) -> Vec<NcclStuck> {
     let mut nccl = Vec::new();
     for ev in inputs {
         let Some(t) = &ev.nccl else { continue };
@@ -880,53 +994,12 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
             ));
         }
     }
+    nccl
+}
 
-    let primary_host = processes.iter().find(|p| p.pid == primary.pid).is_some_and(|p| !p.host.is_empty());
-    let mut unknown = Vec::new();
-    if user.is_none() {
-        unknown.push(Part::SourceLine);
-        remarks.push(
-            "cuda-gdb printed no source line for the spinning threads: rebuild with `-lineinfo` (or `-G`) and \
-             rerun the hang rung"
-                .to_string(),
-        );
-    }
-    if !primary_host {
-        unknown.push(Part::HostStacks);
-    }
-    if groups.is_empty() {
-        remarks.push(
-            "cuda-gdb printed no `info cuda threads` table: the dump was triggered by the tool while the \
-             program ran (no exception), so this is a hang; the line is cuda-gdb's focus thread's"
-                .to_string(),
-        );
-    }
-    if groups.iter().any(|g| !g.via.is_empty()) {
-        remarks.push(
-            "threads whose line is in a CUDA header are counted at the user's line of cuda-gdb's focus thread \
-             (its `bt` inline chain): cuda-gdb prints the chain for the focus only"
-                .to_string(),
-        );
-    }
-    if library_line {
-        remarks.push("the spinning line is in library or toolkit code, not in your sources".to_string());
-    }
-    remarks.extend(barrier);
-    remarks.push(match primary.core {
-        Some(_) => {
-            "a snapshot, not a fault: the dump was triggered while the kernels ran; block and thread are \
-                    cuda-gdb's focus"
-                .to_string()
-        }
-        // `debug-ima dump PID`: cuda-gdb attached to the running process, no dump.
-        None => "a snapshot, not a fault: cuda-gdb attached while the kernels ran; block and thread are its \
-                 focus"
-            .to_string(),
-    });
-    for ev in inputs.iter().filter(|e| e.debugger_crashed) {
-        remarks.push(format!("cuda-gdb crashed in {}; what it printed before the crash was kept", ev.origin));
-    }
-
+/// The rungs a hang verdict rests on: those with a dump, py-spy's stacks, a flight recorder, or a
+/// host wait of a process.
+fn hang_rungs(inputs: &[Evidence], processes: &[HangProcess]) -> Vec<String> {
     let mut rungs: Vec<String> = Vec::new();
     let host_from: HashSet<&str> = processes.iter().flat_map(|p| &p.host).map(|w| w.from.as_str()).collect();
     let supports = |e: &Evidence| {
@@ -941,54 +1014,7 @@ fn hang_verdict(inputs: &[Evidence], roots: &[String]) -> Option<(Verdict, Strin
             rungs.push(r);
         }
     }
-    let threads: u64 = primary.thread_count();
-    let conclusion = match &user {
-        Some(l) if error == ErrorClass::BarrierError => {
-            format!("barrier-error: `{kernel}` hangs at the barrier at {l} ({threads} threads on the device)")
-        }
-        Some(l) if groups.is_empty() => format!("hang: `{kernel}` spins at {l} (threads not listed)"),
-        Some(l) => format!("hang: `{kernel}` spins at {l} ({threads} threads on the device)"),
-        None => format!("hang: `{kernel}` spins (source line unknown; {threads} threads on the device)"),
-    };
-    // A kernel that never ends has no fault to stop at: its launch line is the recorder's, or
-    // the binary's only launch of it.
-    let launch_site = recorded_launch_site(inputs, primary.pid, &names::kernel_key(&kernel))
-        .or_else(|| static_launch_site(inputs, &kernel));
-    let verdict = Verdict {
-        kernel,
-        file: user.as_ref().map(|l| l.file.clone()),
-        line: user.as_ref().map(|l| l.line),
-        meaning: error.meaning(),
-        error,
-        block: primary.block,
-        thread: primary.thread,
-        device: primary.device,
-        pid: primary.pid,
-        rank: primary.rank,
-        access: None,
-        inlined,
-        library_line,
-        launch_site,
-        surfaced_at: None,
-        captured_at: None,
-        unknown,
-        not_applicable: Vec::new(),
-        library: None,
-        others: Vec::new(),
-        rungs,
-        disagreements: Vec::new(),
-        remarks,
-        hang: Some(Hang {
-            odd_one_out: super::verdict_hang::odd_one_out(&processes, &nccl),
-            groups,
-            processes,
-            nccl,
-        }),
-        ranks: None,
-        hazard: None,
-        origin: None,
-    };
-    Some(super::origin::attach(verdict, conclusion, inputs))
+    rungs
 }
 
 /// The error class: the hardware's word (cuda-gdb, coredump) first, then the program's,
