@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use super::{
     faulthandler, names, ranks,
     scan::{EMPTY, NOT_RECOGNISED},
-    verdict::{group_text, host_frame_text, Analysis, Hang, HangProcess},
+    verdict::{group_text, host_frame_text, Analysis, Hang, HangProcess, Verdict},
     Fault, Frame, NcclCollective,
 };
 
@@ -145,157 +145,180 @@ pub fn render_text(a: &Analysis) -> String {
     let mut s = String::new();
     match &a.verdict {
         Some(v) => {
-            let at = match (&v.file, v.line) {
-                (Some(f), Some(l)) => format!("{f}:{l}"),
-                _ if !v.not_applicable.is_empty() => "no source line (a precompiled kernel)".to_string(),
-                _ => "an unknown line".to_string(),
-            };
-            // The verdict is one line whatever a name holds (`crate::ui::safe`).
-            writeln!(
-                s,
-                "verdict: {} in `{}` at {}",
-                v.error.as_str(),
-                crate::ui::safe(&v.kernel, true),
-                crate::ui::safe(&at, true)
-            )
-            .unwrap();
-            if let Some(m) = v.meaning {
-                writeln!(s, "  means:    {m}").unwrap();
-            }
-            let mut who = Vec::new();
-            if let Some(b) = v.block {
-                who.push(format!("block {}", dim(b)));
-            }
-            if let Some(t) = v.thread {
-                who.push(format!("thread {}", dim(t)));
-            }
-            if let Some(d) = v.device {
-                who.push(format!("device {d}"));
-            }
-            if let Some(r) = v.rank {
-                who.push(format!("rank {r}"));
-            }
-            if let Some(p) = v.pid {
-                who.push(format!("pid {p}"));
-            }
-            if !who.is_empty() {
-                writeln!(s, "  where:    {}", who.join(", ")).unwrap();
-            }
-            if let Some(t) = &v.ranks {
-                let c = &t.culprit;
-                let what = match (&c.error, &c.kernel) {
-                    (Some(e), Some(k)) => format!("{} in {k}", e.as_str()),
-                    _ => c.reason.clone(),
-                };
-                writeln!(s, "  culprit:  {}: {what}", ranks::entry_head(c)).unwrap();
-                for (i, e) in t.collateral.iter().enumerate() {
-                    let label = if i == 0 { "  collateral: " } else { "              " };
-                    writeln!(s, "{label}{}: {}", ranks::entry_head(e), e.reason).unwrap();
-                }
-            }
-            if let Some(acc) = &v.access {
-                writeln!(s, "  access:   {}", access_text(acc)).unwrap();
-            }
-            for l in v.hazard.iter().flat_map(|h| super::hazards::text_lines(h, v.file.as_deref(), v.line)) {
-                writeln!(s, "{}", crate::ui::safe(&l, true)).unwrap();
-            }
-            if !v.inlined.is_empty() {
-                let chain: Vec<String> = v.inlined.iter().map(|l| l.to_string()).collect();
-                writeln!(s, "  inlined:  {}", chain.join(" <- ")).unwrap();
-            }
-            if let Some(h) = &v.hang {
-                hang_text(&mut s, h);
-            }
-            // A launch known to its function only (no host debug info): said so, so that it
-            // agrees with `unknown:` below, which then names the launch *line*.
-            let function_only = v.launch_site.as_ref().is_some_and(|h| h.frame.line.is_none());
-            match (&v.launch_site, &v.hang) {
-                (Some(h), _) if function_only => writeln!(
-                    s,
-                    "  launched: {} (the function only: its line needs host debug info, `-g`) [{}; {}]",
-                    frame_text(&h.frame),
-                    h.how,
-                    h.from
-                )
-                .unwrap(),
-                (Some(h), _) => {
-                    writeln!(s, "  launched: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap()
-                }
-                (None, None) => {
-                    writeln!(s, "  launched: unknown (no synchronous source named the launch)").unwrap()
-                }
-                (None, Some(_)) => {}
-            }
-            if let Some(h) = &v.captured_at {
-                writeln!(s, "  captured: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap();
-            }
-            if let Some(o) = &v.origin {
-                origin_text(&mut s, o);
-            }
-            if let Some(h) = &v.surfaced_at {
-                writeln!(s, "  surfaced: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap();
-            }
-            if !v.unknown.is_empty() {
-                let parts: Vec<&str> = v
-                    .unknown
-                    .iter()
-                    .map(|p| {
-                        if *p == super::verdict::Part::LaunchSite && function_only {
-                            "launch line"
-                        } else {
-                            p.as_str()
-                        }
-                    })
-                    .collect();
-                writeln!(s, "  unknown:  {}", parts.join(", ")).unwrap();
-            }
-            if let Some(lib) = &v.library {
-                writeln!(s, "  library:  {}", crate::ui::safe(lib, true)).unwrap();
-            }
-            if !v.not_applicable.is_empty() {
-                let parts: Vec<&str> = v.not_applicable.iter().map(|p| p.as_str()).collect();
-                writeln!(s, "  n/a:      {} (cannot exist for this kernel)", parts.join(", ")).unwrap();
-            }
-            writeln!(s, "  found by: {}", v.rungs.join(", ")).unwrap();
-            if let Some(r) = a.reproduced.filter(|r| r.runs > 0) {
-                writeln!(
-                    s,
-                    "  seen in:  {} of {} run{} of the target",
-                    r.faulted,
-                    r.runs,
-                    if r.runs == 1 { "" } else { "s" }
-                )
-                .unwrap();
-            }
-            for o in v.others.iter().take(16) {
-                let at = match (&o.file, o.line) {
-                    (Some(f), Some(l)) => format!("{f}:{l}"),
-                    _ => "an unknown line".to_string(),
-                };
-                writeln!(
-                    s,
-                    "  also:     {} in `{}` at {} [{}]",
-                    o.error.as_str(),
-                    crate::ui::safe(&o.kernel, true),
-                    crate::ui::safe(&at, true),
-                    o.from.join(", ")
-                )
-                .unwrap();
-            }
-            if v.others.len() > 16 {
-                writeln!(s, "  also:     {} more kernels (the JSON verdict lists them)", v.others.len() - 16)
-                    .unwrap();
-            }
-            // Another kernel's report is said once, as an `also:` line.
-            for d in v.disagreements.iter().filter(|d| !d.contains(" also report")) {
-                writeln!(s, "  differs:  {d}").unwrap();
-            }
-            for r in &v.remarks {
-                writeln!(s, "  note:     {r}").unwrap();
-            }
+            verdict_head(&mut s, v);
+            let function_only = verdict_sites(&mut s, v);
+            verdict_tail(&mut s, a, v, function_only);
         }
         None => writeln!(s, "{}", a.conclusion).unwrap(),
     }
+    symptoms_text(&mut s, a);
+    findings_text(&mut s, a);
+    also_seen(&mut s, a);
+    s
+}
+
+/// The verdict's line and what locates it: the meaning, where (block, thread, device, rank,
+/// pid), the ranks' culprit, the access, the hazard, the inline chain, a hang's parts.
+fn verdict_head(s: &mut String, v: &Verdict) {
+    let at = match (&v.file, v.line) {
+        (Some(f), Some(l)) => format!("{f}:{l}"),
+        _ if !v.not_applicable.is_empty() => "no source line (a precompiled kernel)".to_string(),
+        _ => "an unknown line".to_string(),
+    };
+    // The verdict is one line whatever a name holds (`crate::ui::safe`).
+    writeln!(
+        s,
+        "verdict: {} in `{}` at {}",
+        v.error.as_str(),
+        crate::ui::safe(&v.kernel, true),
+        crate::ui::safe(&at, true)
+    )
+    .unwrap();
+    if let Some(m) = v.meaning {
+        writeln!(s, "  means:    {m}").unwrap();
+    }
+    let mut who = Vec::new();
+    if let Some(b) = v.block {
+        who.push(format!("block {}", dim(b)));
+    }
+    if let Some(t) = v.thread {
+        who.push(format!("thread {}", dim(t)));
+    }
+    if let Some(d) = v.device {
+        who.push(format!("device {d}"));
+    }
+    if let Some(r) = v.rank {
+        who.push(format!("rank {r}"));
+    }
+    if let Some(p) = v.pid {
+        who.push(format!("pid {p}"));
+    }
+    if !who.is_empty() {
+        writeln!(s, "  where:    {}", who.join(", ")).unwrap();
+    }
+    if let Some(t) = &v.ranks {
+        let c = &t.culprit;
+        let what = match (&c.error, &c.kernel) {
+            (Some(e), Some(k)) => format!("{} in {k}", e.as_str()),
+            _ => c.reason.clone(),
+        };
+        writeln!(s, "  culprit:  {}: {what}", ranks::entry_head(c)).unwrap();
+        for (i, e) in t.collateral.iter().enumerate() {
+            let label = if i == 0 { "  collateral: " } else { "              " };
+            writeln!(s, "{label}{}: {}", ranks::entry_head(e), e.reason).unwrap();
+        }
+    }
+    if let Some(acc) = &v.access {
+        writeln!(s, "  access:   {}", access_text(acc)).unwrap();
+    }
+    for l in v.hazard.iter().flat_map(|h| super::hazards::text_lines(h, v.file.as_deref(), v.line)) {
+        writeln!(s, "{}", crate::ui::safe(&l, true)).unwrap();
+    }
+    if !v.inlined.is_empty() {
+        let chain: Vec<String> = v.inlined.iter().map(|l| l.to_string()).collect();
+        writeln!(s, "  inlined:  {}", chain.join(" <- ")).unwrap();
+    }
+    if let Some(h) = &v.hang {
+        hang_text(s, h);
+    }
+}
+
+/// The host's side: the launch (said to be the function only without a line; returned), the
+/// capture, the kernel's origin, where the error surfaced.
+fn verdict_sites(s: &mut String, v: &Verdict) -> bool {
+    // A launch known to its function only (no host debug info): said so, so that it
+    // agrees with `unknown:` below, which then names the launch *line*.
+    let function_only = v.launch_site.as_ref().is_some_and(|h| h.frame.line.is_none());
+    match (&v.launch_site, &v.hang) {
+        (Some(h), _) if function_only => writeln!(
+            s,
+            "  launched: {} (the function only: its line needs host debug info, `-g`) [{}; {}]",
+            frame_text(&h.frame),
+            h.how,
+            h.from
+        )
+        .unwrap(),
+        (Some(h), _) => writeln!(s, "  launched: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap(),
+        (None, None) => writeln!(s, "  launched: unknown (no synchronous source named the launch)").unwrap(),
+        (None, Some(_)) => {}
+    }
+    if let Some(h) = &v.captured_at {
+        writeln!(s, "  captured: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap();
+    }
+    if let Some(o) = &v.origin {
+        origin_text(s, o);
+    }
+    if let Some(h) = &v.surfaced_at {
+        writeln!(s, "  surfaced: {} [{}; {}]", frame_text(&h.frame), h.how, h.from).unwrap();
+    }
+    function_only
+}
+
+/// What is unknown or cannot exist, the library, what found it, how often, the other kernels,
+/// what disagrees, the notes.
+fn verdict_tail(s: &mut String, a: &Analysis, v: &Verdict, function_only: bool) {
+    if !v.unknown.is_empty() {
+        let parts: Vec<&str> = v
+            .unknown
+            .iter()
+            .map(|p| {
+                if *p == super::verdict::Part::LaunchSite && function_only {
+                    "launch line"
+                } else {
+                    p.as_str()
+                }
+            })
+            .collect();
+        writeln!(s, "  unknown:  {}", parts.join(", ")).unwrap();
+    }
+    if let Some(lib) = &v.library {
+        writeln!(s, "  library:  {}", crate::ui::safe(lib, true)).unwrap();
+    }
+    if !v.not_applicable.is_empty() {
+        let parts: Vec<&str> = v.not_applicable.iter().map(|p| p.as_str()).collect();
+        writeln!(s, "  n/a:      {} (cannot exist for this kernel)", parts.join(", ")).unwrap();
+    }
+    writeln!(s, "  found by: {}", v.rungs.join(", ")).unwrap();
+    if let Some(r) = a.reproduced.filter(|r| r.runs > 0) {
+        writeln!(
+            s,
+            "  seen in:  {} of {} run{} of the target",
+            r.faulted,
+            r.runs,
+            if r.runs == 1 { "" } else { "s" }
+        )
+        .unwrap();
+    }
+    for o in v.others.iter().take(16) {
+        let at = match (&o.file, o.line) {
+            (Some(f), Some(l)) => format!("{f}:{l}"),
+            _ => "an unknown line".to_string(),
+        };
+        writeln!(
+            s,
+            "  also:     {} in `{}` at {} [{}]",
+            o.error.as_str(),
+            crate::ui::safe(&o.kernel, true),
+            crate::ui::safe(&at, true),
+            o.from.join(", ")
+        )
+        .unwrap();
+    }
+    if v.others.len() > 16 {
+        writeln!(s, "  also:     {} more kernels (the JSON verdict lists them)", v.others.len() - 16)
+            .unwrap();
+    }
+    // Another kernel's report is said once, as an `also:` line.
+    for d in v.disagreements.iter().filter(|d| !d.contains(" also report")) {
+        writeln!(s, "  differs:  {d}").unwrap();
+    }
+    for r in &v.remarks {
+        writeln!(s, "  note:     {r}").unwrap();
+    }
+}
+
+/// What the program reported, each with where it was raised or reported.
+fn symptoms_text(s: &mut String, a: &Analysis) {
     if !a.symptoms.is_empty() {
         writeln!(s, "\nsymptoms (what the program reported):").unwrap();
         for sy in &a.symptoms {
@@ -315,6 +338,10 @@ pub fn render_text(a: &Analysis) -> String {
             writeln!(s, "{line}").unwrap();
         }
     }
+}
+
+/// Every device fault found, each file in the fullest spelling its kernel's findings printed.
+fn findings_text(s: &mut String, a: &Analysis) {
     if !a.findings.is_empty() {
         writeln!(s, "\nfindings:").unwrap();
         let keys: Vec<Option<String>> =
@@ -330,6 +357,11 @@ pub fn render_text(a: &Analysis) -> String {
             writeln!(s, "  {}: {}", f.origin, fault_line(&f.item, &spelt)).unwrap();
         }
     }
+}
+
+/// Notes of the inputs: files of no known tool, empty ones, waits, dumps, API errors, NCCL,
+/// sanitizer summaries; each said once with how many times it was seen.
+fn also_seen(s: &mut String, a: &Analysis) {
     // Several files of one input share its origin (a tool's `.log` and `.stderr.log`), and
     // one note can come from several files: each line and each name is said once, in order,
     // with how many times it was seen.
@@ -402,7 +434,6 @@ pub fn render_text(a: &Analysis) -> String {
             writeln!(s, "{line}").unwrap();
         }
     }
-    s
 }
 
 /// The parts of a hang verdict: the threads by line, each process, the NCCL ranks.
