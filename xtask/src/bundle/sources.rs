@@ -74,7 +74,8 @@ impl Roots {
     }
 }
 
-/// The files the analysis names: the verdict's line, its origin's files, its host sites.
+/// The files the analysis names: the verdict's line, its origin's files, its host sites, the
+/// other kernels' lines and every finding's.
 fn named(a: &Analysis) -> Vec<String> {
     let Some(v) = &a.verdict else { return Vec::new() };
     let mut out: Vec<String> = v.file.iter().cloned().collect();
@@ -85,6 +86,11 @@ fn named(a: &Analysis) -> Vec<String> {
     }
     for h in [&v.launch_site, &v.captured_at, &v.surfaced_at].into_iter().flatten() {
         out.extend(h.frame.file.clone());
+    }
+    out.extend(v.others.iter().filter_map(|o| o.file.clone()));
+    // What every finding names: its line and the lines it was inlined from.
+    for f in &a.findings {
+        out.extend(f.item.location.iter().chain(&f.item.inlined).map(|l| l.file.clone()));
     }
     out
 }
@@ -149,11 +155,63 @@ mod tests {
 
     #[test]
     fn caches_and_temporary_folders_hold_and_the_users_tree_does_not() {
+        // `Roots::from_env` always holds the temporary folders.
+        assert!(Roots::from_env().holds("/tmp/torchinductor_u/ab/x.py"));
         let r = Roots::of(vec!["/tmp".into(), "/home/u/.cache/".into(), "rel".into(), "/".into()]);
         assert!(r.holds("/tmp/torchinductor_u/ab/x.py"));
         assert!(r.holds("/home/u/.cache/torch_extensions/py312_cu130/op/cuda.cu"));
         assert!(!r.holds("/tmpfoo/x.py"));
         assert!(!r.holds("/home/u/src/model.py"));
         assert!(r.holds("/data/cache/j2/cj2bb7oloszmvp746xw2xvetmctsursybt4s4g7bt7r7nuxxurem.py"));
+    }
+
+    /// The recorded verdict of a torch.compile fault, its origin's files pointed at files of a
+    /// cache made here: they are copied once, redacted, indexed; a file gone is said, not fatal;
+    /// the user's own tree and the bundle's own files are not copied.
+    #[test]
+    fn the_cached_sources_a_verdict_names_are_copied_once_and_redacted() {
+        let tmp = std::env::temp_dir().join(format!("debug-ima-sources-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let (cache, bundle, user) = (tmp.join("cache"), tmp.join("bundle"), tmp.join("src"));
+        for d in [&cache, &bundle, &user] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let kernel = cache.join("k.py");
+        std::fs::write(
+            &kernel,
+            "tmp0 = tl.load(in_ptr0)\ntoken = 'ghp_0123456789abcdefghijABCDEFGHIJ012345'\n",
+        )
+        .unwrap();
+        std::fs::write(user.join("model.py"), "x = 1\n").unwrap();
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/bundles/real_stack/ind_write");
+        let mut a = crate::bundle::inputs::analyze(&[fixture]).unwrap();
+        let v = a.verdict.as_mut().unwrap();
+        let o = v.origin.as_mut().unwrap();
+        o.files = vec![
+            kernel.display().to_string(),
+            cache.join("gone.py").display().to_string(),
+            user.join("model.py").display().to_string(),
+            bundle.join("rungs/x.cu").display().to_string(),
+        ];
+        o.generated = None;
+        o.built_at = None;
+        v.file = None;
+        let roots = Roots::of(vec![cache.display().to_string(), bundle.display().to_string()]);
+        let found = keep(&bundle, &a, &roots);
+        assert!(!found.is_empty(), "the token was redacted");
+        let index = std::fs::read_to_string(bundle.join(layout::SOURCES_INDEX)).unwrap();
+        assert!(index.starts_with(&format!("{}\tsources/1-k.py\n", kernel.display())), "{index}");
+        assert!(index.contains("gone.py\n#   not copied:"), "{index}");
+        assert!(!index.contains("model.py") && !index.contains("x.cu"), "{index}");
+        let copy = std::fs::read_to_string(bundle.join("sources/1-k.py")).unwrap();
+        assert!(copy.contains("tl.load") && !copy.contains("ghp_0123456789"), "{copy}");
+        keep(&bundle, &a, &roots);
+        assert_eq!(
+            std::fs::read_to_string(bundle.join(layout::SOURCES_INDEX)).unwrap(),
+            index,
+            "copied once"
+        );
+        let _ = std::fs::remove_dir_all(&tmp);
     }
 }
