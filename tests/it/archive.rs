@@ -16,10 +16,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use proptest::prelude::*;
 use tar::{EntryType, Header};
 use xtask::bundle::archive::{
-    default_archive_path, default_archive_path_for, is_coredump, pack, pack_until, render_verification,
-    sha256_file, unpack, unpack_until, verify, write_sums, write_sums_reusing, Compression, Limits,
-    PackOptions, Verification, LEFT_OUT, SUMS,
+    default_archive_path, default_archive_path_for, pack, pack_until, render_verification, sha256_file,
+    unpack, unpack_until, verify, write_sums, write_sums_reusing, Compression, Limits, PackOptions,
+    Verification, LEFT_OUT, SUMS,
 };
+
+use xtask::bundle::leaves::{content, Content, COREDUMP_WHY};
 
 use crate::support::{copy_dir, mkfifo};
 
@@ -114,6 +116,18 @@ fn mixed_bytes(len: usize) -> Vec<u8> {
     out
 }
 
+/// A GPU coredump of `len` bytes: the ELF core header the driver writes (`ET_CORE`, `EM_CUDA`),
+/// then [`mixed_bytes`].
+fn gpu_dump(len: usize) -> Vec<u8> {
+    let mut v = b"\x7fELF\x02\x01\x01\x33\x07".to_vec();
+    v.resize(16, 0);
+    v.extend_from_slice(&4u16.to_le_bytes());
+    v.extend_from_slice(&190u16.to_le_bytes());
+    v.resize(64, 0);
+    v.extend(mixed_bytes(len - 64));
+    v
+}
+
 /// `dir/NAME`: the real bundle, plus an executable `replay.sh`, a second (synthetic) coredump,
 /// a file whose path needs a GNU long name, and odd modes (0600, 0700) that pack normalises.
 fn make_bundle(dir: &Path) -> PathBuf {
@@ -121,7 +135,7 @@ fn make_bundle(dir: &Path) -> PathBuf {
     copy_dir(Path::new(FIXTURE), &b);
     fs::write(b.join("replay.sh"), "#!/bin/sh\n# reruns one rung\nexec ./oob_read \"$@\"\n").unwrap();
     chmod(&b.join("replay.sh"), 0o755);
-    fs::write(b.join(OUR_DUMP), mixed_bytes(300 * 1024)).unwrap();
+    fs::write(b.join(OUR_DUMP), gpu_dump(300 * 1024)).unwrap();
     fs::write(b.join(LONG), "long name\n").unwrap();
     chmod(&b.join("findings.json"), 0o600);
     chmod(&b.join("env/doctor.txt"), 0o700);
@@ -189,12 +203,12 @@ fn with_coredumps() -> PackOptions {
 fn defaults_are_as_documented() {
     let o = PackOptions::default();
     assert_eq!((o.with_coredumps, o.level, o.threads), (false, 3, 0));
+    assert!(o.include.is_empty());
     let l = Limits::default();
     assert_eq!((l.max_total_bytes, l.max_file_bytes, l.max_entries), (64 << 30, 32 << 30, 100_000));
     assert_eq!((l.max_ratio, l.ratio_floor_bytes), (1_000, 256 << 20));
     assert_eq!(default_archive_path(Path::new("bundles/x")), PathBuf::from("bundles/x.tar.zst"));
     assert_eq!(default_archive_path(Path::new("bundles/x/")), PathBuf::from("bundles/x.tar.zst"));
-    assert!(is_coredump(REAL_DUMP) && is_coredump(OUR_DUMP) && !is_coredump(LONG));
 }
 
 #[test]
@@ -244,10 +258,21 @@ fn coredumps_are_left_out_unless_asked() {
     let b = make_bundle(&dir);
     let archive = default_archive_path(&b);
     assert_eq!(archive, dir.join(format!("{NAME}.tar.zst")));
+    // Coredumps are told by their content, not their names.
+    for (rel, is) in [(REAL_DUMP, Content::GpuCore), (OUR_DUMP, Content::GpuCore), (LONG, Content::Text)] {
+        assert_eq!(content(&b.join(rel)).unwrap(), is, "{rel}");
+    }
     let p = pack(&b, &archive, &PackOptions::default()).unwrap();
     let real = fs::metadata(b.join(REAL_DUMP)).unwrap().len();
-    assert_eq!(p.left_out, vec![(OUR_DUMP.to_string(), 300 * 1024), (REAL_DUMP.to_string(), real)]);
     let why = "coredump: may hold model or user data; pack with --with-coredumps to include";
+    assert_eq!(why, COREDUMP_WHY);
+    assert_eq!(
+        p.left_out,
+        vec![
+            (OUR_DUMP.to_string(), 300 * 1024, why.to_string()),
+            (REAL_DUMP.to_string(), real, why.to_string())
+        ]
+    );
     assert_eq!(
         fs::read_to_string(b.join(LEFT_OUT)).unwrap(),
         format!("{OUR_DUMP}\t{}\t{why}\n{REAL_DUMP}\t{real}\t{why}\n", 300 * 1024)
@@ -386,7 +411,7 @@ fn round_trip_keeps_files_and_modes() {
 
     let mut expected: Vec<(String, Vec<u8>, u32)> = files_of(&b)
         .into_iter()
-        .filter(|(rel, _, _)| !is_coredump(rel))
+        .filter(|(rel, _, _)| rel != OUR_DUMP && rel != REAL_DUMP)
         .map(|(rel, data, m)| {
             let m =
                 if m & 0o111 != 0 || fs::metadata(b.join(&rel)).unwrap().is_dir() { 0o755 } else { 0o644 };
@@ -1250,10 +1275,12 @@ fn ctrl_c_during_unpack_and_pack_cleans_up() {
     let dir = scratch("ctrl-c");
     let b = dir.join(NAME);
     copy_dir(Path::new(FIXTURE), &b);
-    // A sparse gigabyte: it reads as zeros and takes no disk. Named as a GPU dump and packed
-    // with `--with-coredumps`: zeros are binary, and a binary file of a rung folder that is no
-    // dump stays out of every archive (it would be packed in no time).
-    fs::File::create(b.join("rungs/04-coredump/core_big.1.2")).unwrap().set_len(1 << 30).unwrap();
+    // A sparse gigabyte: a GPU dump's ELF header, then zeros that take no disk. Packed with
+    // `--with-coredumps`, for it is a dump by its content: zeros alone are a binary file, which
+    // stays out of every archive (it would be packed in no time).
+    let big = b.join("rungs/04-coredump/core_big.1.2");
+    fs::write(&big, gpu_dump(64)).unwrap();
+    fs::OpenOptions::new().write(true).open(&big).unwrap().set_len(1 << 30).unwrap();
     let archive = dir.join("b.tar.zst");
     let sigint = |child: &std::process::Child| {
         nix::sys::signal::kill(

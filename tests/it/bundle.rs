@@ -692,7 +692,7 @@ fn files_the_target_leaves_are_redacted_renamed_or_left_out() {
     let u = xtask(&s.dir, &["bundle", "unpack", &archive, unpacked.to_str().unwrap()]);
     assert!(u.status.success(), "{}", text(&u));
     let left = walk_text(&unpacked, "LEFT_OUT.tsv");
-    assert!(left.contains("blob.bin") && left.contains("binary file the target left"), "{left}");
+    assert!(left.contains("blob.bin") && left.contains("binary file the tool did not write"), "{left}");
 }
 
 /// The text of the first file named `name` under `dir`.

@@ -26,6 +26,7 @@ mod dump;
 mod exec;
 mod hang;
 mod ladder;
+mod leaves;
 mod newcomer;
 mod prompts;
 mod provenance;

@@ -74,7 +74,8 @@ awk -v rec=".$rec_pid." -v dump="$dump" -v cwd="$(pwd)" '
     }
     mine = 0
   }' "$hdir/stderr.log" >&2
-printf '\177ELF\002\001\001\000\000\000\000\000\000\000\000\000stand-in GPU coredump (hang) of recorded pid %s\n' "$rec_pid" >"$dump"
+# A GPU dump's ELF header as the driver starts it (ET_CORE, EM_CUDA), then what it stands for.
+printf '\177ELF\002\001\001\063\007\000\000\000\000\000\000\000\004\000\276\000\nstand-in GPU coredump (hang) of recorded pid %s\n' "$rec_pid" >"$dump"
 case ${CUDA_COREDUMP_GENERATION_FLAGS:-} in
   *skip_abort*)
     # No abort after the dump: the kernel spins on, until whoever triggered the dump ends it.
@@ -91,7 +92,8 @@ if [ "$limit" != 0 ] && [ -n "$pattern" ] && [ "${pattern#|}" = "$pattern" ] && 
   if [ "$(cat /proc/sys/kernel/core_uses_pid 2>/dev/null)" = 1 ] && [ "${pattern#*%p}" = "$pattern" ]; then
     core=$core.$$
   fi
-  printf 'stand-in CPU core (hang) of recorded pid %s\n' "$rec_pid" >"$core" 2>/dev/null
+  # An ELF core header for x86-64 (ET_CORE, EM_X86_64), as the kernel writes one.
+  printf '\177ELF\002\001\001\000\000\000\000\000\000\000\000\000\004\000\076\000\nstand-in CPU core (hang) of recorded pid %s\n' "$rec_pid" >"$core" 2>/dev/null
 fi
 rm -f "$pipe"
 [ -z "${STANDIN_TRIGGERS:-}" ] || { sleep 0.3; echo "$$ end" >>"$STANDIN_TRIGGERS"; }

@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use super::leaves::Content;
+
 /// The names to replace, each with what replaces it, longest first (a home before its user).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Names {
@@ -209,7 +211,8 @@ pub fn texts_of(bundle: &Path) -> BTreeMap<PathBuf, String> {
         .filter(|e| e.file_type().is_file() && e.metadata().is_ok_and(|m| m.len() <= 64 << 20))
         .filter_map(|e| {
             let rel = e.path().strip_prefix(bundle).ok()?.to_path_buf();
-            if super::archive::is_coredump(&rel.to_string_lossy()) {
+            // A coredump, told by its content: not read whole.
+            if matches!(super::leaves::content(e.path()), Ok(Content::GpuCore | Content::CpuCore)) {
                 return None;
             }
             Some((rel, String::from_utf8(fs::read(e.path()).ok()?).ok()?))

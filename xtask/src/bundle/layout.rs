@@ -9,7 +9,7 @@
 //!   findings.json   the same for machines (the `analyze --json` object)
 //!   replay.sh       reruns one rung's target with its recorded environment
 //!   SHA256SUMS      every file's hash, written when the run ends (and by `bundle pack`)
-//!   LEFT_OUT.tsv    what an archive left out (coredumps), with sizes and why
+//!   LEFT_OUT.tsv    what an archive left out (coredumps, binary files), with sizes and why
 //!   recorder/       sitecustomize.py: the launch recorder a Python target loads
 //!   env/            doctor's report, git describe, pip freeze, what `collect` commands printed
 //!   rungs/NN-<rung>/  stdout.log, stderr.log, command.txt, artifacts (dumps, XML, cuda-gdb logs)

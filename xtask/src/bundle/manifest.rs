@@ -2,14 +2,16 @@
 //! back by `bundle show|list|report|pack` and `replay.sh`'s builder. docs/bundles.md
 //! documents every field.
 //!
-//! Must not: read or write files (the writer and `Bundle::load` do), or hold values that
-//! were not redacted.
+//! Must not: write files (the writer does), read any but `manifest.yaml` ([`read`], bounded:
+//! a received bundle is not trusted), or hold values that were not redacted.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::findings::yaml_bounds::{self, Bound, Limits};
 use crate::model::{Exit, Invocation, Role, RungId, Runtime};
 use crate::redact::Redaction;
 
@@ -193,4 +195,51 @@ impl Manifest {
         let cwd = self.recipe.get("vars")?.get("cwd")?.as_str()?;
         (!cwd.is_empty()).then(|| cwd.to_string())
     }
+}
+
+/// Reads a bundle's manifest: a regular file, within [`Limits::MANIFEST`] (size, nesting,
+/// anchors and aliases, checked before it is parsed: a received bundle is not trusted).
+pub fn read(dir: &Path) -> Result<Manifest> {
+    use std::io::Read as _;
+    let p = dir.join(super::layout::MANIFEST);
+    let not_a_bundle = || {
+        format!(
+            "cannot read `{}`: is `{}` a bundle written by `cargo xtask debug-ima`?",
+            p.display(),
+            dir.display()
+        )
+    };
+    let f = crate::files::open_regular(&p).with_context(not_a_bundle)?;
+    let max = Limits::MANIFEST.max_bytes;
+    let mut bytes = Vec::new();
+    f.take(max as u64 + 1).read_to_end(&mut bytes).with_context(not_a_bundle)?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "`{}` is not UTF-8 text (invalid byte at offset {}): not a manifest `cargo xtask debug-ima` wrote",
+            p.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    if let Err(r) = yaml_bounds::check(&text, &Limits::MANIFEST) {
+        let what = match r.bound {
+            Bound::Size => format!("larger than {} MiB", max >> 20),
+            _ => r.to_string(),
+        };
+        anyhow::bail!(
+            "`{}`: {what}; `cargo xtask debug-ima` writes manifests of a few KB with no aliases, \
+             so this one was made or changed elsewhere: not read (get the bundle again from its \
+             author, or unpack it from the original archive)",
+            p.display()
+        );
+    }
+    // A byte-order mark (an editor's) is no part of the first key.
+    // The parser's message quotes the value it refused: one line, so that a value holding a
+    // newline forges no line of the error.
+    serde_yaml::from_str(text.strip_prefix('\u{feff}').unwrap_or(&text)).map_err(|e| {
+        anyhow::anyhow!(
+            "`{}` is not a manifest this version can read: {}",
+            p.display(),
+            crate::ui::safe(&e.to_string(), true)
+        )
+    })
 }

@@ -16,7 +16,6 @@ use super::manifest::{CommandRecord, ContainerRecord, FileRecord, Manifest, Rung
 use super::recorded::recorded_environment;
 use crate::findings::render::{render_json, render_text};
 use crate::findings::verdict::Analysis;
-use crate::findings::yaml_bounds::{self, Bound, Limits};
 use crate::model::RungId;
 use crate::redact::{redact_json, Redaction};
 
@@ -285,51 +284,10 @@ impl Bundle {
             .with_context(|| format!("cannot make `{}` executable", replay.display()))
     }
 
-    /// Reads a bundle's manifest: a regular file, within [`Limits::MANIFEST`] (size, nesting,
-    /// anchors and aliases, checked before it is parsed: a received bundle is not trusted).
+    /// Reads a bundle's manifest ([`super::manifest::read`]: bounded, a received bundle is not
+    /// trusted).
     pub fn load(dir: &Path) -> Result<Manifest> {
-        use std::io::Read as _;
-        let p = dir.join(layout::MANIFEST);
-        let not_a_bundle = || {
-            format!(
-                "cannot read `{}`: is `{}` a bundle written by `cargo xtask debug-ima`?",
-                p.display(),
-                dir.display()
-            )
-        };
-        let f = super::inputs::open_regular(&p).with_context(not_a_bundle)?;
-        let max = Limits::MANIFEST.max_bytes;
-        let mut bytes = Vec::new();
-        f.take(max as u64 + 1).read_to_end(&mut bytes).with_context(not_a_bundle)?;
-        let text = String::from_utf8(bytes).map_err(|e| {
-            anyhow::anyhow!(
-                "`{}` is not UTF-8 text (invalid byte at offset {}): not a manifest `cargo xtask debug-ima` wrote",
-                p.display(),
-                e.utf8_error().valid_up_to()
-            )
-        })?;
-        if let Err(r) = yaml_bounds::check(&text, &Limits::MANIFEST) {
-            let what = match r.bound {
-                Bound::Size => format!("larger than {} MiB", max >> 20),
-                _ => r.to_string(),
-            };
-            anyhow::bail!(
-                "`{}`: {what}; `cargo xtask debug-ima` writes manifests of a few KB with no aliases, \
-                 so this one was made or changed elsewhere: not read (get the bundle again from its \
-                 author, or unpack it from the original archive)",
-                p.display()
-            );
-        }
-        // A byte-order mark (an editor's) is no part of the first key.
-        // The parser's message quotes the value it refused: one line, so that a value holding a
-        // newline forges no line of the error.
-        serde_yaml::from_str(text.strip_prefix('\u{feff}').unwrap_or(&text)).map_err(|e| {
-            anyhow::anyhow!(
-                "`{}` is not a manifest this version can read: {}",
-                p.display(),
-                crate::ui::safe(&e.to_string(), true)
-            )
-        })
+        super::manifest::read(dir)
     }
 
     /// Writes the analysis so far: `findings.json` and `summary.md`, then the manifest.

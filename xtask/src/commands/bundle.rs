@@ -6,10 +6,13 @@
 //! `show` and `report` read an archive through a temporary copy (`archive::unpack_temp`, the
 //! limits of `unpack`), removed when they end.
 //!
-//! Must not: run processes or change a bundle, except `pack`, which writes `SHA256SUMS` (and
-//! `LEFT_OUT.tsv`) into it so that the directory and the archive agree, and `rm`/`prune`
-//! (`bundle_prune`), which remove whole bundles and nothing else.
+//! Must not: run processes or change a bundle, except `pack`, which first redacts in place
+//! what the tool did not write and renames the names that hold a secret (`bundle::leaves`),
+//! and writes `SHA256SUMS` (and `LEFT_OUT.tsv`) into it so that the directory and the archive
+//! agree, and `rm`/`prune` (`bundle_prune`), which remove whole bundles and nothing else; or
+//! show a file's name unredacted.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -18,6 +21,7 @@ use anyhow::{bail, Context, Result};
 pub use super::bundle_files::{files, human, list, Listed};
 use super::Outcome;
 use crate::bundle::archive::{self, Limits, PackOptions};
+use crate::bundle::leaves::{self, Fate};
 use crate::bundle::report::{self, ReportInput};
 use crate::bundle::{layout, Bundle, Manifest};
 use crate::process::Interrupt;
@@ -45,14 +49,21 @@ pub enum BundleCommand {
         json: bool,
     },
     /// A deterministic `.tar.zst` (or `--gzip`: `.tar.gz`) of a bundle, with SHA256SUMS inside
-    /// and a `.sha256` beside it. Coredumps are left out unless `--with-coredumps`: they can
-    /// hold model or user data.
+    /// and a `.sha256` beside it. Only what may leave goes in: the tool's own files, and every
+    /// other text redacted first (in the bundle too), wherever it lies; coredumps and binary
+    /// files are left out, listed in LEFT_OUT.tsv, unless `--with-coredumps` or `--include`.
     Pack {
         /// The bundle folder to pack.
         path: PathBuf,
-        /// Include the GPU coredumps (`core_*`; often hundreds of MB each).
+        /// Include the GPU coredumps and CPU cores (told by their content; often hundreds of
+        /// MB each, and they can hold model or user data).
         #[arg(long)]
         with_coredumps: bool,
+        /// Include a file that would be left out (a binary file, a coredump, a text too large
+        /// to read), as it is: a path relative to the bundle as LEFT_OUT.tsv names it, or a
+        /// folder for the files under it. Repeat it for more.
+        #[arg(long, value_name = "PATH")]
+        include: Vec<String>,
         /// A `.tar.gz` instead of a `.tar.zst`: GitHub takes it as an issue attachment (up to
         /// 25 MB); single-threaded, larger.
         #[arg(long)]
@@ -62,7 +73,7 @@ pub enum BundleCommand {
         output: Option<PathBuf>,
         /// Replace home folders, user names and host names (the same way in every file and
         /// file name) in what is packed, for a public issue; the bundle itself is not changed.
-        #[arg(long, conflicts_with = "with_coredumps")]
+        #[arg(long, conflicts_with_all = ["with_coredumps", "include"])]
         anonymize: bool,
     },
     /// Unpack an archive made by `bundle pack` into DIR (default: the current directory),
@@ -140,17 +151,20 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
             let opened = Opened::new(&path)?;
             let m = Bundle::load(opened.dir())?;
             let files = files(opened.dir())?;
+            let fates = leaves::fates(opened.dir(), &files, &leaves::tool_files(&m));
+            let files: Vec<(String, u64, Fate)> =
+                files.into_iter().zip(fates).map(|((f, bytes), fate)| (f, bytes, fate)).collect();
             if json {
                 out(&render_show_json(&path, &m, &files))
             } else {
                 out(&render_show(&path, &m, &files))
             }
         }
-        BundleCommand::Pack { path, with_coredumps, gzip, output, anonymize } => {
+        BundleCommand::Pack { path, with_coredumps, include, gzip, output, anonymize } => {
             let m = Bundle::load(&path)?;
             let compression = if gzip { archive::Compression::Gzip } else { archive::Compression::Zstd };
             let archive = output.unwrap_or_else(|| archive::default_archive_path_for(&path, compression));
-            let opts = PackOptions { with_coredumps, compression, ..PackOptions::default() };
+            let opts = PackOptions { with_coredumps, include, compression, ..PackOptions::default() };
             // Ctrl-C stops the packing and removes the partial archive.
             let interrupt = Interrupt::install()?;
             let mut s = String::new();
@@ -173,22 +187,11 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
                 line(&p.archive.display().to_string())
             )
             .unwrap();
-            if !p.left_out.is_empty() {
-                let total: u64 = p.left_out.iter().map(|(_, b)| b).sum();
-                writeln!(
-                    s,
-                    "left out {} coredump(s), {} (listed in {}): they can hold model or user data; \
-                     `--with-coredumps` includes them",
-                    p.left_out.len(),
-                    human(total),
-                    layout::LEFT_OUT
-                )
-                .unwrap();
-            }
+            s.push_str(&render_packed(&p));
             if gzip && p.bytes > GITHUB_ATTACHMENT_BYTES {
                 writeln!(
                     s,
-                    "note: over GitHub's {} MB limit for an attachment: leave the coredumps out, or share it elsewhere",
+                    "note: over GitHub's {} MB limit for an attachment: leave the coredumps and binary files out, or share it elsewhere",
                     GITHUB_ATTACHMENT_BYTES / 1_000_000
                 )
                 .unwrap();
@@ -265,6 +268,66 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
             }
         }
     }
+}
+
+/// What `pack` did beyond the archive: what it redacted and renamed in the bundle first, what
+/// it left out (how many of each kind, their size, where they are listed), its notes.
+fn render_packed(p: &archive::Packed) -> String {
+    let mut s = String::new();
+    if !p.redactions.is_empty() {
+        let mut places: Vec<&str> = p
+            .redactions
+            .iter()
+            .map(|r| r.place.rsplit_once(':').map_or(r.place.as_str(), |(f, _)| f))
+            .collect();
+        places.sort_unstable();
+        places.dedup();
+        writeln!(
+            s,
+            "redacted in the bundle before packing: {} secret(s) in {} file(s) or name(s) the tool did not \
+             write through its redactor:",
+            p.redactions.len(),
+            places.len()
+        )
+        .unwrap();
+        const SHOWN: usize = 10;
+        for r in p.redactions.iter().take(SHOWN) {
+            writeln!(s, "  {}: {}", line(&r.place), line(&r.what)).unwrap();
+        }
+        if p.redactions.len() > SHOWN {
+            writeln!(s, "  ... and {} more", p.redactions.len() - SHOWN).unwrap();
+        }
+    }
+    for n in &p.notes {
+        writeln!(s, "note: {}", short(&line(n), 200)).unwrap();
+    }
+    if p.left_out.is_empty() {
+        return s;
+    }
+    let total: u64 = p.left_out.iter().map(|(_, b, _)| b).sum();
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for (_, _, why) in &p.left_out {
+        let kind = why.split([':', ';']).next().unwrap_or(why);
+        match kinds.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((kind, 1)),
+        }
+    }
+    let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {}", line(k))).collect();
+    let cores = p.left_out.iter().any(|(_, _, why)| why == leaves::COREDUMP_WHY);
+    writeln!(
+        s,
+        "left out {} file{}, {} (listed in {}: {}): not read, or memory images that can hold model or user \
+         data; {}`--include PATH` adds one",
+        p.left_out.len(),
+        if p.left_out.len() == 1 { "" } else { "s" },
+        human(total),
+        layout::LEFT_OUT,
+        kinds.join(", "),
+        if cores { "`--with-coredumps` includes the coredumps, " } else { "" }
+    )
+    .unwrap();
+    s
 }
 
 /// A bundle to read: the folder given, or an archive unpacked into a temporary folder (with
@@ -422,7 +485,10 @@ pub fn render_list_json(bundles: &[Listed], root: &Path) -> String {
     serde_json::to_string_pretty(&list).expect("the list serialises") + "\n"
 }
 
-pub fn render_show(path: &Path, m: &Manifest, files: &[(String, u64)]) -> String {
+/// `bundle show`: the manifest's view of the bundle, and every file with its size and, for
+/// those `bundle pack` leaves out, why (`files`: path, size, [`Fate`]); names that hold a
+/// secret are shown redacted.
+pub fn render_show(path: &Path, m: &Manifest, files: &[(String, u64, Fate)]) -> String {
     let mut s = String::new();
     writeln!(s, "bundle:   {}", line(&path.display().to_string())).unwrap();
     writeln!(
@@ -446,9 +512,9 @@ pub fn render_show(path: &Path, m: &Manifest, files: &[(String, u64)]) -> String
         }
     }
     writeln!(s, "\nfiles:").unwrap();
-    for (f, bytes) in files {
-        let tag = if archive::is_coredump(f) { "  (coredump: left out by `bundle pack`)" } else { "" };
-        writeln!(s, "  {:>10}  {}{tag}", human(*bytes), line(f)).unwrap();
+    for (f, bytes, fate) in files {
+        let tag = fate.short().map(|why| format!("  ({why}: left out by `bundle pack`)")).unwrap_or_default();
+        writeln!(s, "  {:>10}  {}{tag}", human(*bytes), line(&leaves::shown(f))).unwrap();
     }
     if m.redactions.is_empty() {
         writeln!(s, "\nredactions: none").unwrap();
@@ -462,7 +528,7 @@ pub fn render_show(path: &Path, m: &Manifest, files: &[(String, u64)]) -> String
 }
 
 /// `bundle show --json`: the bundle as `render_show` tells it, as one object (docs/bundles.md).
-pub fn render_show_json(path: &Path, m: &Manifest, files: &[(String, u64)]) -> String {
+pub fn render_show_json(path: &Path, m: &Manifest, files: &[(String, u64, Fate)]) -> String {
     #[derive(serde::Serialize)]
     struct Rung<'a> {
         rung: String,
@@ -474,9 +540,10 @@ pub fn render_show_json(path: &Path, m: &Manifest, files: &[(String, u64)]) -> S
     }
     #[derive(serde::Serialize)]
     struct File<'a> {
-        path: &'a str,
+        path: Cow<'a, str>,
         bytes: u64,
         coredump: bool,
+        left_out: Option<&'static str>,
     }
     #[derive(serde::Serialize)]
     struct Redaction<'a> {
@@ -524,7 +591,15 @@ pub fn render_show_json(path: &Path, m: &Manifest, files: &[(String, u64)]) -> S
             .collect(),
         files: files
             .iter()
-            .map(|(f, bytes)| File { path: f, bytes: *bytes, coredump: archive::is_coredump(f) })
+            .map(|(f, bytes, fate)| File {
+                path: leaves::shown(f),
+                bytes: *bytes,
+                coredump: matches!(fate, Fate::Left { coredump: true, .. }),
+                left_out: match fate {
+                    Fate::Left { why, .. } => Some(why),
+                    _ => None,
+                },
+            })
             .collect(),
         redactions: m.redactions.iter().map(|r| Redaction { place: &r.place, what: &r.what }).collect(),
     };
@@ -669,8 +744,8 @@ fn pack_anonymized(
     )
     .unwrap();
     if !done.binary.is_empty() {
-        writeln!(said, "copied as they are (not text, so not anonymized): {}", done.binary.join(", "))
-            .unwrap();
+        let names: Vec<String> = done.binary.iter().map(|n| line(&leaves::shown(n))).collect();
+        writeln!(said, "copied as they are (not text, so not anonymized): {}", names.join(", ")).unwrap();
     }
     Ok((p, said))
 }

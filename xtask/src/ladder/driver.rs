@@ -678,35 +678,17 @@ impl State<'_, '_> {
     }
 
     /// Redacts what the tool did not write through the redactor as it ran (the tools'
-    /// reports, what the target left in the rung's folder) in place, and the names that hold a
-    /// secret; its own logs were redacted as they were written.
+    /// reports, what the target left in the rung's folder, at any depth) in place, and the
+    /// names that hold a secret ([`bundle::redact_left`]); its own logs and command files,
+    /// those its records name, were redacted as they were written.
     fn redact_reports(&mut self, dir: &Path, record: &mut RungRecord) {
         let root = self.bundle.root().to_path_buf();
-        let logged: Vec<PathBuf> = record
-            .commands
-            .iter()
-            .flat_map(|c| [&c.stdout, &c.stderr])
-            .map(|l| root.join(l))
-            .chain(walk_commands(dir))
-            .collect();
+        let logged = bundle::leaves::tool_logs(&record.commands);
         let mut found = Vec::new();
-        let notes = bundle::redact_left(dir, &root, &logged, &mut found);
-        record.notes.extend(notes);
+        let left = bundle::redact_left(dir, &root, &logged, &mut found);
+        record.notes.extend(left.notes);
         self.bundle.note_redactions(found);
     }
-}
-
-/// The command files (`command.txt`, `<stem>.command.txt`) of a rung folder: written by the
-/// tool, redacted as they were.
-fn walk_commands(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(layout::COMMAND)))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// What the rungs see of the climb while they run, shared by rungs that run side by side:

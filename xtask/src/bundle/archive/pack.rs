@@ -1,10 +1,15 @@
 //! `bundle pack`: a bundle folder as a deterministic `.tar.zst` or `.tar.gz` with its
-//! `SHA256SUMS` last and a `.sha256` beside it, coredumps and binary files left out unless
-//! asked for (listed in `LEFT_OUT.tsv`); [`pack_until`] stops when asked and removes the
-//! `.partial` archive.
+//! `SHA256SUMS` last and a `.sha256` beside it, carrying only what may leave
+//! (`bundle::leaves`): first every name that holds a secret is renamed and every text the tool
+//! did not write is redacted in place, at any depth; then the tool's files and those texts go
+//! in, and coredumps and binary files stay out unless asked for (`--with-coredumps`,
+//! `--include`), each listed in `LEFT_OUT.tsv` with its size and why. [`pack_until`] stops when
+//! asked and removes the `.partial` archive.
 //!
-//! Must not: print; follow or archive links or special files; write anywhere but the archive,
-//! its `.partial` and `.sha256` siblings, and the bundle's `SHA256SUMS` and `LEFT_OUT.tsv`.
+//! Must not: print; follow or archive links or special files; archive a file `leaves` did not
+//! read and vouch for unless asked; write anywhere but the archive, its `.partial` and
+//! `.sha256` siblings, the bundle's `SHA256SUMS` and `LEFT_OUT.tsv`, and what `leaves` redacts
+//! or renames in the bundle.
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Write};
@@ -16,11 +21,13 @@ use sha2::{Digest, Sha256};
 use tar::{EntryType, Header};
 
 use crate::bundle::inputs::open_regular;
+use crate::bundle::leaves::{self, Fate};
+use crate::redact::Redaction;
 
 use super::shared::{
-    bad_name, hex, left_out_why, parse_left_out_sizes, read_capped, remove_if_present, render_left_out,
-    render_sums, sha256_bytes, sha256_hex, walk, with_suffix, write_atomic, Compression, Item, Kind, BUF,
-    DEFAULT_LEVEL, LEFT_OUT, LIST_MAX, MTIME, SUMS,
+    bad_name, hex, parse_left_out_sizes, read_capped, remove_if_present, render_left_out, render_sums,
+    sha256_bytes, sha256_hex, walk, with_suffix, write_atomic, Compression, Item, Kind, BUF, DEFAULT_LEVEL,
+    LEFT_OUT, LIST_MAX, MTIME, SUMS,
 };
 
 /// The compressor of [`pack`].
@@ -60,6 +67,10 @@ impl<W: Write> Compressor<W> {
 pub struct PackOptions {
     /// Include coredumps (left out by default: they may hold model or user data).
     pub with_coredumps: bool,
+    /// Paths relative to the bundle (a file, or a folder: the files under it) to include
+    /// although they would be left out (binary files, coredumps, texts too large to read), as
+    /// they are.
+    pub include: Vec<String>,
     /// zstd level (3, the `zstd` command's default).
     pub level: i32,
     /// zstd worker threads; 0 = one per available CPU. Always at least one worker, so the
@@ -74,6 +85,7 @@ impl Default for PackOptions {
     fn default() -> Self {
         PackOptions {
             with_coredumps: false,
+            include: Vec::new(),
             level: DEFAULT_LEVEL,
             threads: 0,
             compression: Compression::Zstd,
@@ -91,8 +103,14 @@ pub struct Packed {
     pub files: usize,
     /// Their total size, uncompressed.
     pub input_bytes: u64,
-    /// Files left out (paths relative to the bundle, sizes), sorted; also in `LEFT_OUT.tsv`.
-    pub left_out: Vec<(String, u64)>,
+    /// Files left out (paths relative to the bundle, sizes, why), sorted; also in `LEFT_OUT.tsv`.
+    pub left_out: Vec<(String, u64, String)>,
+    /// What was redacted in the bundle before packing (texts the tool did not write, names):
+    /// places and kinds, never values.
+    pub redactions: Vec<Redaction>,
+    /// What the reading before packing noticed (a name it could not rename, a file it could
+    /// not read, files past its limit).
+    pub notes: Vec<String>,
     /// SHA-256 of the archive, as written to `<archive>.sha256`.
     pub sha256: String,
 }
@@ -312,18 +330,21 @@ pub(super) fn write_err(archive: &Path, e: &io::Error) -> anyhow::Error {
     ))
 }
 
-/// Packs `bundle` into `archive` (a `.tar.zst`): one top folder named like the bundle, entries
-/// in walk order with fixed headers, then `LEFT_OUT.tsv` (when something was left out) and
-/// `SHA256SUMS`. Both are also written into the bundle, so that the directory and the archive
-/// agree. The archive is written to `<archive>.partial` and renamed; `<archive>.sha256` holds
-/// its own hash for `sha256sum -c`. Same bundle and options, same bytes. An existing archive
-/// at that path is replaced.
+/// Packs `bundle` into `archive` (a `.tar.zst`): first what may leave is made fit to
+/// ([`leaves::redact_left`] over the whole bundle: names renamed, texts the tool did not write
+/// redacted in place), then one top folder named like the bundle (a secret in that name taken
+/// out), entries in walk order with fixed headers (what [`select`] keeps), then `LEFT_OUT.tsv`
+/// (when something was left out) and `SHA256SUMS`. Both are also written into the bundle, so
+/// that the directory and the archive agree. The archive is written to `<archive>.partial` and
+/// renamed; `<archive>.sha256` holds its own hash for `sha256sum -c`. Same bundle and options,
+/// same bytes. An existing archive at that path is replaced.
 pub fn pack(bundle: &Path, archive: &Path, opts: &PackOptions) -> Result<Packed> {
     pack_until(bundle, archive, opts, &|| false)
 }
 
 /// [`pack`], stopping when `stop` says so (asked before each file and each read of one): the
-/// `.partial` archive is removed, the bundle is left as it was, and the error says so.
+/// `.partial` archive is removed, and the error says so; the bundle keeps what was redacted and
+/// renamed in it before packing began, and is otherwise as it was.
 pub fn pack_until(
     bundle: &Path,
     archive: &Path,
@@ -361,31 +382,12 @@ pub fn pack_until(
         );
     }
 
-    let items = walk(bundle)?;
-    let mut left_out = Vec::new();
-    let mut kept = Vec::with_capacity(items.len());
-    for item in items {
-        let why = match item.kind {
-            Kind::File { .. } => left_out_why(bundle, &item.rel, opts.with_coredumps),
-            _ => None,
-        };
-        match (item.kind, why) {
-            (Kind::File { bytes, .. }, Some(why)) => left_out.push((item.rel, bytes, why.to_string())),
-            _ => kept.push(item),
-        }
-    }
-    // A bundle unpacked from an archive lacks what its `LEFT_OUT.tsv` lists: those stay left
-    // out (with the sizes they had), so that packing it again gives the same archive.
-    let previous = bundle.join(LEFT_OUT);
-    if previous.is_file() {
-        for (rel, bytes, why) in parse_left_out_sizes(&read_capped(&previous, LIST_MAX)?, LEFT_OUT)? {
-            let present = kept.iter().any(|i| i.rel == rel) || left_out.iter().any(|(p, _, _)| *p == rel);
-            if !present && fs::symlink_metadata(bundle.join(&rel)).is_err() {
-                left_out.push((rel, bytes, why));
-            }
-        }
-    }
-    left_out.sort();
+    // What may leave: names cleaned and texts redacted in place, every file's fate.
+    let tool = crate::bundle::manifest::read(bundle).map(|m| leaves::tool_files(&m)).unwrap_or_default();
+    let mut redactions = Vec::new();
+    let sorted = leaves::redact_left(bundle, bundle, &tool, &mut redactions);
+    let top = leaves::clean_name(&top).unwrap_or(top);
+    let (kept, left_out) = select(bundle, walk(bundle)?, &sorted.fates, opts)?;
     let left_text = render_left_out(&left_out);
 
     let partial = with_suffix(archive, ".partial");
@@ -467,8 +469,80 @@ pub fn pack_until(
     })?;
     guard.disarm();
     write_atomic(&with_suffix(archive, ".sha256"), format!("{sha256}  {archive_name}\n").as_bytes())?;
-    let left_out = left_out.into_iter().map(|(p, b, _)| (p, b)).collect();
-    Ok(Packed { archive: archive.to_path_buf(), bytes, files, input_bytes, left_out, sha256 })
+    Ok(Packed {
+        archive: archive.to_path_buf(),
+        bytes,
+        files,
+        input_bytes,
+        left_out,
+        redactions,
+        notes: sorted.notes,
+        sha256,
+    })
+}
+
+/// What [`select`] keeps (folders and files, in walk order) and leaves out (path, size, why).
+type Selected = (Vec<Item>, Vec<(String, u64, String)>);
+
+/// Which of the bundle's `items` go into the archive: folders, the tool's files and the texts
+/// [`leaves::redact_left`] redacted (`fates`), and of the rest what `opts` asks for
+/// (`--with-coredumps`, `--include`); the others left out with their sizes and why, sorted. A
+/// file `fates` does not know (it appeared since) stays out. A bundle unpacked from an archive
+/// lacks what its `LEFT_OUT.tsv` lists: those stay listed (with the sizes they had, their names
+/// cleaned), so that packing it again gives the same archive.
+pub(super) fn select(
+    bundle: &Path,
+    items: Vec<Item>,
+    fates: &std::collections::BTreeMap<String, (u64, Fate)>,
+    opts: &PackOptions,
+) -> Result<Selected> {
+    let asked: Vec<&str> =
+        opts.include.iter().map(|p| p.trim_start_matches("./").trim_end_matches('/')).collect();
+    let included = |rel: &str| asked.iter().any(|p| included_by(rel, p));
+    if let Some(p) = asked.iter().find(|p| p.is_empty() || !items.iter().any(|i| included_by(&i.rel, p))) {
+        bail!(
+            "`--include {p}` names no file of the bundle; {LEFT_OUT} lists what was left out \
+             (a file, or a folder for the files under it, relative to the bundle)"
+        );
+    }
+    let mut left_out = Vec::new();
+    let mut kept = Vec::with_capacity(items.len());
+    for item in items {
+        let Kind::File { bytes, .. } = item.kind else {
+            kept.push(item);
+            continue;
+        };
+        let fate = fates
+            .get(&item.rel)
+            .map(|(_, f)| *f)
+            .unwrap_or(Fate::Left { why: leaves::UNSEEN_WHY, coredump: false });
+        let why = match fate {
+            Fate::Tool | Fate::Text => None,
+            Fate::Left { coredump: true, .. } if opts.with_coredumps => None,
+            Fate::Left { why, .. } => (!included(&item.rel)).then_some(why),
+        };
+        match why {
+            Some(why) => left_out.push((item.rel, bytes, why.to_string())),
+            None => kept.push(item),
+        }
+    }
+    let previous = bundle.join(LEFT_OUT);
+    if previous.is_file() {
+        for (rel, bytes, why) in parse_left_out_sizes(&read_capped(&previous, LIST_MAX)?, LEFT_OUT)? {
+            let rel = leaves::clean_path(&rel);
+            let present = kept.iter().any(|i| i.rel == rel) || left_out.iter().any(|(p, _, _)| *p == rel);
+            if !present && fs::symlink_metadata(bundle.join(&rel)).is_err() {
+                left_out.push((rel, bytes, why));
+            }
+        }
+    }
+    left_out.sort();
+    Ok((kept, left_out))
+}
+
+/// Whether `--include p` takes `rel`: the file itself, or a file under the folder `p`.
+fn included_by(rel: &str, p: &str) -> bool {
+    rel == p || rel.strip_prefix(p).is_some_and(|r| r.starts_with('/'))
 }
 
 /// What [`append_all`] appended.

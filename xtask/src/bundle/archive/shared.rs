@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -16,33 +16,13 @@ use anyhow::{anyhow, bail, Context, Result};
 use sha2::{Digest, Sha256};
 
 use crate::bundle::inputs::open_regular;
-use crate::bundle::layout::{self, DUMP_PREFIX};
+use crate::bundle::layout;
 
 /// The checksum file at the bundle root: `<sha256>  <path>` per file, sorted by path, as
 /// `sha256sum -c SHA256SUMS` reads it from inside the bundle.
 pub const SUMS: &str = layout::SUMS;
 /// The files `pack` left out, at the bundle root: `path\tbytes\twhy` per file, sorted, no header.
 pub const LEFT_OUT: &str = layout::LEFT_OUT;
-/// Why a coredump is left out of an archive by default (the `why` column of `LEFT_OUT.tsv`).
-pub const COREDUMP_WHY: &str = "coredump: may hold model or user data; pack with --with-coredumps to include";
-/// Why a binary file the target left in a rung folder is not in an archive: nothing read it,
-/// so nothing could take a secret out of it.
-pub const BINARY_WHY: &str = "binary file the target left: not read, so not shared";
-
-/// Why `rel` (a file of `bundle`) stays out of an archive, if it does: a coredump, unless
-/// `with_coredumps`; a binary file in a rung folder (what the target left there beside the
-/// tool's logs and reports, which are text and redacted), always.
-pub(super) fn left_out_why(bundle: &Path, rel: &str, with_coredumps: bool) -> Option<&'static str> {
-    if is_coredump(rel) {
-        return (!with_coredumps).then_some(COREDUMP_WHY);
-    }
-    if !rel.starts_with(&format!("{}/", layout::RUNGS_DIR)) {
-        return None;
-    }
-    let mut head = [0u8; 8192];
-    let n = File::open(bundle.join(rel)).and_then(|mut f| f.read(&mut head)).ok()?;
-    (crate::findings::scan::sniff(&head[..n]) == crate::findings::scan::Content::Binary).then_some(BINARY_WHY)
-}
 /// The modification time of every archive entry: the tar crate's `HeaderMode::Deterministic`
 /// time (2006-07-24), not 0, which some tools mishandle.
 pub const MTIME: u64 = 1_153_704_088;
@@ -84,15 +64,6 @@ pub(super) const LIST_MAX: u64 = 64 << 20;
 pub(super) const TRAILING_MAX: u64 = 1 << 20;
 /// The largest `.sha256` sidecar read.
 pub(super) const SIDECAR_MAX: u64 = 64 << 10;
-
-/// True for a GPU or CPU coredump: a file name starting with `core_` (the ladder's
-/// `core_<host>.<pid>.<time>`), or `core` / `core.<pid>`.
-pub fn is_coredump(rel: &str) -> bool {
-    let name = rel.rsplit('/').next().unwrap_or(rel);
-    name.starts_with(DUMP_PREFIX)
-        || name == "core"
-        || name.strip_prefix("core.").is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-}
 
 pub(super) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
@@ -378,19 +349,6 @@ pub(super) fn interrupted(archive: &Path, doing: &str, tail: &str) -> anyhow::Er
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn coredump_names() {
-        assert!(is_coredump("rungs/04-coredump/core_vm.4013.1796034874"));
-        assert!(is_coredump("core_x"));
-        assert!(is_coredump("rungs/04-coredump/core"));
-        assert!(is_coredump("core.12345"));
-        assert!(!is_coredump("core.txt"));
-        assert!(!is_coredump("core."));
-        assert!(!is_coredump("rungs/04-coredump/cudagdb-1.log"));
-        assert!(!is_coredump("rungs/core_dir/stderr.log"));
-        assert!(!is_coredump("score_x"));
-    }
 
     #[test]
     fn hex_and_known_hash() {

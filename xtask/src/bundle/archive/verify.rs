@@ -252,7 +252,8 @@ pub fn verify(path: &Path) -> Result<Verification> {
 /// `extra    PATH`), the left-out files, and a final `ok: ...` or `FAILED: ...` line.
 pub fn render_verification(v: &Verification, what: &Path) -> String {
     let mut s = String::new();
-    let shown = |p: &str| p.escape_debug().to_string();
+    // A name that holds a secret is shown redacted, as in a log.
+    let shown = |p: &str| crate::bundle::leaves::shown(p).escape_debug().to_string();
     for (label, list) in [("changed", &v.changed), ("missing", &v.missing), ("extra", &v.extra)] {
         for p in list {
             s.push_str(&format!("{label:<9}{}\n", shown(p)));
