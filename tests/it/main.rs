@@ -37,3 +37,4 @@ mod secrets_matrix;
 mod sites;
 mod slurm;
 mod ssh;
+mod unbuilt;
