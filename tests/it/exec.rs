@@ -530,12 +530,11 @@ fn escapee_of(dir: &Path) -> i32 {
 fn a_setsid_grandchild_is_killed_when_the_target_ends() {
     let dir = scratch("tree-end");
     let mark = unique_mark("treeend");
-    let start = Instant::now();
     let (outcome, _) = run_collect(&escaper(&dir, "exit", &mark));
     assert_eq!(outcome.exit, Exit::Code(0));
-    // Its pipes were closed by its death, not abandoned after a grace.
+    // Its pipes were closed by its death, not abandoned after a grace (what `output_abandoned`
+    // says; how long the run took depends on the machine's load, not on this).
     assert!(!outcome.output_abandoned);
-    assert!(start.elapsed() < exec::READERS_GRACE, "{:?}", start.elapsed());
     // Checked by the marker first: on failure, that kills what was left.
     assert_none_left(&mark, "after a normal end");
     assert_dead(&[escapee_of(&dir)]);

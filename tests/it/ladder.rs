@@ -1386,7 +1386,7 @@ fn dry_run_prints_every_command_and_creates_nothing() {
         "-ex bt -ex 'x/i $errorpc'",
         "core-limit target --size 1024",
         "-ex 'thread apply all bt'",
-        "build (with line info, the binaries do not exist yet)",
+        "build (with line info, the target is not built yet)",
         "MY_SETTING=x",
         "target --size 1024",
     ] {

@@ -38,3 +38,4 @@ mod secrets_matrix;
 mod sites;
 mod slurm;
 mod ssh;
+mod unbuilt;

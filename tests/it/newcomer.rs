@@ -11,6 +11,10 @@
 //! The GPU tools are the stand-ins of tests/standins/ (first on PATH): `./app` runs the
 //! stand-in target, which replays a recording of tests/fixtures/h200/; `docker` is a stand-in
 //! the test writes, which records what it is given.
+//!
+//! Each test here builds the tool once more (a nested `cargo install`, or `cargo xtask` in a
+//! target folder of its own): they run with `DEBUG_IMA_SLOW_TESTS=1`, which `.ci/run` sets,
+//! and a developer's test command skips them, saying so (`support::slow_tests`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -174,6 +178,11 @@ fn assert_ran_in_project(project: &Path, out: &Output, bundles_before: usize) {
 
 #[test]
 fn installed_as_the_readme_says_it_runs_in_the_users_project_and_with_dash_c() {
+    if !support::slow_tests(
+        "newcomer::installed_as_the_readme_says_it_runs_in_the_users_project_and_with_dash_c",
+    ) {
+        return;
+    }
     let s = Scratch::create("newcomer", "project");
     let bin = install(&s.path("install"));
     let project_dir = s.path("my-cuda-project");
@@ -243,6 +252,9 @@ fn installed_as_the_readme_says_it_runs_in_the_users_project_and_with_dash_c() {
 /// Inside the clone, `cargo xtask` (the alias) keeps working, and its help says so.
 #[test]
 fn cargo_xtask_still_works_inside_the_clone() {
+    if !support::slow_tests("newcomer::cargo_xtask_still_works_inside_the_clone") {
+        return;
+    }
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("newcomer-target");
     let out = run_ok(
         cargo().args(["xtask", "--help"]).current_dir(root()).env("CARGO_TARGET_DIR", &target),
@@ -341,6 +353,11 @@ exit 99
 /// the clone's; the README its hint names is that folder's.
 #[test]
 fn installed_without_its_clone_it_builds_the_images_from_the_files_it_carries() {
+    if !support::slow_tests(
+        "newcomer::installed_without_its_clone_it_builds_the_images_from_the_files_it_carries",
+    ) {
+        return;
+    }
     let s = Scratch::create("newcomer", "no-clone");
     let out = Outside::create("no-clone");
     let copy = out.0.join("clone-copy");

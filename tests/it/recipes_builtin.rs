@@ -16,6 +16,7 @@ use xtask::recipe::{
     GPU_ARCH_UNKNOWN, MAX_JOBS_UNKNOWN,
 };
 
+use crate::support;
 use crate::support::recipes::{builtin, err, sets as map, strings, CWD, MINIMAL};
 
 // ---- the built-in variables the ladder supplies ------------------------------------------
@@ -292,7 +293,16 @@ fn scratch(name: &str) -> PathBuf {
 
 /// `xtask debug-ima --dry-run ARGS` in `dir`; its stdout.
 fn dry_run(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+    dry_run_with(dir, args, None)
+}
+
+/// [`dry_run`] with `bin` first on PATH.
+fn dry_run_with(dir: &Path, args: &[&str], bin: Option<&Path>) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    if let Some(bin) = bin {
+        cmd.env("PATH", support::path_with(&[bin]));
+    }
+    let out = cmd
         .arg("debug-ima")
         .args(args)
         .arg("--dry-run")
@@ -347,7 +357,7 @@ fn vllm_dry_run_prints_the_full_plan() {
     let arch = "'TORCH_CUDA_ARCH_LIST=<compute capability of GPU 0>'";
     let baseline = section(&plan, "1. baseline:");
     let cd = format!(
-        "build (with line info, the binaries do not exist yet): cd {} && {precompiled_off}",
+        "build (with line info, the target is not built yet): cd {} && {precompiled_off}",
         src.display()
     );
     assert!(baseline.contains(&cd), "{baseline}");
@@ -442,13 +452,17 @@ fn vllm_dry_run_prints_the_full_plan() {
     }
     assert!(!d.join("bundles").exists(), "--dry-run created the bundle root");
 
-    // With the extension built, the baseline does not build but checks its line info after
-    // the target; `--device-debug` asks for -G.
+    // With the extension built and its `vllm` command installed (on PATH: the repro's program;
+    // missing, the target counts as not built yet), the baseline does not build but checks its
+    // line info after the target; `--device-debug` asks for -G.
     std::fs::create_dir_all(src.join("vllm")).unwrap();
     std::fs::write(src.join("vllm/_C.abi3.so"), b"").unwrap();
+    let bin = d.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    support::plant::write_exec(&bin.join("vllm"), "#!/bin/sh\nexit 0\n");
     let mut more = args.to_vec();
     more.push("--device-debug");
-    let plan = dry_run(&d, &more);
+    let plan = dry_run_with(&d, &more, Some(&bin));
     let baseline = section(&plan, "1. baseline:");
     assert!(!baseline.contains("pip install"), "{plan}");
     let target_at = baseline.find("target: ").unwrap();

@@ -56,6 +56,29 @@ pub fn skipped(why: &str) {
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
+/// The variable that lets the slow tests run: those that build the tool once more, outside
+/// the test command's own build (a nested `cargo install`, `cargo xtask` in a target folder
+/// of their own: minutes and a gigabyte more on two cores). `.ci/run` sets it.
+pub const SLOW_TESTS_VAR: &str = "DEBUG_IMA_SLOW_TESTS";
+
+/// Whether `CI` is set to something that means yes (as GitHub Actions and `.ci/run` set it).
+pub fn in_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// Whether the slow test `what` runs: with [`SLOW_TESTS_VAR`]`=1`. Without it the test says
+/// it skipped its real work ([`skipped`]) and passes, unless `CI` is set, where it fails: CI
+/// runs every test.
+pub fn slow_tests(what: &str) -> bool {
+    if std::env::var_os(SLOW_TESTS_VAR).is_some_and(|v| v == "1") {
+        return true;
+    }
+    let why = format!("{what} builds the tool again (slow): `{SLOW_TESTS_VAR}=1` runs it, as `.ci/run` does");
+    assert!(!in_ci(), "{why}; CI must run it");
+    skipped(&why);
+    false
+}
+
 /// A recording of the GPU suite (`tests/fixtures/h200/<case>`).
 pub fn fixture(case: &str) -> PathBuf {
     root().join("tests/fixtures/h200").join(case)

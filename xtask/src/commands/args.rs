@@ -41,6 +41,9 @@ pub fn runs_python(argv: &[String]) -> bool {
     argv.first().is_some_and(|a| crate::ladder::rung::evidence::is_python_name(a) || a.ends_with(".py"))
 }
 
+/// How a recipe made of the program after `--` names its source ([`command_recipe`]).
+pub const COMMAND_SOURCE: &str = "(the command after --)";
+
 /// The recipe of a program given after `--` (`debug-ima run -- ./app ARGS`, as
 /// `compute-sanitizer ./app` takes one): its run is the command as given (braces kept as
 /// they are, not read as `{variables}`), no build, Python when it runs Python.
@@ -52,7 +55,7 @@ pub fn command_recipe(command: &[String], cwd: PathBuf) -> Result<recipe::Recipe
         runs_python(command),
         words.join(", ")
     );
-    recipe::parse(&text, recipe::RecipeSource::File(PathBuf::from("(the command after --)")), cwd)
+    recipe::parse(&text, recipe::RecipeSource::File(PathBuf::from(COMMAND_SOURCE)), cwd)
 }
 
 /// `--recipe NAME -- CMD`: the recipe with the program after `--` as its run command, taken as

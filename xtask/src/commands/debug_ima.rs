@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use super::doctor::RungChoice;
-use super::Outcome;
+use super::{preflight, Outcome};
 use crate::bundle::{layout, Bundle, RungStatus};
 use crate::doctor;
 use crate::findings::render::{render_json, render_text};
@@ -272,6 +272,7 @@ impl Config {
             launcher,
             std::env::var("WORLD_SIZE").ok().as_deref(),
         );
+        let choice = container_choice(args, &resolved.container, launcher)?;
         let req = Request {
             rungs: args.rungs.as_deref().map(|c| rung_ids(c, resolved.hang_after.is_some())),
             retries: args.retries,
@@ -279,6 +280,7 @@ impl Config {
             watch: false,
             full: args.full,
             has_build: resolved.build.is_some(),
+            not_built: resolved.not_built(choice.is_none()).is_some(),
             disabled: RungId::ALL.into_iter().filter(|id| !resolved.enabled(*id)).collect(),
             python: resolved.python,
             hang_after: resolved.hang_after.is_some(),
@@ -288,10 +290,13 @@ impl Config {
         if let Some(why) = policy::empty_plan(&req, &plan) {
             return Err(Usage::error(why));
         }
-        let choice = container_choice(args, &resolved.container, launcher)?;
         // Outside an allocation `--launcher slurm` cannot run: say so before anything else.
         if launcher == Launcher::Slurm && !args.dry_run {
             Slurm::from_env(&|k| std::env::var(k).ok(), "").map_err(Usage::error)?;
+        }
+        // A checkout or a program that is not there: refused before anything runs or is made.
+        if !args.dry_run {
+            preflight::check(&resolved, choice.is_none() && launcher == Launcher::Host)?;
         }
         if choice.is_some() && !args.dry_run {
             check_mounts(&resolved)?;
@@ -431,6 +436,16 @@ pub fn run(args: Args) -> Result<Outcome> {
     let mut cfg = Config::new(&args, recipe, sets)?;
     if args.dry_run {
         return dry_run(&args, &cfg);
+    }
+    // Rungs asked for without one that builds: the plan has the rebuild first; say why.
+    let asked = cfg.req.rungs.as_ref().is_some_and(|r| !r.contains(&RungId::Rebuild));
+    if let Some(missing) = cfg.resolved.not_built(cfg.choice.is_none()).filter(|_| asked) {
+        if cfg.plan.contains(&RungId::Rebuild) {
+            ui::status(&format!(
+                "`{}` does not exist yet: the rebuild runs first, to build the target (with line info)",
+                ui::safe(&missing, true)
+            ));
+        }
     }
 
     // Preflight: on a machine without what the plan needs, stop now and say what is missing.

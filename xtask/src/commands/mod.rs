@@ -17,6 +17,7 @@ pub mod debug_ima;
 pub mod doctor;
 pub mod dump;
 pub mod man;
+pub mod preflight;
 pub mod recipe;
 pub mod seal;
 pub mod watch;

@@ -106,6 +106,8 @@ fn job(args: &WatchArgs) -> Result<Resolved> {
 pub fn run(args: WatchArgs) -> Result<Outcome> {
     let interrupt = Interrupt::install()?;
     let resolved = job(&args)?;
+    // A job that cannot start (`-- ./nosuch`) is refused before anything runs (no build here).
+    super::preflight::check(&resolved, true)?;
     let env = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
     crate::redact::remember(crate::redact::secret_values(
         env,

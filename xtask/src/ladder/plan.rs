@@ -96,10 +96,10 @@ pub struct Planned {
 }
 
 /// Every step of every planned rung, in order, wrapped where it would run. A step that runs
-/// only when a binary is missing is left out when none is.
+/// only when the target is not built yet is left out when it is.
 pub fn steps(climb: &Climb, bundle: &Path) -> Vec<Planned> {
     let containers = climb.containers.as_ref();
-    let missing = climb.recipe.build.as_ref().is_some_and(|b| b.binaries_missing());
+    let missing = climb.recipe.not_built(containers.is_none()).is_some();
     let mut out = Vec::new();
     let mut started = 0;
     for (i, id) in climb.plan.iter().enumerate() {
@@ -133,7 +133,7 @@ pub fn steps(climb: &Climb, bundle: &Path) -> Vec<Planned> {
 fn label(step: &Step) -> String {
     match (step.role, step.when) {
         (Role::Build, When::BinariesMissing) => {
-            "build (with line info, the binaries do not exist yet)".to_string()
+            "build (with line info, the target is not built yet)".to_string()
         }
         (Role::Cuobjdump, When::Listing) => {
             "kernel listing (before the run, per binary, of the kernels with shared memory)".to_string()

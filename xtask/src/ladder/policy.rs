@@ -21,6 +21,10 @@ pub struct Request {
     pub full: bool,
     /// The recipe can rebuild the target (it has a `build:` step).
     pub has_build: bool,
+    /// The target is not built yet (`Resolved::not_built`: a binary of the build, or the
+    /// program the run names, does not exist): its build runs before the first rung that runs
+    /// it, whatever `--rungs` says.
+    pub not_built: bool,
     /// Rungs the recipe disabled.
     pub disabled: Vec<RungId>,
     /// The target is a Python program (the recipe says so): its costs and sources differ.
@@ -184,7 +188,23 @@ pub fn plan(req: &Request) -> Vec<RungId> {
     if req.rungs.is_none() {
         rungs.retain(|r| !req.disabled.contains(r));
     }
+    build_first(req, &mut rungs);
     rungs
+}
+
+/// A target not built yet is built before the first rung that runs it: the armed baseline
+/// and the hang rung build it themselves (with line info); before any other, the rebuild is
+/// put in the plan (`--rungs coredump,memcheck`, a recipe that disables the baseline), as a
+/// rebuild already there before it does.
+fn build_first(req: &Request, rungs: &mut Vec<RungId>) {
+    if !req.not_built || !req.has_build {
+        return;
+    }
+    let Some(i) = rungs.iter().position(|&r| rung::get(r).runs_target()) else { return };
+    let builds_itself = matches!(rungs[i], RungId::Baseline | RungId::Hang);
+    if !builds_itself && !rungs[..i].contains(&RungId::Rebuild) {
+        rungs.insert(i, RungId::Rebuild);
+    }
 }
 
 /// Why `plan` (made by [`plan`] from `req`) runs nothing, for the user, naming what to do;
@@ -955,6 +975,35 @@ mod tests {
             ..Request::default()
         };
         assert_eq!(plan(&req), vec![RungId::Baseline, RungId::Memcheck]);
+    }
+
+    /// Issue 41: a target not built yet is built before the first rung that runs it, whatever
+    /// `--rungs` says: the baseline and the hang rung build it themselves; before any other
+    /// rung the rebuild comes first. Without a build there is nothing to put there.
+    #[test]
+    fn a_target_not_built_yet_is_built_before_the_first_rung_that_runs_it() {
+        use RungId::*;
+        let asked = |rungs: &[RungId]| Request {
+            rungs: Some(rungs.to_vec()),
+            has_build: true,
+            not_built: true,
+            ..Request::default()
+        };
+        assert_eq!(plan(&asked(&[Coredump, Memcheck])), vec![Rebuild, Coredump, Memcheck]);
+        assert_eq!(plan(&asked(&[Memcheck])), vec![Rebuild, Memcheck]);
+        assert_eq!(plan(&asked(&[Baseline, Memcheck])), vec![Baseline, Memcheck]);
+        assert_eq!(plan(&asked(&[Rebuild, Coredump])), vec![Rebuild, Coredump]);
+        let hang = Request { hang_after: true, ..asked(&[Hang, Memcheck]) };
+        assert_eq!(plan(&hang), vec![Hang, Memcheck]);
+        // Built already, or nothing to build it with: the plan is as asked.
+        assert_eq!(plan(&Request { not_built: false, ..asked(&[Coredump]) }), vec![Coredump]);
+        assert_eq!(plan(&Request { has_build: false, ..asked(&[Coredump]) }), vec![Coredump]);
+        // The default climb starts with the baseline, which builds; a recipe that disables the
+        // baseline (and the rebuild) still gets the build first.
+        let default = Request { has_build: true, not_built: true, ..Request::default() };
+        assert_eq!(plan(&default)[..2], [Baseline, Rebuild]);
+        let disabled = Request { disabled: vec![Baseline, Rebuild], ..default };
+        assert_eq!(plan(&disabled)[..2], [Rebuild, LaunchBlocking]);
     }
 
     #[test]

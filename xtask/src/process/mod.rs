@@ -22,11 +22,15 @@
 //! that [`kill_all`] kills, with every descendant and every marked process, for errors,
 //! panics, a second Ctrl-C and the end of the tool.
 //!
-//! The limit: a descendant that clears its environment and outlives its parent is found
-//! only where the tool is the subreaper (the binary). If such a process keeps the pipes
-//! open, its output stops being logged [`READERS_GRACE`] after the run ends, and
+//! Once the run's tree is gone, every byte it wrote is logged, however long the readers take
+//! over it (a long line redacted on a busy machine): the readers read their pipes to the end
+//! ([`drain`]) and the run waits for them. The limit: a descendant that clears its
+//! environment and outlives its parent is found only where the tool is the subreaper (the
+//! binary). If such a process keeps the pipes open, the readers stop once a pipe stayed empty
+//! for [`READERS_GRACE`] (or more than its capacity came after the tree), and
 //! [`Outcome::output_abandoned`] says so.
 
+mod drain;
 pub mod foreign;
 mod groups;
 pub mod guard;
@@ -45,7 +49,7 @@ pub use tree::{kill_all, MARK_VAR};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::io::{self, Read};
+use std::io::{self, PipeReader};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
@@ -64,8 +68,9 @@ pub use crate::model::{Exit, Stream};
 
 /// Lines handed to the callback are cut at this many bytes; the logs keep them whole.
 pub const MAX_LINE: usize = 64 * 1024;
-/// How long the readers may take to finish once the group is dead before they are
-/// abandoned (a process that left the group may hold the pipes open).
+/// Once the run's tree is gone and a reader has read all it wrote, how long its pipe may
+/// stay open and empty (a process that left the tree holds it) before the reader stops. The
+/// time a reader takes over the bytes it read is not counted.
 pub const READERS_GRACE: Duration = Duration::from_secs(2);
 /// How long a killed child may take to die (a CUDA process can take seconds to release
 /// the device) before `run` gives up with an error.
@@ -311,41 +316,27 @@ pub fn run_watched(
     let duration = start.elapsed();
 
     let status = group.finish(reason.is_some())?;
-    let killed_at = Instant::now();
     let exit = reason.unwrap_or_else(|| exit_of(status));
 
-    // Hand over what is still queued (only after a normal exit: a kill means the caller
-    // is done), and give the readers a bounded time to see the end of the pipes.
+    // No process of the tree can write any more: the readers read what is left in the pipes
+    // and end (`drain`). Hand over what is still queued meanwhile (only after a normal exit: a
+    // kill means the caller is done).
+    shared.gone.store(true, Ordering::Release);
     let mut deliver = reason.is_none();
-    let mut output_abandoned = false;
-    loop {
-        match rx.recv_timeout(Duration::from_millis(10)) {
-            Ok(line) => {
-                shared.queued_bytes.fetch_sub(line.text.len(), Ordering::Relaxed);
-                if deliver && on_line(line.stream, &line.text) == Control::Stop {
-                    deliver = false;
-                }
-                continue;
-            }
-            Err(RecvTimeoutError::Disconnected) => break,
-            Err(RecvTimeoutError::Timeout) => {}
-        }
-        if killed_at.elapsed() >= READERS_GRACE && !readers.iter().all(|r| r.is_finished()) {
-            shared.abandon.store(true, Ordering::Relaxed);
-            output_abandoned = true;
-            break;
+    while let Ok(line) = rx.recv() {
+        shared.queued_bytes.fetch_sub(line.text.len(), Ordering::Relaxed);
+        if deliver && on_line(line.stream, &line.text) == Control::Stop {
+            deliver = false;
         }
     }
     let mut read = Ok(());
-    if !output_abandoned {
-        for reader in readers {
-            let done = reader.join().map_err(|_| anyhow!("the reader of a log panicked")).and_then(|r| r);
-            read = read.and(done);
-        }
+    for reader in readers {
+        let done = reader.join().map_err(|_| anyhow!("the reader of a log panicked")).and_then(|r| r);
+        read = read.and(done);
     }
-    // Abandoned readers are left blocked in `read`; they stop without writing when it
-    // returns. The logs are closed here either way, the tails of capped ones written (one
-    // log for both streams is closed once).
+    let output_abandoned = shared.held_open.load(Ordering::Relaxed);
+    // The logs are closed here, the tails of capped ones written (one log for both streams
+    // is closed once).
     let mut log_cuts = Vec::new();
     for (log, path) in [(&out_log, &spec.stdout_log), (&err_log, &spec.stderr_log)] {
         let closed = lock(log).close();
@@ -631,8 +622,11 @@ struct Line {
 
 #[derive(Default)]
 struct Shared {
-    /// Set when the run has ended without the reader: stop without writing.
-    abandon: AtomicBool,
+    /// Set once no process of the run's tree can write any more: the readers read what is
+    /// left and end ([`drain::Drain`]).
+    gone: AtomicBool,
+    /// A reader stopped with its pipe still held open by a process outside the tree.
+    held_open: AtomicBool,
     queued_bytes: AtomicUsize,
     dropped: AtomicU64,
     /// Lines redacted, by stream and kind of secret.
@@ -640,7 +634,7 @@ struct Shared {
 }
 
 fn spawn_reader(
-    pipe: impl Read + Send + 'static,
+    pipe: PipeReader,
     log: LogWriter,
     log_path: &Path,
     stream: Stream,
@@ -660,7 +654,7 @@ fn spawn_reader(
 }
 
 fn pump(
-    mut pipe: impl Read,
+    pipe: PipeReader,
     mut log: LogWriter,
     log_path: &Path,
     stream: Stream,
@@ -671,16 +665,16 @@ fn pump(
     let mut line = Vec::new();
     let mut tx = Some(tx);
     let mut log_error = None;
+    let mut pipe = drain::Drain::new(pipe, &shared.gone, READERS_GRACE);
     loop {
-        let n = match pipe.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e).context("cannot read the output of the child"),
+        let n = match pipe.next(&mut buf).context("cannot read the output of the child")? {
+            drain::Got::Bytes(n) => n,
+            drain::Got::End => break,
+            drain::Got::HeldOpen => {
+                shared.held_open.store(true, Ordering::Relaxed);
+                break;
+            }
         };
-        if shared.abandon.load(Ordering::Relaxed) {
-            return Ok(());
-        }
         let chunk = &buf[..n];
         // Unbuffered: each chunk (each complete line, when redacting) is in the file before
         // the next read. After a write error the pipe is still drained, so the child never

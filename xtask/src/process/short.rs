@@ -9,23 +9,26 @@
 //! Must not: print, parse what it captured (the callers do), or hold more than
 //! [`MAX_OUTPUT`] of a stream.
 
-use std::io::Read;
+use std::io::PipeReader;
 use std::os::fd::OwnedFd;
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::drain::{Drain, Got};
 use super::interrupt::Interrupt;
 use super::spawn::{start, Start};
 use crate::model::Exit;
 
 /// Bytes kept of each stream; the rest is read and dropped.
 pub const MAX_OUTPUT: usize = 256 * 1024;
-/// How long a pipe may stay open after the child ended (a leftover of its group holds it)
-/// before the group is killed, and again before the reader is abandoned.
+/// How long a pipe may stay open and empty after the child ended (a leftover of its group
+/// holds it) before its reader stops and the group is killed. What the child wrote before
+/// it ended is read whatever the time it takes ([`super::drain`]).
 const READER_GRACE: Duration = Duration::from_millis(500);
 
 /// What a short command printed, and how it ended.
@@ -120,8 +123,9 @@ fn poll(
     let group = super::groups::Registered::new(pgid, &mark);
     drop(spawning);
     let tree = super::tree::Run::new(mark, pgid);
-    let stdout = drain(out_r);
-    let stderr = drain(err_r);
+    let gone = Arc::new(AtomicBool::new(false));
+    let stdout = keep(out_r, &gone);
+    let stderr = keep(err_r, &gone);
     let deadline = Instant::now() + timeout;
     let mut nap = Duration::from_millis(2);
     let exit = loop {
@@ -153,36 +157,40 @@ fn poll(
     // What is left of its tree outside the group (a descendant that called `setsid`) goes
     // now, pipes and all.
     super::tree::kill(&tree);
-    // A pipe still open after the exit is held by a leftover of the group (a background
-    // grandchild): that member keeps the group's id reserved, so killing the group is safe.
-    let collect = |rx: mpsc::Receiver<String>| {
-        rx.recv_timeout(READER_GRACE).ok().or_else(|| {
-            group.kill();
-            rx.recv_timeout(READER_GRACE).ok()
-        })
-    };
-    let stdout = collect(stdout).unwrap_or_default();
-    let stderr = collect(stderr).unwrap_or_default();
+    // The readers read what is left and end. A pipe still open after that is held by a
+    // leftover of the group (a background grandchild): that member keeps the group's id
+    // reserved, so killing the group is safe.
+    gone.store(true, Ordering::Release);
+    let (stdout, out_open) = stdout.recv().unwrap_or_default();
+    let (stderr, err_open) = stderr.recv().unwrap_or_default();
+    if out_open || err_open {
+        group.kill();
+    }
     group.done();
     Output { exit, stdout, stderr }
 }
 
-/// Reads a pipe to its end on a thread, keeping the first [`MAX_OUTPUT`] bytes.
-fn drain<R: Read + Send + 'static>(mut pipe: R) -> mpsc::Receiver<String> {
+/// Reads a pipe to its end on a thread ([`super::drain`], ending once `gone` is set and the
+/// pipe is empty), keeping the first [`MAX_OUTPUT`] bytes; and whether the pipe was still held
+/// open then.
+fn keep(pipe: PipeReader, gone: &Arc<AtomicBool>) -> mpsc::Receiver<(String, bool)> {
     let (tx, rx) = mpsc::channel();
+    let gone = Arc::clone(gone);
     thread::spawn(move || {
         let mut kept = Vec::new();
         let mut buf = [0u8; 8192];
-        loop {
-            match pipe.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
+        let mut pipe = Drain::new(pipe, &gone, READER_GRACE);
+        let held_open = loop {
+            match pipe.next(&mut buf) {
+                Ok(Got::End) | Err(_) => break false,
+                Ok(Got::HeldOpen) => break true,
+                Ok(Got::Bytes(n)) => {
                     let room = MAX_OUTPUT.saturating_sub(kept.len());
                     kept.extend_from_slice(&buf[..n.min(room)]);
                 }
             }
-        }
-        let _ = tx.send(String::from_utf8_lossy(&kept).into_owned());
+        };
+        let _ = tx.send((String::from_utf8_lossy(&kept).into_owned(), held_open));
     });
     rx
 }

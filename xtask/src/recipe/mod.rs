@@ -166,4 +166,44 @@ mod tests {
         assert_eq!(absolute_in(Path::new("/w"), "./a/../b"), PathBuf::from("/w/b"));
         assert_eq!(absolute_in(Path::new("/w"), "/abs/x"), PathBuf::from("/abs/x"));
     }
+
+    /// Issue 41: the target is not built yet while a binary of the build, or (from this
+    /// machine's files) the program the run names, is not there, whatever `binaries` says;
+    /// a program without a `/` is looked for on PATH, the step's own first.
+    #[test]
+    fn a_missing_binary_or_program_means_not_built_yet() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("xtask-not-built-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("out")).unwrap();
+        let text = "version: 1\nname: x\ndescription: x\nbuild:\n  command: [\"make\"]\n  binaries: [\"out/lib.so\"]\n\
+                    run:\n  command: [\"./app\"]\n";
+        let r = parse(text, RecipeSource::Builtin("x".into()), dir.clone()).unwrap();
+        let resolved = |r: &Recipe| resolve_in(r, &BTreeMap::new(), &dir).unwrap();
+        let app = dir.join("app").display().to_string();
+        assert_eq!(resolved(&r).not_built(true), Some(dir.join("out/lib.so").display().to_string()));
+        std::fs::write(dir.join("out/lib.so"), "").unwrap();
+        assert_eq!(resolved(&r).not_built(true), Some(app.clone()));
+        assert_eq!(resolved(&r).not_built(false), None, "in a container the program is the image's");
+        std::fs::write(dir.join("app"), "#!/bin/sh\n").unwrap();
+        assert_eq!(resolved(&r).not_built(true), None);
+        // Without a build, nothing is "not built": a missing program is the preflight's to refuse.
+        let mut no_build = resolved(&r);
+        no_build.build = None;
+        std::fs::remove_file(dir.join("app")).unwrap();
+        assert_eq!(no_build.not_built(true), None);
+        assert_eq!(no_build.run.missing_program(), Some(app));
+        // Bare names: on PATH (the step's own PATH first), and executable.
+        let mut run = no_build.run.clone();
+        run.argv = vec!["sh".into()];
+        assert_eq!(run.missing_program(), None);
+        run.argv = vec!["app".into()];
+        run.env.insert("PATH".into(), dir.display().to_string());
+        assert_eq!(run.missing_program(), Some("app".into()));
+        std::fs::write(dir.join("app"), "#!/bin/sh\n").unwrap();
+        assert_eq!(run.missing_program(), Some("app".into()), "not executable");
+        std::fs::set_permissions(dir.join("app"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(run.missing_program(), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -1,7 +1,8 @@
 //! The recipe's types: as parsed ([`Recipe`], with templates) and as resolved for a run
 //! ([`Resolved`]); the format's limits and the built-in recipes' texts.
 //!
-//! Must not: read files or parse YAML (`parse.rs` does).
+//! Must not: read files or parse YAML (`parse.rs` does); it only asks whether the paths a
+//! resolved recipe names exist ([`Resolved::not_built`], [`Step::missing_program`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -331,6 +332,32 @@ impl Step {
         self.binaries.iter().any(|p| !p.exists())
     }
 
+    /// The program (`argv[0]`) when there is none to start on this machine: a path (with a
+    /// `/`; a relative one from the step's folder) that names no file, or a bare name that is
+    /// in no folder of `PATH` (the step's own `PATH`, else this process's) as an executable
+    /// file. `None` when it is there.
+    pub fn missing_program(&self) -> Option<String> {
+        let program = self.program();
+        if program.is_empty() {
+            return None;
+        }
+        if program.contains('/') {
+            let path = match &self.cwd {
+                Some(dir) => dir.join(program),
+                None => PathBuf::from(program),
+            };
+            return (!path.exists()).then(|| program.to_string());
+        }
+        let path = self.env.get("PATH").map(std::ffi::OsString::from).or_else(|| std::env::var_os("PATH"));
+        let found = path.iter().flat_map(std::env::split_paths).any(|dir| {
+            use std::os::unix::fs::PermissionsExt;
+            let candidate =
+                if dir.as_os_str().is_empty() { PathBuf::from(program) } else { dir.join(program) };
+            std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        });
+        (!found).then(|| program.to_string())
+    }
+
     /// The directories the binaries go to. The build may need them to exist
     /// (`nvcc -o DIR/FILE` does not create `DIR`); whoever runs the build creates them.
     pub fn binary_dirs(&self) -> Vec<PathBuf> {
@@ -413,5 +440,18 @@ impl Resolved {
     /// `rungs.rebuild.debug`, `lineinfo` when not given.
     pub fn debug_info(&self) -> DebugInfo {
         self.rungs.get(&RungId::Rebuild).and_then(|r| r.debug).unwrap_or(DebugInfo::Lineinfo)
+    }
+
+    /// Why the target is not built yet, when the recipe has a build: the first of its
+    /// binaries that does not exist, else the program the run names when there is none to
+    /// start ([`Step::missing_program`]), asked only where the target starts from this
+    /// machine's files (`here`: not in a container, whose programs are the image's). `None`
+    /// without a build, or when both are there.
+    pub fn not_built(&self, here: bool) -> Option<String> {
+        let build = self.build.as_ref()?;
+        if let Some(b) = build.binaries.iter().find(|p| !p.exists()) {
+            return Some(b.display().to_string());
+        }
+        self.run.missing_program().filter(|_| here)
     }
 }

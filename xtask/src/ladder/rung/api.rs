@@ -175,7 +175,8 @@ pub struct StepCx<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum When {
     Always,
-    /// Before the target, when a binary the build makes does not exist yet.
+    /// Before the target, when it is not built yet: a binary the build makes, or the program
+    /// the run names, does not exist (`Resolved::not_built`).
     BinariesMissing,
     /// After the target, when the binaries existed before the ladder (their line info is
     /// checked, not assumed).
@@ -233,7 +234,7 @@ impl When {
     pub fn label(self) -> &'static str {
         match self {
             When::Always => "",
-            When::BinariesMissing => "if a binary does not exist yet",
+            When::BinariesMissing => "if the program or a binary does not exist yet",
             When::BinariesPresent => "if the binaries existed already",
             When::PerJitLibrary => "per extension library the run built into the fresh TORCH_EXTENSIONS_DIR",
             When::KernelKnown => "instead, when a suspect kernel is known",

@@ -198,15 +198,14 @@ fn build_tail(text: &str) -> Option<String> {
     Some(shown.join("\n"))
 }
 
-/// Builds the target when the recipe's binaries are missing (the `BinariesMissing` step, with
-/// line info): true when it built. A failed build is the rung's error, naming its log. The
-/// baseline and the hang rung (which replaces the baseline) both start so.
+/// Builds the target when it is not built yet (the `BinariesMissing` step, with line info):
+/// a binary of the recipe's build, or the program its run names, does not exist
+/// (`Resolved::not_built`). True when it built. A failed build is the rung's error, naming its
+/// log. The baseline and the hang rung (which replaces the baseline) both start so.
 pub(super) fn build_if_missing(io: &mut dyn RungIo, steps: &[Step]) -> Result<bool> {
     let Some(b) = io.recipe().build.clone() else { return Ok(false) };
-    if !b.binaries_missing() {
-        return Ok(false);
-    }
-    io.say("building the target first, with line info (`-lineinfo -g`)");
+    let Some(missing) = io.recipe().not_built(!io.in_container()) else { return Ok(false) };
+    io.say(&format!("`{missing}` does not exist yet: building the target first, with line info (`-lineinfo -g`)"));
     create_binary_dirs(&b)?;
     let build = step(steps, When::BinariesMissing)?;
     let ran = io.exec(build)?;
