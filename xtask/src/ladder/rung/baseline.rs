@@ -98,7 +98,8 @@ impl Rung for Baseline {
         }
         steps.extend(coredump::reading_steps(cx));
         steps.push(
-            Step::new(Role::CudaGdb, evidence::gdb(&cx.dir.join(DUMP)), "cudagdb-{n}").when(When::PerHangDump),
+            Step::new(Role::CudaGdb, evidence::gdb(&cx.dir.join(DUMP)), "cudagdb-{n}")
+                .when(When::PerHangDump),
         );
         steps
     }
@@ -195,7 +196,8 @@ fn run_to_limit(
     let limit = limit(io.recipe());
     let why = format!("still running at its time limit ({} s)", limit.as_secs());
     let (ran, exits) = hang::run_until_hung(io, steps, target, (limit, &why), side);
-    let then = "the armed run went at full speed on the kernel stubs in its symbols, so a fault's launch site \
+    let then =
+        "the armed run went at full speed on the kernel stubs in its symbols, so a fault's launch site \
                 needs a launch-blocking run";
     let taken = sites::taken(io, side, exits, then)?;
     let (exit, hung) = ran?;

@@ -25,8 +25,8 @@ use anyhow::{Context, Result};
 
 use super::api::{step, Debug, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
 use super::armed;
-use super::evidence::name_of;
 use super::build::{target, with_options};
+use super::evidence::name_of;
 use crate::bundle::inputs::scan_file;
 use crate::bundle::layout::{self, DUMP_PREFIX};
 use crate::findings::verdict::Part;
@@ -353,7 +353,8 @@ impl CpuCore {
             self.size / 1_000_000,
             match removed {
                 Ok(()) => ", then deleted it".to_string(),
-                Err(e) => format!("; deleting it failed ({e}): remove `{}` before sharing", self.at.display()),
+                Err(e) =>
+                    format!("; deleting it failed ({e}): remove `{}` before sharing", self.at.display()),
             }
         )
     }

@@ -427,7 +427,13 @@ pub(super) fn collect(
 
 /// Triggers the GPU dump of each process of `ours` that has one of `pipes` (in their order),
 /// one at a time, each dump waited for; notes what was triggered and what did not come.
-fn trigger_dumps(dir: &Path, pipes: &[std::path::PathBuf], ours: &[u32], beside: &mut dyn Beside, seen: &mut Seen) {
+fn trigger_dumps(
+    dir: &Path,
+    pipes: &[std::path::PathBuf],
+    ours: &[u32],
+    beside: &mut dyn Beside,
+    seen: &mut Seen,
+) {
     let mut triggered = Vec::new();
     let mut left = Vec::new();
     // One deadline for every pipe: a tree of many processes, or pipes nobody reads, cannot

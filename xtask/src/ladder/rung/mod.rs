@@ -1,7 +1,7 @@
 //! The rungs: one file each, holding the rung's whole behaviour: what it is for, what it
 //! costs, what the policy needs to know of it, the steps it runs (the exact commands and
 //! environments, which `--dry-run` shows too) and how it runs them. This file registers them
-//! (one line each in `rungs!`) and declares the files they share: the [`Rung`] trait and
+//! (a `mod` line and an entry in [`ALL`] each) and declares the files they share: the [`Rung`] trait and
 //! the [`Step`] value (`api`), the command builders (`build`, `sanitizer`), the armed run
 //! (`armed`, `sites`), the hang's evidence (`evidence`), `watch`'s baseline (`watch`), the
 //! line-info flags and check (`lineinfo`), the rebuild's half for a Python target's run-time
@@ -9,7 +9,7 @@
 //! (`repro_native`).
 //!
 //! Adding a rung: its line in `model/rung.rs` (its [`RungId`], name, needs and recipe
-//! options), its file here implementing [`Rung`], and its line in `rungs!` below
+//! options), its file here implementing [`Rung`], its `mod` line and its entry in [`ALL`] below
 //! (docs/ARCHITECTURE.md, "Adding a rung").
 //!
 //! Must not: decide which rung runs (the policy), print (the driver's progress does), or spawn
@@ -31,30 +31,33 @@ use crate::model::RungId;
 pub use api::*;
 pub use build::*;
 
-/// Declares each rung's file and lists its rung in [`ALL`], in the order given (ladder order,
-/// as [`RungId::ALL`]: the test below holds them so).
-macro_rules! rungs {
-    ($($file:ident::$rung:ident,)*) => {
-        $(pub mod $file;)*
+// The rungs' files, declared plainly so that `cargo fmt` formats them (a macro hid them).
+pub mod attach;
+pub mod baseline;
+pub mod coredump;
+pub mod hang;
+pub mod initcheck;
+pub mod launch_blocking;
+pub mod memcheck;
+pub mod racecheck;
+pub mod rebuild;
+pub mod repro;
+pub mod synccheck;
 
-        /// The rungs, in ladder order.
-        pub const ALL: [&dyn Rung; [$(stringify!($file)),*].len()] = [$(&$file::$rung),*];
-    };
-}
-
-rungs! {
-    baseline::Baseline,
-    rebuild::Rebuild,
-    launch_blocking::LaunchBlocking,
-    coredump::Coredump,
-    attach::Attach,
-    memcheck::Memcheck,
-    initcheck::Initcheck,
-    racecheck::Racecheck,
-    synccheck::Synccheck,
-    hang::Hang,
-    repro::Repro,
-}
+/// The rungs, in ladder order (as [`RungId::ALL`]: the test below holds them so).
+pub const ALL: [&dyn Rung; 11] = [
+    &baseline::Baseline,
+    &rebuild::Rebuild,
+    &launch_blocking::LaunchBlocking,
+    &coredump::Coredump,
+    &attach::Attach,
+    &memcheck::Memcheck,
+    &initcheck::Initcheck,
+    &racecheck::Racecheck,
+    &synccheck::Synccheck,
+    &hang::Hang,
+    &repro::Repro,
+];
 
 /// The rung of an id, as a climb that watches one run of a job (`watch`) or not runs it:
 /// the baseline of a watch is [`watch::Watched`].

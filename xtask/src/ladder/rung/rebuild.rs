@@ -59,7 +59,9 @@ impl Rung for Rebuild {
         let pip = b.argv.windows(2).any(|w| w[0].ends_with("pip") && w[1] == "install")
             || b.argv.windows(3).any(|w| w[0] == "-m" && w[1] == "pip" && w[2] == "install");
         if pip {
-            text.push_str("; it reinstalls the package into this Python environment, replacing the installed one");
+            text.push_str(
+                "; it reinstalls the package into this Python environment, replacing the installed one",
+            );
         }
         text
     }
@@ -153,7 +155,13 @@ const BUILD_ERRORS: usize = 6;
 /// The error of a failed build (`what`: "the rebuild"), after a note with its last lines
 /// ([`build_tail`]) from the first of `logs` that has any; `shown` names the log in the rung's
 /// folder. The end of each log is read, never the whole of it (a log may be a gigabyte).
-fn build_failed(io: &mut dyn RungIo, what: &str, ran: Exit, logs: &[std::path::PathBuf], shown: &str) -> anyhow::Error {
+fn build_failed(
+    io: &mut dyn RungIo,
+    what: &str,
+    ran: Exit,
+    logs: &[std::path::PathBuf],
+    shown: &str,
+) -> anyhow::Error {
     use std::io::{Read, Seek, SeekFrom};
     let shown = format!("{}/{shown}", io.shown_dir());
     for log in logs {
@@ -205,7 +213,9 @@ fn build_tail(text: &str) -> Option<String> {
 pub(super) fn build_if_missing(io: &mut dyn RungIo, steps: &[Step]) -> Result<bool> {
     let Some(b) = io.recipe().build.clone() else { return Ok(false) };
     let Some(missing) = io.recipe().not_built(!io.in_container()) else { return Ok(false) };
-    io.say(&format!("`{missing}` does not exist yet: building the target first, with line info (`-lineinfo -g`)"));
+    io.say(&format!(
+        "`{missing}` does not exist yet: building the target first, with line info (`-lineinfo -g`)"
+    ));
     create_binary_dirs(&b)?;
     let build = step(steps, When::BinariesMissing)?;
     let ran = io.exec(build)?;

@@ -26,13 +26,13 @@ use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When};
 use super::armed;
 use super::build::{target, with_options};
 use super::coredump::reading_steps;
+use super::repro_check::{finish, latest_capture, others_note, verify, SUSPECT_KERNEL};
+use super::repro_native as native;
 use crate::bundle::layout;
 use crate::findings::repro::capture::{self, Capture};
 use crate::findings::repro::{python, Expected, Outcome, Status};
 use crate::findings::verdict::Verdict;
 use crate::findings::verdict_model::OriginKind;
-use super::repro_check::{finish, latest_capture, others_note, verify, SUSPECT_KERNEL};
-use super::repro_native as native;
 use crate::ladder::recorder;
 use crate::model::{Invocation, Role, RungId};
 use crate::recipe::Resolved;
@@ -126,13 +126,16 @@ impl Rung for Repro {
         let mut steps = if cx.recipe.python {
             vec![
                 Step::target(capture_invocation(cx.recipe, &cx.dir)),
-                Step::new(Role::Reproducer, repro_invocation(cx.recipe, &cx.dir), "repro-run").when(When::Reproducer),
+                Step::new(Role::Reproducer, repro_invocation(cx.recipe, &cx.dir), "repro-run")
+                    .when(When::Reproducer),
             ]
         } else {
             vec![
-                Step::new(Role::Build, native::library_invocation(&cx.dir), "capture-library").when(When::CaptureLibrary),
+                Step::new(Role::Build, native::library_invocation(&cx.dir), "capture-library")
+                    .when(When::CaptureLibrary),
                 Step::target(native::capture_invocation(cx.recipe, &cx.dir)),
-                Step::new(Role::Build, native::build_invocation(cx.recipe, &cx.dir), "repro-build").when(When::ReproBuild),
+                Step::new(Role::Build, native::build_invocation(cx.recipe, &cx.dir), "repro-build")
+                    .when(When::ReproBuild),
                 Step::new(Role::Reproducer, native::repro_invocation(cx.recipe, &cx.dir), "repro-run")
                     .when(When::Reproducer),
             ]
@@ -169,7 +172,9 @@ impl Rung for Repro {
             notes: vec![],
             seconds: None,
         };
-        let Some((c, others)) = latest_capture(&dir, layout::CAPTURE_PREFIX, capture::parse, &mut outcome.notes)? else {
+        let Some((c, others)) =
+            latest_capture(&dir, layout::CAPTURE_PREFIX, capture::parse, &mut outcome.notes)?
+        else {
             outcome.notes.push(format!(
                 "the capture run ({}) recorded no {} of `{}`{}",
                 ran.text(),
@@ -206,7 +211,6 @@ impl Rung for Repro {
     }
 }
 
-
 /// For a reproducer that ran clean: the float storages it filled with random values, whose
 /// contents the fault may have depended on (an index computed from a float tensor).
 fn unrecorded_floats(c: &Capture) -> Option<String> {
@@ -219,14 +223,14 @@ fn unrecorded_floats(c: &Capture) -> Option<String> {
     })
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// The verdict `analyze` gives a recorded bundle of tests/fixtures/bundles/real_stack.
     fn recorded(case: &str) -> Verdict {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/bundles/real_stack").join(case);
+        let dir =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/bundles/real_stack").join(case);
         crate::bundle::inputs::analyze(&[dir]).unwrap().verdict.unwrap()
     }
 
