@@ -10,7 +10,7 @@
 
 use std::io::BufRead;
 
-use super::{Evidence, Frame, RecordedCapture, RecordedLaunch, Tool};
+use super::{provenance, Evidence, Frame, RecordedCapture, RecordedLaunch, Tool};
 
 /// How much of a log is read: the recorder stops at 20,000 records.
 pub const MAX_LOG: u64 = 16 << 20;
@@ -24,21 +24,23 @@ pub fn looks_like(head: &[u8]) -> bool {
 
 /// A frame of the recorder (`FILE`, `LINE`, `FUNCTION`), a Python one.
 fn frame(file: &str, line: &str, function: &str) -> Option<Frame> {
-    let line: u32 = line.parse().ok()?;
-    (!file.is_empty() && file != "-").then(|| Frame {
-        function: (!function.is_empty()).then(|| function.to_string()),
-        file: Some(file.to_string()),
-        line: Some(line),
+    provenance::site(file, line, function).as_ref().map(frame_of)
+}
+
+/// A recorder's frame as a Python [`Frame`].
+pub fn frame_of(s: &provenance::Site) -> Frame {
+    Frame {
+        function: s.function.clone(),
+        file: Some(s.file.clone()),
+        line: Some(s.line),
         module: None,
         python: true,
-    })
+    }
 }
 
 /// `FILE:LINE:FUNCTION` (the file may hold `:`): the stack's frames.
 fn stack_frame(s: &str) -> Option<Frame> {
-    let (rest, function) = s.rsplit_once(':')?;
-    let (file, line) = rest.rsplit_once(':')?;
-    frame(file, line, function)
+    provenance::stack_site(s).as_ref().map(frame_of)
 }
 
 /// Reads a log into `ev`: its launches, captures and the processes the recorder hooked.
@@ -110,7 +112,7 @@ fn record(cells: &[&str], ev: &mut Evidence) -> bool {
             let Some(site) = frame(file, line, function) else { return false };
             ev.recorded_captures.push(RecordedCapture { pid, site });
         }
-        _ => return super::provenance::record(cells, pid, &mut ev.provenance),
+        _ => return provenance::record(cells, pid, &mut ev.provenance),
     }
     true
 }

@@ -9,13 +9,11 @@
 //! Must not: read files, or name a model line as the faulting one unless the kernel's line
 //! leads to exactly one FX node (several fused statements are listed, none chosen).
 
+use super::launch_log::frame_of;
 use super::names;
 use super::provenance::{InductorKernel, JitBuild, ModelLine, Site, CPP_EXTENSION};
-use super::verdict_model::{ModelSite, Origin, OriginKind, Part, Verdict};
+use super::verdict_model::{ModelSite, Origin, OriginKind, Part, Verdict, NO_LINE};
 use super::{Evidence, Frame, SourceLoc};
-
-/// The remark a verdict without a source line carries by default (replaced by the origin's).
-const NO_LINE: &str = "no tool printed a source line";
 
 /// The lines the inputs name in the generated file `base` (the device line, an assert's
 /// message line, which cuda-gdb may place a line before it).
@@ -80,12 +78,11 @@ fn inductor(v: &Verdict, inputs: &[Evidence]) -> Option<Origin> {
         _ => None,
     };
     let lines = lines_in(inputs, v, base);
-    let mut rows: Vec<&ModelLine> = inputs
+    let rows: Vec<&ModelLine> = inputs
         .iter()
         .flat_map(|e| &e.provenance.model)
         .filter(|m| m.kernel == k.kernel && m.pid == k.pid && k.nodes.contains(&m.node))
         .collect();
-    rows.dedup_by(|a, b| a.node == b.node && a.site == b.site);
     let hit: Vec<&&ModelLine> =
         rows.iter().filter(|m| m.kernel_lines.iter().any(|l| lines.contains(l))).collect();
     let pinned_site = hit.first().filter(|h| hit.iter().all(|o| o.site == h.site)).map(|h| (**h).clone());
@@ -242,17 +239,6 @@ fn jit(v: &Verdict, inputs: &[Evidence]) -> Option<Origin> {
         built_at: b.site.as_ref().map(frame_of),
         note,
     })
-}
-
-/// A recorder's site as a Python frame.
-fn frame_of(s: &Site) -> Frame {
-    Frame {
-        function: s.function.clone(),
-        file: Some(s.file.clone()),
-        line: Some(s.line),
-        module: None,
-        python: true,
-    }
 }
 
 /// `file:line` with the file's base name (the full path is in the origin's fields).

@@ -128,20 +128,18 @@ fn list(s: &str, sep: char) -> Vec<String> {
     s.split(sep).map(str::trim).filter(|x| !x.is_empty() && *x != "-").map(str::to_string).collect()
 }
 
-fn frame(file: &str, line: &str, function: &str) -> Option<Site> {
+/// A recorder's frame (`FILE`, `LINE`, `FUNCTION`; `-` or an empty file is none), for every
+/// kind of record ([`super::launch_log`]'s too).
+pub fn site(file: &str, line: &str, function: &str) -> Option<Site> {
     let line: u32 = line.parse().ok()?;
-    (line > 0 && !file.is_empty() && file != "-").then(|| Site {
-        file: file.to_string(),
-        line,
-        function: some(function),
-    })
+    (!file.is_empty() && file != "-").then(|| Site { file: file.to_string(), line, function: some(function) })
 }
 
-/// `FILE:LINE:FUNCTION` (the file may hold `:`).
-fn stack_frame(s: &str) -> Option<Site> {
+/// `FILE:LINE:FUNCTION` (the file may hold `:`): a frame of a recorder's stack.
+pub fn stack_site(s: &str) -> Option<Site> {
     let (rest, function) = s.rsplit_once(':')?;
     let (file, line) = rest.rsplit_once(':')?;
-    frame(file, line, function)
+    site(file, line, function)
 }
 
 /// One `inductor`, `model` or `jit` record (`cells[0]` is its kind, `cells[1]` the pid) into
@@ -166,9 +164,9 @@ pub fn record(cells: &[&str], pid: u32, into: &mut Records) -> bool {
         }
         Some("model") => {
             let [_, _, kernel, node, file, line, function, code, ..] = cells[..] else { return false };
-            let Some(site) = frame(file, line, function) else { return false };
+            let Some(site) = site(file, line, function) else { return false };
             let callers =
-                cells.get(8).map(|c| c.split(" <- ").filter_map(stack_frame).collect()).unwrap_or_default();
+                cells.get(8).map(|c| c.split(" <- ").filter_map(stack_site).collect()).unwrap_or_default();
             let kernel_lines = cells
                 .get(9)
                 .map(|c| c.split(',').filter_map(|n| n.trim().parse().ok()).collect())
@@ -197,7 +195,7 @@ pub fn record(cells: &[&str], pid: u32, into: &mut Records) -> bool {
                 kernels: list(kernels, ' '),
                 source: some(source),
                 output: some(output),
-                site: frame(file, line, function),
+                site: site(file, line, function),
             });
         }
         _ => return false,

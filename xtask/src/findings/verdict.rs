@@ -525,8 +525,8 @@ impl<'a> Merge<'a> {
         }
         let mut disagreements = Vec::new();
         let mut said = HashSet::new();
-        for &i in members.iter().filter(|_| user.is_some()) {
-            let (f, u) = (&findings[i].item, user.expect("filtered"));
+        for (&i, u) in user.into_iter().flat_map(|u| members.iter().map(move |i| (i, u))) {
+            let f = &findings[i].item;
             let c = chain(f);
             if let Some((fl, _)) = user_loc(&c, self.roots) {
                 if !c.iter().any(|l| same_loc(l, u)) {
@@ -602,11 +602,10 @@ impl<'a> Merge<'a> {
                  the line that matters is your call into the library (launched), and the buffer it was given",
                 names::kernel_key(kernel)
             )),
-            (None, None) => remarks.push(
-                "no tool printed a source line: rebuild with `-lineinfo` (or `-G`) and rerun the coredump \
-                 or memcheck rung"
-                    .to_string(),
-            ),
+            (None, None) => remarks.push(format!(
+                "{}: rebuild with `-lineinfo` (or `-G`) and rerun the coredump or memcheck rung",
+                super::verdict_model::NO_LINE
+            )),
             _ => {}
         }
         if let (ErrorClass::Trap, Some(l)) = (&who.error, &place.user) {

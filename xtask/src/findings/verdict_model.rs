@@ -12,6 +12,10 @@ use super::verdict_kinds::OtherFault;
 use super::verdict_sites::{HostSite, Located};
 use super::{hazards, Access, DeviceSnapshot, Dim3, ErrorClass, Fault, Frame, SourceLoc, Symptom, Tool};
 
+/// How the remark of a verdict with no source line begins; an origin that says why (a JIT
+/// build, NVRTC) replaces it.
+pub const NO_LINE: &str = "no tool printed a source line";
+
 /// A part of a complete verdict (issue: the kernel, the user's line, the class, the launch
 /// site). A verdict always names the kernel; the others may be unknown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
