@@ -14,131 +14,27 @@
 //! progress sink, spawn other than through `process`, or leave a process of the target alive.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::Result;
 
+pub use super::climb::{Climb, Climbed, Stopped};
 use super::collect::{self, Collected};
+use super::exec::{Held, Io, Lines, View};
 use super::gate::{Closes, Gate};
-use super::policy::{self, Facts, Next, Request, RungOutcome};
+use super::policy::{self, Facts, Next, RungOutcome};
 use super::recorder;
-use super::run::{place_for, run_logged_watched};
-use super::rung::{self, ArmedEnd, Beside, Debug, Ran, Rung, RungIo, Step, StepCx};
-use super::side::{self, outcome_notes, Logged, Side};
+use super::rung::{self, Ran, Rung, Step};
 use crate::bundle::inputs::{is_rung_output, last_line, scan_file};
-use crate::bundle::{self, layout, Bundle, CommandRecord, RungRecord, RungStatus};
-use crate::findings::coredump::sm_progress;
+use crate::bundle::{self, layout, Bundle, RungRecord, RungStatus};
 use crate::findings::verdict::{decide, decide_in, Analysis};
 use crate::findings::Evidence;
-use crate::launch::container::Containers;
-use crate::launch::slurm::Slurm;
-use crate::launch::ssh::Ssh;
-use crate::launch::{self, Place};
+use crate::launch;
 use crate::model::{Exit, PromptEnd, Role, RungId};
-use crate::process::{self, Control, Interrupt, Running, Stream};
-use crate::recipe::Resolved;
-use crate::redact::Redaction;
+use crate::process;
 use crate::ui::{Choice, Progress, Prompter, RungBar};
 
-/// Everything a climb is given.
-pub struct Climb<'a> {
-    pub recipe: &'a Resolved,
-    pub request: &'a Request,
-    pub plan: &'a [RungId],
-    pub debug: Debug,
-    /// `NVCC_PREPEND_FLAGS` of the ladder's environment, which the rebuild keeps.
-    pub inherited_prepend: Option<String>,
-    /// `PYTHONPATH` of the ladder's environment, which a Python target's runs keep behind the
-    /// launch recorder's folder ([`super::recorder`]).
-    pub inherited_pythonpath: Option<String>,
-    /// How many GPUs doctor saw (`nvidia-smi --query-gpu`).
-    pub gpus: usize,
-    /// `PATH` for every process of the climb, when doctor found tools outside the tool's own
-    /// (the host only: a container has its own): given to each step, never set process-wide.
-    pub path: Option<String>,
-    /// The run's containers, when every rung runs in one.
-    pub containers: Option<Containers>,
-    /// The Slurm allocation the target's runs go into as job steps (`--launcher slurm`).
-    pub slurm: Option<Slurm>,
-    /// The hosts the target's runs go to, one rank each (`--launcher ssh`).
-    pub ssh: Option<Ssh>,
-    pub interrupt: Interrupt,
-}
-
-/// What a climb left.
-pub struct Climbed {
-    pub bundle: Bundle,
-    pub analysis: Analysis,
-    /// Why it stopped, or the error that stopped it.
-    pub outcome: Result<Stopped>,
-}
-
-/// How a climb ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Stopped {
-    /// The policy or the prompt stopped it; the reason, for the user.
-    Done(String),
-    /// Ctrl-C, SIGTERM or SIGHUP.
-    Interrupted,
-}
-
-impl Stopped {
-    /// For the user and the manifest's `stopped`. An interruption names the signal that came
-    /// first (`interrupted (SIGTERM): ...`), as the process-wide handler recorded it; a stop
-    /// asked for without a signal says only `interrupted`.
-    pub fn reason(&self) -> String {
-        match self {
-            Stopped::Done(why) => why.clone(),
-            Stopped::Interrupted => {
-                let by = match Interrupt::default().cause().filter(|c| c.signal().is_some()) {
-                    Some(cause) => format!(" ({})", cause.text()),
-                    None => String::new(),
-                };
-                format!("interrupted{by}: the bundle keeps what was collected")
-            }
-        }
-    }
-}
-
 impl Climb<'_> {
-    /// The steps of one rung, as its `attempt`-th run (0-based) will run them from its folder
-    /// `dir`.
-    pub fn steps(&self, id: RungId, dir: PathBuf, attempt: usize, facts: Facts) -> Vec<Step> {
-        let cx = StepCx {
-            recipe: self.recipe,
-            debug: self.debug,
-            dir: dir.clone(),
-            inherited_prepend: self.inherited_prepend.clone(),
-            blocking: policy::armed_blocking(self.request, facts, attempt),
-            static_sites: facts.static_sites,
-        };
-        let mut steps = rung::get_for(id, self.request.watch).steps(&cx);
-        if let Some(p) = &self.path {
-            for s in &mut steps {
-                s.inv.set("PATH", p.clone());
-            }
-        }
-        if self.records_launches() {
-            for s in steps.iter_mut().filter(|s| s.role == Role::Target) {
-                recorder::arm(&mut s.inv, &dir, self.inherited_pythonpath.as_deref());
-            }
-        }
-        steps
-    }
-
-    /// Whether the target's runs go through a launcher of ranks (Slurm, ssh), whose output is
-    /// labelled by rank.
-    pub fn ranked(&self) -> bool {
-        self.slurm.is_some() || self.ssh.is_some()
-    }
-
-    /// Whether the target's runs load the launch recorder: a Python target on the host or
-    /// through Slurm (not in a container: [`recorder`]).
-    fn records_launches(&self) -> bool {
-        self.recipe.python && self.containers.is_none()
-    }
-
     /// Climbs into `bundle`: starts the `collect` commands beside the climb, runs the rungs
     /// the policy asks for, and writes the analysis after each. Whatever happens the bundle
     /// keeps what was collected.
@@ -229,7 +125,7 @@ struct Planned {
 fn run_on_thread(view: &View<'_, '_>, p: &mut Planned, pass: bool) -> (Result<Ran>, Vec<String>) {
     let held = Held::default();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut io = Io { view, dir: &p.dir, record: &mut p.record, bar: &held, gate: None, pass };
+        let mut io = Io::new(view, &p.dir, &mut p.record, &held).passing(pass);
         p.rung.run(&mut io, &p.steps)
     }))
     .unwrap_or_else(|_| Err(anyhow::anyhow!("{} stopped on an internal error", p.id)));
@@ -459,8 +355,7 @@ impl State<'_, '_> {
             let closes = Closes(gate);
             p.started = Instant::now();
             let result = {
-                let mut io =
-                    Io { view, dir: &p.dir, record: &mut p.record, bar, gate: Some(gate), pass: false };
+                let mut io = Io::new(view, &p.dir, &mut p.record, bar).gated(gate);
                 p.rung.run(&mut io, &p.steps)
             };
             p.ended = Some(Instant::now());
@@ -482,12 +377,17 @@ impl State<'_, '_> {
         (armed, side)
     }
 
+    /// What the rungs about to run see of the climb.
+    fn view(&self) -> View<'_, '_> {
+        View::new(self.climb, self.bundle.root(), &self.analysis, self.started)
+    }
+
     /// Runs one planned rung, its progress on `bar`.
     fn execute(&mut self, mut p: Planned, bar: &dyn RungBar) -> (Planned, Result<Ran>) {
         p.started = Instant::now();
-        let view = View::of(self);
+        let view = self.view();
         let result = {
-            let mut io = Io { view: &view, dir: &p.dir, record: &mut p.record, bar, gate: None, pass: false };
+            let mut io = Io::new(&view, &p.dir, &mut p.record, bar);
             p.rung.run(&mut io, &p.steps)
         };
         let (started, found) = view.into_parts();
@@ -499,7 +399,7 @@ impl State<'_, '_> {
     /// Runs the planned rungs at once, each on its own thread (their processes go through
     /// `process` as every run's do), each rung's remarks kept for its record's lines.
     fn execute_beside(&mut self, planned: Vec<Planned>) -> Vec<(Planned, Result<Ran>, Vec<String>)> {
-        let view = View::of(self);
+        let view = self.view();
         let ran: Vec<(Planned, Result<Ran>, Vec<String>)> = std::thread::scope(|s| {
             let handles: Vec<_> = planned
                 .into_iter()
@@ -688,388 +588,6 @@ impl State<'_, '_> {
         let left = bundle::redact_left(dir, &root, &logged, &mut found);
         record.notes.extend(left.notes);
         self.bundle.note_redactions(found);
-    }
-}
-
-/// What the rungs see of the climb while they run, shared by rungs that run side by side:
-/// what they only read, and what they add to (the containers' count, the redactions found),
-/// which goes back into the state once they end ([`View::into_parts`]).
-struct View<'v, 'a> {
-    climb: &'v Climb<'a>,
-    root: &'v Path,
-    analysis: &'v Analysis,
-    started: Mutex<usize>,
-    found: Mutex<Vec<Redaction>>,
-}
-
-impl<'v, 'a> View<'v, 'a> {
-    fn of(state: &'v State<'_, 'a>) -> View<'v, 'a> {
-        View::new(state.climb, state.bundle.root(), &state.analysis, state.started)
-    }
-
-    /// A view of `climb` writing under `root`, the verdict so far `analysis`, `started`
-    /// containers so far.
-    fn new(climb: &'v Climb<'a>, root: &'v Path, analysis: &'v Analysis, started: usize) -> View<'v, 'a> {
-        View { climb, root, analysis, started: Mutex::new(started), found: Mutex::new(Vec::new()) }
-    }
-
-    /// The containers started so far and the redactions found.
-    fn into_parts(self) -> (usize, Vec<Redaction>) {
-        let started = self.started.into_inner().unwrap_or_else(|e| e.into_inner());
-        (started, self.found.into_inner().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    fn note_redactions(&self, found: Vec<Redaction>) {
-        self.found.lock().unwrap_or_else(|e| e.into_inner()).extend(found);
-    }
-
-    /// Where the next process of `step` runs: on the host, or in a new container named
-    /// after its logs (or role), as the plan names it.
-    fn place(&self, step: &Step) -> Place {
-        let mut started = self.started.lock().unwrap_or_else(|e| e.into_inner());
-        let c = self.climb;
-        place_for(c.containers.as_ref(), c.slurm.as_ref(), c.ssh.as_ref(), &mut started, step, &Place::Host)
-    }
-}
-
-/// A rung's view of the climb while it runs.
-struct Io<'s, 'v, 'a> {
-    view: &'s View<'v, 'a>,
-    dir: &'s Path,
-    record: &'s mut RungRecord,
-    bar: &'s dyn RungBar,
-    /// The armed run's word to the pass beside its reading, when one waits.
-    gate: Option<&'s Gate>,
-    /// This run is the pass beside an armed run's reading ([`RungIo::pass`]).
-    pass: bool,
-}
-
-/// The bar of a rung that runs beside others: the one bar of them all shows their progress,
-/// so each one's remarks are held for the lines that follow it ([`Lines`]).
-#[derive(Default)]
-struct Held {
-    notes: std::cell::RefCell<Vec<String>>,
-}
-
-impl RungBar for Held {
-    fn line(&self, _line: &str) {}
-
-    fn sm(&self, _k: u32, _n: u32) {}
-
-    fn note(&self, text: &str) {
-        self.notes.borrow_mut().push(text.to_string());
-    }
-
-    fn finish(&self, _outcome: &str) {}
-}
-
-/// A rung that ran beside others, told in status lines after their one bar ended.
-struct Lines<'p> {
-    progress: &'p dyn Progress,
-    id: RungId,
-}
-
-impl RungBar for Lines<'_> {
-    fn line(&self, _line: &str) {}
-
-    fn sm(&self, _k: u32, _n: u32) {}
-
-    fn note(&self, text: &str) {
-        self.progress.status(&format!("    {}: {text}", self.id));
-    }
-
-    fn finish(&self, outcome: &str) {
-        self.progress.status(&format!("    {}: {outcome}", self.id));
-    }
-}
-
-/// The lines of the target and the build go to the progress (the coredump's `SM k/N` as a
-/// bar); a tool's are only logged.
-fn shows_lines(role: Role) -> bool {
-    matches!(role, Role::Target | Role::Build)
-}
-
-fn to_bar(bar: &dyn RungBar, line: &str) {
-    match sm_progress(line) {
-        Some((k, n)) => bar.sm(k, n),
-        // The terminal shows the latest line: redacted, as the log has it.
-        None => bar.line(&crate::redact::redact_line(line).0),
-    }
-}
-
-impl Io<'_, '_, '_> {
-    /// Runs `step` at `place`, recording it; the outer error is the bundle's, the inner the
-    /// process's.
-    fn run_at(
-        &mut self,
-        step: &Step,
-        place: &Place,
-        on_line: &mut dyn FnMut(Stream, &str) -> Control,
-        on_tick: &mut dyn FnMut(&Running) -> Control,
-    ) -> Result<Exit> {
-        let mut found = Vec::new();
-        let logged = run_logged_watched(
-            self.view.root,
-            step.role,
-            &step.inv,
-            place,
-            layout::logs(self.dir, &step.stem),
-            Some(self.dir),
-            &mut found,
-            &self.view.climb.interrupt,
-            on_line,
-            on_tick,
-        );
-        self.recorded(step, place, found, logged)
-    }
-
-    /// What one step's run at `place` left (`logged`, with the redactions `found` in it) joins
-    /// the rung's record: its command, its notes (a container runtime's own failure, a timeout,
-    /// a log cut) and, with `-v`, the command on the bar. The outer error is the bundle's, the
-    /// inner the process's.
-    fn recorded(
-        &mut self,
-        step: &Step,
-        place: &Place,
-        found: Vec<Redaction>,
-        logged: Result<(CommandRecord, Result<process::Outcome>)>,
-    ) -> Result<Exit> {
-        self.view.note_redactions(found);
-        let (rec, result) = logged?;
-        if crate::ui::verbosity() == crate::ui::Verbosity::Verbose {
-            let exit = rec.exit.map(Exit::text).unwrap_or_else(|| "not started".into());
-            self.bar.note(&format!("$ {} ({exit}, {:.1} s)", rec.command, rec.duration_s));
-        }
-        self.record.commands.push(rec);
-        let o = result?;
-        if place.in_container() && o.exit == Exit::Code(125) {
-            self.record.notes.push(format!(
-                "{}: the container runtime could not run the command (exit 125, its own error): see the log \
-                 for the runtime's message",
-                step.role
-            ));
-        }
-        self.record.notes.extend(outcome_notes(step, &o));
-        Ok(o.exit)
-    }
-
-    /// What steps run on threads of their own ([`side::spawn_logged`]) left, each joined to
-    /// the rung's record as [`Io::recorded`] does; a thread that panicked is an error of its
-    /// step.
-    fn joined(
-        &mut self,
-        steps: &[Step],
-        places: &[Place],
-        joined: Vec<std::thread::Result<Logged>>,
-    ) -> Vec<Result<Exit>> {
-        let mut exits = Vec::new();
-        for ((step, place), joined) in steps.iter().zip(places).zip(joined) {
-            exits.push(match joined {
-                Ok((logged, found)) => self.recorded(step, place, found, logged),
-                Err(_) => Err(anyhow::anyhow!("{} stopped on an internal error", step.role)),
-            });
-        }
-        exits
-    }
-}
-
-/// What watches each line of a run with steps beside it.
-type OnLine<'f> = dyn FnMut(&str, &mut dyn Beside) -> Control + 'f;
-/// What is called at each tick of a run with steps beside it.
-type OnTick<'f> = dyn FnMut(&Running, &mut dyn Beside) -> Control + 'f;
-
-impl Io<'_, '_, '_> {
-    /// Runs `step` with steps beside it (a [`Side`]): `watch` sees each line, `tick` each
-    /// tick of the run; what the side steps recorded joins the rung's record.
-    fn exec_beside(
-        &mut self,
-        step: &Step,
-        mut watch: Option<&mut OnLine<'_>>,
-        mut tick: Option<&mut OnTick<'_>>,
-    ) -> Result<Exit> {
-        let place = self.view.place(step);
-        let beside = std::cell::RefCell::new(Side {
-            root: self.view.root.to_path_buf(),
-            dir: self.dir.to_path_buf(),
-            place: place.beside(),
-            interrupt: self.view.climb.interrupt.clone(),
-            bar: self.bar,
-            records: Vec::new(),
-            found: Vec::new(),
-            notes: Vec::new(),
-        });
-        let bar = self.bar;
-        let echo = step.role == Role::Target;
-        let result = self.run_at(
-            step,
-            &place,
-            &mut |stream, line| {
-                to_bar(bar, line);
-                if echo {
-                    bar.echo(stream, line);
-                }
-                match watch.as_mut() {
-                    Some(w) => w(line, &mut *beside.borrow_mut()),
-                    None => Control::Continue,
-                }
-            },
-            &mut |running| match tick.as_mut() {
-                Some(t) => t(running, &mut *beside.borrow_mut()),
-                None => Control::Continue,
-            },
-        );
-        let beside = beside.into_inner();
-        self.record.commands.extend(beside.records);
-        self.record.notes.extend(beside.notes);
-        self.view.note_redactions(beside.found);
-        result
-    }
-}
-
-impl RungIo for Io<'_, '_, '_> {
-    fn recipe(&self) -> &Resolved {
-        self.view.climb.recipe
-    }
-
-    fn dir(&self) -> &Path {
-        self.dir
-    }
-
-    fn shown_dir(&self) -> String {
-        self.record.dir.clone()
-    }
-
-    fn gpus(&self) -> usize {
-        self.view.climb.gpus
-    }
-
-    fn interrupted(&self) -> bool {
-        self.view.climb.interrupt.is_set()
-    }
-
-    /// Only the default climb scopes a sanitizer to the suspect, and only while its verdict
-    /// lacks a part: `--full` and `--rungs` ask for the rung as such, and a sanitizer after a
-    /// complete verdict looks for another bug (the memcheck pass), so every kernel is checked.
-    fn suspect(&self) -> Option<String> {
-        if self.view.climb.request.runs_every_planned_rung() || policy::complete(self.view.analysis) {
-            return None;
-        }
-        crate::findings::verdict::kernel_filter(self.view.analysis)
-    }
-
-    /// The pass beside the reading, or memcheck once the default climb's verdict is complete
-    /// (no suspect then): the policy asks for no other rung then (`policy::next`).
-    fn pass(&self) -> bool {
-        self.pass
-            || (self.record.rung == RungId::Memcheck
-                && !self.view.climb.request.runs_every_planned_rung()
-                && policy::complete(self.view.analysis))
-    }
-
-    fn verdict(&self) -> Option<crate::findings::verdict::Verdict> {
-        self.view.analysis.verdict.clone()
-    }
-
-    fn in_container(&self) -> bool {
-        self.view.climb.containers.is_some()
-    }
-
-    fn sources(&self) -> Vec<String> {
-        let mut files: Vec<String> = self
-            .view
-            .analysis
-            .findings
-            .iter()
-            .flat_map(|f| f.item.frames.iter().filter_map(|fr| fr.file.clone()))
-            .collect();
-        files.sort();
-        files.dedup();
-        files
-    }
-
-    fn exec(&mut self, step: &Step) -> Result<Exit> {
-        let place = self.view.place(step);
-        let bar = self.bar;
-        let shows = shows_lines(step.role);
-        let echo = step.role == Role::Target;
-        self.run_at(
-            step,
-            &place,
-            &mut |stream, line| {
-                if shows {
-                    to_bar(bar, line);
-                }
-                if echo {
-                    bar.echo(stream, line);
-                }
-                Control::Continue
-            },
-            &mut |_| Control::Continue,
-        )
-    }
-
-    fn exec_watching(
-        &mut self,
-        step: &Step,
-        watch: &mut dyn FnMut(&str, &mut dyn Beside) -> Control,
-    ) -> Result<Exit> {
-        self.exec_beside(step, Some(watch), None)
-    }
-
-    fn exec_ticking(
-        &mut self,
-        step: &Step,
-        tick: &mut dyn FnMut(&Running, &mut dyn Beside) -> Control,
-    ) -> Result<Exit> {
-        self.exec_beside(step, None, Some(tick))
-    }
-
-    fn exec_observed(
-        &mut self,
-        step: &Step,
-        watch: &mut dyn FnMut(&str, &mut dyn Beside) -> Control,
-        tick: &mut dyn FnMut(&Running, &mut dyn Beside) -> Control,
-        side: &[Step],
-    ) -> (Result<Exit>, Vec<Result<Exit>>) {
-        if side.is_empty() {
-            return (self.exec_beside(step, Some(watch), Some(tick)), Vec::new());
-        }
-        let places: Vec<Place> = side.iter().map(|s| self.view.place(s)).collect();
-        let view = self.view;
-        let at = (view.root, self.dir, &view.climb.interrupt);
-        let (exit, joined) = std::thread::scope(|sc| {
-            let handles = side::spawn_logged(sc, at, side, &places);
-            let exit = self.exec_beside(step, Some(watch), Some(tick));
-            (exit, handles.into_iter().map(|h| h.join()).collect())
-        });
-        (exit, self.joined(side, &places, joined))
-    }
-
-    fn exec_together(&mut self, steps: &[Step]) -> Vec<Result<Exit>> {
-        if steps.len() < 2 {
-            return steps.iter().map(|s| self.exec(s)).collect();
-        }
-        let places: Vec<Place> = steps.iter().map(|s| self.view.place(s)).collect();
-        let view = self.view;
-        let at = (view.root, self.dir, &view.climb.interrupt);
-        let joined = std::thread::scope(|sc| {
-            side::spawn_logged(sc, at, steps, &places).into_iter().map(|h| h.join()).collect()
-        });
-        self.joined(steps, &places, joined)
-    }
-
-    fn reading_begins(&mut self, ended: ArmedEnd) {
-        if let Some(gate) = self.gate {
-            gate.open(policy::pass_beside_reading(ended));
-        }
-    }
-
-    fn note(&mut self, text: String) {
-        self.record.notes.push(text);
-    }
-
-    fn say(&self, text: &str) {
-        self.bar.note(text);
     }
 }
 

@@ -6,13 +6,14 @@
 //! Must not: parse tool output (`findings`), print other than through `ui`, spawn other than
 //! through `launch`/`process`, or choose exit numbers.
 
+pub mod climb;
 pub mod collect;
 pub mod driver;
 pub mod dump;
+mod exec;
 mod gate;
 pub mod plan;
 pub mod policy;
 pub mod recorder;
 pub mod run;
 pub mod rung;
-mod side;

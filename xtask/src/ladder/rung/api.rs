@@ -376,39 +376,13 @@ pub trait RungIo {
     /// them), for a rung that needs a path to the verdict's file.
     fn sources(&self) -> Vec<String>;
     fn interrupted(&self) -> bool;
-    /// Runs one step into the bundle and records it; the target's and the build's lines go
-    /// to the progress.
-    fn exec(&mut self, step: &Step) -> Result<Exit>;
-    /// Runs `step` (the target), giving `watch` every line and a runner for steps
-    /// [`At::BesideTarget`]; `watch` returning [`Control::Stop`] ends the target.
-    fn exec_watching(
-        &mut self,
-        step: &Step,
-        watch: &mut dyn FnMut(&str, &mut dyn Beside) -> Control,
-    ) -> Result<Exit>;
-    /// Runs `step` (the target), calling `tick` every few tens of milliseconds while it runs,
-    /// with the run (its tree, its time) and a runner for steps [`At::BesideTarget`]; `tick`
-    /// returning [`Control::Stop`] ends the target with its whole tree.
-    fn exec_ticking(
-        &mut self,
-        step: &Step,
-        tick: &mut dyn FnMut(&Running, &mut dyn Beside) -> Control,
-    ) -> Result<Exit>;
-    /// Runs `step` (the target) with both: `watch` sees every line, `tick` is called every
-    /// few tens of milliseconds; either returning [`Control::Stop`] ends the target. `side`
-    /// (steps that need nothing of the target: its executable's disassembly) run meanwhile,
-    /// each its own process, and are waited for after it; the target's exit, and each side
-    /// step's, recorded into the bundle like any step's.
-    fn exec_observed(
-        &mut self,
-        step: &Step,
-        watch: &mut dyn FnMut(&str, &mut dyn Beside) -> Control,
-        tick: &mut dyn FnMut(&Running, &mut dyn Beside) -> Control,
-        side: &[Step],
-    ) -> (Result<Exit>, Vec<Result<Exit>>);
-    /// Runs `steps` at once, each its own process (cuda-gdb on several dumps and on the CPU
-    /// core), each recorded into the bundle in the order given; each step's exit, or its error.
-    fn exec_together(&mut self, steps: &[Step]) -> Vec<Result<Exit>>;
+    /// Runs what `run` describes into the bundle and records it (the executor,
+    /// `ladder/exec`): its step at its place, the target's and the build's lines to the
+    /// progress, the watcher at each line and the ticker every few tens of milliseconds (either
+    /// returning [`Control::Stop`] ends the step with its whole tree), and the steps `with` it
+    /// meanwhile, each its own process, waited for after it. Every step's exit, in the order
+    /// given; the record of each joins the rung's in that order.
+    fn execute(&mut self, run: Run<'_, '_>) -> Exits;
     /// The armed run's target ended as `ended` and its dumps are read next: the driver may
     /// start beside the reading what the policy will want once a fault's verdict is known (the
     /// memcheck pass of a short native run), rather than after it.
@@ -417,6 +391,76 @@ pub trait RungIo {
     fn note(&mut self, text: String);
     /// A remark shown now, while the rung runs.
     fn say(&self, text: &str);
+}
+
+/// What watches each line of a run, with a runner for steps beside it.
+pub type OnLine<'f> = dyn FnMut(&str, &mut dyn Beside) -> Control + 'f;
+/// What is called at each tick of a run (its tree, its time), with a runner for steps beside it.
+pub type OnTick<'f> = dyn FnMut(&Running, &mut dyn Beside) -> Control + 'f;
+
+/// A run described as data, for [`RungIo::execute`]: the step, what watches it, and what runs
+/// with it. A new way of running things side by side is a field here, not a new method.
+pub struct Run<'r, 'f> {
+    /// The step the run is about (the target, a build, a tool); none when the run is only
+    /// steps side by side ([`together`]).
+    pub step: Option<&'r Step>,
+    /// Sees each line of `step` (the target's), with a runner for steps beside it
+    /// ([`At::BesideTarget`]).
+    pub watch: Option<&'r mut OnLine<'f>>,
+    /// Called every few tens of milliseconds while `step` runs.
+    pub tick: Option<&'r mut OnTick<'f>>,
+    /// Steps that need nothing of `step` and run at the same time, each its own process,
+    /// placed before it and recorded after it (the executable's disassembly beside the armed
+    /// run; the readings of several dumps).
+    pub with: &'r [Step],
+}
+
+impl<'r, 'f> Run<'r, 'f> {
+    /// `step` alone.
+    pub fn of(step: &'r Step) -> Run<'r, 'f> {
+        Run { step: Some(step), watch: None, tick: None, with: &[] }
+    }
+
+    /// With `watch` at each line.
+    pub fn watched(self, watch: &'r mut OnLine<'f>) -> Run<'r, 'f> {
+        Run { watch: Some(watch), ..self }
+    }
+
+    /// With `tick` at each tick.
+    pub fn ticked(self, tick: &'r mut OnTick<'f>) -> Run<'r, 'f> {
+        Run { tick: Some(tick), ..self }
+    }
+
+    /// With `steps` at the same time.
+    pub fn with(self, steps: &'r [Step]) -> Run<'r, 'f> {
+        Run { with: steps, ..self }
+    }
+}
+
+/// What a [`Run`] left: its step's exit (none without a step), and each step's `with` it, in
+/// order; each is the bundle's error (a log that could not be written) or the process's.
+pub struct Exits {
+    pub exit: Option<Result<Exit>>,
+    pub with: Vec<Result<Exit>>,
+}
+
+/// Runs `step` alone ([`Run::of`]).
+pub fn exec(io: &mut dyn RungIo, step: &Step) -> Result<Exit> {
+    exit_of(io.execute(Run::of(step)).exit)
+}
+
+/// The exit of a run's step; a run given a step always has one.
+pub fn exit_of(exit: Option<Result<Exit>>) -> Result<Exit> {
+    exit.unwrap_or_else(|| Err(anyhow::anyhow!("the run had no step to run")))
+}
+
+/// Runs `steps` at once, each its own process (cuda-gdb on several dumps and on the CPU core),
+/// each recorded in the order given; each step's exit, or its error.
+pub fn together(io: &mut dyn RungIo, steps: &[Step]) -> Vec<Result<Exit>> {
+    if let [one] = steps {
+        return vec![exec(io, one)];
+    }
+    io.execute(Run { step: None, watch: None, tick: None, with: steps }).with
 }
 
 /// Runs steps beside a running target, from inside its line callback.

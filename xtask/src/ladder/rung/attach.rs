@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use super::api::{step, At, Debug, Ran, Rung, RungIo, Step, StepCx, When, PID};
+use super::api::{exit_of, step, At, Debug, Ran, Run, Rung, RungIo, Step, StepCx, When, PID};
 use super::build::{target, with_options};
 use crate::bundle::inputs::scan_file;
 use crate::findings::verdict::Part;
@@ -92,7 +92,7 @@ impl Rung for Attach {
         let mut notes: Vec<String> = Vec::new();
         // Through Slurm: each task's node, from the line it printed before it started.
         let mut nodes: BTreeMap<u32, String> = BTreeMap::new();
-        io.exec_watching(target, &mut |line, beside| {
+        let ran = io.execute(Run::of(target).watched(&mut |line, beside| {
             if attached.is_some() {
                 return Control::Continue;
             }
@@ -135,7 +135,8 @@ impl Rung for Attach {
                 notice.pid, notice.host
             ));
             Control::Stop
-        })?;
+        }));
+        exit_of(ran.exit)?;
         for n in notes {
             io.note(n);
         }

@@ -23,7 +23,7 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 
-use super::api::{step, Debug, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
+use super::api::{exec, step, together, Debug, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
 use super::armed;
 use super::build::{target, with_options};
 use super::evidence::name_of;
@@ -231,7 +231,7 @@ impl Rung for Coredump {
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
         let started = SystemTime::now();
-        let ran = io.exec(step(steps, When::Always)?)?;
+        let ran = exec(io, step(steps, When::Always)?)?;
         let read = read_dumps(io, steps, When::PerDump, started, ran)?;
         if !read.yielded {
             io.note(no_dump_note(ran));
@@ -323,7 +323,7 @@ pub fn read_dumps(
     if !again.is_empty() && !io.interrupted() {
         // What it printed is kept; fewer commands sometimes get further.
         io.say("cuda-gdb crashed: retrying with fewer commands");
-        for r in io.exec_together(&again) {
+        for r in together(io, &again) {
             r?;
         }
         for _ in &again {
@@ -420,7 +420,7 @@ pub fn read_together(
         (_, false) => format!("cuda-gdb on {} dumps, side by side", dumps.len()),
         (_, true) => format!("cuda-gdb on {} dumps and on the CPU core, side by side", dumps.len()),
     });
-    let results = io.exec_together(&readings);
+    let results = together(io, &readings);
     if let Some(core) = core {
         // Deleted whatever cuda-gdb did: it is large and holds the process's memory.
         let note = core.finish();

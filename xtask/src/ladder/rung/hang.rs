@@ -29,7 +29,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Result};
 
-use super::api::{step, At, Beside, Ran, Rung, RungIo, Step, StepCx, When, TRACE, TREE_PID};
+use super::api::{exit_of, step, At, Beside, Ran, Run, Rung, RungIo, Step, StepCx, When, TRACE, TREE_PID};
 use super::armed;
 use super::build::{from_step, target, with_options, DEFAULT_RUN_TIMEOUT};
 use super::coredump;
@@ -249,17 +249,17 @@ pub(super) fn run_until_hung(
     let convert = steps.iter().find(|s| s.when == When::PerNcclTrace).cloned();
     let mut seen = Seen::default();
     let placed = std::cell::RefCell::new(Vec::new());
-    let (exit, side) = io.exec_observed(
-        target,
-        &mut |line, _| {
+    let ran = {
+        let watch = &mut |line: &str, _: &mut dyn Beside| {
             if let Some(p) = placed_at(line) {
                 placed.borrow_mut().push(p);
             }
             Control::Continue
-        },
-        &mut collect_after(after, why, &dir, &pyspy, convert.as_ref(), &mut seen, &placed),
-        side,
-    );
+        };
+        let tick = &mut collect_after(after, why, &dir, &pyspy, convert.as_ref(), &mut seen, &placed);
+        io.execute(Run::of(target).watched(watch).ticked(tick).with(side))
+    };
+    let (exit, side) = (exit_of(ran.exit), ran.with);
     let exit = match exit {
         Ok(e) => e,
         Err(e) => return (Err(e), side),

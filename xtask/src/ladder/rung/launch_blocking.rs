@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When};
+use super::api::{exec, step, Ran, Rung, RungIo, Step, StepCx, When};
 use super::build::{target, with_options};
 use crate::findings::verdict::Part;
 use crate::model::{Invocation, RungId};
@@ -64,7 +64,7 @@ impl Rung for LaunchBlocking {
             io.say(&format!("warning: {note}"));
             io.note(note);
         }
-        let ran = io.exec(target)?;
+        let ran = exec(io, target)?;
         Ok(Ran { faulted: !ran.success(), yielded: true, lineinfo: None, hung: false, static_sites: None })
     }
 }

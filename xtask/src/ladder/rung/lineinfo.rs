@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::api::{Debug, RungIo, Step};
+use super::api::{exec, Debug, RungIo, Step};
 use crate::bundle::layout;
 use crate::model::Invocation;
 
@@ -51,7 +51,7 @@ pub fn check_lineinfo<'s>(
     let mut table = String::new();
     let mut all_ok = true;
     for (bin, check) in binaries.iter().zip(checks) {
-        let ran = io.exec(check)?;
+        let ran = exec(io, check)?;
         let n = std::fs::File::open(layout::logs(io.dir(), &check.stem).0)
             .map(|f| count_line_sections_in(std::io::BufReader::new(f)))
             .unwrap_or(0);

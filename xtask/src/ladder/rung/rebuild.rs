@@ -9,7 +9,7 @@
 
 use anyhow::{Context, Result};
 
-use super::api::{step, Debug, Ran, Rung, RungIo, Step, StepCx, When};
+use super::api::{exec, step, Debug, Ran, Rung, RungIo, Step, StepCx, When};
 use super::build::{from_step, with_options};
 use super::lineinfo::{check_lineinfo, lineinfo_check, prepend_flags};
 use super::rebuild_jit;
@@ -93,7 +93,7 @@ impl Rung for Rebuild {
         create_binary_dirs(&b)?;
         let mut steps = steps.iter().filter(|s| s.when == When::Always);
         let build = steps.next().context("the rebuild has no build step")?;
-        let ran = io.exec(build)?;
+        let ran = exec(io, build)?;
         if !ran.success() {
             let logs = [io.dir().join(layout::STDERR), io.dir().join(layout::STDOUT)];
             return Err(build_failed(io, "the rebuild", ran, &logs, layout::STDERR));
@@ -218,7 +218,7 @@ pub(super) fn build_if_missing(io: &mut dyn RungIo, steps: &[Step]) -> Result<bo
     ));
     create_binary_dirs(&b)?;
     let build = step(steps, When::BinariesMissing)?;
-    let ran = io.exec(build)?;
+    let ran = exec(io, build)?;
     if !ran.success() {
         let log = format!("{}.log", build.stem);
         let logs = [io.dir().join(&log)];

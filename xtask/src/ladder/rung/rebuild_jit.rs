@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
 
-use super::api::{step, Debug, Ran, RungIo, Step, StepCx, When, EXTENSION};
+use super::api::{exec, step, Debug, Ran, RungIo, Step, StepCx, When, EXTENSION};
 use super::build::{target, with_options};
 use super::lineinfo::{check_lineinfo, lineinfo_check, prepend_flags};
 use super::{armed, coredump};
@@ -116,7 +116,7 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
         std::fs::create_dir_all(&d).with_context(|| format!("cannot create `{}`", d.display()))?;
     }
     let started = SystemTime::now();
-    let ran = io.exec(step(steps, When::Always)?)?;
+    let ran = exec(io, step(steps, When::Always)?)?;
     // The armed run's pipes are no files a bundle can hold.
     coredump::remove_fifos(io.dir());
     let read = coredump::read_dumps(io, steps, When::PerDump, started, ran)?;

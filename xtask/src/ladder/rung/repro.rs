@@ -22,7 +22,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::api::{step, Ran, Rung, RungIo, Step, StepCx, When};
+use super::api::{exec, step, Ran, Rung, RungIo, Step, StepCx, When};
 use super::armed;
 use super::build::{target, with_options};
 use super::coredump::reading_steps;
@@ -162,7 +162,7 @@ impl Rung for Repro {
             // A PyTorch operator's kernel (ATen's, an extension's): the operator call is captured.
             capture_step.inv.set(recorder::CAPTURE_OPS_VAR, "1");
         }
-        let ran = io.exec(&capture_step)?;
+        let ran = exec(io, &capture_step)?;
         let dir = io.dir().to_path_buf();
         let mut outcome = Outcome {
             status: Status::NotWritten,

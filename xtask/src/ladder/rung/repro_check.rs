@@ -10,7 +10,7 @@ use std::time::{Instant, SystemTime};
 
 use anyhow::{Context, Result};
 
-use super::api::{step, Ran, RungIo, Step, When};
+use super::api::{exec, step, Ran, RungIo, Step, When};
 use super::coredump::read_dumps;
 use crate::bundle::inputs::scan_file;
 use crate::bundle::layout;
@@ -32,7 +32,7 @@ pub fn verify(
 ) -> Result<()> {
     let started = SystemTime::now();
     let clock = Instant::now();
-    let repro_ran = io.exec(step(steps, When::Reproducer)?)?;
+    let repro_ran = exec(io, step(steps, When::Reproducer)?)?;
     outcome.seconds = Some((clock.elapsed().as_secs_f64() * 10.0).round() / 10.0);
     read_dumps(io, steps, When::PerDump, started, repro_ran)?;
     outcome.seen = seen_in(dir);

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::api::{step, Ran, RungIo, Step, When, SOURCE};
+use super::api::{exec, step, Ran, RungIo, Step, When, SOURCE};
 use super::armed;
 use super::build::{target, with_options};
 use super::repro_check::{finish, latest_capture, others_note, verify, SUSPECT_KERNEL};
@@ -145,7 +145,7 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step], v: &Verdict) -> Result<Ran> {
     };
     std::fs::write(dir.join(LIBRARY_C), LIBRARY_SOURCE)
         .context("cannot write the capture library's source")?;
-    if !io.exec(step(steps, When::CaptureLibrary)?)?.success() {
+    if !exec(io, step(steps, When::CaptureLibrary)?)?.success() {
         outcome.notes.push(
             "the capture library did not build (repro/capture-library.log): it needs `cc` and CUPTI's header \
              and library, which come with the CUDA toolkit"
@@ -155,7 +155,7 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step], v: &Verdict) -> Result<Ran> {
     }
     let mut capture = step(steps, When::Always)?.clone();
     capture.inv.set(recorder::CAPTURE_VAR, mangled_part(&v.kernel));
-    let ran = io.exec(&capture)?;
+    let ran = exec(io, &capture)?;
     // The library is built again for every capture; the bundle keeps its source, not the binary.
     let _ = std::fs::remove_file(dir.join(LIBRARY));
     let Some((c, others)) = latest_capture(&dir, PREFIX, native::parse, &mut outcome.notes)? else {
@@ -171,7 +171,7 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step], v: &Verdict) -> Result<Ran> {
     std::fs::write(dir.join(BUILD), native::build_script(&source)).context("cannot write build.sh")?;
     outcome.script = Some(format!("{}/{DRIVER}", layout::repro_dir()));
     let build = step(steps, When::ReproBuild)?.filled(SOURCE, &source, 0);
-    if !io.exec(&build)?.success() {
+    if !exec(io, &build)?.success() {
         outcome.status = Status::DidNotReproduce;
         outcome.notes.insert(
             0,

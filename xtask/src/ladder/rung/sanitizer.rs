@@ -13,7 +13,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::api::{step, Ran, RungIo, Step, StepCx, When, KERNEL, KERNELS, LAUNCHES};
+use super::api::{exec, step, Ran, RungIo, Step, StepCx, When, KERNEL, KERNELS, LAUNCHES};
 use super::build::{on_binary, target, with_options};
 use super::coredump::executable;
 use crate::bundle::layout::{self, ELF_STEM, SCOPE_TABLE};
@@ -173,7 +173,7 @@ fn scoped_kernels(io: &mut dyn RungIo, steps: &[Step]) -> Result<Option<Vec<Stri
         if io.interrupted() {
             return Ok(None);
         }
-        let ran = io.exec(s)?;
+        let ran = exec(io, s)?;
         let (log, _) = layout::logs(io.dir(), &s.stem);
         let listing = match open_regular(&log) {
             Ok(f) if ran.success() => Some(cubin::kernels(std::io::BufReader::new(f))),
@@ -213,7 +213,7 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step], rung: RungId) -> Result<Ran> {
             "every kernel, the first {PASS_PRINT_LIMIT} records printed (an earlier bug's come first; \
              the ERROR SUMMARY counts them all)"
         ));
-        let ran = io.exec(s)?;
+        let ran = exec(io, s)?;
         return Ok(sanitizer_ran(io, rung, ran));
     }
     let ran = match (io.suspect(), scoped, listed) {
@@ -222,7 +222,7 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step], rung: RungId) -> Result<Ran> {
                 "scoped to the suspect kernel (`--kernel-name kns={kernel}`): other kernels were not checked; \
                  `--rungs {rung}` alone checks them all"
             ));
-            io.exec(&s.filled(KERNEL, &kernel, 1))?
+            exec(io, &s.filled(KERNEL, &kernel, 1))?
         }
         (None, _, Some(s)) => match scoped_kernels(io, steps)? {
             Some(kernels) if kernels.is_empty() => {
@@ -248,11 +248,11 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step], rung: RungId) -> Result<Ran> {
                         String::new()
                     }
                 ));
-                io.exec(&s.listed(KERNELS, &kernels).filled(LAUNCHES, &launches.to_string(), 1))?
+                exec(io, &s.listed(KERNELS, &kernels).filled(LAUNCHES, &launches.to_string(), 1))?
             }
-            None => io.exec(step(steps, When::Always)?)?,
+            None => exec(io, step(steps, When::Always)?)?,
         },
-        _ => io.exec(step(steps, When::Always)?)?,
+        _ => exec(io, step(steps, When::Always)?)?,
     };
     Ok(sanitizer_ran(io, rung, ran))
 }

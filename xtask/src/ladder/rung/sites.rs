@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::api::{RungIo, Step, When};
+use super::api::{exec, RungIo, Step, When};
 use super::build::on_binary;
 use super::coredump::executable;
 use crate::bundle::layout::{self, LAUNCH_SITES, OBJDUMP_STEM};
@@ -50,7 +50,7 @@ pub fn read(io: &mut dyn RungIo, steps: &[Step], then: &str) -> Result<Option<bo
     if io.interrupted() {
         return Ok(None);
     }
-    let ran = io.exec(step);
+    let ran = exec(io, step);
     take(io, step, ran, then).map(Some)
 }
 

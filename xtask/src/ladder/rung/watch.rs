@@ -18,13 +18,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Result;
 
-use super::api::{step, At, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
+use super::api::{exit_of, step, At, Beside, Ran, Run, Rung, RungIo, Step, StepCx, When, DUMP};
 use super::build::with_options;
 use super::{armed, coredump, evidence, hang, sites};
 use crate::findings::verdict::Part;
 use crate::launch::container::Access;
 use crate::model::{Exit, Role, RungId};
-use crate::process::Control;
+use crate::process::{Control, Running};
 
 /// How the note that a watched job counted as hung starts (the `watch` command reads it back
 /// from the rung's record).
@@ -168,16 +168,15 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
     let mut next_check = Instant::now();
     let mut next_dump_check = Instant::now();
     let mut seen = hang::Seen::default();
-    let (exit, exits) = io.exec_observed(
-        step(steps, When::Always)?,
-        &mut |line, _| {
+    let ran = {
+        let watch = &mut |line: &str, _: &mut dyn Beside| {
             silent_since.set(Instant::now());
             if is_watchdog_timeout(line) {
                 watchdog.set(true);
             }
             Control::Continue
-        },
-        &mut |running, beside| {
+        };
+        let tick = &mut |running: &Running, beside: &mut dyn Beside| {
             if Instant::now() >= next_dump_check {
                 next_dump_check = Instant::now() + DUMP_CHECK;
                 for p in over_cap(dumps_in(&dir), DUMP_CAP) {
@@ -207,9 +206,10 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
             } else {
                 Control::Stop
             }
-        },
-        &side,
-    );
+        };
+        io.execute(Run::of(step(steps, When::Always)?).watched(watch).ticked(tick).with(&side))
+    };
+    let (exit, exits) = (exit_of(ran.exit), ran.with);
     let then = "a fault's launch site is not known from the binary (`watch` never launch-blocks)";
     sites::taken(io, &side, exits, then)?;
     let exit = exit?;

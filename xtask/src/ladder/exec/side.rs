@@ -13,9 +13,9 @@ use std::thread::{Scope, ScopedJoinHandle};
 
 use anyhow::Result;
 
-use super::run::run_logged;
-use super::rung::{Beside, Step};
 use crate::bundle::{layout, CommandRecord};
+use crate::ladder::run::run_logged;
+use crate::ladder::rung::{Beside, Step};
 use crate::launch::Place;
 use crate::model::Exit;
 use crate::process::{self, Control, Interrupt, Stream};
