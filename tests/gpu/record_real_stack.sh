@@ -13,6 +13,13 @@
 #   engine  engine_serve.py: plain without a fault (throughput), then under the tool with each
 #           fault, then `watch` (ENGINE_FAULTS, default all five)
 #   watch   engine_serve.py plain and under `watch` alternating, WATCH_S seconds each (cost)
+#   cold    the Inductor cases under the tool on an empty Inductor cache (a fresh machine):
+#           the recorder must read each kernel's file after Inductor wrote it
+#   ext     ext_pkg installed as vLLM's csrc is (`pip install --no-build-isolation -e .`), its
+#           line info counted, then the `vllm` recipe on it with the rebuild rung
+#   hang    engine_serve.py --fault hang: under the tool with --hang-after, then started
+#           plainly and read by `debug-ima dump PID` (the front's pid: its tree)
+#   repro   --repro on the engine's Triton fault, an Inductor kernel and a JIT op
 # Writes OUTDIR/real-stack.tar.gz (logs, bundles, the Inductor/extension/CuPy cache files that
 # are text and small) and OUTDIR/summary.txt, rewritten after each case so a call cut at its
 # limit still returns what was done.
@@ -77,6 +84,10 @@ tool() { # name timeout xtask-args...
   pack
 }
 
+# The py-spy wheel carried in .whl/ (the GPU machine has no py-spy and no network).
+if ! command -v py-spy >/dev/null && ls .whl/py_spy-*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-deps --no-index .whl/py_spy-*.whl >/dev/null 2>&1
+fi
 py() { echo "--recipe pytorch --set script=$1 --set args=$2"; }
 
 summary "== $(date -u) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
@@ -144,6 +155,33 @@ watch)
     tool "engine_watch_$i" $((S + 120)) watch -- python3 $P/engine_serve.py --fault none --seconds "$S"
   done
   tool engine_watch_late 200 watch -- python3 $P/engine_serve.py --fault inductor-read --fault-after 30 --seconds 60
+  ;;
+cold)
+  tool cold_ind_read 200 debug-ima $(py $P/inductor_fault.py read) --rungs $RUNGS --yes
+  tool cold_ind_assert 200 debug-ima $(py $P/inductor_fault.py assert) --rungs $RUNGS --yes
+  ;;
+ext)
+  SO=ima_ext/_C.cpython-312-x86_64-linux-gnu.so
+  (cd $P/ext_pkg && rm -rf build ima_ext/*.so *.egg-info && timeout 300 python3 -m pip install -v --no-build-isolation --no-deps --no-index -e . > "$W/logs/ext_install.log" 2>&1; echo "ext install: exit $?" >> "$W/summary.txt")
+  summary "ext .so: $(ls -la $P/ext_pkg/$SO 2>&1); line-info sections: $(cuobjdump -elf $P/ext_pkg/$SO 2>/dev/null | grep -c '\.nv_debug_line_sass\|\.debug_line')"
+  tool ext_vllm 400 debug-ima --recipe vllm --set vllm_src=$P/ext_pkg --set repro="python3 $ROOT/$P/ext_pkg/use_ext.py" --set binaries=$SO --rungs baseline,rebuild --yes
+  summary "ext .so after: line-info sections: $(cuobjdump -elf $P/ext_pkg/$SO 2>/dev/null | grep -c '\.nv_debug_line_sass\|\.debug_line')"
+  ;;
+hang)
+  tool engine_hang 300 debug-ima --recipe pytorch --set script=$P/engine_serve.py --set args="--fault hang --seconds 200" --hang-after 45 --yes
+  python3 $P/engine_serve.py --fault hang --seconds 200 > "$W/logs/dump_target.out" 2> "$W/logs/dump_target.err" &
+  FRONT=$!
+  for i in $(seq 1 90); do grep -q "planting the hang" "$W/logs/dump_target.err" && break; sleep 1; done
+  sleep 5
+  summary "dump target: front pid $FRONT, GPU: $(nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader | tr '\n' ' ')"
+  tool dump_engine 200 dump "$FRONT" --yes
+  tool dump_engine_kill 200 dump "$FRONT" --kill --yes
+  kill -9 $FRONT 2>/dev/null; pkill -9 -f engine_serve.py 2>/dev/null
+  ;;
+repro)
+  tool repro_engine_triton 300 debug-ima --recipe pytorch --set script=$P/engine_serve.py --set args="--fault triton --seconds 60" --repro --yes
+  tool repro_ind_read 200 debug-ima $(py $P/inductor_fault.py read) --repro --yes
+  tool repro_jit 200 debug-ima $(py $P/jit_op_fault.py load) --repro --yes
   ;;
 esac
 pack

@@ -16,7 +16,11 @@ exception." with the traceback, reports FAILURE and exits; the engine core then 
 "Worker failed with error ..." (or "Worker proc ... died unexpectedly") and the front ends
 with an EngineDeadError, as vLLM's layers do: the error surfaces far from the kernel.
 
-Usage: python3 engine_serve.py [--fault none|inductor-assert|inductor-read|jit-op|triton|nvrtc]
+--fault hang launches a barrier kernel that waits for a peer that never comes (a custom
+all-reduce whose other rank is gone): the worker spins on the GPU, the engine core's RPC
+times out after 120 s.
+
+Usage: python3 engine_serve.py [--fault none|inductor-assert|inductor-read|jit-op|triton|nvrtc|hang]
                                [--fault-after S] [--seconds S] [--tp N] [--eager]
 Prints "served N steps in T s: R steps/s" every 5 s and at the end (watch's throughput).
 """
@@ -66,7 +70,17 @@ def build_triton():
         paged_scores_kernel[(SEQS, BLOCKS_PER_SEQ)](q, kv, table, out, BLOCKS_PER_SEQ=BLOCKS_PER_SEQ,
                                                     BLOCK=BLOCK, DIM=DIM)
 
-    return paged_scores
+    @triton.jit
+    def wait_peer_kernel(flag_ptr):
+        # A custom all-reduce's barrier: spin until the peer rank raises the flag.
+        seen = tl.atomic_add(flag_ptr, 0)
+        while seen == 0:
+            seen = tl.atomic_add(flag_ptr, 0)  # HANG
+
+    def wait_peer(flag):
+        wait_peer_kernel[(1,)](flag)
+
+    return paged_scores, wait_peer
 
 
 PENALTY_SRC = r"""
@@ -101,7 +115,8 @@ class Worker:
         from torch.utils.cpp_extension import load
 
         self.op = load(name="engine_gather_op", sources=[os.path.join(HERE, "jit_op", "gather_rows.cu")])
-        self.paged_scores = build_triton()
+        self.paged_scores, self.wait_peer = build_triton()
+        self.flag = torch.zeros(1, dtype=torch.int32, device=self.dev)
         import cupy as cp
 
         self.cp = cp
@@ -124,6 +139,8 @@ class Worker:
             b["table"][3] = BAD
         elif a.fault == "nvrtc":
             b["penalty_ids"][40] = BAD
+        elif a.fault == "hang":
+            self.wait_peer(self.flag)  # no peer ever raises it: the step never ends
 
     def step(self, b):
         torch = self.torch
@@ -245,7 +262,7 @@ def wait_worker(outbox, workers, timeout):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fault", default="none",
-                    choices=["none", "inductor-assert", "inductor-read", "jit-op", "triton", "nvrtc"])
+                    choices=["none", "inductor-assert", "inductor-read", "jit-op", "triton", "nvrtc", "hang"])
     ap.add_argument("--fault-after", type=float, default=0.0)
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--tp", type=int, default=1)
