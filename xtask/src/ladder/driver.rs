@@ -1,14 +1,14 @@
-//! The climb: asks the [`policy`](super::policy) what to run next, asks the prompter, runs the
-//! rung's steps where they belong ([`Place`]) into the bundle, reads what they printed with
-//! `findings`, and repeats until the policy says stop. It is given its prompter, its progress
-//! sink and its interrupt handle as values, so that a test climbs in-process with a scripted
-//! prompter and stand-in tools.
+//! The climb: asks the [`schedule`](super::schedule) what to consider next, asks the prompter,
+//! hands each chosen rung to the executor ([`super::exec`]) as the schedule says ([`How`]:
+//! alone, side by side, or the armed run with the pass beside its reading), reads what the
+//! rung's files say with `findings`, and repeats until the schedule says stop. It is given its
+//! prompter, its progress sink and its interrupt handle as values, so that a test climbs
+//! in-process with a scripted prompter and stand-in tools.
 //!
-//! Rungs the policy names to run side by side (the sweep, [`policy::beside`]) run on threads
-//! of their own, sharing a read-only view of the climb; each keeps its own folder and record.
-//! So does the memcheck pass the policy may start beside the first armed run's reading
-//! ([`policy::pass_may_follow`]): its thread waits until the armed run's target ended and the
-//! armed run says whether it starts.
+//! Rungs that run side by side each run on a thread of their own, sharing a read-only view of
+//! the climb, and keep their own folder and record; the pass beside an armed run's reading
+//! waits on its thread until the armed run's target ended and the armed run says whether it
+//! starts.
 //!
 //! Must not: parse tool output itself (that is `findings`), print other than through the
 //! progress sink, spawn other than through `process`, or leave a process of the target alive.
@@ -22,9 +22,10 @@ pub use super::climb::{Climb, Climbed, Stopped};
 use super::collect::{self, Collected};
 use super::exec::{Held, Io, Lines, View};
 use super::gate::{Closes, Gate};
-use super::policy::{self, Facts, Next, RungOutcome};
+use super::policy::{self, Facts, RungOutcome};
 use super::recorder;
 use super::rung::{self, Ran, Rung, Step};
+use super::schedule::{self, Considered, Here, How};
 use crate::bundle::inputs::{is_rung_output, last_line, scan_file};
 use crate::bundle::{self, layout, Bundle, RungRecord, RungStatus};
 use crate::findings::verdict::{decide, decide_in, Analysis};
@@ -156,83 +157,113 @@ impl State<'_, '_> {
             if self.climb.interrupt.is_set() {
                 return Ok(Stopped::Interrupted);
             }
-            let counted = self.counted();
             let (req, plan) = (self.climb.request, self.climb.plan);
-            let first = match policy::next(req, plan, &counted, &self.analysis, self.facts) {
-                Next::Stop(why) => return Ok(Stopped::Done(why)),
-                Next::Run(r) => r,
-            };
-            let others = match self.side_by_side_here() {
-                true => policy::beside(req, plan, &counted, &self.analysis, self.facts, first),
-                false => Vec::new(),
-            };
+            let here = Here { side_by_side: self.side_by_side_here(), unattended: !prompter.asks() };
+            let asked =
+                match schedule::considered(req, plan, &self.counted(), &self.analysis, self.facts, here) {
+                    Considered::Stop(why) => return Ok(Stopped::Done(why)),
+                    Considered::Ask(ids) => ids,
+                };
             let mut chosen = Vec::new();
-            for id in std::iter::once(first).chain(others) {
+            for id in asked {
                 match self.ask(prompter, id)? {
                     Asked::Run => chosen.push(id),
                     Asked::Skipped => {}
                     Asked::Stop(s) => return Ok(s),
                 }
             }
-            let mut planned = Vec::new();
-            for id in chosen {
-                index += 1;
-                planned.push(self.plan_rung(id, index)?);
-            }
-            if planned.len() > 1 {
-                let names: Vec<&str> = planned.iter().map(|p| p.id.name()).collect();
-                let bar = progress.rung(
-                    planned[0].index,
-                    total,
-                    &names.join("+"),
-                    "the sweep's sanitizers side by side on the GPU (each one's start costs about a second)",
-                );
-                let ran = self.execute_beside(planned);
-                bar.finish(&format!("{} runs side by side", ran.len()));
-                for (p, result, notes) in ran {
-                    let lines = Lines { progress, id: p.id };
-                    for n in &notes {
-                        lines.note(n);
-                    }
-                    if let Some(stop) = self.finish(p, result, &lines, progress, true)? {
-                        return Ok(stop);
-                    }
-                }
-                continue;
-            }
-            let Some(p) = planned.pop() else { continue };
-            let what = p.rung.describe_in(self.climb.recipe, self.climb.debug);
-            let bar = progress.rung(p.index, total, p.id.name(), &what);
-            let Some(id) = self.pass_may_follow(p.id, prompter) else {
-                let (p, result) = self.execute(p, bar.as_ref());
-                if let Some(stop) = self.finish(p, result, bar.as_ref(), progress, false)? {
-                    return Ok(stop);
-                }
-                continue;
-            };
-            let pass = self.plan_rung(id, index + 1)?;
-            let (armed, pass) = self.execute_with_pass(p, pass, bar.as_ref(), progress);
-            let armed = armed?;
-            // The pass's record is kept even when the armed run's end stops the climb (Ctrl-C).
-            let passed = match pass {
-                Pass::Ran(pass, result, notes) => {
+            let stop = match schedule::how(req, plan, &self.counted(), &chosen, here) {
+                None => None,
+                Some(How::SideBySide(ids)) => self.side_by_side(&ids, &mut index, total, progress)?,
+                Some(How::Alone(id)) => {
                     index += 1;
-                    let lines = Lines { progress, id: pass.id };
-                    for n in &notes {
-                        lines.note(n);
-                    }
-                    self.finish(*pass, result, &lines, progress, true)?
+                    let p = self.plan_rung(id, index)?;
+                    let bar = progress.rung(p.index, total, p.id.name(), &self.describe(&p));
+                    let (p, result) = self.execute(p, bar.as_ref());
+                    self.finish(p, result, bar.as_ref(), progress, false)?
                 }
-                // Not wanted after all: its folder goes, and its number is the next rung's.
-                Pass::NotStarted(dir) => {
-                    let _ = std::fs::remove_dir(&dir);
-                    None
+                Some(How::WithPass { armed, pass }) => {
+                    self.with_pass((armed, pass), &mut index, total, progress)?
                 }
             };
-            if let Some(stop) = armed.or(passed) {
+            if let Some(stop) = stop {
                 return Ok(stop);
             }
         }
+    }
+
+    /// What the bar says planned rung `p` does.
+    fn describe(&self, p: &Planned) -> String {
+        p.rung.describe_in(self.climb.recipe, self.climb.debug)
+    }
+
+    /// Runs rungs `ids` side by side ([`How::SideBySide`]) as the climb's next rungs after
+    /// `index`, under one bar; each one's record is then finished in turn, with its remarks.
+    fn side_by_side(
+        &mut self,
+        ids: &[RungId],
+        index: &mut usize,
+        total: usize,
+        progress: &dyn Progress,
+    ) -> Result<Option<Stopped>> {
+        let mut planned = Vec::new();
+        for &id in ids {
+            *index += 1;
+            planned.push(self.plan_rung(id, *index)?);
+        }
+        let names: Vec<&str> = planned.iter().map(|p| p.id.name()).collect();
+        let bar = progress.rung(
+            planned[0].index,
+            total,
+            &names.join("+"),
+            "the sweep's sanitizers side by side on the GPU (each one's start costs about a second)",
+        );
+        let ran = self.execute_beside(planned);
+        bar.finish(&format!("{} runs side by side", ran.len()));
+        for (p, result, notes) in ran {
+            let lines = Lines { progress, id: p.id };
+            for n in &notes {
+                lines.note(n);
+            }
+            if let Some(stop) = self.finish(p, result, &lines, progress, true)? {
+                return Ok(Some(stop));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Runs the armed run and the pass that may start beside its reading ([`How::WithPass`])
+    /// as the climb's next rungs after `index` (the pass's number only if it ran).
+    fn with_pass(
+        &mut self,
+        (armed, pass): (RungId, RungId),
+        index: &mut usize,
+        total: usize,
+        progress: &dyn Progress,
+    ) -> Result<Option<Stopped>> {
+        *index += 1;
+        let p = self.plan_rung(armed, *index)?;
+        let bar = progress.rung(p.index, total, p.id.name(), &self.describe(&p));
+        let pass = self.plan_rung(pass, *index + 1)?;
+        let (armed, pass) = self.execute_with_pass(p, pass, bar.as_ref(), progress);
+        let armed = armed?;
+        // The pass's record is kept even when the armed run's end stops the climb (Ctrl-C).
+        let passed = match pass {
+            Pass::Ran(pass, result, notes) => {
+                *index += 1;
+                let lines = Lines { progress, id: pass.id };
+                for n in &notes {
+                    lines.note(n);
+                }
+                self.finish(*pass, result, &lines, progress, true)?
+            }
+            // Not wanted after all: its folder goes, and its number is the next rung's.
+            Pass::NotStarted(dir) => {
+                let _ = std::fs::remove_dir(&dir);
+                None
+            }
+        };
+        Ok(armed.or(passed))
     }
 
     /// The rungs done as the policy counts them: a run that failed beside others does not
@@ -306,15 +337,6 @@ impl State<'_, '_> {
         }
         let rung = rung::get_for(id, self.climb.request.watch);
         Ok(Planned { id, rung, index, dir, steps, record, started: Instant::now(), ended: None })
-    }
-
-    /// The rung to start beside the reading of armed run `id` when its target faulted
-    /// ([`policy::pass_may_follow`]): on the host, and with a prompter that asks nobody (a
-    /// person is asked before each rung, after the one before it ended).
-    fn pass_may_follow(&self, id: RungId, prompter: &dyn Prompter) -> Option<RungId> {
-        let (req, plan) = (self.climb.request, self.climb.plan);
-        let here = self.side_by_side_here() && !prompter.asks();
-        here.then(|| policy::pass_may_follow(req, plan, &self.counted(), id)).flatten()
     }
 
     /// Runs the armed run `p`, its progress on `bar`, and on a thread beside it the pass

@@ -17,3 +17,4 @@ pub mod policy;
 pub mod recorder;
 pub mod run;
 pub mod rung;
+pub mod schedule;
