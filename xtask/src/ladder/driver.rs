@@ -13,6 +13,7 @@
 //! Must not: parse tool output itself (that is `findings`), print other than through the
 //! progress sink, spawn other than through `process`, or leave a process of the target alive.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -119,6 +120,9 @@ struct Planned {
     started: Instant,
     /// When its run ended (a rung beside others ends before its record is completed).
     ended: Option<Instant>,
+    /// The files its run read to decide ([`RungIo::scan`](super::rung::RungIo::scan)), by
+    /// path: their evidence is taken as read, not read again.
+    read: BTreeMap<PathBuf, Evidence>,
 }
 
 /// Runs planned rung `p` on a thread of its own beside others: its remarks held for its
@@ -127,7 +131,9 @@ fn run_on_thread(view: &View<'_, '_>, p: &mut Planned, pass: bool) -> (Result<Ra
     let held = Held::default();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut io = Io::new(view, &p.dir, &mut p.record, &held).passing(pass);
-        p.rung.run(&mut io, &p.steps)
+        let result = p.rung.run(&mut io, &p.steps);
+        p.read = io.into_read();
+        result
     }))
     .unwrap_or_else(|_| Err(anyhow::anyhow!("{} stopped on an internal error", p.id)));
     p.ended = Some(Instant::now());
@@ -336,7 +342,17 @@ impl State<'_, '_> {
             record.notes.push(policy::retry_note(self.climb.request, self.facts, id, attempt));
         }
         let rung = rung::get_for(id, self.climb.request.watch);
-        Ok(Planned { id, rung, index, dir, steps, record, started: Instant::now(), ended: None })
+        Ok(Planned {
+            id,
+            rung,
+            index,
+            dir,
+            steps,
+            record,
+            started: Instant::now(),
+            ended: None,
+            read: BTreeMap::new(),
+        })
     }
 
     /// Runs the armed run `p`, its progress on `bar`, and on a thread beside it the pass
@@ -378,7 +394,9 @@ impl State<'_, '_> {
             p.started = Instant::now();
             let result = {
                 let mut io = Io::new(view, &p.dir, &mut p.record, bar).gated(gate);
-                p.rung.run(&mut io, &p.steps)
+                let result = p.rung.run(&mut io, &p.steps);
+                p.read = io.into_read();
+                result
             };
             p.ended = Some(Instant::now());
             drop(closes);
@@ -410,7 +428,9 @@ impl State<'_, '_> {
         let view = self.view();
         let result = {
             let mut io = Io::new(&view, &p.dir, &mut p.record, bar);
-            p.rung.run(&mut io, &p.steps)
+            let result = p.rung.run(&mut io, &p.steps);
+            p.read = io.into_read();
+            result
         };
         let (started, found) = view.into_parts();
         self.started = started;
@@ -455,7 +475,7 @@ impl State<'_, '_> {
         progress: &dyn Progress,
         beside: bool,
     ) -> Result<Option<Stopped>> {
-        let Planned { id, rung, dir, mut record, started, ended, .. } = p;
+        let Planned { id, rung, dir, mut record, started, ended, mut read, .. } = p;
         record.duration_s = ended.unwrap_or_else(Instant::now).duration_since(started).as_secs_f64();
         self.give_back_after(&dir, &record);
         self.redact_reports(&dir, &mut record);
@@ -480,7 +500,9 @@ impl State<'_, '_> {
         // Read what the rung's files say, then save the bundle's view of it.
         let before = self.evidence.len();
         for f in record.files.iter().filter(|f| rung.gives_evidence() && is_rung_output(Path::new(&f.path))) {
-            if let Ok(ev) = scan_file(&self.bundle.root().join(&f.path)) {
+            let path = self.bundle.root().join(&f.path);
+            // A file the rung read to decide is not read again.
+            if let Ok(ev) = read.remove(&path).map(Ok).unwrap_or_else(|| scan_file(&path)) {
                 self.evidence.push(ev);
             }
         }

@@ -6,15 +6,18 @@
 //! Must not: decide what runs (that is the rung and the `policy`), parse tool output, print
 //! other than through the rung's bar, or spawn other than through `process`.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::Result;
 
 use super::side::{self, outcome_notes, Logged, Side};
+use crate::bundle::inputs::scan_file;
 use crate::bundle::{layout, CommandRecord, RungRecord};
 use crate::findings::coredump::sm_progress;
 use crate::findings::verdict::Analysis;
+use crate::findings::Evidence;
 use crate::ladder::climb::Climb;
 use crate::ladder::gate::Gate;
 use crate::ladder::policy;
@@ -79,9 +82,10 @@ pub(crate) struct Io<'s, 'v, 'a> {
     gate: Option<&'s Gate>,
     /// This run is the pass beside an armed run's reading ([`RungIo::pass`]).
     pass: bool,
+    /// The files the rung read to decide ([`RungIo::scan`]), by path, for the driver.
+    read: BTreeMap<PathBuf, Evidence>,
 }
 
-/// The bar of a rung that runs beside others: the one bar of them all shows their progress,
 impl<'s, 'v, 'a> Io<'s, 'v, 'a> {
     /// The executor of one rung's run: `view` of the climb, the rung's folder `dir`, its
     /// `record`, its progress on `bar`.
@@ -91,7 +95,12 @@ impl<'s, 'v, 'a> Io<'s, 'v, 'a> {
         record: &'s mut RungRecord,
         bar: &'s dyn RungBar,
     ) -> Io<'s, 'v, 'a> {
-        Io { view, dir, record, bar, gate: None, pass: false }
+        Io { view, dir, record, bar, gate: None, pass: false, read: BTreeMap::new() }
+    }
+
+    /// The files the rung read ([`RungIo::scan`]), so that the driver does not read them again.
+    pub(crate) fn into_read(self) -> BTreeMap<PathBuf, Evidence> {
+        self.read
     }
 
     /// The armed run whose end opens `gate` for the pass beside its reading.
@@ -105,6 +114,7 @@ impl<'s, 'v, 'a> Io<'s, 'v, 'a> {
     }
 }
 
+/// The bar of a rung that runs beside others: the one bar of them all shows their progress,
 /// so each one's remarks are held for the lines that follow it ([`Lines`]).
 #[derive(Default)]
 pub(crate) struct Held {
@@ -253,6 +263,7 @@ impl Io<'_, '_, '_> {
             records: Vec::new(),
             found: Vec::new(),
             notes: Vec::new(),
+            read: Vec::new(),
         });
         let bar = self.bar;
         let shows = shows_lines(step.role);
@@ -280,6 +291,7 @@ impl Io<'_, '_, '_> {
         let beside = beside.into_inner();
         self.record.commands.extend(beside.records);
         self.record.notes.extend(beside.notes);
+        self.read.extend(beside.read);
         self.view.note_redactions(beside.found);
         result
     }
@@ -364,6 +376,12 @@ impl RungIo for Io<'_, '_, '_> {
         if let Some(gate) = self.gate {
             gate.open(policy::pass_beside_reading(ended));
         }
+    }
+
+    fn scan(&mut self, path: &Path) -> Result<Evidence> {
+        let ev = scan_file(path)?;
+        self.read.insert(path.to_path_buf(), ev.clone());
+        Ok(ev)
     }
 
     fn note(&mut self, text: String) {

@@ -13,7 +13,9 @@ use std::thread::{Scope, ScopedJoinHandle};
 
 use anyhow::Result;
 
+use crate::bundle::inputs::scan_file;
 use crate::bundle::{layout, CommandRecord};
+use crate::findings::Evidence;
 use crate::ladder::run::run_logged;
 use crate::ladder::rung::{Beside, Step};
 use crate::launch::Place;
@@ -72,6 +74,8 @@ pub(super) struct Side<'b> {
     pub found: Vec<Redaction>,
     /// [`outcome_notes`] of the steps run.
     pub notes: Vec<String>,
+    /// The files read ([`Beside::scan`]), for the rung's record of what was read.
+    pub read: Vec<(PathBuf, Evidence)>,
 }
 
 impl Beside for Side<'_> {
@@ -94,6 +98,12 @@ impl Beside for Side<'_> {
 
     fn log(&self, step: &Step) -> PathBuf {
         layout::logs(&self.dir, &step.stem).0
+    }
+
+    fn scan(&mut self, path: &Path) -> Result<Evidence> {
+        let ev = scan_file(path)?;
+        self.read.push((path.to_path_buf(), ev.clone()));
+        Ok(ev)
     }
 
     fn say(&self, text: &str) {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use crate::findings::verdict::{Part, Verdict};
+use crate::findings::Evidence;
 use crate::launch::container::Access;
 use crate::model::{Exit, Invocation, Role, RungId};
 use crate::process::{Control, Running};
@@ -387,6 +388,10 @@ pub trait RungIo {
     /// start beside the reading what the policy will want once a fault's verdict is known (the
     /// memcheck pass of a short native run), rather than after it.
     fn reading_begins(&mut self, ended: ArmedEnd);
+    /// What the findings read in `path`, a file of the rung's folder the rung must read to
+    /// decide (a cuda-gdb log that may have crashed). Read once: the driver takes this
+    /// evidence for the verdict rather than reading the file again.
+    fn scan(&mut self, path: &Path) -> Result<Evidence>;
     /// A note kept in the rung's record (and shown when the rung ends).
     fn note(&mut self, text: String);
     /// A remark shown now, while the rung runs.
@@ -469,6 +474,9 @@ pub trait Beside {
     fn exec(&mut self, step: &Step) -> Result<()>;
     /// The log the step wrote (`<stem>.log`).
     fn log(&self, step: &Step) -> PathBuf;
+    /// What the findings read in `path` (a log of a step it ran), read once as
+    /// [`RungIo::scan`] does.
+    fn scan(&mut self, path: &Path) -> Result<Evidence>;
     fn say(&self, text: &str);
     fn interrupted(&self) -> bool;
     /// Through Slurm: the steps beside run on this node (the waiting task's) from now on.

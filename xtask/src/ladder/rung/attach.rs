@@ -17,7 +17,6 @@ use anyhow::Result;
 
 use super::api::{exit_of, step, At, Debug, Ran, Run, Rung, RungIo, Step, StepCx, When, PID};
 use super::build::{target, with_options};
-use crate::bundle::inputs::scan_file;
 use crate::findings::verdict::Part;
 use crate::findings::waits::wait_notice;
 use crate::launch::container::Access;
@@ -119,7 +118,8 @@ impl Rung for Attach {
                 if let Err(e) = beside.exec(&gdb) {
                     gdb_error = Some(e);
                 }
-                let crashed = scan_file(&beside.log(&gdb)).map(|e| e.debugger_crashed).unwrap_or(false);
+                let log = beside.log(&gdb);
+                let crashed = beside.scan(&log).map(|e| e.debugger_crashed).unwrap_or(false);
                 if !crashed || !full || gdb_error.is_some() || beside.interrupted() {
                     break;
                 }

@@ -27,7 +27,6 @@ use super::api::{exec, step, together, Debug, Ran, Rung, RungIo, Step, StepCx, W
 use super::armed;
 use super::build::{target, with_options};
 use super::evidence::name_of;
-use crate::bundle::inputs::scan_file;
 use crate::bundle::layout::{self, DUMP_PREFIX};
 use crate::findings::verdict::Part;
 use crate::model::{Exit, Invocation, Role, RungId};
@@ -308,7 +307,7 @@ pub fn read_dumps(
     read_together(io, &dumps, first.clone(), cpu, started)?;
     let mut again = Vec::new();
     for (i, (core, s)) in dumps.iter().zip(&first).enumerate() {
-        let ev = scan_file(&layout::logs(io.dir(), &s.stem).0)?;
+        let ev = io.scan(&layout::logs(io.dir(), &s.stem).0)?;
         if ev.debugger_crashed_opening {
             // Fewer commands still open it: every such retry recorded crashed the same way.
             io.note(format!(
