@@ -3,7 +3,8 @@
 //! exit and notes into the rung's record. It is the [`RungIo`] a rung runs through; the climb
 //! (what runs next, the prompts, the record's end) is the driver's.
 //!
-//! Must not: decide what runs (that is the rung and the `policy`), parse tool output, print
+//! Must not: decide what runs (that is the rung and the `policy`), parse tool output itself
+//! (`findings` reads the file a rung asks about, once), print
 //! other than through the rung's bar, or spawn other than through `process`.
 
 use std::collections::BTreeMap;
