@@ -2,7 +2,7 @@
 //!
 //! The layers, each importing only those below it (tests/tidy.rs enforces the table):
 //! `cli` → `commands` → `ladder`, `doctor` → `launch` → `process` → `bundle`, `recipe` →
-//! `findings`, `redact` → `ui` → `model`, `files`. docs/ARCHITECTURE.md has the codemap.
+//! `findings`, `redact` → `ui` → `model`, `files`. docs/ARCHITECTURE.md has the map.
 pub mod bundle;
 pub mod cli;
 pub mod commands;
