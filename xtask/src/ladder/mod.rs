@@ -6,6 +6,7 @@
 //! Must not: parse tool output (`findings`), print other than through `ui`, spawn other than
 //! through `launch`/`process`, or choose exit numbers.
 
+pub mod ablation;
 pub mod climb;
 pub mod collect;
 pub mod driver;
