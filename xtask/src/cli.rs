@@ -137,7 +137,8 @@ pub enum Command {
         #[arg(value_enum)]
         shell: crate::commands::completions::Shell,
     },
-    /// Print the manual page (roff): `debug-ima man > ~/.local/share/man/man1/debug-ima.1`.
+    /// Print the manual page (roff): `mkdir -p ~/.local/share/man/man1 && debug-ima man >
+    /// ~/.local/share/man/man1/debug-ima.1`.
     Man,
     /// Measure the analyzer on a generated 1 GiB memcheck log against `grep -c`
     /// (`bench pack`: `bundle pack` against `tar -I 'zstd -T0'`).
