@@ -31,6 +31,59 @@ use crate::process::{while_prompting, Interrupt};
 use crate::recipe::{self, ContainerConfig, Resolved};
 use crate::ui::{self, Prompter};
 
+/// The synopsis of `run`, one line of words per line of the block: the usage of its `--help`
+/// ([`usage`]) and the first block of docs/ladder.md, which a test checks against [`usage`]
+/// and against every option clap knows of this command.
+pub const SYNOPSIS: [&str; 5] = [
+    "[--recipe NAME|PATH] [--set KEY=VALUE]... [--rungs a,b,...] [--full]",
+    "[--retries N] [--repro] [--hang-after SECS] [--timeout SECS]",
+    "[--device-debug] [--error-exitcode N] [--json] [--dry-run] [--yes]",
+    "[--bundle-dir DIR] [--container RUNTIME] [--image IMAGE]",
+    "[--launcher LAUNCHER] [--hosts HOSTS] [-- CMD ARGS...]",
+];
+
+/// [`SYNOPSIS`] after `command` (`debug-ima run`, `cargo xtask debug-ima`), its later lines
+/// aligned under the first option when the block starts `margin` columns in.
+pub fn usage(command: &str, margin: usize) -> String {
+    let indent = " ".repeat(margin + command.len() + 1);
+    let mut out = format!("{command} {}", SYNOPSIS[0]);
+    for line in &SYNOPSIS[1..] {
+        out.push('\n');
+        out.push_str(&indent);
+        out.push_str(line);
+    }
+    out
+}
+
+/// The one-line help of `run`.
+pub const ABOUT: &str = "Climb the debugging ladder for a target until the verdict is complete, with \
+                         the evidence in a bundle";
+
+/// The long help of `run`: the ladder as it is (its rungs named from [`RungId::ALL`]) and the
+/// exit codes (`man` reads the `Exit codes:` paragraph).
+pub fn long_about() -> String {
+    let later: Vec<&str> = RungId::ALL
+        .into_iter()
+        .filter(|r| !matches!(r, RungId::Baseline | RungId::Hang | RungId::Repro))
+        .map(RungId::name)
+        .collect();
+    format!(
+        "Climb the debugging ladder for a target until the verdict is complete (the kernel, the \
+         user's file:line, the error class and the host line that launched it), with every rung's \
+         command, output and artifacts in a bundle. The first run (`baseline`) is armed: the GPU \
+         coredump on the exception, read by cuda-gdb, the CPU core or Python's faulthandler stack, \
+         and launch-blocking where it is safe, so it usually gives the whole verdict. The rungs \
+         after it ({}) run only for what is still unknown, the cheapest first (`--full` runs them \
+         all); `hang` runs first with `--hang-after`, or when a run reaches its time limit; `repro` \
+         writes a verified reproducer with `--repro`. A program after `--` needs no recipe. \
+         docs/ladder.md has the rungs and the policy.\n\n\
+         Exit codes: 0 the ladder ran (with or without a verdict), N with `--error-exitcode N` when \
+         it located a fault, 1 it could not (the message says why), 2 usage, 130 interrupted by \
+         Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (the bundle keeps what was collected).",
+        later.join(", ")
+    )
+}
+
 /// The options of `debug-ima`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
