@@ -293,3 +293,42 @@ fn every_documented_command_parses_and_every_climb_makes_its_plan() {
         failures.join("\n\n")
     );
 }
+
+/// The README's lines that install the completion scripts and the manual page, run as written
+/// (`sh -e`, comments and all) with the installed name on PATH and a fresh, empty `$HOME`
+/// (issue 41: `debug-ima completions zsh > ~/.zfunc/_debug-ima` failed there, no folder); each
+/// file they write is there and not empty.
+#[test]
+fn the_readme_s_install_lines_work_on_a_fresh_home() {
+    let scratch = support::Scratch::for_run("install-lines");
+    let home = scratch.path("home");
+    let bin = scratch.path("bin");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_xtask"), bin.join("debug-ima")).unwrap();
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines: Vec<String> = code_lines(&readme)
+        .into_iter()
+        .map(|(_, l)| l)
+        .filter(|l| l.starts_with("mkdir -p ~") || (l.starts_with("debug-ima ") && l.contains(" > ~/")))
+        .collect();
+    let written: Vec<String> = lines
+        .iter()
+        .filter_map(|l| l.split(" > ").nth(1))
+        .map(|rest| rest.split_whitespace().next().unwrap().replacen('~', &home.display().to_string(), 1))
+        .collect();
+    assert!(written.len() >= 3, "the README's zsh, fish and man lines: {lines:?}");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = Command::new("sh")
+        .args(["-e", "-c", &lines.join("\n")])
+        .env("HOME", &home)
+        .env("PATH", path)
+        .current_dir(&home)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{lines:#?}\n{}", String::from_utf8_lossy(&out.stderr));
+    for f in written {
+        let len = std::fs::metadata(&f).map(|m| m.len()).unwrap_or(0);
+        assert!(len > 0, "{f} not written by {lines:#?}");
+    }
+}
