@@ -28,8 +28,11 @@ fn stopped(b: &Bundle) -> String {
     b.manifest()["stopped"].as_str().unwrap_or_default().to_string()
 }
 
+/// The recipe of the recorded two-process hang: the `python3` link runs the stand-in, and the
+/// script it names is there (empty), as a missing one is refused before anything runs.
 fn two_procs_recipe(s: &Scratch) -> PathBuf {
     let python = python_link(s);
+    std::fs::write(s.path("hang_two_procs.py"), "").unwrap();
     s.write_recipe(&format!(
         "version: 1\nname: two\ndescription: \"two hung processes\"\npython: true\n\
          run:\n  command: [\"{}\", \"hang_two_procs.py\"]\n  timeout: 30\n  hang_after: 1\n",

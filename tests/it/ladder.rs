@@ -797,6 +797,9 @@ fn jit_python_standin(s: &Scratch) -> PathBuf {
         src = root().join("tests/gpu/programs/oob_write.cu").display(),
     );
     std::fs::write(&p, script).unwrap();
+    // The script the run names is there (a missing one is refused before anything runs); the
+    // stand-in runs the recording, not it.
+    std::fs::write(s.path("nvrtc_fault.py"), "").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     p
@@ -1428,6 +1431,9 @@ fn python_standin(s: &Scratch) -> PathBuf {
          echo 'torch.utils.collect_env (stand-in)'\n  exit 0\nfi\nexec target \"$@\"\n",
     )
     .unwrap();
+    // The script the runs name is there (a missing one is refused before anything runs); the
+    // stand-in target runs the recording, not it.
+    std::fs::write(s.path("vllm_shaped.py"), "").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     p

@@ -249,11 +249,7 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
         BundleCommand::Report { path, output } => {
             let opened = Opened::new(&path)?;
             let text = report_of(opened.dir())?;
-            ui::status(&format!(
-                "to attach the whole bundle to the issue: `cargo xtask bundle pack --gzip {}` (GitHub takes a \
-                 .tar.gz up to 25 MB, not a .tar.zst)",
-                line(&path.display().to_string())
-            ));
+            ui::status(&attach_hint(&path, opened.temp.is_some()));
             match output {
                 Some(o) => {
                     std::fs::write(&o, &text).with_context(|| format!("cannot write `{}`", o.display()))?;
@@ -358,6 +354,26 @@ impl Opened {
     /// The bundle folder to read.
     pub fn dir(&self) -> &Path {
         self.temp.as_ref().map(|t| t.root.as_path()).unwrap_or(&self.given)
+    }
+}
+
+/// How to attach the whole bundle to the issue, after `bundle report PATH`: a folder is packed
+/// with `--gzip`; a `.tar.gz` is attached as it is; another archive (`.tar.zst`, which GitHub does
+/// not take) is unpacked first, since `bundle pack` takes a folder.
+pub fn attach_hint(path: &Path, archive: bool) -> String {
+    let shown = line(&path.display().to_string());
+    let gzip = path.to_string_lossy().ends_with(".tar.gz");
+    match (archive, gzip) {
+        (false, _) => format!(
+            "to attach the whole bundle to the issue: `cargo xtask bundle pack --gzip {shown}` (GitHub takes a \
+             .tar.gz up to 25 MB, not a .tar.zst)"
+        ),
+        (true, true) => format!("to attach the whole bundle to the issue: attach `{shown}` itself (GitHub takes a \
+             .tar.gz up to 25 MB)"),
+        (true, false) => format!(
+            "to attach the whole bundle to the issue (GitHub takes a .tar.gz up to 25 MB, not a .tar.zst): \
+             `cargo xtask bundle unpack {shown} DIR`, then `cargo xtask bundle pack --gzip DIR/<bundle>`"
+        ),
     }
 }
 
