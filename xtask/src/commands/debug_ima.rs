@@ -17,7 +17,7 @@ use super::doctor::RungChoice;
 use super::{preflight, Outcome};
 use crate::bundle::{layout, Bundle, RungStatus};
 use crate::doctor;
-use crate::findings::render::{render_json, render_text};
+use crate::findings::render::{render_json, render_text, render_verdict};
 use crate::ladder::driver::{rung_line, Climb, Stopped};
 use crate::ladder::policy::{self, Request};
 use crate::ladder::rung::{self, rebuild::create_binary_dirs, Debug};
@@ -595,6 +595,7 @@ fn finish(climbed: crate::ladder::driver::Climbed, interrupt: &Interrupt, json: 
     // first prompt, Ctrl-C in the baseline, every rung skipped), nothing was learned, and the
     // analysis's "no fault" would be read as a result.
     let learned = bundle.manifest().rungs.iter().any(|r| r.status == RungStatus::Ran);
+    let quiet = ui::verbosity() == ui::Verbosity::Quiet;
     // After an error with nothing found, the analysis has nothing to say: the error does.
     let mut text = if outcome.is_err() && analysis.findings.is_empty() && analysis.symptoms.is_empty() {
         String::new()
@@ -602,6 +603,10 @@ fn finish(climbed: crate::ladder::driver::Climbed, interrupt: &Interrupt, json: 
         "nothing was learned: no rung ran to its end, so there is no result (the bundle holds the \
          environment snapshot only); run again and let the baseline run\n"
             .to_string()
+    } else if quiet {
+        // `-q`, as cargo's: the verdict and its fields, where the rest of the analysis is in
+        // the bundle's `summary.md`.
+        render_verdict(&analysis) + "\n"
     } else {
         render_text(&analysis) + "\n"
     };
@@ -610,11 +615,14 @@ fn finish(climbed: crate::ladder::driver::Climbed, interrupt: &Interrupt, json: 
     let line = |v: &str| ui::safe(v, true).into_owned();
     let stop = bundle.manifest().stopped.clone().unwrap_or_default();
     text.push_str(&format!("stopped: {}\n", line(&stop)));
-    text.push_str(&format!("rungs: {}\n", line(&rung_line(&bundle.manifest().rungs))));
+    if !quiet {
+        text.push_str(&format!("rungs: {}\n", line(&rung_line(&bundle.manifest().rungs))));
+    }
     text.push_str(&format!("bundle: {}\n", line(&bundle.root().display().to_string())));
     if json {
-        // The result lines (the three after the analysis) on stderr, the analysis on stdout.
-        for l in text.lines().rev().take(3).collect::<Vec<_>>().into_iter().rev() {
+        // The result lines (those after the analysis) on stderr, the analysis on stdout.
+        let results = if quiet { 2 } else { 3 };
+        for l in text.lines().rev().take(results).collect::<Vec<_>>().into_iter().rev() {
             ui::status(l);
         }
         ui::out(&render_json(&analysis))?;
