@@ -169,7 +169,7 @@ impl Rung for Hang {
         let side = sites::beside(io, steps);
         let (ran, exits) = run_until_hung(io, steps, step(steps, When::Always)?, (after, &why), &side);
         let then = "where the hung kernel was launched is not known from the binary";
-        let static_sites = sites::taken(io, &side, exits, then)?;
+        let static_sites = sites::taken(io, &side, exits, Some(then))?;
         let (exit, hung) = ran?;
         if !hung {
             io.note(format!(
