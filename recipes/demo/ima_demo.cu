@@ -1,5 +1,5 @@
 // The `demo` recipe's target: one kernel stores 32 GiB before its 4 KiB buffer, an
-// illegal memory access. Built by `cargo xtask debug-ima --recipe demo`; see
+// illegal memory access. Built by `debug-ima run --recipe demo`; see
 // docs/recipes.md. The error check is the usual one: `CUDA error at FILE:LINE: call: message`.
 #include <cstdio>
 #include <cstdlib>

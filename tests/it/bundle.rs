@@ -451,6 +451,56 @@ fn show_report_and_analyze_read_archives_and_analyze_reads_stdin() {
     assert_eq!(json["inputs"][0]["path"], "-");
 }
 
+/// `bundle report` of an archive, from the installed name (issue 41): before, it suggested
+/// `debug-ima bundle pack --gzip shared.tar.gz`, which fails (pack takes a folder), and titled the
+/// report `debug-ima debug-ima`. Now a `.tar.gz` is to be attached as it is, a `.tar.zst` unpacked
+/// and packed again, a folder packed; the command it names for a `.tar.zst` works as written.
+#[test]
+fn report_of_an_archive_suggests_what_works_under_the_installed_name() {
+    let s = Scratch::create("bundle", "report-hint");
+    let bin = s.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_xtask"), bin.join("debug-ima")).unwrap();
+    let b = fixture_bundle(&s, "oob_read-full", "shared");
+    let gz = s.path("shared.tar.gz");
+    let zst = s.path("shared.tar.zst");
+    let run = |args: &[&str]| {
+        Command::new(bin.join("debug-ima"))
+            .args(args)
+            .current_dir(&s.dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    for (archive, flag) in [(&gz, "--gzip"), (&zst, "--zstd")] {
+        let mut args = vec!["bundle", "pack", b.to_str().unwrap(), "-o", archive.to_str().unwrap()];
+        if flag == "--gzip" {
+            args.insert(2, flag);
+        }
+        let o = run(&args);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let o = run(&["bundle", "report", "shared.tar.gz"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(!out.contains("debug-ima debug-ima") && out.starts_with("### `debug-ima` report"), "{out}");
+    assert!(
+        err.contains("attach `shared.tar.gz` itself") && !err.contains("pack --gzip shared.tar.gz"),
+        "{err}"
+    );
+    let o = run(&["bundle", "report", "shared.tar.zst"]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(err.contains("`debug-ima bundle unpack shared.tar.zst DIR`"), "{err}");
+    let o = run(&["bundle", "unpack", "shared.tar.zst", "unpacked"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&["bundle", "report", "shared"]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("`debug-ima bundle pack --gzip shared`"),
+        "{}",
+        text(&o)
+    );
+}
+
 /// `bundle list --json`: the documented fields, newest first.
 #[test]
 fn list_json_has_the_documented_fields() {

@@ -447,3 +447,41 @@ fn man_page_is_roff_groff_reads_without_warnings() {
     );
     assert!(!installed.contains("debug-ima debug-ima") && !installed.contains("xtask"), "{installed}");
 }
+
+/// `run --help` (issue 41): its usage is the synopsis docs/ladder.md shows (one source,
+/// `debug_ima::SYNOPSIS`), which names every option of the command and the program after `--`;
+/// its description names every rung of the ladder as it is (before, it described the six rungs
+/// of the first ladder, and the usage was `[OPTIONS]` without `[-- CMD...]`).
+#[test]
+fn run_help_shows_the_synopsis_of_docs_ladder_and_the_current_ladder() {
+    use clap::CommandFactory;
+    use xtask::commands::debug_ima::{usage, SYNOPSIS};
+    let doc = std::fs::read_to_string(root().join("docs/ladder.md")).unwrap();
+    let block = usage("debug-ima run", 4);
+    assert!(doc.contains(&format!("\n    {block}\n\n")), "docs/ladder.md's synopsis is not:\n    {block}");
+    let words = SYNOPSIS.join(" ");
+    let cli = xtask::cli::Cli::command();
+    let run = cli.find_subcommand("debug-ima").unwrap();
+    for a in run.get_arguments().filter(|a| !a.is_global_set() && !a.is_hide_set()) {
+        if let Some(long) = a.get_long() {
+            assert!(words.contains(&format!("[--{long}")), "the synopsis lacks --{long}: {words}");
+        }
+    }
+    assert!(words.contains("[-- CMD ARGS...]"), "{words}");
+    for (argv0, command) in [("xtask", "cargo xtask debug-ima"), ("debug-ima", "debug-ima run")] {
+        let dir = std::env::temp_dir().join(format!("debug-ima-help-{}-{argv0}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bin = dir.join(argv0);
+        let _ = std::fs::remove_file(&bin);
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_xtask"), &bin).unwrap();
+        let out = Command::new(&bin).args(["run", "--help"]).env("NO_COLOR", "1").output().unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{help}");
+        assert!(help.contains(&format!("Usage: {}\n", usage(command, "Usage: ".len()))), "{help}");
+        for rung in xtask::model::RungId::NAMES {
+            assert!(help.contains(rung), "`{rung}` not in the help:\n{help}");
+        }
+        assert!(help.contains("armed") && !help.contains("Stops at the first rung"), "{help}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -293,3 +293,126 @@ fn every_documented_command_parses_and_every_climb_makes_its_plan() {
         failures.join("\n\n")
     );
 }
+
+/// The README's lines that install the completion scripts and the manual page, run as written
+/// (`sh -e`, comments and all) with the installed name on PATH and a fresh, empty `$HOME`
+/// (issue 41: `debug-ima completions zsh > ~/.zfunc/_debug-ima` failed there, no folder); each
+/// file they write is there and not empty.
+#[test]
+fn the_readme_s_install_lines_work_on_a_fresh_home() {
+    let scratch = support::Scratch::for_run("install-lines");
+    let home = scratch.path("home");
+    let bin = scratch.path("bin");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_xtask"), bin.join("debug-ima")).unwrap();
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines: Vec<String> = code_lines(&readme)
+        .into_iter()
+        .map(|(_, l)| l)
+        .filter(|l| l.starts_with("mkdir -p ~") || (l.starts_with("debug-ima ") && l.contains(" > ~/")))
+        .collect();
+    let written: Vec<String> = lines
+        .iter()
+        .filter_map(|l| l.split(" > ").nth(1))
+        .map(|rest| rest.split_whitespace().next().unwrap().replacen('~', &home.display().to_string(), 1))
+        .collect();
+    assert!(written.len() >= 3, "the README's zsh, fish and man lines: {lines:?}");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = Command::new("sh")
+        .args(["-e", "-c", &lines.join("\n")])
+        .env("HOME", &home)
+        .env("PATH", path)
+        .current_dir(&home)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{lines:#?}\n{}", String::from_utf8_lossy(&out.stderr));
+    for f in written {
+        let len = std::fs::metadata(&f).map(|m| m.len()).unwrap_or(0);
+        assert!(len > 0, "{f} not written by {lines:#?}");
+    }
+}
+
+/// The sample outputs of README.md and docs/*.md are the current binary's (issue 41: the
+/// README's predated it). A sample is the code block after a line `<!-- output of: debug-ima
+/// ARGS -->`; the test runs `ARGS` from the clone's root with the binary and compares what it
+/// printed on stdout with the block. `DEBUG_IMA_BLESS=1` writes the output into the documents
+/// instead (then review the diff).
+#[test]
+fn the_documents_sample_outputs_are_the_current_binary_s() {
+    const MARK: &str = "<!-- output of: debug-ima ";
+    let bless = std::env::var("DEBUG_IMA_BLESS").is_ok_and(|v| v == "1");
+    let mut files = vec![root().join("README.md")];
+    let mut docs: Vec<PathBuf> =
+        std::fs::read_dir(root().join("docs")).unwrap().flatten().map(|e| e.path()).collect();
+    docs.sort();
+    files.extend(docs.into_iter().filter(|p| p.extension().is_some_and(|e| e == "md")));
+    let mut checked = 0;
+    let mut stale = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let mut out: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < lines.len() {
+            out.push(lines[i].to_string());
+            let Some(args) = lines[i].strip_prefix(MARK).and_then(|r| r.strip_suffix(" -->")) else {
+                i += 1;
+                continue;
+            };
+            // The block: the indented lines that follow.
+            let start = i + 1;
+            let mut end = start;
+            while end < lines.len() && (lines[end].starts_with("    ") || lines[end].is_empty()) {
+                end += 1;
+            }
+            while end > start && lines[end - 1].is_empty() {
+                end -= 1;
+            }
+            let shown: Vec<String> =
+                lines[start..end].iter().map(|l| l.strip_prefix("    ").unwrap_or(l).to_string()).collect();
+            let o = Command::new(env!("CARGO_BIN_EXE_xtask"))
+                .args(args.split_whitespace())
+                .current_dir(root())
+                .env("NO_COLOR", "1")
+                .env_remove("COLUMNS")
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "{}: `{args}`: {}",
+                file.display(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let printed: Vec<String> = String::from_utf8_lossy(&o.stdout)
+                .trim_end()
+                .lines()
+                .map(|l| l.trim_end().to_string())
+                .collect();
+            if printed != shown {
+                stale.push(format!(
+                    "{}:{}: `debug-ima {args}` now prints:\n{}",
+                    file.display(),
+                    i + 1,
+                    printed.join("\n")
+                ));
+            }
+            out.extend(printed.iter().map(|l| if l.is_empty() { String::new() } else { format!("    {l}") }));
+            checked += 1;
+            i = end;
+        }
+        if bless {
+            let mut new = out.join("\n");
+            if text.ends_with('\n') {
+                new.push('\n');
+            }
+            std::fs::write(&file, new).unwrap();
+        }
+    }
+    assert!(checked >= 2, "the README's samples are marked: only {checked} found");
+    assert!(
+        bless || stale.is_empty(),
+        "stale samples (DEBUG_IMA_BLESS=1 rewrites them):\n\n{}",
+        stale.join("\n\n")
+    );
+}

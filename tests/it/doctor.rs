@@ -12,7 +12,7 @@ use crate::support;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use xtask::doctor::{
     self, check_gpu_plumbing, check_ptrace, check_ptrace_in_container, check_space, driver_toolkit, evaluate,
@@ -613,51 +613,55 @@ fn render_is_deterministic() {
 }
 
 /// A terminal too narrow for the table gets one block per check, every fact of the table
-/// in it; a wide one, or no width at all (a pipe), the table.
+/// in it; a wide one the table; no width at all (a pipe), the table unwrapped. With a width,
+/// every line fits it (issue 41: rows of 319 characters), its words all there, in order.
 #[test]
 fn a_narrow_terminal_gets_a_block_per_check() {
     let n = report(&no_gpu());
     assert_eq!(render_in(&n, None), render(&n));
-    assert_eq!(render_in(&n, Some(400)), render(&n));
-    let narrow = render_in(&n, Some(60));
-    assert_ne!(narrow, render(&n));
-    assert!(narrow.starts_with("gpu: missing (needed by all)\n    "), "{narrow}");
-    for c in &n.checks {
-        assert!(
-            narrow.contains(&format!(
-                "{}: {} (needed by {})\n    {}\n",
-                c.name,
-                c.status.as_str(),
-                c.needed_by.join(", "),
-                c.detail
-            )),
-            "{}",
-            c.name
-        );
-        if let Some(fix) = &c.fix {
-            assert!(narrow.contains(&format!("    fix: {fix}\n")), "{}", c.name);
+    let words = |t: &str| t.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    for cols in [60, 100, 200, 400] {
+        let shown = render_in(&n, Some(cols));
+        assert!(shown.lines().all(|l| l.chars().count() <= cols), "{cols} columns:\n{shown}");
+        if shown.starts_with("check ") {
+            assert_eq!(words(&shown), words(&render(&n)), "the table at {cols} columns");
         }
     }
-    // The summary line is the table's.
-    assert_eq!(narrow.lines().last(), render(&n).lines().last());
+    let narrow = render_in(&n, Some(60));
+    assert_ne!(words(&narrow), words(&render(&n)), "a block per check, not the table");
+    assert!(narrow.starts_with("gpu: missing (needed by all)\n    "), "{narrow}");
+    let flat = words(&narrow).join(" ");
+    for c in &n.checks {
+        let block =
+            format!("{}: {} (needed by {}) {}", c.name, c.status.as_str(), c.needed_by.join(", "), c.detail);
+        assert!(flat.contains(&words(&block).join(" ")), "{}", c.name);
+        if let Some(fix) = &c.fix {
+            assert!(flat.contains(&format!("fix: {}", words(fix).join(" "))), "{}", c.name);
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------
 // The real machine
 // ---------------------------------------------------------------------------------------
 
+/// Doctor on this machine: every check of the full list, none of them waiting out a probe's
+/// limit (the fast answer, told by what the probes said rather than by a clock, which a loaded
+/// machine moves).
 #[test]
 fn run_checks_on_this_machine_is_fast() {
     let dir = std::env::temp_dir().join(format!("xtask-doctor-{}", std::process::id()));
-    let start = Instant::now();
     let r = run_checks(&Options { coredump_dir: dir.join("not-yet"), ..Options::default() });
-    let took = start.elapsed();
-    assert!(took < Duration::from_secs(10), "took {took:?}");
+    for c in &r.checks {
+        assert!(
+            !c.detail.contains("no answer within") && !c.detail.contains("did not answer within"),
+            "{c:#?}"
+        );
+    }
     let smi_found = doctor::locate(&doctor::SystemProbe, "nvidia-smi").path().is_some();
     if !smi_found {
-        // CI and the developers' machines have no GPU.
+        // CI and the developers' machines have no GPU: nothing is asked of a GPU.
         assert!(!r.has_gpu());
-        assert!(took < Duration::from_secs(3), "without a GPU the doctor answers at once: {took:?}");
         let gpu = r.get("gpu").unwrap();
         assert_eq!(gpu.status, Status::Missing);
         assert_eq!(gpu.fix.as_deref(), Some(NO_GPU_FIX));
@@ -677,7 +681,6 @@ fn run_checks_on_this_machine_is_fast() {
 
 #[test]
 fn probes_are_killed_at_their_timeout() {
-    let start = Instant::now();
     // A child that outlives its parent's kill keeps the pipes open: the group kill ends it.
     let out = run_with_timeout(
         Path::new("/bin/sh"),
@@ -686,13 +689,11 @@ fn probes_are_killed_at_their_timeout() {
     );
     assert_eq!(out.exit, Exit::TimedOut);
     assert_eq!(out.stdout, "started\n");
-    assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());
 
-    // A background grandchild left holding stdout after its parent exited is killed too.
-    let start = Instant::now();
+    // A background grandchild left holding stdout after its parent exited is killed too: were
+    // it waited for, the probe would time out instead of exiting 0.
     let out = run_with_timeout(Path::new("/bin/sh"), &["-c", "echo bye; sleep 30 &"], Duration::from_secs(5));
     assert_eq!(out, Output::exited(0, "bye\n", ""));
-    assert!(start.elapsed() < Duration::from_secs(3), "{:?}", start.elapsed());
 
     let out = run_with_timeout(
         Path::new("/bin/sh"),
@@ -1631,10 +1632,7 @@ fn container_checks_against_the_real_docker_engine() {
         need: Vec::new(),
         container: Some(target(Runtime::Docker, BUSYBOX_IMAGE, false)),
     };
-    let start = Instant::now();
     let facts = gather(&doctor::SystemProbe, &opts);
-    let took = start.elapsed();
-    assert!(took < Duration::from_secs(80), "took {took:?}");
     // The script prints exactly what the recorded PROBE_BUSYBOX holds.
     let c = facts.container.as_ref().unwrap();
     let ran = c.in_image.as_ref().expect("the probe ran in the image");

@@ -271,6 +271,28 @@ fn kill_ends_an_unarmed_tree_after_the_attach() {
     s.assert_no_standin_left();
 }
 
+/// A process whose tree does not use CUDA (no process maps `libcuda.so`: the stand-in target
+/// with STANDIN_NO_CUDA=1): gdb's host stacks only, no cuda-gdb attach, and the verdict line
+/// says why there is none (issue 41: it attached cuda-gdb and advised compute-sanitizer's sweep).
+#[test]
+fn a_process_without_cuda_gets_host_stacks_and_no_cuda_gdb() {
+    let s = Scratch::for_run("dump-no-cuda");
+    let _t = start(&s, "hang/hang_flag", &["target"], &[("STANDIN_NO_CUDA", "1".into())]);
+    let pid = recorded(&s, "target");
+    let out = dump(&s, "hang/hang_flag", &[&pid.to_string()]).run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    assert_eq!(attaches(&s), "", "cuda-gdb attached: {}", out.both());
+    let b = s.only_bundle();
+    let d = "rungs/01-dump";
+    assert!(b.exists(&format!("{d}/gdb-{pid}.log")), "{:?}", b.files_in(d));
+    assert!(!b.files_in(d).iter().any(|f| f.starts_with("cudagdb")), "{:?}", b.files_in(d));
+    let said = format!("no verdict: process {pid} does not use CUDA");
+    assert!(out.both().contains(&said), "{}", out.both());
+    assert!(!out.both().contains("sweep") && !out.both().contains("cuda-gdb attached"), "{}", out.both());
+    assert!(b.read("summary.md").contains("does not use CUDA"), "{}", b.read("summary.md"));
+    assert!(alive(pid));
+}
+
 fn refused(out: &Output, what: &str) {
     assert_eq!(out.code(), Some(2), "{}", out.both());
     assert!(out.stderr.contains(what), "{}", out.both());

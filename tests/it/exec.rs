@@ -46,7 +46,7 @@ fn read(path: PathBuf) -> String {
 fn assert_dead(pids: &[i32]) {
     let start = Instant::now();
     while pids.iter().any(|&p| alive(p)) {
-        assert!(start.elapsed() < Duration::from_secs(5), "still alive: {pids:?}");
+        assert!(start.elapsed() < Duration::from_secs(60), "still alive: {pids:?}");
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -136,10 +136,10 @@ fn timeout_kills_the_whole_group() {
     let dir = scratch("timeout");
     let mut spec = sh(&dir, "echo $$; sleep 100 & echo $!; sleep 100");
     spec.timeout = Some(Duration::from_millis(500));
-    let start = Instant::now();
     let (outcome, lines) = run_collect(&spec);
     assert_eq!(outcome.exit, Exit::TimedOut);
-    assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+    // Not before its limit; how long after depends on the machine's load: what shows the group
+    // was killed is that every process of it is gone.
     assert!(outcome.duration >= Duration::from_millis(500));
     let pids = pids_of(&lines, 2);
     assert_eq!(pids[0] as u32, outcome.pid);
@@ -154,12 +154,11 @@ fn a_timeout_sends_sigterm_before_sigkill() {
     let dir = scratch("term");
     let mut spec = sh(&dir, "trap 'echo torn down; exit 3' TERM; echo $$; while :; do sleep 0.05; done");
     spec.timeout = Some(Duration::from_millis(300));
-    let start = Instant::now();
     let (outcome, _) = run_collect(&spec);
     assert_eq!(outcome.exit, Exit::TimedOut);
-    // The callback is done once the run is ended; the log keeps what came after.
+    // The callback is done once the run is ended; the log keeps what came after: the child
+    // ended on SIGTERM, by its own trap (SIGKILL runs no trap).
     assert!(read(dir.join("out.log")).contains("torn down"), "{}", read(dir.join("out.log")));
-    assert!(start.elapsed() < exec::TERM_GRACE, "the child ended on SIGTERM: {:?}", start.elapsed());
 
     let dir = scratch("term-ignored");
     let mut spec = sh(&dir, "trap '' TERM; echo $$; while :; do sleep 0.05; done");
@@ -169,7 +168,6 @@ fn a_timeout_sends_sigterm_before_sigkill() {
     assert_eq!(outcome.exit, Exit::TimedOut);
     let took = start.elapsed();
     assert!(took >= exec::TERM_GRACE, "SIGKILL came only after the grace: {took:?}");
-    assert!(took < exec::TERM_GRACE + Duration::from_secs(10), "{took:?}");
     assert_dead(&pids_of(&lines, 1));
 }
 
@@ -180,7 +178,6 @@ fn stop_from_the_callback_kills_a_spinning_target() {
     let dir = scratch("stop");
     let spec = sh(&dir, "echo \"waiting (PID $$)\"; sleep 100 & echo $!; while :; do :; done");
     let mut pids = Vec::new();
-    let mut stopped_at = None;
     let outcome = exec::run(&spec, &mut |_, line| {
         if let Some(pid) = line.strip_prefix("waiting (PID ").and_then(|r| r.strip_suffix(')')) {
             pids.push(pid.parse::<i32>().unwrap());
@@ -188,14 +185,12 @@ fn stop_from_the_callback_kills_a_spinning_target() {
             pids.push(pid);
             std::thread::sleep(Duration::from_millis(300));
             assert!(alive(pids[0]), "the target must still spin while the callback works");
-            stopped_at = Some(Instant::now());
             return Control::Stop;
         }
         Control::Continue
     })
     .unwrap();
     assert_eq!(outcome.exit, Exit::Stopped);
-    assert!(stopped_at.unwrap().elapsed() < Duration::from_secs(5));
     assert_eq!(pids.len(), 2);
     assert_dead(&pids);
 }
@@ -207,11 +202,18 @@ fn a_slow_callback_does_not_block_the_target() {
     let spec = sh(&dir, &format!("yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c {size}"));
     let mut first = true;
     let mut got = 0u64;
-    let start = Instant::now();
+    let log = dir.join("out.log");
     let outcome = exec::run(&spec, &mut |stream, line| {
         assert_eq!(stream, Stream::Stdout);
         if first {
-            std::thread::sleep(Duration::from_secs(1));
+            // The callback holds on to its first line until the target has written everything
+            // to its log: were the target blocked by the callback, it never would (no clock
+            // decides: the limit only ends a deadlock).
+            let until = Instant::now() + Duration::from_secs(120);
+            while std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0) < size as u64 {
+                assert!(Instant::now() < until, "the target is blocked while the callback works");
+                std::thread::sleep(Duration::from_millis(20));
+            }
             first = false;
         }
         got += 1;
@@ -221,7 +223,6 @@ fn a_slow_callback_does_not_block_the_target() {
     })
     .unwrap();
     assert_eq!(outcome.exit, Exit::Code(0));
-    assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
     let lines = (size as u64).div_ceil(37);
     assert_eq!(got + outcome.lines_dropped, lines);
     assert_eq!(std::fs::metadata(dir.join("out.log")).unwrap().len(), size as u64);
@@ -230,10 +231,9 @@ fn a_slow_callback_does_not_block_the_target() {
 #[test]
 fn a_grandchild_holding_the_pipe_is_killed_when_the_child_exits() {
     let dir = scratch("grandchild");
-    let start = Instant::now();
     let (outcome, lines) = run_collect(&sh(&dir, "sleep 30 & echo $!; exit 4"));
     assert_eq!(outcome.exit, Exit::Code(4));
-    assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+    // Killed, not waited for: its pipe closed by its death, not abandoned after a grace.
     assert!(!outcome.output_abandoned);
     assert_dead(&pids_of(&lines, 1));
 }
@@ -260,7 +260,7 @@ fn an_unmarked_process_that_left_the_group_is_abandoned_after_a_grace() {
     assert_eq!(outcome.exit, Exit::Code(0));
     assert!(outcome.output_abandoned);
     let took = start.elapsed();
-    assert!(took >= exec::READERS_GRACE && took < Duration::from_secs(10), "{took:?}");
+    assert!(took >= exec::READERS_GRACE, "{took:?}");
 }
 
 #[test]
@@ -553,7 +553,6 @@ fn a_setsid_grandchild_that_ignores_sigterm_is_killed_after_a_timeout() {
     // SIGTERM used up.
     let took = start.elapsed();
     assert!(took >= exec::TERM_GRACE, "{took:?}");
-    assert!(took < exec::TERM_GRACE + Duration::from_secs(10), "{took:?}");
     // Checked by the marker first: on failure, that kills what was left.
     assert_none_left(&mark, "after a timeout");
     assert_dead(&[escapee_of(&dir)]);
@@ -729,7 +728,7 @@ fn a_signal_while_doctor_waits_on_a_probe_kills_the_probe() {
             if let Some(st) = child.try_wait().unwrap() {
                 break st;
             }
-            if signalled.elapsed() > Duration::from_secs(5) {
+            if signalled.elapsed() > Duration::from_secs(60) {
                 let _ = child.kill();
                 panic!("doctor did not end on {sig}");
             }
@@ -738,7 +737,6 @@ fn a_signal_while_doctor_waits_on_a_probe_kills_the_probe() {
         use std::os::unix::process::ExitStatusExt;
         // Ended by the signal, as the default action would, once the probe was killed.
         assert_eq!(status.signal(), Some(sig as i32), "{status:?}");
-        assert!(signalled.elapsed() < Duration::from_secs(3), "{:?}", signalled.elapsed());
         assert_none_left(&format!("slow-probe-{mark}"), "the probe after the signal");
     }
 }

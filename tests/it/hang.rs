@@ -28,8 +28,11 @@ fn stopped(b: &Bundle) -> String {
     b.manifest()["stopped"].as_str().unwrap_or_default().to_string()
 }
 
+/// The recipe of the recorded two-process hang: the `python3` link runs the stand-in, and the
+/// script it names is there (empty), as a missing one is refused before anything runs.
 fn two_procs_recipe(s: &Scratch) -> PathBuf {
     let python = python_link(s);
+    std::fs::write(s.path("hang_two_procs.py"), "").unwrap();
     s.write_recipe(&format!(
         "version: 1\nname: two\ndescription: \"two hung processes\"\npython: true\n\
          run:\n  command: [\"{}\", \"hang_two_procs.py\"]\n  timeout: 30\n  hang_after: 1\n",
@@ -346,6 +349,12 @@ fn watch_of_a_job_that_ends_normally_keeps_its_status_and_no_bundle() {
     assert!(out.stderr.contains("no bundle kept"), "{}", out.both());
     let left: Vec<_> = std::fs::read_dir(s.bundles()).map(|d| d.flatten().collect()).unwrap_or_default();
     assert!(left.is_empty(), "a bundle was kept: {left:?}");
+    // Nothing about the binary's disassembly, whose launch sites only a fault would need (issue
+    // 41: `note: objdump named no kernel launch in ...`), for a failing job or a clean one.
+    assert!(!out.stderr.contains("objdump"), "{}", out.both());
+    let clean = watch(&s, "oob_write", &[], &["sh", "-c", "echo done"]).run();
+    assert_eq!(clean.code(), Some(0), "{}", clean.both());
+    assert!(clean.stderr.contains("no bundle kept") && !clean.stderr.contains("objdump"), "{}", clean.both());
     // Without a command there is nothing to watch: a usage error.
     let mut bare = watch(&s, "oob_write", &[], &[]);
     bare.args.pop();

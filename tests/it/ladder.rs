@@ -797,6 +797,9 @@ fn jit_python_standin(s: &Scratch) -> PathBuf {
         src = root().join("tests/gpu/programs/oob_write.cu").display(),
     );
     std::fs::write(&p, script).unwrap();
+    // The script the run names is there (a missing one is refused before anything runs); the
+    // stand-in runs the recording, not it.
+    std::fs::write(s.path("nvrtc_fault.py"), "").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     p
@@ -1219,6 +1222,22 @@ fn quiet_says_only_the_result_and_verbose_every_command() {
     assert!(quiet.stdout.contains("verdict: ") && quiet.stdout.contains("bundle: "), "{}", quiet.both());
     assert!(!quiet.stderr.contains("==>") && !quiet.stderr.contains("note:"), "{}", quiet.both());
     let loud = Run::new(&s, &recipe, "oob_write").arg("--rungs").arg("baseline").arg("--verbose").run();
+    // Stdout as cargo's `-q` leaves it (issue 41: it was unchanged): the verdict and its fields,
+    // the stop reason and the bundle; not the findings, symptoms, what else was seen or the rungs'
+    // line, which the normal run prints and the bundle's summary keeps.
+    for section in ["findings:\n", "also seen:\n", "\nrungs: "] {
+        assert!(loud.stdout.contains(section), "{section:?} in a normal run: {}", loud.both());
+        assert!(!quiet.stdout.contains(section), "{section:?} with -q: {}", quiet.both());
+    }
+    // The same fields (their values but the pid's are the same run's).
+    let fields = |o: &str| {
+        o.lines()
+            .take_while(|l| !l.is_empty())
+            .map(|l| l.split(':').next().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(fields(&quiet.stdout), fields(&loud.stdout));
+    assert!(quiet.stdout.contains("\nstopped: "), "{}", quiet.both());
     assert!(loud.stderr.contains("==> [1/1] baseline"), "{}", loud.both());
     assert!(
         loud.stderr.contains("    $ ") && loud.stderr.contains("target") && loud.stderr.contains(" s)"),
@@ -1428,6 +1447,9 @@ fn python_standin(s: &Scratch) -> PathBuf {
          echo 'torch.utils.collect_env (stand-in)'\n  exit 0\nfi\nexec target \"$@\"\n",
     )
     .unwrap();
+    // The script the runs name is there (a missing one is refused before anything runs); the
+    // stand-in target runs the recording, not it.
+    std::fs::write(s.path("vllm_shaped.py"), "").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     p

@@ -38,4 +38,5 @@ mod secrets_matrix;
 mod sites;
 mod slurm;
 mod ssh;
+mod standins;
 mod unbuilt;

@@ -3,7 +3,9 @@
 //! every reproducer compiles with the real Python, `bundle report` presents it as the minimal
 //! reproducer, and `analyze` of such a bundle reads no evidence from `repro/` (the
 //! reproducer's own dump is not the target's). The writer writing these very programs from
-//! their captures is the unit test `the_writer_writes_the_programs_the_h200_verified`.
+//! their captures is the unit test `the_writer_writes_the_programs_the_h200_verified`. And
+//! `--repro` end to end on the stand-ins (issue 41): a reproducer that faults as the verdict says
+//! is verified, one that runs clean is not.
 //!
 //! Must not: write into the fixtures (bundles are copied first) or need a GPU.
 
@@ -128,4 +130,77 @@ fn the_report_says_how_to_build_a_native_reproducer() {
         section.contains("too long to show here") && section.contains("repro/repro_driver.cu"),
         "{section}"
     );
+}
+
+/// `debug-ima --repro` end to end on the stand-ins, replaying the H200's Triton fault
+/// (tests/fixtures/h200/triton_eager) and its launch capture (tests/fixtures/h200/capture/eager):
+/// the capture run writes the capture, `repro/repro.py` is written from it and run by the
+/// `python3` first on PATH, a stub that, with `REPRO_FAULTS=1`, faults as the recorded program
+/// did (it runs the stand-in target, whose GPU dump the stand-in cuda-gdb reads), and otherwise
+/// ends cleanly. Only the run that faulted the same way is called verified: before issue 41 no
+/// test ran `--repro` on the stand-ins, so a reproducer forced to "verified" passed every test.
+#[test]
+fn a_reproducer_is_verified_only_when_it_faults_as_the_verdict_says() {
+    use crate::support::run::Run;
+    use crate::support::{path_with, standins, Scratch};
+    for faults in [true, false] {
+        let s = Scratch::for_run(if faults { "repro-faults" } else { "repro-clean" });
+        let bin = s.path("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let stub = format!(
+            "#!/bin/sh\n# python3 for the test: `-m`/`-c` (the environment snapshot) print a line; a script\n\
+             # (the reproducer) is noted, then faults as the recording did or ends cleanly.\n\
+             case $1 in -m|-c) echo \"python3 $* (stand-in)\"; exit 0 ;; esac\n\
+             echo \"$*\" >> {ran}\n\
+             if [ \"${{REPRO_FAULTS:-}}\" = 1 ]; then exec target; fi\n\
+             exit 0\n",
+            ran = s.path("repro-ran.log").display()
+        );
+        crate::support::plant::write_exec(&bin.join("python3"), &stub);
+        let recipe = s.write_recipe(
+            "version: 1\nname: standin-py\ndescription: \"the stand-in target as a Python program\"\n\
+             python: true\nrun:\n  command: [\"target\"]\n  timeout: 30\n",
+        );
+        let capture = crate::support::fixture("capture/eager/capture-510.json");
+        let out = Run::new(&s, &recipe, "triton_eager")
+            .path(path_with(&[&bin, &standins()]))
+            .env("STANDIN_CAPTURE", capture.to_str().unwrap())
+            .env("REPRO_FAULTS", if faults { "1" } else { "0" })
+            .arg("--repro")
+            .run();
+        assert_eq!(out.code(), Some(0), "{}", out.both());
+        let b = s.only_bundle();
+        assert!(b.files_in("repro").iter().any(|f| f.starts_with("capture-")), "{:?}", b.files_in("repro"));
+        assert!(
+            b.exists("repro/repro.py"),
+            "no reproducer written: {:?}\n{}",
+            b.files_in("repro"),
+            out.both()
+        );
+        let ran = std::fs::read_to_string(s.path("repro-ran.log")).unwrap_or_default();
+        assert!(ran.contains("repro/repro.py"), "the reproducer did not run: {ran:?}\n{}", out.both());
+        // The capture run is the reproducer's: `seen in` counts the climb's runs only.
+        let runs = b.rung_dirs().iter().filter(|d| !d.ends_with("-rebuild")).count();
+        let seen = format!(" of {runs} run{} of the target", if runs == 1 { "" } else { "s" });
+        assert!(out.stdout.contains(&seen), "not `{seen}`: {}", out.both());
+        let result: serde_json::Value = serde_json::from_str(&b.read("repro/result.json")).unwrap();
+        let notes = b.notes("repro");
+        let report = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(["bundle", "report"])
+            .arg(&b.root)
+            .output()
+            .unwrap();
+        let report = String::from_utf8_lossy(&report.stdout).into_owned();
+        if faults {
+            assert_eq!(result["status"], "verified", "{result:#}\n{}", out.both());
+            assert!(notes.contains("reproducer verified"), "{notes}");
+            assert!(report.contains("**Verified:**"), "{report}");
+        } else {
+            assert_eq!(result["status"], "did-not-reproduce", "{result:#}\n{}", out.both());
+            assert!(notes.contains("did not reproduce") && !notes.contains("verified"), "{notes}");
+            assert!(!report.contains("**Verified:**"), "{report}");
+            assert!(!out.both().contains("reproducer verified"), "{}", out.both());
+        }
+        s.assert_no_standin_left();
+    }
 }

@@ -203,3 +203,30 @@ fn a_checkout_or_folder_that_does_not_exist_is_refused_and_nothing_is_created() 
     assert!(out.stderr.contains("`run.cwd`"), "{}", out.both());
     assert!(!nowhere.exists() && !s.bundles().exists(), "{:?}", entries(&s.dir));
 }
+
+/// A Python script that does not exist (`--recipe pytorch --set script=nosuch.py`): before,
+/// the interpreter was found on PATH, so the climb ran `python3 nosuch.py` under every rung and
+/// called it "the target failed without a CUDA error". Now it is refused as a missing program
+/// is: exit 1, the path, nothing run or created; `-m MODULE` is never taken for a script.
+#[test]
+fn a_missing_python_script_is_refused_before_anything_runs() {
+    let s = Scratch::for_run("nosuch-script");
+    let bundles = s.bundles().display().to_string();
+    let cases: [&[&str]; 3] = [
+        &["run", "--recipe", "pytorch", "--set", "script=nosuch.py", "--yes", "--bundle-dir", &bundles],
+        &["run", "--yes", "--bundle-dir", &bundles, "--", "python3", "-u", "nosuch.py", "--steps", "3"],
+        &["watch", "--bundle-dir", &bundles, "--", "python3", "nosuch.py"],
+    ];
+    for args in cases {
+        let out = debug_ima(&s, args);
+        let shown = args.join(" ");
+        assert_eq!(out.code(), Some(1), "`{shown}`: {}", out.both());
+        assert!(out.stderr.contains("nosuch.py`, does not exist"), "`{shown}`: {}", out.both());
+        assert!(out.stderr.contains("nothing was run"), "`{shown}`: {}", out.both());
+        if args.contains(&"pytorch") {
+            assert!(out.stderr.contains("--set script=PATH"), "`{shown}`: {}", out.both());
+        }
+        assert!(s.standin_pids().is_empty(), "`{shown}` ran something: {:?}", s.standin_pids());
+        assert_eq!(entries(&s.dir), ["xtask.stderr", "xtask.stdout"], "`{shown}` created something");
+    }
+}

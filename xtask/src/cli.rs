@@ -81,15 +81,9 @@ fn invoked_as() -> String {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Climb the debugging ladder for a target and collect the evidence in a bundle:
-    /// baseline, rebuild with line info, CUDA_LAUNCH_BLOCKING, GPU coredump + cuda-gdb,
-    /// attach cuda-gdb on the exception, compute-sanitizer memcheck. Stops at the first
-    /// rung that locates the fault (`--full` runs them all).
-    ///
-    /// Exit codes: 0 the ladder ran (with or without a verdict), 1 it could not (the message
-    /// says why), 2 usage, 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (the
-    /// bundle keeps what was collected).
-    #[command(visible_alias = "run")]
+    // Its help is `debug_ima::ABOUT` and `long_about()`, its usage `debug_ima::usage` (the
+    // synopsis docs/ladder.md shows too).
+    #[command(visible_alias = "run", about = debug_ima::ABOUT, long_about = debug_ima::long_about())]
     DebugIma(debug_ima::Args),
     /// Run a long job (a server, a training run) once, armed but at full speed: its output
     /// passes through, and a device fault or a hang in it gets a bundle with the verdict from
@@ -137,7 +131,8 @@ pub enum Command {
         #[arg(value_enum)]
         shell: crate::commands::completions::Shell,
     },
-    /// Print the manual page (roff): `debug-ima man > ~/.local/share/man/man1/debug-ima.1`.
+    /// Print the manual page (roff): `mkdir -p ~/.local/share/man/man1 && debug-ima man >
+    /// ~/.local/share/man/man1/debug-ima.1`.
     Man,
     /// Measure the analyzer on a generated 1 GiB memcheck log against `grep -c`
     /// (`bench pack`: `bundle pack` against `tar -I 'zstd -T0'`).
@@ -182,10 +177,12 @@ pub fn main() -> i32 {
     // `--version` says `xtask 0.1.0 (...)` under the alias, `debug-ima 0.1.0 (...)` installed.
     let display = if name == "cargo xtask" { "xtask" } else { name };
     let mut command = Cli::command().name(name).bin_name(name).display_name(display).term_width(width);
-    if name != "cargo xtask" {
-        // Installed, the ladder is `debug-ima run` (its alias), not `debug-ima debug-ima`.
-        command = command.mut_subcommand("debug-ima", |s| s.override_usage(format!("{name} run [OPTIONS]")));
-    }
+    // Installed, the ladder is `debug-ima run` (its alias), not `debug-ima debug-ima`; its usage
+    // is the synopsis of docs/ladder.md, under clap's `Usage: `.
+    let ladder =
+        if name == "cargo xtask" { "cargo xtask debug-ima".to_string() } else { format!("{name} run") };
+    command =
+        command.mut_subcommand("debug-ima", |s| s.override_usage(debug_ima::usage(&ladder, "Usage: ".len())));
     let parsed = command.try_get_matches_from(&args);
     let cli = match parsed.and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,

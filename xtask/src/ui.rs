@@ -51,8 +51,9 @@ pub fn tool_name() -> String {
 pub fn named(text: &str) -> Cow<'_, str> {
     match INVOKED_AS.get() {
         Some(name) if name != "cargo xtask" && text.contains("`cargo xtask ") => Cow::Owned(
-            // `debug-ima debug-ima` reads as a stutter: its short name is `run`.
-            text.replace("`cargo xtask debug-ima ", &format!("`{name} run "))
+            // `debug-ima debug-ima` reads as a stutter: the tool is `debug-ima`, its ladder `run`.
+            text.replace("`cargo xtask debug-ima`", &format!("`{name}`"))
+                .replace("`cargo xtask debug-ima ", &format!("`{name} run "))
                 .replace("`cargo xtask ", &format!("`{name} ")),
         ),
         _ => Cow::Borrowed(text),

@@ -351,6 +351,21 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
     }
 
+    /// A bundle where no rung ran (each skipped, or stopped before the first): its summary
+    /// says nothing was looked at, not that no fault was seen, and suggests no command (issue 41:
+    /// it said "no CUDA error and no device fault was seen" and named the sweep's command).
+    #[test]
+    fn the_summary_of_a_bundle_where_nothing_ran_claims_nothing() {
+        let root = std::env::temp_dir().join(format!("xtask-nothing-ran-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let mut b = Bundle::create(&root, "t", &serde_json::json!({"name": "t"})).unwrap();
+        b.write_analysis(&crate::findings::verdict::decide(&[])).unwrap();
+        let summary = std::fs::read_to_string(b.root().join(layout::SUMMARY)).unwrap();
+        assert!(summary.contains("**No verdict:** nothing was looked at (no rung ran"), "{summary}");
+        assert!(!summary.contains("was seen") && !summary.contains("cargo xtask"), "{summary}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
     #[test]
     fn stamps() {
         assert_eq!(utc_stamp(0), "1970-01-01T00-00-00Z");

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use super::bundle::Opened;
 use super::Outcome;
 use crate::bundle::inputs::{analyze_with_stdin, STDIN};
-use crate::findings::render::{render_json, render_text};
+use crate::findings::render::{render_json, render_text, render_verdict};
 use crate::ui;
 
 #[derive(Debug, clap::Args)]
@@ -46,7 +46,14 @@ pub fn run(args: AnalyzeArgs) -> Result<Outcome> {
     let stdin = std::io::stdin();
     let mut lock = stdin.lock();
     let analysis = analyze_with_stdin(&paths, Some(&mut lock))?;
-    let text = if args.json { render_json(&analysis) } else { render_text(&analysis) };
+    let text = if args.json {
+        render_json(&analysis)
+    } else if crate::ui::verbosity() == crate::ui::Verbosity::Quiet {
+        // `-q`: the verdict and its fields only.
+        render_verdict(&analysis)
+    } else {
+        render_text(&analysis)
+    };
     ui::out(&text).context("cannot write to stdout")?;
     Ok(Outcome::Done)
 }

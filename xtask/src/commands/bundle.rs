@@ -249,11 +249,7 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
         BundleCommand::Report { path, output } => {
             let opened = Opened::new(&path)?;
             let text = report_of(opened.dir())?;
-            ui::status(&format!(
-                "to attach the whole bundle to the issue: `cargo xtask bundle pack --gzip {}` (GitHub takes a \
-                 .tar.gz up to 25 MB, not a .tar.zst)",
-                line(&path.display().to_string())
-            ));
+            ui::status(&attach_hint(&path, opened.temp.is_some()));
             match output {
                 Some(o) => {
                     std::fs::write(&o, &text).with_context(|| format!("cannot write `{}`", o.display()))?;
@@ -361,6 +357,26 @@ impl Opened {
     }
 }
 
+/// How to attach the whole bundle to the issue, after `bundle report PATH`: a folder is packed
+/// with `--gzip`; a `.tar.gz` is attached as it is; another archive (`.tar.zst`, which GitHub does
+/// not take) is unpacked first, since `bundle pack` takes a folder.
+pub fn attach_hint(path: &Path, archive: bool) -> String {
+    let shown = line(&path.display().to_string());
+    let gzip = path.to_string_lossy().ends_with(".tar.gz");
+    match (archive, gzip) {
+        (false, _) => format!(
+            "to attach the whole bundle to the issue: `cargo xtask bundle pack --gzip {shown}` (GitHub takes a \
+             .tar.gz up to 25 MB, not a .tar.zst)"
+        ),
+        (true, true) => format!("to attach the whole bundle to the issue: attach `{shown}` itself (GitHub takes a \
+             .tar.gz up to 25 MB)"),
+        (true, false) => format!(
+            "to attach the whole bundle to the issue (GitHub takes a .tar.gz up to 25 MB, not a .tar.zst): \
+             `cargo xtask bundle unpack {shown} DIR`, then `cargo xtask bundle pack --gzip DIR/<bundle>`"
+        ),
+    }
+}
+
 /// An untrusted string (a received manifest's, a file's name) for a one-line field: a newline
 /// in it must not forge a `verdict:` line ([`ui::safe`]).
 fn line(v: &str) -> String {
@@ -385,8 +401,10 @@ fn list_width() -> Option<usize> {
 }
 
 /// `bundle list`: one row per bundle, the columns aligned to their widest cell, and the
-/// verdict on the line below. With a `width`, a verdict longer than it is cut in the kernel's
-/// name, never in its `file:line`; without one, nothing is cut.
+/// verdict on the line below. With a `width` (a terminal's), what fits it: a row too wide for
+/// it keeps only the size and the path (whose name holds the time and the recipe), and a
+/// verdict too long is shortened as [`fit_verdict`] says, never in its class or its kernel's
+/// name; without one, nothing is shortened.
 pub fn render_list(bundles: &[Listed], root: &Path, width: Option<usize>) -> String {
     if bundles.is_empty() {
         return format!(
@@ -401,10 +419,15 @@ pub fn render_list(bundles: &[Listed], root: &Path, width: Option<usize>) -> Str
     let head = ["created", "recipe", "size", "path"].map(String::from);
     let w =
         |i: usize| rows.iter().chain(std::iter::once(&head)).map(|r| r[i].chars().count()).max().unwrap_or(0);
-    let (w0, w1, w2) = (w(0), w(1), w(2));
+    let (w0, w1, w2, w3) = (w(0), w(1), w(2), w(3));
+    let narrow = width.is_some_and(|width| w0 + w1 + w2 + w3 + 6 > width);
     let mut s = String::new();
     let row = |s: &mut String, r: &[String; 4]| {
-        writeln!(s, "{:<w0$}  {:<w1$}  {:>w2$}  {}", r[0], r[1], r[2], r[3]).unwrap();
+        if narrow {
+            writeln!(s, "{:>w2$}  {}", r[2], r[3]).unwrap();
+        } else {
+            writeln!(s, "{:<w0$}  {:<w1$}  {:>w2$}  {}", r[0], r[1], r[2], r[3]).unwrap();
+        }
     };
     row(&mut s, &head);
     for (b, r) in bundles.iter().zip(&rows) {
@@ -412,45 +435,65 @@ pub fn render_list(bundles: &[Listed], root: &Path, width: Option<usize>) -> Str
         let verdict = line(b.verdict.as_deref().unwrap_or("no verdict"));
         let shown = match width {
             Some(w) => fit_verdict(&verdict, w.saturating_sub(4)),
-            None => verdict,
+            None => vec![verdict],
         };
-        writeln!(s, "    {shown}").unwrap();
+        for (i, l) in shown.iter().enumerate() {
+            writeln!(s, "{}{l}", if i == 0 { "    " } else { "      " }).unwrap();
+        }
     }
     s
 }
 
-/// A verdict line in at most `max` characters, keeping its ends: the error before the kernel
-/// and ` at file:line` after it stay whole and the kernel's name is cut in the middle
-/// (`illegal-address in `gather_…int)` at oob_read.cu:8`). When even that does not fit, the
-/// start is cut and the `file:line` kept.
-pub fn fit_verdict(verdict: &str, max: usize) -> String {
-    let len = verdict.chars().count();
-    if len <= max {
-        return verdict.to_string();
+/// A verdict line (`CLASS in `KERNEL` at FILE:LINE`) in lines of at most `max` characters where
+/// it can be: as it is when it fits; else the kernel without its parameters (`scatter_rows(…)`);
+/// else on two lines, `CLASS in `KERNEL`` and `at FILE:LINE` (the second `max - 2` wide, the
+/// file's folders cut first: `at …/oob_read.cu:8`). The class and the kernel's name are never
+/// cut: a name longer than the room is left whole.
+pub fn fit_verdict(verdict: &str, max: usize) -> Vec<String> {
+    let fits = |t: &str| t.chars().count() <= max;
+    if fits(verdict) {
+        return vec![verdict.to_string()];
     }
-    let chars: Vec<char> = verdict.chars().collect();
-    let open = chars.iter().position(|&c| c == '`');
-    let close = chars.iter().rposition(|&c| c == '`');
-    if let (Some(o), Some(c)) = (open, close) {
-        if c > o + 1 {
-            let kept = len - (c - o - 1);
-            // At least 3 characters of each end of the name around the `…`.
-            if kept + 7 <= max {
-                let room = max - kept - 1;
-                let head = room.div_ceil(2);
-                let tail = room - head;
-                let mut out: String = chars[..=o + head].iter().collect();
-                out.push('…');
-                out.extend(&chars[c - tail..]);
-                return out;
-            }
+    let (Some(open), Some(close)) = (verdict.find('`'), verdict.rfind('`')) else {
+        return vec![verdict.to_string()];
+    };
+    if close <= open {
+        return vec![verdict.to_string()];
+    }
+    let (head, kernel, tail) = (&verdict[..open], &verdict[open + 1..close], &verdict[close + 1..]);
+    let short = match kernel.find('(') {
+        Some(p) if p > 0 && kernel.ends_with(')') && p + 1 < kernel.len() - 1 => {
+            format!("{}(…)", &kernel[..p])
         }
+        _ => kernel.to_string(),
+    };
+    let one = format!("{head}`{short}`{tail}");
+    if fits(&one) {
+        return vec![one];
     }
-    // The `file:line` (the last word) is what a reader needs: cut before it.
-    let keep = max.saturating_sub(1);
-    let mut out = String::from("…");
-    out.extend(&chars[len - keep.min(len)..]);
-    out
+    let first = if fits(&format!("{head}`{kernel}`")) {
+        format!("{head}`{kernel}`")
+    } else {
+        format!("{head}`{short}`")
+    };
+    let rest = tail.trim_start();
+    if rest.is_empty() {
+        return vec![first];
+    }
+    let room = max.saturating_sub(2);
+    let second = if rest.chars().count() <= room {
+        rest.to_string()
+    } else {
+        // `at /a/b/file.cu:8` -> `at …/file.cu:8`: the file's name and line stay whole.
+        match rest.rfind('/') {
+            Some(slash) => {
+                let word_start = rest[..slash].rfind(' ').map(|i| i + 1).unwrap_or(0);
+                format!("{}…{}", &rest[..word_start], &rest[slash..])
+            }
+            None => rest.to_string(),
+        }
+    };
+    vec![first, second]
 }
 
 /// `bundle list --json`: `{"root": ..., "bundles": [{path, created, recipe, bytes, verdict}]}`,
@@ -759,18 +802,23 @@ mod tests {
     const VERDICT: &str =
         "illegal-address in `gather_rows(float const*, long long const*, float*, int)` at oob_read.cu:8";
 
+    /// At a terminal's width the verdict fits without losing its class or its kernel's name
+    /// (issue 41: at 60 columns `bundle list` showed `illegal-address in `scat…int)``): the
+    /// parameters go first, then the `file:line` moves to a line of its own, its folders cut.
     #[test]
-    fn a_cut_verdict_keeps_its_file_and_line_and_cuts_the_kernel_in_the_middle() {
-        assert_eq!(fit_verdict(VERDICT, 200), VERDICT);
-        let cut = fit_verdict(VERDICT, 60);
-        assert_eq!(cut.chars().count(), 60, "{cut}");
-        assert!(cut.starts_with("illegal-address in `gather_rows"), "{cut}");
-        assert!(cut.ends_with(" int)` at oob_read.cu:8"), "{cut}");
-        assert!(cut.contains('…'), "{cut}");
-        // Too narrow for both ends: the `file:line` is what stays.
-        let narrow = fit_verdict(VERDICT, 30);
-        assert_eq!(narrow.chars().count(), 30, "{narrow}");
-        assert!(narrow.ends_with("at oob_read.cu:8"), "{narrow}");
+    fn a_fitted_verdict_keeps_its_class_kernel_and_file_and_line() {
+        assert_eq!(fit_verdict(VERDICT, 200), [VERDICT]);
+        assert_eq!(fit_verdict(VERDICT, 60), ["illegal-address in `gather_rows(…)` at oob_read.cu:8"]);
+        let narrow = fit_verdict(VERDICT, 40);
+        assert_eq!(narrow, ["illegal-address in `gather_rows(…)`", "at oob_read.cu:8"]);
+        let long = "illegal-address in `scatter_rows(float*, int const*, int)` at \
+                    /work/main/tests/gpu/programs/unchecked_launch.cu:20";
+        let fitted = fit_verdict(long, 56);
+        assert_eq!(fitted, ["illegal-address in `scatter_rows(…)`", "at …/unchecked_launch.cu:20"]);
+        assert!(fitted.iter().all(|l| l.chars().count() <= 56), "{fitted:?}");
+        // A name longer than the room is left whole.
+        let huge = format!("trap in `{}` at k.cu:1", "k".repeat(80));
+        assert!(fit_verdict(&huge, 30)[0].contains(&"k".repeat(80)));
     }
 
     #[test]
@@ -793,8 +841,11 @@ mod tests {
         assert!(rows.iter().all(|r| at(r) == at(rows[0])), "ragged:\n{text}");
         assert!(text.contains(&format!("    {VERDICT}\n")), "{text}");
         assert!(text.contains("    no verdict\n"), "{text}");
-        let narrow = render_list(&bundles, Path::new("bundles"), Some(64));
-        assert!(narrow.lines().all(|l| !l.starts_with("    ") || l.chars().count() <= 64), "{narrow}");
+        // At 60 columns every line fits, the class and the kernel's name whole.
+        let narrow = render_list(&bundles, Path::new("bundles"), Some(60));
+        assert!(narrow.lines().all(|l| l.chars().count() <= 60), "{narrow}");
+        assert!(narrow.contains("illegal-address in `gather_rows(…)`"), "{narrow}");
         assert!(narrow.contains("at oob_read.cu:8\n"), "{narrow}");
+        assert!(narrow.contains("bundles/2026-11-30T10-34-30Z_cuda\n"), "{narrow}");
     }
 }

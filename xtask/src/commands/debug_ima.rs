@@ -17,7 +17,7 @@ use super::doctor::RungChoice;
 use super::{preflight, Outcome};
 use crate::bundle::{layout, Bundle, RungStatus};
 use crate::doctor;
-use crate::findings::render::{render_json, render_text};
+use crate::findings::render::{render_json, render_text, render_verdict};
 use crate::ladder::driver::{rung_line, Climb, Stopped};
 use crate::ladder::policy::{self, Request};
 use crate::ladder::rung::{self, rebuild::create_binary_dirs, Debug};
@@ -30,6 +30,59 @@ use crate::model::{Launcher, PromptEnd, RungId, Runtime, Usage};
 use crate::process::{while_prompting, Interrupt};
 use crate::recipe::{self, ContainerConfig, Resolved};
 use crate::ui::{self, Prompter};
+
+/// The synopsis of `run`, one line of words per line of the block: the usage of its `--help`
+/// ([`usage`]) and the first block of docs/ladder.md, which a test checks against [`usage`]
+/// and against every option clap knows of this command.
+pub const SYNOPSIS: [&str; 5] = [
+    "[--recipe NAME|PATH] [--set KEY=VALUE]... [--rungs a,b,...] [--full]",
+    "[--retries N] [--repro] [--hang-after SECS] [--timeout SECS]",
+    "[--device-debug] [--error-exitcode N] [--json] [--dry-run] [--yes]",
+    "[--bundle-dir DIR] [--container RUNTIME] [--image IMAGE]",
+    "[--launcher LAUNCHER] [--hosts HOSTS] [-- CMD ARGS...]",
+];
+
+/// [`SYNOPSIS`] after `command` (`debug-ima run`, `cargo xtask debug-ima`), its later lines
+/// aligned under the first option when the block starts `margin` columns in.
+pub fn usage(command: &str, margin: usize) -> String {
+    let indent = " ".repeat(margin + command.len() + 1);
+    let mut out = format!("{command} {}", SYNOPSIS[0]);
+    for line in &SYNOPSIS[1..] {
+        out.push('\n');
+        out.push_str(&indent);
+        out.push_str(line);
+    }
+    out
+}
+
+/// The one-line help of `run`.
+pub const ABOUT: &str = "Climb the debugging ladder for a target until the verdict is complete, with \
+                         the evidence in a bundle";
+
+/// The long help of `run`: the ladder as it is (its rungs named from [`RungId::ALL`]) and the
+/// exit codes (`man` reads the `Exit codes:` paragraph).
+pub fn long_about() -> String {
+    let later: Vec<&str> = RungId::ALL
+        .into_iter()
+        .filter(|r| !matches!(r, RungId::Baseline | RungId::Hang | RungId::Repro))
+        .map(RungId::name)
+        .collect();
+    format!(
+        "Climb the debugging ladder for a target until the verdict is complete (the kernel, the \
+         user's file:line, the error class and the host line that launched it), with every rung's \
+         command, output and artifacts in a bundle. The first run (`baseline`) is armed: the GPU \
+         coredump on the exception, read by cuda-gdb, the CPU core or Python's faulthandler stack, \
+         and launch-blocking where it is safe, so it usually gives the whole verdict. The rungs \
+         after it ({}) run only for what is still unknown, the cheapest first (`--full` runs them \
+         all); `hang` runs first with `--hang-after`, or when a run reaches its time limit; `repro` \
+         writes a verified reproducer with `--repro`. A program after `--` needs no recipe. \
+         docs/ladder.md has the rungs and the policy.\n\n\
+         Exit codes: 0 the ladder ran (with or without a verdict), N with `--error-exitcode N` when \
+         it located a fault, 1 it could not (the message says why), 2 usage, 130 interrupted by \
+         Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (the bundle keeps what was collected).",
+        later.join(", ")
+    )
+}
 
 /// The options of `debug-ima`.
 #[derive(Debug, Clone, clap::Args)]
@@ -542,6 +595,7 @@ fn finish(climbed: crate::ladder::driver::Climbed, interrupt: &Interrupt, json: 
     // first prompt, Ctrl-C in the baseline, every rung skipped), nothing was learned, and the
     // analysis's "no fault" would be read as a result.
     let learned = bundle.manifest().rungs.iter().any(|r| r.status == RungStatus::Ran);
+    let quiet = ui::verbosity() == ui::Verbosity::Quiet;
     // After an error with nothing found, the analysis has nothing to say: the error does.
     let mut text = if outcome.is_err() && analysis.findings.is_empty() && analysis.symptoms.is_empty() {
         String::new()
@@ -549,6 +603,10 @@ fn finish(climbed: crate::ladder::driver::Climbed, interrupt: &Interrupt, json: 
         "nothing was learned: no rung ran to its end, so there is no result (the bundle holds the \
          environment snapshot only); run again and let the baseline run\n"
             .to_string()
+    } else if quiet {
+        // `-q`, as cargo's: the verdict and its fields, where the rest of the analysis is in
+        // the bundle's `summary.md`.
+        render_verdict(&analysis) + "\n"
     } else {
         render_text(&analysis) + "\n"
     };
@@ -557,11 +615,14 @@ fn finish(climbed: crate::ladder::driver::Climbed, interrupt: &Interrupt, json: 
     let line = |v: &str| ui::safe(v, true).into_owned();
     let stop = bundle.manifest().stopped.clone().unwrap_or_default();
     text.push_str(&format!("stopped: {}\n", line(&stop)));
-    text.push_str(&format!("rungs: {}\n", line(&rung_line(&bundle.manifest().rungs))));
+    if !quiet {
+        text.push_str(&format!("rungs: {}\n", line(&rung_line(&bundle.manifest().rungs))));
+    }
     text.push_str(&format!("bundle: {}\n", line(&bundle.root().display().to_string())));
     if json {
-        // The result lines (the three after the analysis) on stderr, the analysis on stdout.
-        for l in text.lines().rev().take(3).collect::<Vec<_>>().into_iter().rev() {
+        // The result lines (those after the analysis) on stderr, the analysis on stdout.
+        let results = if quiet { 2 } else { 3 };
+        for l in text.lines().rev().take(results).collect::<Vec<_>>().into_iter().rev() {
             ui::status(l);
         }
         ui::out(&render_json(&analysis))?;

@@ -13,7 +13,7 @@ use anyhow::{bail, Result};
 
 use super::Outcome;
 use crate::bundle::layout;
-use crate::findings::render::{render_json, render_text};
+use crate::findings::render::{render_json, render_text, render_verdict};
 use crate::ladder::dump::{self, Ended, Options, Target};
 use crate::model::{PromptEnd, RungId};
 use crate::process::{while_prompting, Interrupt};
@@ -101,7 +101,9 @@ pub fn run(args: Args) -> Result<Outcome> {
         ui::out(&render_json(&analysis))?;
         ui::status(&format!("bundle: {}", bundle.root().display()));
     } else {
-        let mut text = render_text(&analysis) + "\n";
+        // `-q`: the verdict and its fields only (the bundle's `summary.md` has the rest).
+        let quiet = ui::verbosity() == ui::Verbosity::Quiet;
+        let mut text = if quiet { render_verdict(&analysis) } else { render_text(&analysis) } + "\n";
         text.push_str(&format!("stopped: {}\n", bundle.manifest().stopped.clone().unwrap_or_default()));
         text.push_str(&format!("bundle: {}\n", bundle.root().display()));
         ui::out(&text)?;

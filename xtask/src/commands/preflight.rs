@@ -2,7 +2,8 @@
 //! bundle, a build's output folders): a folder the recipe's build works in that does not exist
 //! (a checkout a variable names, the `vllm` recipe's `vllm_src`), named with the variables
 //! that gave it; and, for a target started on this machine without a build to make it, a run
-//! folder or a program that does not exist (`-- ./nosuch`). A program that a build makes is not
+//! folder, a program or a Python script that does not exist (`-- ./nosuch`, `--set
+//! script=nosuch.py`). A program that a build makes is not
 //! refused: the build runs first (`Resolved::not_built`, the policy's `Request::not_built`).
 //!
 //! Must not: create, build or run anything, decide the plan, or print.
@@ -43,6 +44,14 @@ pub fn check(r: &Resolved, here: bool) -> Result<()> {
             "add a `build:` step that makes it to the recipe"
         };
         bail!("{what}, and the recipe `{}` has no build: nothing was run; check the path, or {hint}", r.name);
+    }
+    if let Some(script) = r.run.missing_script() {
+        let shown = match &r.run.cwd {
+            Some(dir) if !Path::new(&script).is_absolute() => dir.join(&script).display().to_string(),
+            _ => script.clone(),
+        };
+        let hint = if r.vars.contains_key("script") { " (`--set script=PATH`)" } else { "" };
+        bail!("the Python script to run, `{shown}`, does not exist: nothing was run; check the path{hint}");
     }
     Ok(())
 }

@@ -318,25 +318,65 @@ fn widths(rows: &[[String; 4]]) -> [usize; 3] {
 /// The report for a terminal `columns` wide (`None`: no width to fit, a pipe or a file): the
 /// table ([`render`]) where its first three columns leave 40 for what was found, else one
 /// block per check (`gpu: missing (needed by all)`, then what was found and the fix, indented).
+/// With a width every line fits it: what was found, the fixes and the summary are wrapped at
+/// spaces, each continuation under its own column (a word longer than the room stays whole).
 pub fn render_in(report: &Report, columns: Option<usize>) -> String {
-    let table = render(report);
-    let Some(cols) = columns else { return table };
-    let first = widths(&rows(report)).iter().sum::<usize>() + 6;
-    if first + 40 <= cols {
-        return table;
-    }
+    let Some(cols) = columns else { return render(report) };
+    let rows = rows(report);
+    let width = widths(&rows);
+    let first = width.iter().sum::<usize>() + 6;
     let mut out = String::new();
-    for c in &report.checks {
-        let _ = writeln!(out, "{}: {} (needed by {})", c.name, c.status.as_str(), c.needed_by.join(", "));
-        let _ = writeln!(out, "    {}", c.detail);
-        if let Some(fix) = &c.fix {
-            let _ = writeln!(out, "    fix: {fix}");
+    let put = |out: &mut String, lead: &str, indent: usize, text: &str| {
+        let mut lines = wrapped(text, cols.saturating_sub(indent).max(20)).into_iter();
+        let _ = writeln!(out, "{lead}{}", lines.next().unwrap_or_default());
+        for l in lines {
+            let _ = writeln!(out, "{:indent$}{l}", "");
+        }
+    };
+    if first + 40 <= cols {
+        let head = |r: &[String; 4]| {
+            format!("{:w0$}  {:w1$}  {:w2$}  ", r[0], r[1], r[2], w0 = width[0], w1 = width[1], w2 = width[2])
+        };
+        let header = HEADER.map(String::from);
+        put(&mut out, &head(&header), first, &header[3]);
+        let indent = first - 6;
+        for (c, row) in report.checks.iter().zip(&rows) {
+            put(&mut out, &head(row), first, &row[3]);
+            if let Some(fix) = &c.fix {
+                put(&mut out, &format!("{:indent$}fix: ", ""), indent + 5, fix);
+            }
+        }
+    } else {
+        for c in &report.checks {
+            let what = format!("{}: {} (needed by {})", c.name, c.status.as_str(), c.needed_by.join(", "));
+            put(&mut out, "", 4, &what);
+            put(&mut out, "    ", 4, &c.detail);
+            if let Some(fix) = &c.fix {
+                put(&mut out, "    fix: ", 9, fix);
+            }
         }
     }
     out.push('\n');
-    out.push_str(&summary(report));
-    out.push('\n');
+    put(&mut out, "", 0, &summary(report));
     out
+}
+
+/// `text` in lines of at most `width` characters, split at spaces; a word longer than `width`
+/// has a line of its own. Pure.
+fn wrapped(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    lines.push(cur);
+    lines
 }
 
 /// The report as a table for humans, then one line that says what can run. Pure and

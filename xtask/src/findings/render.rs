@@ -142,6 +142,16 @@ fn origin_text(s: &mut String, o: &super::verdict_model::Origin) {
 }
 
 pub fn render_text(a: &Analysis) -> String {
+    let mut s = render_verdict(a);
+    symptoms_text(&mut s, a);
+    findings_text(&mut s, a);
+    also_seen(&mut s, a);
+    s
+}
+
+/// The verdict and its fields (or, without one, the conclusion): the essential part of
+/// [`render_text`], all that `-q` prints of an analysis.
+pub fn render_verdict(a: &Analysis) -> String {
     let mut s = String::new();
     match &a.verdict {
         Some(v) => {
@@ -151,9 +161,6 @@ pub fn render_text(a: &Analysis) -> String {
         }
         None => writeln!(s, "{}", a.conclusion).unwrap(),
     }
-    symptoms_text(&mut s, a);
-    findings_text(&mut s, a);
-    also_seen(&mut s, a);
     s
 }
 

@@ -1082,10 +1082,15 @@ fn graph_replay(findings: &[Located<Fault>], symptoms: &[Located<Symptom>], inpu
 }
 
 fn no_verdict_reason(symptoms: &[Located<Symptom>], inputs: &[Evidence]) -> String {
+    if inputs.is_empty() {
+        // A bundle where no rung ran (each skipped, or the climb stopped before the first):
+        // nothing was looked at, so nothing can be said about what was or was not seen.
+        return NOTHING_READ.to_string();
+    }
     if let Some(s) = symptoms.iter().find(|s| s.item.error.as_ref().is_some_and(|e| e.is_device_fault())) {
         return format!(
             "no verdict: {} reported `{}` but no tool located the faulting kernel; run the coredump or \
-             memcheck rung (`cargo xtask debug-ima --rungs coredump,memcheck`)",
+             memcheck rung (`--rungs coredump,memcheck` on the same recipe or program)",
             s.origin, s.item.message
         );
     }
@@ -1106,9 +1111,12 @@ fn no_verdict_reason(symptoms: &[Located<Symptom>], inputs: &[Evidence]) -> Stri
         );
     }
     "no verdict: no CUDA error and no device fault was seen. Not every bad access faults: the \
-     sweep (`cargo xtask debug-ima --rungs memcheck,initcheck`) looks for silent ones"
+     sweep (`--rungs memcheck,initcheck` on the same recipe or program) looks for silent ones"
         .to_string()
 }
+
+/// The conclusion when there was nothing to read: no rung ran, or none left a log.
+pub const NOTHING_READ: &str = "no verdict: nothing was looked at (no rung ran, or none left a log)";
 
 fn summarise(ev: &Evidence) -> InputSummary {
     InputSummary {

@@ -92,15 +92,18 @@ pub fn library_of<'a>(kernel: &str, members: impl Iterator<Item = &'a Fault>) ->
     Some(if modules.is_empty() { name.to_string() } else { format!("{name} ({})", modules.join(", ")) })
 }
 
-/// Whether an input is of a GPU dump the tool itself triggered while the program ran: the hang
-/// rung's and `dump PID`'s cuda-gdb logs, and watch's `cudagdb-N` of a hang dump (told from a
-/// fault dump's, which shows an exception, by the caller).
+/// Whether an input may be of a GPU dump the tool itself triggered while the program ran: the
+/// hang rung's and `dump PID`'s cuda-gdb logs, and the baseline's `cudagdb-N`, whose run takes
+/// a hang's evidence itself when it reaches its time limit (`--timeout`) or, under `watch`,
+/// `--hang-after` (the same dump, read with the same commands, as the hang rung's: issue 41,
+/// where these said `unknown in ... faulting warp` and the hang rung `hang in ...`). A fault's
+/// dump shows an exception, which the caller tells it by.
 pub fn tool_triggered(origin: &str) -> bool {
     let (rung, file) = origin.split_once('/').unwrap_or((origin, ""));
     if rung == RungId::Hang.name() || rung == RungId::Dump.name() {
         return true;
     }
-    rung == "watch" && file.starts_with("cudagdb-")
+    (rung == "watch" || rung == RungId::Baseline.name()) && file.starts_with("cudagdb-")
 }
 
 /// The inputs with each cuda-gdb session of a dump the tool triggered ([`tool_triggered`]) that
@@ -270,6 +273,13 @@ mod tests {
         assert!(v.remarks.iter().any(|r| r.contains("no `info cuda threads`")), "{:?}", v.remarks);
         assert!(!v.remarks.iter().any(|r| r.contains("faulting warp")), "{:?}", v.remarks);
         assert!(tool_triggered("dump/cudagdb-attach-571") && tool_triggered("watch/cudagdb-1"));
+        // The same hang caught by the baseline's time limit (`--timeout`) or by `watch`, whose
+        // folder is the baseline's: worded as the hang rung words it.
+        let a = decide(&[scan_str(&cut, "baseline/cudagdb-1")]);
+        let v = a.verdict.unwrap();
+        assert_eq!((v.error, v.line), (ErrorClass::Hang, Some(8)));
+        assert!(a.conclusion.starts_with("hang: `consume` spins at"), "{}", a.conclusion);
+        assert!(!v.remarks.iter().any(|r| r.contains("faulting warp")), "{:?}", v.remarks);
         let elsewhere = decide(&[scan_str(&cut, "coredump/cudagdb-1")]).verdict.unwrap();
         assert_ne!(elsewhere.error, ErrorClass::Hang);
     }

@@ -141,6 +141,9 @@ impl Member {
     }
 }
 
+/// Why a tree is taken for one without CUDA.
+const NO_CUDA: &str = "no process of its tree maps the CUDA driver, `libcuda.so`";
+
 /// Whether `pid` maps the CUDA driver library.
 fn maps_libcuda(pid: u32) -> bool {
     let Ok(f) = std::fs::File::open(format!("/proc/{pid}/maps")) else { return false };
@@ -216,14 +219,23 @@ impl Target {
         self.members.iter().filter(|m| m.python).collect()
     }
 
-    /// The processes the GPU is looked at in: the CUDA ones, else the one given.
+    /// The processes the GPU is looked at in: the CUDA ones; when none maps `libcuda.so` but
+    /// that cannot be told (the given process's maps are not readable), the one given; none
+    /// when the tree does not use CUDA ([`Target::without_cuda`]).
     fn gpu(&self) -> Vec<&Member> {
         let cuda: Vec<&Member> = self.members.iter().filter(|m| m.cuda).collect();
-        if cuda.is_empty() {
+        if cuda.is_empty() && !self.without_cuda() {
             self.members.iter().take(1).collect()
         } else {
             cuda
         }
+    }
+
+    /// Whether no process of the tree uses CUDA: none maps `libcuda.so`, and the given
+    /// process's maps could be read (else it cannot be told, and the given one is attached).
+    pub fn without_cuda(&self) -> bool {
+        !self.members.iter().any(|m| m.cuda)
+            && std::fs::File::open(format!("/proc/{}/maps", self.root.pid)).is_ok()
     }
 
     /// Whether a process the GPU is looked at in is armed for a user-triggered dump.
@@ -256,6 +268,9 @@ impl Target {
                 "; cuda-gdb attached to {} (stopped for a few seconds, then detached)",
                 p.join(", ")
             ));
+        }
+        if self.without_cuda() {
+            s.push_str(&format!("; no GPU state ({NO_CUDA}), only host stacks"));
         }
         s.push_str(if kill {
             "; then its tree is ended (SIGTERM, 5 s, SIGKILL)"
@@ -389,7 +404,14 @@ pub fn run(t: &Target, opts: &Options, progress: &dyn Progress) -> Result<Dumped
         .map(|c| c.display().to_string())
         .filter(|c| c.starts_with('/') && c != "/")
         .collect();
-    let analysis = decide_in(&evidence, &roots);
+    let mut analysis = decide_in(&evidence, &roots);
+    if analysis.verdict.is_none() && t.without_cuda() {
+        // Nothing on a GPU to look for: neither "no device fault was seen" nor the sweep.
+        analysis.conclusion = format!(
+            "no verdict: process {} does not use CUDA ({NO_CUDA}); its host stacks are in the bundle",
+            t.root.pid
+        );
+    }
     for n in &record.notes {
         progress.status(&format!("    note: {n}"));
     }
@@ -684,6 +706,14 @@ impl Work<'_> {
             return Ok(Ended::Interrupted);
         }
         let gpu = t.gpu();
+        if t.without_cuda() {
+            self.note(format!("no GPU state was taken: {NO_CUDA}"));
+            if t.ptrace_denied.is_none() {
+                let native: Vec<&Member> = t.members.iter().filter(|m| !m.python).collect();
+                self.host_stacks_only(&native)?;
+            }
+            return Ok(if self.stop() { Ended::Interrupted } else { Ended::Done });
+        }
         let (armed, others): (Vec<&Member>, Vec<&Member>) = gpu.into_iter().partition(|m| m.armed());
         let mut attach: Vec<&Member> = others;
         if kill {
@@ -912,6 +942,25 @@ impl Work<'_> {
     }
 
     /// Step 3 otherwise: gdb's host stacks of each native process, then a cuda-gdb attach.
+    /// gdb's host stacks of `members`, processes without CUDA: no cuda-gdb.
+    fn host_stacks_only(&mut self, members: &[&Member]) -> Result<()> {
+        let Some(gdb) = program("gdb") else {
+            if !members.is_empty() {
+                self.note("gdb is not installed: no host stacks of the native processes were taken".into());
+            }
+            return Ok(());
+        };
+        for m in members {
+            if self.stop() {
+                break;
+            }
+            if foreign::same(m.proc) {
+                self.traced(m, Role::Gdb, &host_stacks(&gdb, m.pid()), &layout::host_stacks_stem(m.pid()))?;
+            }
+        }
+        Ok(())
+    }
+
     fn attach_all(&mut self, members: &[&Member]) -> Result<()> {
         let gdb = program("gdb");
         let cuda_gdb = program("cuda-gdb");

@@ -1383,7 +1383,7 @@ mod tests {
         assert_eq!(standing, [Baseline, Hang]);
         assert!(!stands_for_baseline(Hang, RungOutcome::Hung));
         let counted: Vec<RungId> = RungId::ALL.into_iter().filter(|r| !rung::get(*r).runs_target()).collect();
-        assert_eq!(counted, [Rebuild]);
+        assert_eq!(counted, [Rebuild, Repro]);
     }
 
     /// A run's outcome: a run in the baseline's place that failed without any CUDA error is an
@@ -1442,6 +1442,11 @@ mod tests {
         // A Python target's rebuild of its run-time builds is a run of the target.
         let py = Request { python: true, ..Request::default() };
         assert_eq!(reproduced(&py, &done), Reproduced { faulted: 1, runs: 3 });
+        // The repro rung's capture run is the reproducer's, not one of the climb's runs of the
+        // target (issue 41: `seen in: 2 of 2 runs` after one run and its capture).
+        let with_repro =
+            [done[0], done[2], (RungId::Repro, RungOutcome::Ran { faulted: true, yielded: true })];
+        assert_eq!(reproduced(&native, &with_repro), Reproduced { faulted: 1, runs: 2 });
         assert!(error_ends_climb(RungId::Baseline, &done) && !error_ends_climb(RungId::Hang, &done));
         assert!(
             error_ends_climb(RungId::Hang, &done[..1]) && !error_ends_climb(RungId::Memcheck, &done[..1])

@@ -204,6 +204,22 @@ mod tests {
         assert_eq!(run.missing_program(), Some("app".into()), "not executable");
         std::fs::set_permissions(dir.join("app"), std::fs::Permissions::from_mode(0o755)).unwrap();
         assert_eq!(run.missing_program(), None);
+        // A Python script: the first word after the interpreter and its options; never a
+        // module (`-m`), a command (`-c`, `-uc`) or stdin.
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        run.cwd = Some(dir.clone());
+        run.argv = words(&["python3", "-u", "-X", "dev", "nosuch.py", "--steps", "3"]);
+        assert_eq!(run.missing_script(), Some("nosuch.py".into()));
+        std::fs::write(dir.join("nosuch.py"), "").unwrap();
+        assert_eq!(run.missing_script(), None);
+        for argv in
+            [&["python3", "-m", "nosuch"][..], &["python3", "-uc", "pass"], &["python3.12", "-"], &["./app"]]
+        {
+            run.argv = words(argv);
+            assert_eq!(run.missing_script(), None, "{argv:?}");
+        }
+        run.argv = words(&["/usr/bin/python3.12", "other.py"]);
+        assert_eq!(run.missing_script(), Some("other.py".into()));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

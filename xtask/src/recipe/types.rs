@@ -358,6 +358,41 @@ impl Step {
         (!found).then(|| program.to_string())
     }
 
+    /// The script a Python interpreter is to run when it does not exist: the first word after
+    /// `python`/`python3.X` and its options that is no option (taken from the step's folder
+    /// when relative). `None` when the program is no Python interpreter, when it runs a module
+    /// (`-m`) or a command (`-c`) or reads stdin, or when the script is there.
+    pub fn missing_script(&self) -> Option<String> {
+        let base = self.program().rsplit('/').next().unwrap_or_default();
+        if !base.strip_prefix("python").is_some_and(|v| v.bytes().all(|b| b.is_ascii_digit() || b == b'.')) {
+            return None;
+        }
+        let mut words = self.argv.iter().skip(1);
+        while let Some(w) = words.next() {
+            match w.as_str() {
+                "-m" | "-c" | "-" => return None,
+                // The options of the interpreter that take a value.
+                "-W" | "-X" | "--check-hash-based-pycs" => {
+                    words.next();
+                }
+                o if o.starts_with('-') => {
+                    // `-c CMD` and `-m MOD` may come attached to other flags (`-uc`, `-um`).
+                    if !o.starts_with("--") && (o.contains('c') || o.contains('m')) {
+                        return None;
+                    }
+                }
+                script => {
+                    let path = match &self.cwd {
+                        Some(dir) => dir.join(script),
+                        None => PathBuf::from(script),
+                    };
+                    return (!path.exists()).then(|| script.to_string());
+                }
+            }
+        }
+        None
+    }
+
     /// The directories the binaries go to. The build may need them to exist
     /// (`nvcc -o DIR/FILE` does not create `DIR`); whoever runs the build creates them.
     pub fn binary_dirs(&self) -> Vec<PathBuf> {

@@ -199,7 +199,7 @@ fn run_to_limit(
     let then =
         "the armed run went at full speed on the kernel stubs in its symbols, so a fault's launch site \
                 needs a launch-blocking run";
-    let taken = sites::taken(io, side, exits, then)?;
+    let taken = sites::taken(io, side, exits, Some(then))?;
     let (exit, hung) = ran?;
     if hung {
         io.note(format!(

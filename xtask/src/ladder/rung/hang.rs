@@ -169,7 +169,7 @@ impl Rung for Hang {
         let side = sites::beside(io, steps);
         let (ran, exits) = run_until_hung(io, steps, step(steps, When::Always)?, (after, &why), &side);
         let then = "where the hung kernel was launched is not known from the binary";
-        let static_sites = sites::taken(io, &side, exits, then)?;
+        let static_sites = sites::taken(io, &side, exits, Some(then))?;
         let (exit, hung) = ran?;
         if !hung {
             io.note(format!(
@@ -233,7 +233,7 @@ pub(super) fn beside_steps(cx: &StepCx) -> Vec<Step> {
 /// removed, as is each flight-recorder pickle turned into JSON (kept only as JSON: text,
 /// redacted like every report), and what was seen is noted. Its exit and whether it counted as
 /// hung. The hang rung and the armed baseline at its time limit run the target so. `side` run
-/// meanwhile ([`RungIo::exec_observed`]); their exits come back, whatever the target's.
+/// meanwhile (`Run::with`, [`RungIo::execute`]); their exits come back, whatever the target's.
 pub(super) fn run_until_hung(
     io: &mut dyn RungIo,
     steps: &[Step],

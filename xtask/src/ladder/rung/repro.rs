@@ -122,6 +122,12 @@ impl Rung for Repro {
         false
     }
 
+    /// Its capture run is the reproducer's, not one of the climb's runs of the target: it does
+    /// not count in `seen in: K of N runs of the target`.
+    fn runs_target(&self) -> bool {
+        false
+    }
+
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
         let mut steps = if cx.recipe.python {
             vec![

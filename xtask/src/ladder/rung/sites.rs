@@ -51,7 +51,7 @@ pub fn read(io: &mut dyn RungIo, steps: &[Step], then: &str) -> Result<Option<bo
         return Ok(None);
     }
     let ran = exec(io, step);
-    take(io, step, ran, then).map(Some)
+    take(io, step, ran, Some(then)).map(Some)
 }
 
 /// The [`When::LaunchSites`] step of `steps`, to run beside the target (none when there is
@@ -66,7 +66,7 @@ pub fn taken(
     io: &mut dyn RungIo,
     side: &[Step],
     exits: Vec<Result<Exit>>,
-    then: &str,
+    then: Option<&str>,
 ) -> Result<Option<bool>> {
     match side.iter().zip(exits).find(|(s, _)| s.when == When::LaunchSites) {
         Some((step, ran)) => take(io, step, ran, then).map(Some),
@@ -95,9 +95,10 @@ pub fn has_kernel_stubs(io: &dyn RungIo) -> bool {
 
 /// What the disassembly `step` (run to `ran`) named: writes the table into the rung's folder,
 /// removes the disassembly, and notes what it found, or that it named nothing and `then` (what
-/// follows for the launch site). `true` when the binary names at least one kernel launch (the
+/// follows for the launch site); with `then` `None`, notes nothing (a watched job that ended
+/// clean). `true` when the binary names at least one kernel launch (the
 /// armed run may then run at full speed), `false` when it names none.
-pub fn take(io: &mut dyn RungIo, step: &Step, ran: Result<Exit>, then: &str) -> Result<bool> {
+pub fn take(io: &mut dyn RungIo, step: &Step, ran: Result<Exit>, then: Option<&str>) -> Result<bool> {
     let ran = ran?;
     let (log, err) = layout::logs(io.dir(), &step.stem);
     let sites = match open_regular(&log) {
@@ -107,6 +108,7 @@ pub fn take(io: &mut dyn RungIo, step: &Step, ran: Result<Exit>, then: &str) -> 
     let _ = std::fs::remove_file(&log);
     let _ = std::fs::remove_file(&err);
     if sites.is_empty() {
+        let Some(then) = then else { return Ok(false) };
         io.note(format!(
             "objdump named no kernel launch in `{}` ({}): no host code with kernels, or objdump \
              missing; {then}",
@@ -118,6 +120,9 @@ pub fn take(io: &mut dyn RungIo, step: &Step, ran: Result<Exit>, then: &str) -> 
     let table = io.dir().join(LAUNCH_SITES);
     std::fs::write(&table, launch_sites::table(&sites))
         .with_context(|| format!("cannot write `{}`", table.display()))?;
+    if then.is_none() {
+        return Ok(true);
+    }
     let kernels = launch_sites::places(&sites);
     let several = launch_sites::ambiguous(&sites);
     io.note(format!(

@@ -211,7 +211,6 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
     };
     let (exit, exits) = (exit_of(ran.exit), ran.with);
     let then = "a fault's launch site is not known from the binary (`watch` never launch-blocks)";
-    sites::taken(io, &side, exits, then)?;
     let exit = exit?;
     coredump::remove_fifos(&dir);
     for n in std::mem::take(&mut seen.notes) {
@@ -222,6 +221,9 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
     }
     if !seen.hung {
         let read = coredump::read_dumps(io, steps, When::PerDump, started, exit)?;
+        // A job that left no dump leaves no bundle: what its binary's disassembly named (or did
+        // not) is no news to the user (issue 41: it printed the objdump note).
+        sites::taken(io, &side, exits, read.yielded.then_some(then))?;
         if !read.yielded && !exit.success() && !io.interrupted() && exit != Exit::Interrupted {
             io.note(coredump::no_dump_note(exit));
         }
@@ -233,6 +235,7 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
             static_sites: None,
         });
     }
+    sites::taken(io, &side, exits, Some(then))?;
     // The dumps of a hang are read with the hang rung's commands (`info cuda threads`).
     let read = coredump::read_dumps(io, steps, When::PerHangDump, started, exit)?;
     Ok(Ran { faulted: read.yielded, yielded: read.yielded, lineinfo: None, hung: true, static_sites: None })
