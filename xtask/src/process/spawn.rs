@@ -2,7 +2,10 @@
 //! into the pipe ends the caller reads, in a process group of its own (duct's `before_spawn`
 //! hook), so that a timeout, a Stop or Ctrl-C can signal the whole target with its workers,
 //! and with its run's mark in its environment ([`super::tree::MARK_VAR`]), which its
-//! descendants inherit, so that one that leaves the group is still found.
+//! descendants inherit, so that one that leaves the group is still found; and as the
+//! subreaper of its own descendants (`PR_SET_CHILD_SUBREAPER`, set between `fork` and `exec`,
+//! kept across `exec`), so that one that clears its environment, leaves its session and
+//! loses its parent (a double-forked daemon) stays its descendant, found by ancestry.
 //!
 //! Must not: wait, read or kill (the callers in this folder do), or print.
 
@@ -37,6 +40,15 @@ pub(super) fn start(s: &Start, stdout: OwnedFd, stderr: OwnedFd) -> io::Result<d
         .unchecked()
         .before_spawn(|cmd| {
             cmd.process_group(0);
+            // Safe: the closure runs in the child between fork and exec and makes one
+            // system call (prctl), which is async-signal-safe. A kernel that refuses it
+            // leaves the tool's other ways of finding orphans.
+            unsafe {
+                cmd.pre_exec(|| {
+                    let _ = nix::sys::prctl::set_child_subreaper(true);
+                    Ok(())
+                });
+            }
             Ok(())
         });
     if let Some(dir) = s.cwd {
