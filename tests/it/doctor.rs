@@ -1630,6 +1630,7 @@ fn container_checks_against_the_real_docker_engine() {
         coredump_dir: std::env::temp_dir().join("xtask-doctor-docker"),
         need: Vec::new(),
         container: Some(target(Runtime::Docker, BUSYBOX_IMAGE, false)),
+        wait_for_gpu: false,
     };
     let start = Instant::now();
     let facts = gather(&doctor::SystemProbe, &opts);

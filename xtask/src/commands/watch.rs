@@ -120,6 +120,7 @@ pub fn run(args: WatchArgs) -> Result<Outcome> {
         coredump_dir: args.bundle_dir.clone().unwrap_or_else(|| PathBuf::from(layout::DEFAULT_ROOT)),
         need: plan.clone(),
         container: None,
+        wait_for_gpu: true,
     });
     if interrupt.is_set() {
         ui::status("debug-ima: interrupted while checking the machine: the job did not start");
