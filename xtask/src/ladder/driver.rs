@@ -816,7 +816,7 @@ impl Io<'_, '_, '_> {
             layout::logs(self.dir, &step.stem),
             Some(self.dir),
             &mut found,
-            &self.view.climb.interrupt,
+            (&self.view.climb.interrupt, step.role == Role::Target && self.bar.passes_through()),
             on_line,
             on_tick,
         );
@@ -899,15 +899,11 @@ impl Io<'_, '_, '_> {
             notes: Vec::new(),
         });
         let bar = self.bar;
-        let echo = step.role == Role::Target;
         let result = self.run_at(
             step,
             &place,
-            &mut |stream, line| {
+            &mut |_, line| {
                 to_bar(bar, line);
-                if echo {
-                    bar.echo(stream, line);
-                }
                 match watch.as_mut() {
                     Some(w) => w(line, &mut *beside.borrow_mut()),
                     None => Control::Continue,
@@ -991,16 +987,12 @@ impl RungIo for Io<'_, '_, '_> {
         let place = self.view.place(step);
         let bar = self.bar;
         let shows = shows_lines(step.role);
-        let echo = step.role == Role::Target;
         self.run_at(
             step,
             &place,
-            &mut |stream, line| {
+            &mut |_, line| {
                 if shows {
                     to_bar(bar, line);
-                }
-                if echo {
-                    bar.echo(stream, line);
                 }
                 Control::Continue
             },
