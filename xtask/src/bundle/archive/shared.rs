@@ -161,7 +161,7 @@ pub(super) fn listed_name(lossy: &str) -> String {
 pub(super) type Odd = (String, u64, String);
 
 const ODD_NAME: &str = "its name holds a backslash, a control character or bytes that are not UTF-8, which \
-     SHA256SUMS and an archive cannot name safely";
+     the checksum list and an archive cannot name safely";
 const ODD_LINK: &str = "a symbolic link: never followed, never archived";
 const ODD_SPECIAL: &str = "not a regular file (a FIFO, socket or device): never read";
 
