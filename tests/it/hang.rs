@@ -405,6 +405,34 @@ fn watch_passes_bytes_and_stdin_through_unchanged() {
     assert!(log.contains("password=") && !log.contains(secret), "{log}");
 }
 
+/// From a terminal, `watch`'s job reads what is typed there (issue 42: it read an empty
+/// stdin): the job runs in a process group of its own, which the terminal would stop at its
+/// first read, so the tool passes the terminal's input on through a pipe.
+#[test]
+fn watch_passes_a_terminals_input_to_the_job() {
+    use rexpect::session::{spawn_with_options, Options};
+    let s = Scratch::for_run("watch-tty");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"));
+    cmd.args([
+        "watch",
+        "--bundle-dir",
+        s.bundles().to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "read x; echo got:$x",
+    ])
+    .current_dir(&s.dir)
+    .env("PATH", crate::support::path_with(&[&crate::support::standins()]))
+    .env("STANDIN_CASE", crate::support::fixture("oob_write"))
+    .env("STANDIN_PIDS", s.pids_file());
+    let mut tty = spawn_with_options(cmd, Options::default().timeout_ms(Some(30_000))).unwrap();
+    tty.send_line("typed-at-the-terminal").unwrap();
+    let seen = tty.exp_string("got:typed-at-the-terminal");
+    assert!(seen.is_ok(), "{seen:?}");
+    tty.exp_string("no bundle kept").unwrap();
+}
+
 /// `watch --recipe pytorch -- CMD`: the command after `--` is the job and the recipe gives
 /// the rest, its `python: true` among it (faulthandler, unbuffered output, the flight
 /// recorder); the recipe's `script`, which only its own run command used, needs no value (it
