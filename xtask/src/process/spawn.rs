@@ -6,7 +6,9 @@
 //! descendants inherit, so that one that leaves the group is still found; and as the
 //! subreaper of its own descendants (`PR_SET_CHILD_SUBREAPER`, set between `fork` and `exec`,
 //! kept across `exec`), so that one that clears its environment, leaves its session and
-//! loses its parent (a double-forked daemon) stays its descendant, found by ancestry.
+//! loses its parent (a double-forked daemon) stays its descendant, found by ancestry. (A
+//! program that waits for any child, `waitpid(-1)`, may then reap such an adopted orphan;
+//! the usual ones wait for their own children by pid.)
 //!
 //! Must not: wait, read or kill (the callers in this folder do), or print.
 
