@@ -51,21 +51,33 @@ fn bundles(s: &Scratch) -> Vec<Bundle> {
         .unwrap_or_default()
 }
 
-/// `sig` at each of [`MOMENTS`] of a `--full` climb whose every target run leaves a child:
-/// returns how many runs with a bundle the tool ended itself with 128 + the signal, and how
-/// many left an unfinished bundle.
+/// `sig` at each of [`MOMENTS`] of a `--full` climb whose every target run leaves a child, and
+/// once more as soon as the armed run's target runs (a moment no load can move, so that the
+/// climb is always caught in its middle at least once): returns how many runs with a bundle
+/// the tool ended itself with 128 + the signal, and how many left an unfinished bundle.
 fn at_every_moment(sig: Signal) -> (usize, usize) {
     let (mut handled, mut unfinished) = (0, 0);
-    for (i, delay) in MOMENTS.into_iter().enumerate() {
+    let moments = MOMENTS.into_iter().map(Some).chain([None]);
+    for (i, delay) in moments.enumerate() {
         let s = Scratch::for_run(&format!("ending-{sig}-{i}"));
         let recipe = s.write_recipe(&target_recipe(""));
         let run = Run::new(&s, &recipe, "oob_write").arg("--full").env("STANDIN_CHILD", "1");
         let start = Instant::now();
         let child = run.spawn();
-        std::thread::sleep(Duration::from_millis(delay));
+        let what = match delay {
+            Some(ms) => {
+                std::thread::sleep(Duration::from_millis(ms));
+                format!("{sig} after {ms} ms")
+            }
+            None => {
+                let runs =
+                    wait_for(Duration::from_secs(30), || s.standin_pids().iter().any(|(r, _)| r == "target"));
+                assert!(runs, "{sig}: the armed run's target never ran");
+                format!("{sig} once the target ran")
+            }
+        };
         let _ = kill(Pid::from_raw(child.id() as i32), sig);
         let out = run.finish(child, start);
-        let what = format!("{sig} after {delay} ms");
         let pids = s.standin_pids();
         assert!(
             wait_for(Duration::from_secs(10), || pids.iter().all(|(_, p)| !alive(*p))),
@@ -73,8 +85,17 @@ fn at_every_moment(sig: Signal) -> (usize, usize) {
             pids.iter().filter(|(_, p)| alive(*p)).collect::<Vec<_>>(),
             out.both()
         );
-        let found = bundles(&s);
+        let mut found = bundles(&s);
         assert!(found.len() <= 1, "{what}: {} bundles", found.len());
+        // Killed while it made the folder, before its manifest: no bundle, and `bundle show`
+        // says so rather than showing it as one.
+        if let Some(b) = found.first().filter(|b| !b.root.join("manifest.yaml").exists()) {
+            let (ok, shown, _) =
+                xtask(&s.dir, "/usr/bin:/bin", &["bundle", "show", b.root.to_str().unwrap()]);
+            assert!(!ok && shown.is_empty(), "{what}: {}", String::from_utf8_lossy(&shown));
+            assert!(out.code().is_none(), "{what}: the tool ended itself with a folder and no manifest");
+            found.clear();
+        }
         if let Some(code) = out.code() {
             // The tool ended itself: the signal came (128 + it) or the climb was over (0).
             assert!(code == 128 + sig as i32 || code == 0, "{what}: exit {code}\n{}", out.both());
