@@ -384,6 +384,19 @@ mod tests {
     }
 
     #[test]
+    fn descendants_are_found_by_parent_whatever_their_environment() {
+        let p = |pid, ppid| Proc { pid, ppid, zombie: false, start: 0 };
+        // 10 marked; 11 its child; 12 an orphan it adopted (a daemon, no mark); 13 under 12;
+        // 20 a stranger with its child 21; 99 this process, never picked.
+        let procs = [p(10, 1), p(11, 10), p(12, 10), p(13, 12), p(20, 1), p(21, 20), p(99, 13)];
+        assert_eq!(with_descendants(&procs, [10].into_iter(), 99), [10, 11, 12, 13]);
+        assert_eq!(with_descendants(&procs, std::iter::empty(), 99), Vec::<i32>::new());
+        let mut zombie = procs;
+        zombie[2].zombie = true;
+        assert_eq!(with_descendants(&zombie, [10].into_iter(), 99), [10, 11]);
+    }
+
+    #[test]
     fn the_mark_is_found_in_an_environment_block() {
         let env = b"HOME=/root\0DEBUG_IMA_RUN=1-2.3\0PATH=/bin\0";
         assert_eq!(mark_in(env), Some(&b"1-2.3"[..]));
