@@ -1631,6 +1631,7 @@ fn container_checks_against_the_real_docker_engine() {
         coredump_dir: std::env::temp_dir().join("xtask-doctor-docker"),
         need: Vec::new(),
         container: Some(target(Runtime::Docker, BUSYBOX_IMAGE, false)),
+        wait_for_gpu: false,
     };
     let facts = gather(&doctor::SystemProbe, &opts);
     // The script prints exactly what the recorded PROBE_BUSYBOX holds.

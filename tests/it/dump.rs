@@ -78,7 +78,7 @@ fn dump<'a>(s: &'a Scratch, case: &str, args: &[&str]) -> Run<'a> {
         ("STANDIN_CASE".to_string(), fixture(case).display().to_string()),
         ("STANDIN_ATTACHES".to_string(), s.path("attaches.txt").display().to_string()),
     ];
-    Run { scratch: s, args: argv, env, path: path_with(&[&standins()]) }
+    Run { scratch: s, args: argv, env, path: path_with(&[&standins()]), stdin: None }
 }
 
 /// The state letter in `/proc/PID/stat` (`S`, `R`, `T`, ...).

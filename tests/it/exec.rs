@@ -14,6 +14,7 @@
 //! capped (`DEBUG_IMA_LOG_CAP`), head and tail kept, redacted, and the cut noted.
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -684,6 +685,51 @@ fn the_binary_kills_every_descendant_on_sigterm_and_says_so() {
     let stopped = m["stopped"].as_str().unwrap();
     assert!(stopped.starts_with("interrupted (SIGTERM)"), "{stopped}");
     assert!(!stopped.contains("Ctrl-C"), "{stopped}");
+}
+
+/// SIGKILL of the tool, which no handler sees, while its target and an `env -i setsid`
+/// double-forked daemon it started run: the guardian ends the daemon too (issue 42: it found
+/// processes by their environment only, and the daemon, which has none of the tool's, was
+/// left running), and the bundle says that its run did not finish.
+#[test]
+fn sigkill_of_the_binary_ends_an_environment_cleared_daemon_and_the_bundle_says_unfinished() {
+    let (s, out, m) = escape_through_the_binary("bin-sigkill", Ending::Signal(Signal::SIGKILL), true);
+    assert_eq!(out.status.signal(), Some(9), "{}", out.both());
+    assert!(m["stopped"].is_null(), "{m:?}");
+    let b = s.only_bundle();
+    let show = support::plant::xtask(&s.dir, "/usr/bin:/bin", &["bundle", "show", b.root.to_str().unwrap()]);
+    assert!(
+        String::from_utf8_lossy(&show.1).contains("status:   unfinished"),
+        "{}",
+        String::from_utf8_lossy(&show.1)
+    );
+}
+
+/// SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM end the run as SIGTERM does (issue 42: they killed
+/// the tool without its `stopped:` line, a sealed bundle or its processes ended): exit 128 +
+/// the signal, the signal named, nothing left, the bundle finished and sealed.
+#[test]
+fn the_binary_ends_a_run_alike_on_every_catchable_signal() {
+    let signals = [Signal::SIGQUIT, Signal::SIGUSR1, Signal::SIGUSR2, Signal::SIGALRM];
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = signals
+            .into_iter()
+            .map(|sig| {
+                scope.spawn(move || {
+                    let (s, out, m) =
+                        escape_through_the_binary(&format!("bin-{sig}"), Ending::Signal(sig), true);
+                    assert_eq!(out.code(), Some(128 + sig as i32), "{sig}: {}", out.both());
+                    let stopped = m["stopped"].as_str().unwrap_or_default();
+                    assert!(stopped.starts_with(&format!("interrupted ({sig})")), "{sig}: {stopped}");
+                    assert!(out.stdout.contains(&format!("stopped: interrupted ({sig})")), "{}", out.both());
+                    assert!(s.only_bundle().exists("SHA256SUMS"), "{sig}: not sealed");
+                })
+            })
+            .collect();
+        for r in runs {
+            r.join().unwrap();
+        }
+    });
 }
 
 /// Ctrl-C (or SIGTERM) while doctor waits on a `--version` probe that does not answer: the

@@ -361,6 +361,87 @@ fn watch_of_a_job_that_ends_normally_keeps_its_status_and_no_bundle() {
     assert_eq!(bare.run().code(), Some(2));
 }
 
+/// `watch` is transparent (issue 42: invalid UTF-8 became U+FFFD, a line was cut at 64 KiB, so
+/// 50 MiB without a newline came out as 65,537 bytes, and the job read an empty stdin): what
+/// the job reads is the tool's stdin, and what it writes reaches the tool's stdout and stderr
+/// byte for byte, however long its lines and whatever its bytes; the bundle's log of a job
+/// that faulted is still the redacted one.
+#[test]
+fn watch_passes_bytes_and_stdin_through_unchanged() {
+    let s = Scratch::for_run("watch-bytes");
+    // 50 MiB of pseudo-random bytes without a newline (invalid UTF-8 among them), for stdout;
+    // a short run of invalid UTF-8 for stderr; a few lines with invalid bytes for stdin.
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let data: Vec<u8> = (0..50 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            match (x >> 24) as u8 {
+                b'\n' => 0xFF,
+                b => b,
+            }
+        })
+        .collect();
+    assert!(!data.contains(&b'\n') && std::str::from_utf8(&data).is_err());
+    std::fs::write(s.path("data"), &data).unwrap();
+    let err_bytes: &[u8] = b"\xff\xfe err \xc3\x28 no newline at the end";
+    std::fs::write(s.path("err"), err_bytes).unwrap();
+    let input: &[u8] = b"first line from stdin\n\xc3\x28 second\r\nlast, no newline";
+    std::fs::write(s.path("input"), input).unwrap();
+    let job = format!("cat; cat '{}'; cat '{}' >&2", s.path("data").display(), s.path("err").display());
+    let mut run = watch(&s, "oob_write", &[], &["sh", "-c", &job]);
+    run.stdin = Some(s.path("input"));
+    let out = run.run();
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let stdout = std::fs::read(s.path("xtask.stdout")).unwrap();
+    let mut want = input.to_vec();
+    want.extend_from_slice(&data);
+    assert_eq!(stdout.len(), want.len(), "stdout: {} bytes, not {}", stdout.len(), want.len());
+    assert!(stdout == want, "stdout differs from what the job wrote");
+    let stderr = std::fs::read(s.path("xtask.stderr")).unwrap();
+    assert!(stderr.starts_with(err_bytes), "{}", String::from_utf8_lossy(&stderr));
+
+    // A job that faults: its secret reaches the terminal as printed, the bundle's log redacted.
+    let s = Scratch::for_run("watch-bytes-fault");
+    let secret = "hunter2-Qx7vT9pL3mZ8";
+    let job = format!("echo 'password={secret}'; exec target");
+    let out = watch(&s, "oob_write", &[], &["sh", "-c", &job]).run();
+    assert_eq!(out.code(), Some(134), "{}", out.both());
+    assert!(out.stdout.contains(&format!("password={secret}\n")), "{}", out.both());
+    let b = s.only_bundle();
+    let log = b.read("rungs/01-baseline/stdout.log");
+    assert!(log.contains("password=") && !log.contains(secret), "{log}");
+}
+
+/// From a terminal, `watch`'s job reads what is typed there (issue 42: it read an empty
+/// stdin): the job runs in a process group of its own, which the terminal would stop at its
+/// first read, so the tool passes the terminal's input on through a pipe.
+#[test]
+fn watch_passes_a_terminals_input_to_the_job() {
+    use rexpect::session::{spawn_with_options, Options};
+    let s = Scratch::for_run("watch-tty");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"));
+    cmd.args([
+        "watch",
+        "--bundle-dir",
+        s.bundles().to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "read x; echo got:$x",
+    ])
+    .current_dir(&s.dir)
+    .env("PATH", crate::support::path_with(&[&crate::support::standins()]))
+    .env("STANDIN_CASE", crate::support::fixture("oob_write"))
+    .env("STANDIN_PIDS", s.pids_file());
+    let mut tty = spawn_with_options(cmd, Options::default().timeout_ms(Some(30_000))).unwrap();
+    tty.send_line("typed-at-the-terminal").unwrap();
+    let seen = tty.exp_string("got:typed-at-the-terminal");
+    assert!(seen.is_ok(), "{seen:?}");
+    tty.exp_string("no bundle kept").unwrap();
+}
+
 /// `watch --recipe pytorch -- CMD`: the command after `--` is the job and the recipe gives
 /// the rest, its `python: true` among it (faulthandler, unbuffered output, the flight
 /// recorder); the recipe's `script`, which only its own run command used, needs no value (it

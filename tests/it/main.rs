@@ -23,6 +23,7 @@ mod container;
 mod docs_commands;
 mod doctor;
 mod dump;
+mod endings;
 mod exec;
 mod hang;
 mod ladder;

@@ -250,7 +250,8 @@ fn no_planted_secret_reaches_the_bundle_its_archives_the_report_or_the_terminal(
         run = run.arg("--set").arg(&format!("{}={}", f.var, f.value));
     }
     // The plan first (`--dry-run` prints every command and environment): no bundle.
-    let mut dry = Run { scratch: &s, args: run.args.clone(), env: run.env.clone(), path: path.clone() };
+    let mut dry =
+        Run { scratch: &s, args: run.args.clone(), env: run.env.clone(), path: path.clone(), stdin: None };
     dry.args.push("--dry-run".into());
     let planned = dry.run();
     assert_eq!(planned.code(), Some(0), "{}", planned.both());

@@ -5,7 +5,8 @@
 //!
 //! Exit codes: 0 success; 1 failure (the message says what to do); 2 usage error; the
 //! `--error-exitcode N` of `debug-ima` when it located a fault;
-//! 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM, 129 by SIGHUP (128 + the signal).
+//! 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM, 129 by SIGHUP, 128 + N by another
+//! signal N that ends a run as SIGTERM does (SIGQUIT 131, SIGUSR1 138, SIGUSR2 140, SIGALRM 142).
 //!
 //! Must not: do a command's work, or print other than through `ui`.
 
@@ -310,6 +311,7 @@ fn interrupted_code(cause: Cause) -> i32 {
         Cause::Terminate => EXIT_TERMINATED,
         Cause::Hangup => EXIT_HANGUP,
         Cause::CtrlC | Cause::Asked => EXIT_INTERRUPTED,
+        Cause::Other(signal) => 128 + signal as i32,
     }
 }
 
@@ -431,6 +433,10 @@ mod tests {
         assert_eq!(exit_code_for(Outcome::Interrupted, Some(Cause::Hangup)), 129);
         assert_eq!(exit_code_for(Outcome::Interrupted, Some(Cause::Asked)), 130);
         assert_eq!(exit_code_for(Outcome::Done, Some(Cause::Terminate)), 0);
+        use nix::sys::signal::Signal;
+        assert_eq!(exit_code_for(Outcome::Interrupted, Some(Cause::Other(Signal::SIGUSR1))), 138);
+        assert_eq!(exit_code_for(Outcome::Interrupted, Some(Cause::Other(Signal::SIGQUIT))), 131);
+        assert_eq!(exit_code_for(Outcome::Interrupted, Some(Cause::Other(Signal::SIGALRM))), 142);
         assert_eq!(exit_code_for(Outcome::Exited(Exit::Code(3)), None), 3);
         assert_eq!(exit_code_for(Outcome::Exited(Exit::Signal(6)), None), 134);
     }

@@ -290,16 +290,32 @@ pub trait RungBar {
     fn note(&self, text: &str);
     /// The rung ended so.
     fn finish(&self, outcome: &str);
-    /// A line the target printed, for a progress that passes the target's output through
-    /// (`watch`); the others show it through [`RungBar::line`] only.
-    fn echo(&self, stream: Stream, line: &str) {
-        let _ = (stream, line);
+    /// Whether the target's output passes through byte for byte as it comes
+    /// ([`pass_through`], `watch`), its input too; the others show its lines through
+    /// [`RungBar::line`] only.
+    fn passes_through(&self) -> bool {
+        false
     }
 }
 
-/// `watch`'s progress: the job's output passes through as it was printed (stdout to stdout,
-/// stderr to stderr, unredacted: it is the user's own terminal); the tool's own lines go to
-/// stderr, prefixed, and only when something happens.
+/// `watch`'s job's output, as its bytes come: to this process's stdout or stderr unchanged
+/// (no line cut, no UTF-8 repair, no redaction: it is the user's own terminal, as if the job
+/// ran alone). A closed or failing output is ignored: it must not end the job, and the
+/// bundle's log has the bytes.
+pub fn pass_through(stream: Stream, bytes: &[u8]) {
+    let _ = match stream {
+        Stream::Stdout => {
+            let mut out = io::stdout().lock();
+            out.write_all(bytes).and_then(|()| out.flush())
+        }
+        Stream::Stderr => io::stderr().lock().write_all(bytes),
+    };
+}
+
+/// `watch`'s progress: the job's output passes through byte for byte as it was printed (stdout
+/// to stdout, stderr to stderr, unredacted: it is the user's own terminal; [`pass_through`]),
+/// its input too; the tool's own lines go to stderr, prefixed, and only when something
+/// happens.
 pub struct Echo;
 
 impl Progress for Echo {
@@ -312,7 +328,7 @@ impl Progress for Echo {
     }
 }
 
-/// The one rung of `watch`: its target's lines echoed, its notes prefixed.
+/// The one rung of `watch`: its target's bytes passed through, its notes prefixed.
 struct EchoBar;
 
 impl RungBar for EchoBar {
@@ -326,12 +342,9 @@ impl RungBar for EchoBar {
 
     fn finish(&self, _outcome: &str) {}
 
-    fn echo(&self, stream: Stream, line: &str) {
-        // A closed pipe on our side must not end the job: its output is in the bundle's log.
-        let _ = match stream {
-            Stream::Stdout => writeln!(io::stdout().lock(), "{line}"),
-            Stream::Stderr => writeln!(io::stderr().lock(), "{line}"),
-        };
+    /// The job's bytes pass through as they come ([`pass_through`]), not its lines.
+    fn passes_through(&self) -> bool {
+        true
     }
 }
 

@@ -136,6 +136,8 @@ pub struct Run<'a> {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub path: String,
+    /// The binary's stdin: this file, or nothing (`/dev/null`).
+    pub stdin: Option<PathBuf>,
 }
 
 /// What a finished run printed.
@@ -172,7 +174,7 @@ impl<'a> Run<'a> {
             ("STANDIN_CASE".to_string(), fixture(case).display().to_string()),
             ("STANDIN_PIDS".to_string(), scratch.pids_file().display().to_string()),
         ];
-        Run { scratch, args, env, path: path_with(&[&standins()]) }
+        Run { scratch, args, env, path: path_with(&[&standins()]), stdin: None }
     }
 
     pub fn arg(mut self, a: &str) -> Self {
@@ -228,7 +230,10 @@ impl<'a> Run<'a> {
             .env_remove("STANDIN_NO_DUMP")
             .env_remove("STANDIN_GPUS")
             .env_remove("CUDA_VISIBLE_DEVICES")
-            .stdin(Stdio::null())
+            .stdin(match &self.stdin {
+                Some(p) => Stdio::from(std::fs::File::open(p).unwrap()),
+                None => Stdio::null(),
+            })
             .stdout(std::fs::File::create(self.scratch.path("xtask.stdout")).unwrap())
             .stderr(std::fs::File::create(self.scratch.path("xtask.stderr")).unwrap());
         for (k, v) in &self.env {
@@ -264,8 +269,11 @@ impl<'a> Run<'a> {
         Output {
             status,
             took: start.elapsed(),
-            stdout: std::fs::read_to_string(self.scratch.path("xtask.stdout")).unwrap(),
-            stderr: std::fs::read_to_string(self.scratch.path("xtask.stderr")).unwrap(),
+            // Lossy: `watch` passes a job's bytes through as they are.
+            stdout: String::from_utf8_lossy(&std::fs::read(self.scratch.path("xtask.stdout")).unwrap())
+                .into_owned(),
+            stderr: String::from_utf8_lossy(&std::fs::read(self.scratch.path("xtask.stderr")).unwrap())
+                .into_owned(),
         }
     }
 }

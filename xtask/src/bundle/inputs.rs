@@ -55,6 +55,10 @@ fn collect_into(paths: &[PathBuf], out: &mut Vec<PathBuf>, skipped: &mut Vec<Ski
             format!("cannot read `{}`: check the path (a log, an XML report or a directory)", p.display())
         })?;
         if meta.is_dir() && layout::is_bundle(p) {
+            // A bundle whose run did not end says so (a note of the analysis).
+            if super::manifest::read(p).is_ok_and(|m| !m.finished()) {
+                skipped.push((p.clone(), format!("is {}", super::manifest::UNFINISHED)));
+            }
             // A bundle: the rungs' logs and reports, not the bundle's own files.
             for entry in walkdir::WalkDir::new(p.join(layout::RUNGS_DIR)).sort_by_file_name() {
                 let entry = match entry {

@@ -175,7 +175,21 @@ pub struct ContainerRecord {
     pub gpus: bool,
 }
 
+/// What `bundle show`, `bundle report` and `analyze` say of a bundle whose run did not end
+/// ([`Manifest::finished`]).
+pub const UNFINISHED: &str = "unfinished: the run that wrote this bundle did not reach its end (the tool \
+     was killed, failed before its first rung, or is still running); what is here is what it wrote until then";
+
 impl Manifest {
+    /// Whether the run that wrote the bundle ended: every ending the tool sees (the plan
+    /// done, a verdict, an error, Ctrl-C or any other signal it catches) writes `stopped`
+    /// with the analysis, before the seal; a run killed (SIGKILL, a crash, the machine's
+    /// end), one whose setup failed after the bundle was made (before the climb), or one
+    /// still running has none.
+    pub fn finished(&self) -> bool {
+        self.stopped.is_some()
+    }
+
     /// The recipe's name, `?` when the recorded recipe has none.
     /// The recipe's name, on one line (a received manifest's name may hold a newline that would
     /// forge a line of `bundle show`, `report`, `summary.md` or `replay.sh`: [`crate::ui::safe`]).

@@ -112,8 +112,9 @@ pub fn render(input: &ReportInput) -> String {
         None => writeln!(head, "**No verdict:** {}\n", one(a.conclusion.trim_start_matches("no verdict: ")))
             .unwrap(),
     }
-    if let Some(st) = &m.stopped {
-        writeln!(head, "Stopped: {}\n", one(st)).unwrap();
+    match &m.stopped {
+        Some(st) => writeln!(head, "Stopped: {}\n", one(st)).unwrap(),
+        None => writeln!(head, "**Unfinished:** {}\n", super::manifest::UNFINISHED).unwrap(),
     }
     if let Some((outcome, script)) = &input.reproducer {
         head.push_str(&reproducer_section(outcome, script.as_deref()));

@@ -543,8 +543,9 @@ pub fn render_show(path: &Path, m: &Manifest, files: &[(String, u64, Fate)]) -> 
     .unwrap();
     writeln!(s, "created:  {} by {} {}", line(&m.created), line(&m.tool), line(&m.version)).unwrap();
     writeln!(s, "verdict:  {}", line(m.verdict.as_deref().unwrap_or("none"))).unwrap();
-    if let Some(st) = &m.stopped {
-        writeln!(s, "stopped:  {}", line(st)).unwrap();
+    match &m.stopped {
+        Some(st) => writeln!(s, "stopped:  {}", line(st)).unwrap(),
+        None => writeln!(s, "status:   {}", crate::bundle::manifest::UNFINISHED).unwrap(),
     }
     writeln!(s, "\nrungs:").unwrap();
     for r in &m.rungs {
@@ -603,6 +604,8 @@ pub fn render_show_json(path: &Path, m: &Manifest, files: &[(String, u64, Fate)]
         version: &'a str,
         verdict: Option<&'a str>,
         stopped: Option<&'a str>,
+        /// Whether the run that wrote it ended ([`Manifest::finished`]).
+        finished: bool,
         rungs: Vec<Rung<'a>>,
         files: Vec<File<'a>>,
         redactions: Vec<Redaction<'a>>,
@@ -617,6 +620,7 @@ pub fn render_show_json(path: &Path, m: &Manifest, files: &[(String, u64, Fate)]
         version: &m.version,
         verdict: m.verdict.as_deref(),
         stopped: m.stopped.as_deref(),
+        finished: m.finished(),
         rungs: m
             .rungs
             .iter()

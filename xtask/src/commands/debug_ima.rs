@@ -510,6 +510,7 @@ pub fn run(args: Args) -> Result<Outcome> {
             image: image.clone(),
             gpus: *gpus,
         }),
+        wait_for_gpu: true,
     });
     if interrupt.is_set() {
         ui::status("interrupted while checking the machine: nothing ran, no bundle was written");

@@ -93,7 +93,7 @@ pub fn run(args: DoctorArgs) -> Result<Outcome> {
     };
     // No rung named: every rung's needs.
     let need: Vec<RungId> = RungChoice::named(&args.rungs).unwrap_or_default();
-    let opts = Options { coredump_dir: args.coredump_dir, need, container };
+    let opts = Options { coredump_dir: args.coredump_dir, need, container, wait_for_gpu: false };
     let report = run_checks(&opts);
     let text = if args.json {
         let tool = concat!(env!("CARGO_PKG_VERSION"), " (", env!("XTASK_COMMIT"), ")");

@@ -1,6 +1,7 @@
 //! `debug-ima watch [--recipe R] [--hang-after SECS] -- CMD ARGS...`: runs a long job (a
 //! server, a training run) once, armed but at full speed, for as long as it runs. Its output
-//! passes through as it is printed and its exit status is the command's. A device fault in it
+//! passes through byte for byte as it is printed, it reads the tool's stdin, and its exit
+//! status is the command's. A device fault in it
 //! (its dumps read after it ends) or a hang (silence while a GPU is busy for `--hang-after`,
 //! or PyTorch's NCCL watchdog timeout line) gets a bundle with the verdict from that one
 //! occurrence; a job that ends without either leaves no bundle. The tool's own lines go to
@@ -120,6 +121,7 @@ pub fn run(args: WatchArgs) -> Result<Outcome> {
         coredump_dir: args.bundle_dir.clone().unwrap_or_else(|| PathBuf::from(layout::DEFAULT_ROOT)),
         need: plan.clone(),
         container: None,
+        wait_for_gpu: true,
     });
     if interrupt.is_set() {
         ui::status("debug-ima: interrupted while checking the machine: the job did not start");

@@ -78,7 +78,7 @@ pub fn gather(probe: &dyn Probe, opts: &Options) -> Facts {
     };
     let on_host = target.is_none();
     thread::scope(|s| {
-        let gpu = s.spawn(|| probe_gpu(probe));
+        let gpu = s.spawn(|| probe_gpu(probe, opts.wait_for_gpu));
         let tools: Vec<_> =
             host_tools.iter().map(|name| s.spawn(move || probe_tool(probe, name, &["--version"]))).collect();
         let backend =

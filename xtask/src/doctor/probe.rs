@@ -120,8 +120,19 @@ pub(super) fn probe_tool(probe: &dyn Probe, name: &str, args: &[&str]) -> ToolFa
     ToolFacts { name: name.to_string(), found, output }
 }
 
-pub(super) fn probe_gpu(probe: &dyn Probe) -> ToolFacts {
+/// `nvidia-smi --query-gpu`; with `wait`, a query that timed out is asked again and waited
+/// for ([`super::report::GPU_WAIT`]), the wait said on the terminal.
+pub(super) fn probe_gpu(probe: &dyn Probe, wait: bool) -> ToolFacts {
     let mut facts = probe_tool(probe, "nvidia-smi", &[GPU_QUERY, "--format=csv,noheader"]);
+    let timed_out = facts.output.as_ref().is_some_and(|o| o.exit == crate::model::Exit::TimedOut);
+    if let (true, true, Some(path)) = (wait, timed_out, facts.found.path()) {
+        crate::ui::status(&format!(
+            "waiting for `nvidia-smi`, which did not answer within {} s (a busy machine, or a hung \
+             driver: Ctrl-C stops)",
+            PROBE_TIMEOUT.as_secs()
+        ));
+        facts.output = Some(probe.run(path, &[GPU_QUERY, "--format=csv,noheader"], super::report::GPU_WAIT));
+    }
     let old_driver =
         facts.output.as_ref().is_some_and(|o| o.text().contains("is not a valid field to query"));
     if let (true, Some(path)) = (old_driver, facts.found.path()) {

@@ -178,7 +178,16 @@ pub struct Options {
     /// host's tools; otherwise the runtime, the image, the GPU plumbing, and the tools,
     /// the debugger back-end and `/tmp` inside the image, in place of the host's.
     pub container: Option<ContainerTarget>,
+    /// Whether a GPU probe that did not answer within [`PROBE_TIMEOUT`] is waited for (a run
+    /// about to start: under load, several runs starting at once can make `nvidia-smi` slow,
+    /// which is no reason to call the machine GPU-less), saying so, until it answers or
+    /// Ctrl-C; `doctor` itself reports the timeout instead.
+    pub wait_for_gpu: bool,
 }
+
+/// How long a run waits for a slow `nvidia-smi` after [`PROBE_TIMEOUT`]: no limit in
+/// practice (a year); Ctrl-C or any other signal the tool catches ends the wait.
+pub const GPU_WAIT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// The container the ladder's rungs run in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -194,7 +203,12 @@ pub struct ContainerTarget {
 
 impl Default for Options {
     fn default() -> Options {
-        Options { coredump_dir: PathBuf::from("bundles"), need: Vec::new(), container: None }
+        Options {
+            coredump_dir: PathBuf::from("bundles"),
+            need: Vec::new(),
+            container: None,
+            wait_for_gpu: false,
+        }
     }
 }
 

@@ -59,7 +59,7 @@ pub struct Climbed {
 pub enum Stopped {
     /// The policy or the prompt stopped it; the reason, for the user.
     Done(String),
-    /// Ctrl-C, SIGTERM or SIGHUP.
+    /// Ctrl-C, SIGTERM, SIGHUP or another signal the tool catches (`process::Cause`).
     Interrupted,
 }
 

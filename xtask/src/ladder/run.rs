@@ -69,7 +69,12 @@ pub fn place_for(
 
 /// What `process` runs for an invocation, with its two logs (the same path for both streams
 /// puts them in one file).
-fn to_spec(inv: &Invocation, (stdout_log, stderr_log): (PathBuf, PathBuf), interrupt: &Interrupt) -> Spec {
+fn to_spec(
+    inv: &Invocation,
+    (stdout_log, stderr_log): (PathBuf, PathBuf),
+    interrupt: &Interrupt,
+    pass_through: bool,
+) -> Spec {
     Spec {
         program: inv.argv[0].clone().into(),
         args: inv.argv[1..].iter().map(Into::into).collect(),
@@ -81,6 +86,7 @@ fn to_spec(inv: &Invocation, (stdout_log, stderr_log): (PathBuf, PathBuf), inter
         timeout: inv.timeout,
         redact: true,
         interrupt: interrupt.clone(),
+        pass_through,
     }
 }
 
@@ -101,12 +107,23 @@ pub fn run_logged(
     interrupt: &Interrupt,
     on_line: &mut dyn FnMut(Stream, &str) -> Control,
 ) -> Result<(CommandRecord, Result<process::Outcome>)> {
-    run_logged_watched(root, role, inv, place, logs, command_dir, found, interrupt, on_line, &mut |_| {
-        Control::Continue
-    })
+    let passes = false;
+    run_logged_watched(
+        root,
+        role,
+        inv,
+        place,
+        logs,
+        command_dir,
+        found,
+        (interrupt, passes),
+        on_line,
+        &mut |_| Control::Continue,
+    )
 }
 
-/// [`run_logged`] with a tick while the process runs ([`process::run_watched`]).
+/// [`run_logged`] with a tick while the process runs ([`process::run_watched`]); with
+/// `passes` (`watch`'s job), its output and input pass through ([`Spec::pass_through`]).
 #[allow(clippy::too_many_arguments)]
 pub fn run_logged_watched(
     root: &Path,
@@ -116,7 +133,7 @@ pub fn run_logged_watched(
     logs: (PathBuf, PathBuf),
     command_dir: Option<&Path>,
     found: &mut Vec<Redaction>,
-    interrupt: &Interrupt,
+    (interrupt, passes): (&Interrupt, bool),
     on_line: &mut dyn FnMut(Stream, &str) -> Control,
     on_tick: &mut dyn FnMut(&process::Running) -> Control,
 ) -> Result<(CommandRecord, Result<process::Outcome>)> {
@@ -134,7 +151,7 @@ pub fn run_logged_watched(
         std::fs::write(f, shown.shell_line() + "\n")
             .with_context(|| format!("cannot write `{}`", f.display()))?;
     }
-    let result = process::run_watched(&to_spec(inv, logs, interrupt), on_line, on_tick);
+    let result = process::run_watched(&to_spec(inv, logs, interrupt, passes), on_line, on_tick);
     place.clean_up();
     if let Ok(o) = &result {
         rec.exit = Some(o.exit);

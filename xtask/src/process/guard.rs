@@ -3,9 +3,18 @@
 //! when the tool ends, however (SIGKILL included, which no handler sees), the pipe closes,
 //! and the guardian SIGKILLs every process that carries one of the tool's run marks
 //! ([`super::tree::MARK_VAR`] with the tool's token), `setsid` and double-forked ones included,
-//! then exits. After a normal end the tool has killed them already and there is nothing left.
+//! and every descendant of those (found through `/proc` by parent: an `env -i setsid` daemon
+//! that a run started is, while the run's first process lives, its child, because that
+//! process is the subreaper of its descendants: `spawn.rs`), then exits. After a normal end the tool has killed them already and there is nothing left.
 //!
-//! Must not: signal a process without the tool's mark, or carry the mark itself.
+//! Why ancestry and not a cgroup or the session: a cgroup of its own needs a delegated,
+//! writable cgroup tree, which containers and batch systems rarely give; a daemon leaves its
+//! session and group (`setsid`) and its environment (`env -i`); the guardian cannot be an
+//! ancestor of the runs (the tool starts them), so the runs' first processes are made the
+//! subreapers, which the kernel honours whatever the daemon does.
+//!
+//! Must not: signal a process that neither carries the tool's mark nor descends from one that
+//! does, or carry the mark itself.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;

@@ -1,4 +1,5 @@
-//! Ctrl-C, SIGTERM and SIGHUP as a value: an [`Interrupt`] handle that the runner, the
+//! Ctrl-C, SIGTERM, SIGHUP and every other signal that asks a process to end (SIGQUIT,
+//! SIGUSR1, SIGUSR2, SIGALRM: [`OTHER`]) as a value: an [`Interrupt`] handle that the runner, the
 //! ladder's driver and the `collect` thread are given and ask, instead of each reading a
 //! global, and which remembers what stopped the run ([`Cause`]: the first signal that came).
 //! The signal handler is process-wide, so every handle made by [`Interrupt::install`] or
@@ -10,6 +11,10 @@
 //! says it handles interrupts itself ([`Interrupt::install`]: the ladder, a container build),
 //! a signal kills everything the tool started ([`super::tree::kill_all`]: doctor's probes,
 //! say) and then ends the tool by the same signal, as the default action would have.
+//!
+//! SIGPIPE stays ignored (Rust's default): the tool's own writes to a closed pipe fail with
+//! EPIPE, which `ui` handles, and `watch` must not end a job because its reader went away.
+//! SIGKILL and SIGSTOP cannot be caught: the guardian (`guard.rs`) ends what a SIGKILL left.
 //!
 //! Must not: print or decide what an interrupt means to the ladder (the driver does).
 
@@ -31,16 +36,20 @@ pub enum Cause {
     Hangup,
     /// [`Interrupt::trigger`], no signal.
     Asked,
+    /// Another signal whose default action ends the process ([`OTHER`]: SIGQUIT, SIGUSR1,
+    /// SIGUSR2, SIGALRM), handled as SIGTERM is.
+    Other(Signal),
 }
 
 impl Cause {
-    /// `Ctrl-C`, `SIGTERM`, `SIGHUP`, `a stop request`.
+    /// `Ctrl-C`, `SIGTERM`, `SIGHUP`, `a stop request`, `SIGUSR1`, ...
     pub fn text(self) -> &'static str {
         match self {
             Cause::CtrlC => "Ctrl-C",
             Cause::Terminate => "SIGTERM",
             Cause::Hangup => "SIGHUP",
             Cause::Asked => "a stop request",
+            Cause::Other(signal) => signal.as_str(),
         }
     }
 
@@ -51,15 +60,18 @@ impl Cause {
             Cause::Terminate => Some(Signal::SIGTERM),
             Cause::Hangup => Some(Signal::SIGHUP),
             Cause::Asked => None,
+            Cause::Other(signal) => Some(signal),
         }
     }
 
+    /// 1 to 4 for the first four; 64 + the signal's number for [`Cause::Other`].
     fn code(self) -> u8 {
         match self {
             Cause::CtrlC => 1,
             Cause::Terminate => 2,
             Cause::Hangup => 3,
             Cause::Asked => 4,
+            Cause::Other(signal) => 64 + signal as u8,
         }
     }
 
@@ -69,6 +81,7 @@ impl Cause {
             2 => Some(Cause::Terminate),
             3 => Some(Cause::Hangup),
             4 => Some(Cause::Asked),
+            n if n > 64 => Signal::try_from(c_int::from(n - 64)).ok().map(Cause::Other),
             _ => None,
         }
     }
@@ -77,6 +90,7 @@ impl Cause {
         match Signal::try_from(signo) {
             Ok(Signal::SIGTERM) => Cause::Terminate,
             Ok(Signal::SIGHUP) => Cause::Hangup,
+            Ok(other) if OTHER.contains(&other) => Cause::Other(other),
             // SIGINT, or a signal that came before ours was chained in (see `chain`).
             _ => Cause::CtrlC,
         }
@@ -98,6 +112,11 @@ static FIRST_SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// The signals handled, and the handlers (ctrlc's) that [`note`] passes them on to.
 const HANDLED: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
 static CHAINED: [OnceLock<extern "C" fn(c_int)>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+/// The other signals whose default action ends the process and that can be caught: each
+/// ends a run as SIGTERM does (its `stopped:` line, its processes ended, the bundle sealed),
+/// and ends the tool by itself where no command watches. ctrlc does not handle them: [`note`]
+/// is their handler, and wakes ctrlc's thread through a handler ctrlc installed.
+pub const OTHER: [Signal; 4] = [Signal::SIGQUIT, Signal::SIGUSR1, Signal::SIGUSR2, Signal::SIGALRM];
 
 fn signalled() -> Arc<AtomicU8> {
     SIGNALLED.get_or_init(|| Arc::new(AtomicU8::new(0))).clone()
@@ -107,10 +126,13 @@ fn signalled() -> Arc<AtomicU8> {
 /// semaphore), all async-signal-safe.
 extern "C" fn note(signo: c_int) {
     let _ = FIRST_SIGNAL.compare_exchange(0, signo, Ordering::SeqCst, Ordering::SeqCst);
-    if let Some(i) = HANDLED.iter().position(|s| *s as c_int == signo) {
-        if let Some(next) = CHAINED[i].get() {
-            next(signo);
-        }
+    let chained = match HANDLED.iter().position(|s| *s as c_int == signo) {
+        Some(i) => CHAINED[i].get(),
+        // One of [`OTHER`]: ctrlc's handler only wakes its thread, whatever the signal.
+        None => CHAINED.iter().find_map(OnceLock::get),
+    };
+    if let Some(next) = chained {
+        next(signo);
     }
 }
 
@@ -131,10 +153,16 @@ fn chain() -> Result<(), String> {
             }
         }
     }
+    if CHAINED.iter().any(|c| c.get().is_some()) {
+        for sig in OTHER {
+            // Safe: as above.
+            unsafe { sigaction(sig, &ours) }.map_err(|e| format!("sigaction({sig}): {e}"))?;
+        }
+    }
     Ok(())
 }
 
-/// Installs the handler for Ctrl-C, SIGTERM and SIGHUP, once (later calls return the first
+/// Installs the handler for Ctrl-C, SIGTERM, SIGHUP and [`OTHER`], once (later calls return the first
 /// result). While no command watches ([`Interrupt::install`]), a signal kills everything
 /// the tool started and ends the tool by that signal; once one does, the first signal sets
 /// the flag and the second kills everything at once.
@@ -173,8 +201,11 @@ pub(super) fn install_handler() -> anyhow::Result<()> {
 /// The thread (a `pthread_t`) whose prompt waits for a key ([`while_prompting`]); 0 when none.
 static PROMPT_THREAD: AtomicU64 = AtomicU64::new(0);
 /// The signal that interrupts the prompt's read: its handler does nothing, and is installed
-/// without `SA_RESTART`, so the read fails with EINTR instead of starting again.
-const WAKE: Signal = Signal::SIGUSR2;
+/// without `SA_RESTART`, so the read fails with EINTR instead of starting again. A real-time
+/// signal, which nobody sends the tool from outside (SIGUSR2, once this, is one of [`OTHER`]).
+fn wake_signal() -> c_int {
+    nix::libc::SIGRTMIN() + 1
+}
 
 extern "C" fn woken(_: c_int) {}
 
@@ -186,9 +217,13 @@ extern "C" fn woken(_: c_int) {}
 pub fn while_prompting<T>(f: impl FnOnce() -> T) -> T {
     static WAKE_INSTALLED: OnceLock<bool> = OnceLock::new();
     let ready = *WAKE_INSTALLED.get_or_init(|| {
-        let action = SigAction::new(SigHandler::Handler(woken), SaFlags::empty(), SigSet::empty());
-        // Safe: `woken` does nothing.
-        unsafe { sigaction(WAKE, &action) }.is_ok()
+        // Safe: a zeroed `sigaction` is a valid empty one; `woken` does nothing.
+        unsafe {
+            let mut action: nix::libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = woken as extern "C" fn(c_int) as usize;
+            nix::libc::sigemptyset(&mut action.sa_mask);
+            nix::libc::sigaction(wake_signal(), &action, std::ptr::null_mut()) == 0
+        }
     });
     if !ready {
         return f();
@@ -215,7 +250,7 @@ fn wake_the_prompt() {
         }
         // Safe: the thread is the prompt's (the main thread, which outlives the prompt); a
         // thread that has ended would have cleared PROMPT_THREAD first.
-        let _ = unsafe { nix::libc::pthread_kill(thread as nix::libc::pthread_t, WAKE as c_int) };
+        let _ = unsafe { nix::libc::pthread_kill(thread as nix::libc::pthread_t, wake_signal()) };
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
@@ -239,7 +274,7 @@ fn die_of(signal: Signal) -> ! {
     only.add(signal);
     let _ = only.thread_unblock();
     let _ = raise(signal);
-    // Not reached: the default action of these three signals ends the process.
+    // Not reached: the default action of every handled signal ends the process.
     std::process::abort()
 }
 
@@ -317,5 +352,12 @@ mod tests {
             assert_eq!(Cause::from_code(c.code()), Some(c));
         }
         assert_eq!(Cause::Asked.signal(), None);
+        for sig in OTHER {
+            let c = Cause::of_signal(sig as c_int);
+            assert_eq!(c, Cause::Other(sig));
+            assert_eq!(Cause::from_code(c.code()), Some(c));
+            assert_eq!(c.signal(), Some(sig));
+            assert_eq!(c.text(), sig.as_str());
+        }
     }
 }

@@ -121,6 +121,11 @@ pub struct Spec {
     /// Asked every few milliseconds: once set the group is ended and the run returns
     /// [`Exit::Interrupted`]; a run asked to start after it starts nothing.
     pub interrupt: Interrupt,
+    /// `watch`'s job: its stdout and stderr bytes also go, unchanged and as they come, to this
+    /// process's stdout and stderr ([`crate::ui::pass_through`]: no line cut, no UTF-8
+    /// repair, no redaction, no cap; the logs stay redacted and capped), and it reads this
+    /// process's stdin ([`stdin_for`]) instead of none.
+    pub pass_through: bool,
 }
 
 /// What a run yielded besides its logs.
@@ -286,11 +291,12 @@ pub fn run_watched(
         env_set: &spec.env_set,
         mark: &mark,
     };
-    let mut group = Group::spawn(&launch, OwnedFd::from(out_w), OwnedFd::from(err_w))
+    let stdin = if spec.pass_through { stdin_for()? } else { spawn::Input::Null };
+    let mut group = Group::spawn(&launch, stdin, OwnedFd::from(out_w), OwnedFd::from(err_w))
         .map_err(|e| spawn_error(&spec.program, e))?;
     let pid = group.registered.pgid.as_raw() as u32;
 
-    let shared = Arc::new(Shared::default());
+    let shared = Arc::new(Shared { pass_through: spec.pass_through, ..Shared::default() });
     let (tx, rx) = mpsc::sync_channel(QUEUE_LINES);
     let readers = [
         spawn_reader(
@@ -445,6 +451,34 @@ fn create_log(path: &Path, cap: u64) -> anyhow::Result<SharedLog> {
     Ok(Arc::new(Mutex::new(log)))
 }
 
+/// The stdin of a job whose input passes through ([`Spec::pass_through`]): this process's own
+/// when it is not a terminal (a file, a pipe: shared as it is); from a terminal, a pipe that a
+/// thread feeds with what it reads there, since the job runs in a process group of its own,
+/// which the terminal would stop (SIGTTIN) at its first read. The thread ends at the
+/// terminal's end of input (Ctrl-D), or at the first write after the job is gone.
+fn stdin_for() -> anyhow::Result<spawn::Input> {
+    use std::io::{IsTerminal, Read, Write};
+    if !io::stdin().is_terminal() {
+        return Ok(spawn::Input::Inherit);
+    }
+    let (r, mut w) = std::io::pipe().context("cannot make a pipe for the input")?;
+    thread::Builder::new()
+        .name("exec-stdin".into())
+        .spawn(move || {
+            let mut buf = vec![0u8; CHUNK];
+            let mut input = io::stdin();
+            loop {
+                match input.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) if w.write_all(&buf[..n]).is_err() => break,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .context("cannot start a thread to pass the input on")?;
+    Ok(spawn::Input::From(OwnedFd::from(r)))
+}
+
 fn check_cwd(spec: &Spec) -> anyhow::Result<()> {
     if let Some(dir) = &spec.cwd {
         if !dir.is_dir() {
@@ -492,10 +526,15 @@ struct Group {
 }
 
 impl Group {
-    fn spawn(launch: &spawn::Start, stdout: OwnedFd, stderr: OwnedFd) -> io::Result<Group> {
+    fn spawn(
+        launch: &spawn::Start,
+        stdin: spawn::Input,
+        stdout: OwnedFd,
+        stderr: OwnedFd,
+    ) -> io::Result<Group> {
         // Registered before the reaper of orphans can look: it never reaps a registered child.
         let spawning = groups::hold_spawns();
-        let handle = spawn::start(launch, stdout, stderr)?;
+        let handle = spawn::start(launch, stdin, stdout, stderr)?;
         let pid = handle.pids().first().copied().unwrap_or(0);
         let registered = Registered::new(pid, launch.mark);
         drop(spawning);
@@ -631,6 +670,8 @@ struct Shared {
     dropped: AtomicU64,
     /// Lines redacted, by stream and kind of secret.
     redacted: Mutex<BTreeMap<(Stream, &'static str), u64>>,
+    /// [`Spec::pass_through`].
+    pass_through: bool,
 }
 
 fn spawn_reader(
@@ -676,6 +717,9 @@ fn pump(
             }
         };
         let chunk = &buf[..n];
+        if shared.pass_through {
+            crate::ui::pass_through(stream, chunk);
+        }
         // Unbuffered: each chunk (each complete line, when redacting) is in the file before
         // the next read. After a write error the pipe is still drained, so the child never
         // blocks.

@@ -115,7 +115,7 @@ fn poll(
         Err(e) => return Output::not_started(format!("cannot make a pipe: {e}")),
     };
     let spawning = super::groups::hold_spawns();
-    let handle = match start(&spec, OwnedFd::from(out_w), OwnedFd::from(err_w)) {
+    let handle = match start(&spec, super::spawn::Input::Null, OwnedFd::from(out_w), OwnedFd::from(err_w)) {
         Ok(h) => h,
         Err(e) => return Output::not_started(e.to_string()),
     };

@@ -12,9 +12,16 @@
 //! Must not: start processes, print, signal a process that neither carries a mark of this
 //! tool nor descends from it, or reap a child registered in [`super::groups`].
 //!
-//! The limits: a descendant that clears its environment (`env -i`) and whose parent exits is
-//! found only where the tool is a subreaper (the binary; not a library caller such as a
-//! test); a process found by its mark alone (not a descendant) could in principle have
+//! Every process the tool starts is also the subreaper of its own descendants (set in the
+//! child before `exec`, [`super::spawn`]), so an orphan stays in its run's tree, a child of
+//! the run's first process, for as long as that one lives: found by ancestry whatever its
+//! environment or session, by the tool and by the guardian after a SIGKILL of the tool.
+//!
+//! The limits: a descendant that clears its environment (`env -i`) and whose run's first
+//! process has exited is found only where the tool is a subreaper (the binary; not a
+//! library caller such as a test), and not by the guardian (it is then the tool's child,
+//! re-parented to init when the tool dies; the tool kills it at once, so only a SIGKILL of
+//! the tool in those milliseconds leaves it); a process found by its mark alone (not a descendant) could in principle have
 //! exited and had its pid reused between the look and the signal.
 
 use std::collections::{HashMap, HashSet};
@@ -178,18 +185,42 @@ fn mark_in(env: &[u8]) -> Option<&[u8]> {
     env.split(|&b| b == 0).find_map(|entry| entry.strip_prefix(key)?.strip_prefix(b"="))
 }
 
-/// The live processes that carry a mark of the tool whose token is `token` (the guardian's
-/// look, from outside that tool).
+/// The live processes that carry a mark of the tool whose token is `token`, with all their
+/// descendants, marked or not (the guardian's look, from outside that tool). A descendant
+/// that cleared its environment and left its session (an `env -i setsid` daemon) is found
+/// through its ancestry: every process the tool starts is the subreaper of its own
+/// descendants ([`super::spawn`]), so such an orphan is the child of its run's first
+/// process while that one lives, not of init.
 pub(super) fn marked_by(token: &str) -> Vec<i32> {
     let me = std::process::id() as i32;
-    list()
-        .into_iter()
-        .filter(|p| !p.zombie && p.pid != me)
+    let procs: Vec<Proc> = list().into_iter().filter(|p| !p.zombie && p.pid != me).collect();
+    let roots = procs
+        .iter()
         .filter(|p| {
             mark_of(p.pid).is_some_and(|m| m.strip_prefix(token).is_some_and(|rest| rest.starts_with('.')))
         })
-        .map(|p| p.pid)
-        .collect()
+        .map(|p| p.pid);
+    with_descendants(&procs, roots, me)
+}
+
+/// `roots` and every descendant of theirs among `procs` (never `me`), sorted.
+fn with_descendants(procs: &[Proc], roots: impl Iterator<Item = i32>, me: i32) -> Vec<i32> {
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    for p in procs.iter().filter(|p| !p.zombie) {
+        children.entry(p.ppid).or_default().push(p.pid);
+    }
+    let mut picked: HashSet<i32> = roots.collect();
+    let mut todo: Vec<i32> = picked.iter().copied().collect();
+    while let Some(pid) = todo.pop() {
+        for &c in children.get(&pid).map(Vec::as_slice).unwrap_or_default() {
+            if c != me && picked.insert(c) {
+                todo.push(c);
+            }
+        }
+    }
+    let mut out: Vec<i32> = picked.into_iter().collect();
+    out.sort_unstable();
+    out
 }
 
 /// The guardian's pid (0: none: `process/guard.rs`), which the tool's own sweeps leave
@@ -259,21 +290,7 @@ fn select(scope: Scope) -> Vec<i32> {
         }
     }
     // Their descendants, marked or not.
-    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-    for p in procs.iter().filter(|p| !p.zombie) {
-        children.entry(p.ppid).or_default().push(p.pid);
-    }
-    let mut todo: Vec<i32> = picked.iter().copied().collect();
-    while let Some(pid) = todo.pop() {
-        for &c in children.get(&pid).map(Vec::as_slice).unwrap_or_default() {
-            if c != me && picked.insert(c) {
-                todo.push(c);
-            }
-        }
-    }
-    let mut out: Vec<i32> = picked.into_iter().collect();
-    out.sort_unstable();
-    out
+    with_descendants(&procs, picked.into_iter(), me)
 }
 
 fn send(pids: &[i32], signal: Signal) {
@@ -364,6 +381,19 @@ mod tests {
         assert_eq!(parse_stat(zombie), Some((1, true, 99)));
         assert_eq!(parse_stat("garbage"), None);
         assert_eq!(parse_stat("1 (x) S"), None);
+    }
+
+    #[test]
+    fn descendants_are_found_by_parent_whatever_their_environment() {
+        let p = |pid, ppid| Proc { pid, ppid, zombie: false, start: 0 };
+        // 10 marked; 11 its child; 12 an orphan it adopted (a daemon, no mark); 13 under 12;
+        // 20 a stranger with its child 21; 99 this process, never picked.
+        let procs = [p(10, 1), p(11, 10), p(12, 10), p(13, 12), p(20, 1), p(21, 20), p(99, 13)];
+        assert_eq!(with_descendants(&procs, [10].into_iter(), 99), [10, 11, 12, 13]);
+        assert_eq!(with_descendants(&procs, std::iter::empty(), 99), Vec::<i32>::new());
+        let mut zombie = procs;
+        zombie[2].zombie = true;
+        assert_eq!(with_descendants(&zombie, [10].into_iter(), 99), [10, 11]);
     }
 
     #[test]

@@ -387,7 +387,10 @@ pub fn pack_until(
     let mut redactions = Vec::new();
     let sorted = leaves::redact_left(bundle, bundle, &tool, &mut redactions);
     let top = leaves::clean_name(&top).unwrap_or(top);
-    let (kept, left_out) = select(bundle, walk(bundle)?, &sorted.fates, opts)?;
+    let (items, odd) = walk(bundle)?;
+    let (kept, mut left_out) = select(bundle, items, &sorted.fates, opts)?;
+    left_out.extend(odd);
+    left_out.sort();
     let left_text = render_left_out(&left_out);
 
     let partial = with_suffix(archive, ".partial");

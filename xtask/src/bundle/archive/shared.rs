@@ -126,35 +126,50 @@ pub(super) fn bad_name(name: &str) -> bool {
     name.chars().any(|c| c == '\\' || c.is_control())
 }
 
-pub(super) fn rel_of(root: &Path, path: &Path) -> Result<String> {
+/// The path of `path` relative to `root`, '/'-separated, when every part of it is UTF-8 and
+/// holds no character [`bad_name`] refuses; otherwise the name a list gives it
+/// ([`listed_name`]).
+pub(super) fn rel_of(root: &Path, path: &Path) -> std::result::Result<String, String> {
     let rel = path.strip_prefix(root).unwrap_or(path);
     let mut out = String::new();
+    let mut plain = true;
     for c in rel.components() {
-        let s = c.as_os_str().to_str().ok_or_else(|| {
-            anyhow!(
-                "`{}` has a name that is not UTF-8; rename it, then try again",
-                path.display().to_string().escape_debug()
-            )
-        })?;
+        let part = c.as_os_str().to_string_lossy();
+        plain &= matches!(part, std::borrow::Cow::Borrowed(_));
         if !out.is_empty() {
             out.push('/');
         }
-        out.push_str(s);
+        out.push_str(&part);
     }
-    if bad_name(&out) {
-        bail!(
-            "`{}` has a newline, backslash or other control character in its name, which \
-             `sha256sum` would escape; rename it, then try again",
-            out.escape_debug()
-        );
+    if plain && !bad_name(&out) {
+        Ok(out)
+    } else {
+        Err(listed_name(&out))
     }
-    Ok(out)
 }
 
+/// How `LEFT_OUT.tsv` and `bundle verify` name a file whose name no list can hold (a
+/// backslash, a newline or another control character, bytes that are not UTF-8, already
+/// read lossily): each such character a `?`.
+pub(super) fn listed_name(lossy: &str) -> String {
+    lossy.chars().map(|c| if c == '\\' || c.is_control() { '?' } else { c }).collect()
+}
+
+/// Why an entry of a bundle stays out of its archive and its `SHA256SUMS` without stopping
+/// them (a file the target wrote may have any name and be anything): listed in
+/// `LEFT_OUT.tsv` as `(name, bytes, why)`.
+pub(super) type Odd = (String, u64, String);
+
+const ODD_NAME: &str = "its name holds a backslash, a control character or bytes that are not UTF-8, which \
+     the checksum list and an archive cannot name safely";
+const ODD_LINK: &str = "a symbolic link: never followed, never archived";
+const ODD_SPECIAL: &str = "not a regular file (a FIFO, socket or device): never read";
+
 /// Every directory and regular file of the bundle, in walk order (sorted by name within each
-/// folder), without the root's `SHA256SUMS` and `LEFT_OUT.tsv`. Links and special files are
-/// errors.
-pub(super) fn walk(bundle: &Path) -> Result<Vec<Item>> {
+/// folder), without the root's `SHA256SUMS` and `LEFT_OUT.tsv`; and what no archive or list
+/// can hold ([`Odd`]: a link, a special file, a name [`rel_of`] refuses, with everything
+/// under such a folder), which is left out, never a reason to refuse the bundle.
+pub(super) fn walk(bundle: &Path) -> Result<(Vec<Item>, Vec<Odd>)> {
     let meta = fs::metadata(bundle).with_context(|| {
         format!("cannot read the bundle {}; check the path (`ls bundles/`)", bundle.display())
     })?;
@@ -162,13 +177,28 @@ pub(super) fn walk(bundle: &Path) -> Result<Vec<Item>> {
         bail!("{} is not a bundle directory; pass a folder under `bundles/`", bundle.display());
     }
     let mut items = Vec::new();
-    for entry in walkdir::WalkDir::new(bundle).min_depth(1).follow_links(false).sort_by_file_name() {
+    let mut odd = Vec::new();
+    let mut entries =
+        walkdir::WalkDir::new(bundle).min_depth(1).follow_links(false).sort_by_file_name().into_iter();
+    while let Some(entry) = entries.next() {
         let entry = entry.map_err(|e| {
             let p = e.path().unwrap_or(bundle).display().to_string();
             anyhow!("cannot read {p}: {e}; check permissions")
         })?;
-        let rel = rel_of(bundle, entry.path())?;
         let ft = entry.file_type();
+        let rel = match rel_of(bundle, entry.path()) {
+            Ok(rel) => rel,
+            Err(listed) => {
+                let bytes = if ft.is_dir() {
+                    entries.skip_current_dir();
+                    dir_bytes(entry.path())
+                } else {
+                    entry.metadata().map_or(0, |m| m.len())
+                };
+                odd.push((listed, bytes, ODD_NAME.to_string()));
+                continue;
+            }
+        };
         if entry.depth() == 1 && (rel == SUMS || rel == LEFT_OUT) {
             if ft.is_file() {
                 continue;
@@ -181,16 +211,25 @@ pub(super) fn walk(bundle: &Path) -> Result<Vec<Item>> {
             let m = entry.metadata().map_err(|e| anyhow!("cannot read {rel}: {e}; check permissions"))?;
             Kind::File { bytes: m.len(), exec: m.permissions().mode() & 0o111 != 0 }
         } else {
-            let what = if ft.is_symlink() { "a symbolic link" } else { "a special file" };
-            bail!(
-                "`{rel}` in {} is {what}; a bundle holds only regular files and directories: \
-                 remove it (or replace it with a copy of what it points to), then try again",
-                bundle.display()
-            );
+            let why = if ft.is_symlink() { ODD_LINK } else { ODD_SPECIAL };
+            odd.push((rel, 0, why.to_string()));
+            continue;
         };
         items.push(Item { rel, abs: entry.path().to_path_buf(), kind });
     }
-    Ok(items)
+    Ok((items, odd))
+}
+
+/// The bytes of the regular files under `dir` (links not followed).
+fn dir_bytes(dir: &Path) -> u64 {
+    walkdir::WalkDir::new(dir)
+        .follow_links(false)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
 }
 
 pub(super) fn render_sums(sums: &[(String, String)]) -> String {
@@ -247,7 +286,8 @@ pub fn write_sums(bundle: &Path) -> Result<usize> {
 /// recorded one: a coredump of hundreds of MB is not read again.
 pub fn write_sums_reusing(bundle: &Path, known: &BTreeMap<String, (u64, String)>) -> Result<usize> {
     let mut sums = Vec::new();
-    for item in walk(bundle)? {
+    let (items, mut odd) = walk(bundle)?;
+    for item in items {
         if let Kind::File { bytes, .. } = item.kind {
             let hash = match known.get(&item.rel) {
                 Some((size, hash)) if *size == bytes && !hash.is_empty() => hash.clone(),
@@ -256,8 +296,18 @@ pub fn write_sums_reusing(bundle: &Path, known: &BTreeMap<String, (u64, String)>
             sums.push((item.rel, hash));
         }
     }
+    // What no list can name is listed as left out (and the list in SHA256SUMS, as `pack`
+    // lists it), so that `bundle verify` of the sealed folder names it as such, not as a file
+    // added since.
+    if odd.is_empty() {
+        remove_if_present(&bundle.join(LEFT_OUT))?;
+    } else {
+        odd.sort();
+        let text = render_left_out(&odd);
+        write_atomic(&bundle.join(LEFT_OUT), text.as_bytes())?;
+        sums.push((LEFT_OUT.to_string(), sha256_bytes(text.as_bytes())));
+    }
     write_atomic(&bundle.join(SUMS), render_sums(&sums).as_bytes())?;
-    remove_if_present(&bundle.join(LEFT_OUT))?;
     Ok(sums.len())
 }
 

@@ -99,13 +99,25 @@ pub(super) fn verify_dir(dir: &Path) -> Result<Verification> {
     };
     let listed: BTreeSet<&str> = sums.iter().map(|(p, _)| p.as_str()).collect();
     let mut found = BTreeMap::new();
-    for entry in walkdir::WalkDir::new(dir).min_depth(1).follow_links(false).sort_by_file_name() {
+    let mut entries =
+        walkdir::WalkDir::new(dir).min_depth(1).follow_links(false).sort_by_file_name().into_iter();
+    while let Some(entry) = entries.next() {
         let entry = entry.map_err(|e| {
             anyhow!("cannot read {}: {e}; check permissions", e.path().unwrap_or(dir).display())
         })?;
-        let rel = entry.path().strip_prefix(dir).unwrap_or(entry.path());
-        let rel = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
         let ft = entry.file_type();
+        // A name no list can hold is looked for as `LEFT_OUT.tsv` names it: a folder so named
+        // stands for everything under it.
+        let rel = match super::shared::rel_of(dir, entry.path()) {
+            Ok(rel) => rel,
+            Err(listed) => {
+                if ft.is_dir() {
+                    entries.skip_current_dir();
+                }
+                found.insert(listed, None);
+                continue;
+            }
+        };
         if ft.is_dir() {
             continue;
         }

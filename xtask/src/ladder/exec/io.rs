@@ -187,7 +187,7 @@ impl Io<'_, '_, '_> {
             layout::logs(self.dir, &step.stem),
             Some(self.dir),
             &mut found,
-            &self.view.climb.interrupt,
+            (&self.view.climb.interrupt, step.role == Role::Target && self.bar.passes_through()),
             on_line,
             on_tick,
         );
@@ -268,16 +268,12 @@ impl Io<'_, '_, '_> {
         });
         let bar = self.bar;
         let shows = shows_lines(step.role);
-        let echo = step.role == Role::Target;
         let result = self.run_at(
             step,
             &place,
-            &mut |stream, line| {
+            &mut |_, line| {
                 if shows {
                     to_bar(bar, line);
-                }
-                if echo {
-                    bar.echo(stream, line);
                 }
                 match watch.as_mut() {
                     Some(w) => w(line, &mut *beside.borrow_mut()),
