@@ -261,3 +261,81 @@ impl Launchers {
         self.iter().find_map(|l| l.workdir())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch::container::Containers;
+    use crate::launch::slurm::Slurm;
+    use crate::launch::ssh::Ssh;
+    use crate::model::Runtime;
+
+    fn containers() -> Containers {
+        Containers::new(Runtime::Docker, "img", &[], false, "b", 7, Path::new("/w"))
+    }
+
+    fn slurm() -> Slurm {
+        let env = |k: &str| (k == "SLURM_JOB_ID").then(|| "42".to_string());
+        Slurm::from_env(&env, "debug-ima-b-7").unwrap()
+    }
+
+    fn want(role: Role, what: &str) -> Want<'_> {
+        Want { role, access: Access::Plain, what }
+    }
+
+    fn line(place: &Place) -> String {
+        place.wrap(&Invocation::new(vec!["tool".into()])).argv.join(" ")
+    }
+
+    /// Slurm of a container: one number a process, the container's and the job step's; the
+    /// other steps in a container on the batch host; beside the target, in its container on
+    /// the waiting task's node, moved there once known.
+    #[test]
+    fn slurm_of_a_container_numbers_once_and_places_beside_on_the_node() {
+        let l = Launchers::default().with(Some(containers())).with(Some(slurm()));
+        let mut started = 0;
+        let build = l.place(Some(&want(Role::Build, "build")), &mut started, &Place::HOST);
+        assert!(
+            line(&build).starts_with("docker run --rm --name debug-ima-b-7-01-build "),
+            "{}",
+            line(&build)
+        );
+        let target = l.place(Some(&want(Role::Target, "target")), &mut started, &Place::HOST);
+        let t = line(&target);
+        assert!(
+            t.starts_with("srun --label --kill-on-bad-exit=1 --job-name=debug-ima-b-7-02-target "),
+            "{t}"
+        );
+        assert!(t.contains(" debug-ima docker run --rm --name debug-ima-b-7-02-target "), "{t}");
+        assert_eq!(started, 2);
+        assert!(target.in_container() && l.in_container() && l.ranked());
+        let beside = l.place(None, &mut started, &target);
+        let b = line(&beside.on_node("node2"));
+        assert!(b.starts_with(
+            "srun --jobid=42 --overlap -w node2 -N1 -n1 --job-name=debug-ima-b-7-02-target-beside "
+        ));
+        assert!(b.ends_with(" -- docker exec -e TMPDIR debug-ima-b-7-02-target tool"), "{b}");
+        assert!(line(&beside).contains(&format!("-w {NODE} ")));
+        assert_eq!(started, 2, "beside, nothing new is numbered");
+        // Beside a process that has no beside (a step beside the target), the host.
+        assert!(beside.beside().is_host() && Place::HOST.beside().is_host());
+    }
+
+    /// ssh: only the target's runs are ranks, numbered by nobody; the collect jobs are
+    /// numbered in their own count, in the container when there is one.
+    #[test]
+    fn ssh_places_only_the_target_and_collect_has_its_own_count() {
+        let l = Launchers::default().with(None::<Containers>).with(Some(Ssh::parse("n1,n2", None).unwrap()));
+        let mut started = 0;
+        assert!(l.place(Some(&want(Role::Cuobjdump, "x")), &mut started, &Place::HOST).is_host());
+        let target = l.place(Some(&want(Role::Target, "target")), &mut started, &Place::HOST);
+        assert!(line(&target).starts_with("bash -c "), "{}", line(&target));
+        assert_eq!(started, 0);
+        assert_eq!(line(&target.beside().on_node("n2")), "ssh -o BatchMode=yes n2 -- tool");
+        assert!(!l.in_container() && l.ranked());
+        let c = Launchers::default().with(Some(containers()));
+        let job = c.place_numbered(&want(Role::Collect, "collect-env"), 3);
+        assert!(line(&job).starts_with("docker run --rm --name debug-ima-b-7-03-collect-env "));
+        assert!(Launchers::default().place(None, &mut started, &target).is_host(), "no launcher: the host");
+    }
+}
