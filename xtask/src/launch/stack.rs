@@ -4,7 +4,8 @@
 //! each launcher adding its layer ([`Layer`]) around what the ones inside it gave, or none.
 //! A [`Place`] is the layers one process runs in, and what is asked of it (the command that
 //! really runs, where a process beside it goes, the same place on another node, whether it
-//! is in a container, its cleanup) is a fold over its layers.
+//! is in a container, its cleanup) is a fold over its layers. Adding a launcher: one file,
+//! its `pub mod` line and its place in the list (docs/ARCHITECTURE.md, "Adding a launcher").
 //!
 //! Must not: know any launcher by name (each is its own file's), decide what runs (the
 //! ladder), print, or write the bundle.

@@ -60,8 +60,8 @@ impl<'v, 'a> View<'v, 'a> {
         self.found.lock().unwrap_or_else(|e| e.into_inner()).extend(found);
     }
 
-    /// Where the next process of `step` runs: on the host, or in a new container named
-    /// after its logs (or role), as the plan names it.
+    /// Where the next process of `step` runs: where the climb's launchers place it (on the
+    /// host without any), numbered and named as the plan names it.
     fn place(&self, step: &Step) -> Place {
         let mut started = self.started.lock().unwrap_or_else(|e| e.into_inner());
         place_for(&self.climb.launchers, &mut started, step, &Place::HOST)
