@@ -131,9 +131,7 @@ fn climb<'a>(r: &'a Resolved, req: &'a Request, plan: &'a [RungId]) -> Climb<'a>
         inherited_pythonpath: None,
         gpus: 1,
         path: None,
-        containers: None,
-        slurm: None,
-        ssh: None,
+        launchers: Default::default(),
         interrupt: Interrupt::manual(),
     }
 }

@@ -22,10 +22,9 @@ use crate::ladder::driver::{rung_line, Climb, Stopped};
 use crate::ladder::policy::{self, Request};
 use crate::ladder::rung::{self, rebuild::create_binary_dirs, Debug};
 use crate::launch::container::{self, Containers};
-use crate::launch::container_record;
-use crate::launch::images;
 use crate::launch::slurm::{self, Pyxis, Slurm};
 use crate::launch::ssh::{self, Ssh};
+use crate::launch::{images, Launchers};
 use crate::model::{Launcher, PromptEnd, RungId, Runtime, Usage};
 use crate::process::{while_prompting, Interrupt};
 use crate::recipe::{self, ContainerConfig, Resolved};
@@ -435,9 +434,8 @@ impl Config {
             inherited_pythonpath: std::env::var("PYTHONPATH").ok(),
             gpus,
             path: self.path.clone().filter(|_| containers.is_none()),
-            containers,
-            slurm,
-            ssh: self.ssh.clone(),
+            // The launchers, innermost first: a new one is registered here.
+            launchers: Launchers::default().with(containers).with(slurm).with(self.ssh.clone()),
             interrupt,
         })
     }
@@ -559,28 +557,12 @@ fn dry_run(args: &Args, cfg: &Config) -> Result<Outcome> {
 /// Says where the climb's processes run (a container, a Slurm allocation) and records the
 /// container in the bundle.
 fn say_where(climb: &Climb, bundle: &mut Bundle) -> Result<()> {
-    if let Some(c) = &climb.containers {
-        let record = container_record(c);
-        ui::status(&format!(
-            "container: {} {} ({}), image {} {}",
-            c.runtime.name(),
-            record.version.as_deref().unwrap_or("?"),
-            if c.gpus { "GPUs passed in" } else { "no GPUs" },
-            c.image,
-            record.image_id.as_deref().unwrap_or("(id unknown)")
-        ));
-        bundle.set_container(record)?;
-    }
-    if let Some(s) = &climb.ssh {
-        let hosts: Vec<&str> = s.hosts.iter().map(|h| h.spec.as_str()).collect();
-        ui::status(&format!("ssh: one rank on each of {}", ui::safe(&hosts.join(", "), true)));
-    }
-    if let Some(s) = &climb.slurm {
-        ui::status(&format!(
-            "slurm: job {}, target runs as job steps{}",
-            ui::safe(&s.job_id, true),
-            s.pyxis.as_ref().map(|p| format!(" in pyxis image {}", p.image)).unwrap_or_default()
-        ));
+    for l in climb.launchers.iter() {
+        let said = l.announce();
+        ui::status(&said.line);
+        if let Some(record) = said.container {
+            bundle.set_container(record)?;
+        }
     }
     Ok(())
 }

@@ -141,9 +141,7 @@ pub fn run(args: WatchArgs) -> Result<Outcome> {
         inherited_pythonpath: std::env::var("PYTHONPATH").ok(),
         gpus: report.gpus().len(),
         path: None,
-        containers: None,
-        slurm: None,
-        ssh: None,
+        launchers: Default::default(),
         interrupt: interrupt.clone(),
     };
     let climbed = climb.run(bundle, &mut ui::NonInteractive, &ui::Echo);

@@ -14,9 +14,7 @@ use super::recorder;
 use super::rung::{self, Debug, Step, StepCx};
 use crate::bundle::Bundle;
 use crate::findings::verdict::Analysis;
-use crate::launch::container::Containers;
-use crate::launch::slurm::Slurm;
-use crate::launch::ssh::Ssh;
+use crate::launch::Launchers;
 use crate::model::{Role, RungId};
 use crate::process::Interrupt;
 use crate::recipe::Resolved;
@@ -37,12 +35,10 @@ pub struct Climb<'a> {
     /// `PATH` for every process of the climb, when doctor found tools outside the tool's own
     /// (the host only: a container has its own): given to each step, never set process-wide.
     pub path: Option<String>,
-    /// The run's containers, when every rung runs in one.
-    pub containers: Option<Containers>,
-    /// The Slurm allocation the target's runs go into as job steps (`--launcher slurm`).
-    pub slurm: Option<Slurm>,
-    /// The hosts the target's runs go to, one rank each (`--launcher ssh`).
-    pub ssh: Option<Ssh>,
+    /// Where the run's processes go, innermost first: the run's containers, when every rung
+    /// runs in one; the Slurm allocation the target's runs go into as job steps (`--launcher
+    /// slurm`), or the hosts they go to, one rank each (`--launcher ssh`). None: the host.
+    pub launchers: Launchers,
     pub interrupt: Interrupt,
 }
 
@@ -110,12 +106,12 @@ impl Climb<'_> {
     /// Whether the target's runs go through a launcher of ranks (Slurm, ssh), whose output is
     /// labelled by rank.
     pub fn ranked(&self) -> bool {
-        self.slurm.is_some() || self.ssh.is_some()
+        self.launchers.ranked()
     }
 
     /// Whether the target's runs load the launch recorder: a Python target on the host or
     /// through Slurm (not in a container: [`recorder`]).
     pub(super) fn records_launches(&self) -> bool {
-        self.recipe.python && self.containers.is_none()
+        self.recipe.python && !self.launchers.in_container()
     }
 }

@@ -14,8 +14,8 @@ use anyhow::{Context, Result};
 use super::run::run_logged;
 use super::rung::from_step;
 use crate::bundle::{layout, CommandRecord};
-use crate::launch::container::{Access, Containers};
-use crate::launch::Place;
+use crate::launch::stack::Want;
+use crate::launch::{Access, Launchers, Place};
 use crate::model::{Exit, Invocation, Role};
 use crate::process::{Control, Interrupt};
 use crate::recipe::{Collect, Resolved};
@@ -102,15 +102,16 @@ pub struct Collected {
 }
 
 /// The recipe's `collect` commands, then the environment snapshot ([`snapshot`],
-/// quiet), as jobs in the order they run: each in the image when there is one, except `git
-/// describe`: the source is the host's checkout, and it runs in [`source_dir`].
-pub fn jobs(r: &Resolved, containers: Option<&Containers>) -> Vec<Job> {
+/// quiet), as jobs in the order they run, where the launchers place them (numbered in their
+/// own order: in the image when there is one; a launcher of ranks leaves them here), except
+/// `git describe`: the source is the host's checkout, and it runs in [`source_dir`].
+pub fn jobs(r: &Resolved, launchers: &Launchers) -> Vec<Job> {
     let job = |i: usize, c: &Collect, quiet: bool| {
-        let place = match containers {
-            Some(k) if c.name != SNAPSHOT_ON_HOST => {
-                Place::New(k.clone(), k.name(i, &format!("collect-{}", c.name)), Access::Plain)
-            }
-            _ => Place::Host,
+        let place = if c.name == SNAPSHOT_ON_HOST {
+            Place::HOST
+        } else {
+            let what = format!("collect-{}", c.name);
+            launchers.place_numbered(&Want { role: Role::Collect, access: Access::Plain, what: &what }, i)
         };
         let mut inv = invocation(r, c);
         if c.name == SNAPSHOT_ON_HOST {

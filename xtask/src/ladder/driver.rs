@@ -31,7 +31,6 @@ use crate::bundle::inputs::{is_rung_output, last_line, scan_file};
 use crate::bundle::{self, layout, Bundle, RungRecord, RungStatus};
 use crate::findings::verdict::{decide, decide_in, Analysis};
 use crate::findings::Evidence;
-use crate::launch;
 use crate::model::{Exit, PromptEnd, Role, RungId};
 use crate::process;
 use crate::ui::{Choice, Progress, Prompter, RungBar};
@@ -46,7 +45,7 @@ impl Climb<'_> {
                 return Climbed { analysis: decide(&[]), bundle, outcome: Err(e) };
             }
         }
-        let mut jobs = collect::jobs(self.recipe, self.containers.as_ref());
+        let mut jobs = collect::jobs(self.recipe, &self.launchers);
         if let Some(p) = &self.path {
             for j in &mut jobs {
                 j.inv.set("PATH", p.clone());
@@ -281,7 +280,7 @@ impl State<'_, '_> {
     /// Whether the sweep's runs may go side by side here: on the host (a container or a job
     /// step each is the runtime's or Slurm's to place), and never for `watch`.
     fn side_by_side_here(&self) -> bool {
-        self.climb.containers.is_none() && !self.climb.ranked() && !self.climb.request.watch
+        !self.climb.launchers.in_container() && !self.climb.ranked() && !self.climb.request.watch
     }
 
     /// The prompt before rung `id`; a skip is recorded here.
@@ -609,14 +608,15 @@ impl State<'_, '_> {
     /// Files a root container wrote go back to their folder's owner: a rung's folder to the
     /// owner of the folder the bundles go to, the build's tree to its own owner.
     fn give_back_after(&self, dir: &Path, record: &RungRecord) {
-        let Some(c) = &self.climb.containers else { return };
+        let launchers = &self.climb.launchers;
         if let Some(bundles) = self.bundle.root().parent() {
-            launch::give_back(c, dir, bundles);
+            launchers.give_back(dir, bundles);
         }
         if record.commands.iter().any(|c| c.role == Role::Build) {
             if let Some(b) = &self.climb.recipe.build {
-                let tree = b.cwd.clone().unwrap_or_else(|| c.workdir.clone());
-                launch::give_back(c, &tree, &tree);
+                if let Some(tree) = b.cwd.as_deref().or(launchers.workdir()) {
+                    launchers.give_back(tree, tree);
+                }
             }
         }
     }

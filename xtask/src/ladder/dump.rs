@@ -637,7 +637,7 @@ impl Work<'_> {
             &self.root,
             role,
             inv,
-            &Place::Host,
+            &Place::HOST,
             layout::logs(&self.dir, stem),
             Some(&self.dir),
             &mut self.found,

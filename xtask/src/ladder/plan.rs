@@ -1,5 +1,5 @@
 //! `--dry-run`: the plan, every step's exact command and environment, derived from the very
-//! steps the run executes ([`Climb::steps`], the `collect` jobs) and wrapped for the container
+//! steps the run executes ([`Climb::steps`], the `collect` jobs) and placed by the launchers
 //! the same way ([`super::run::place_for`]): what it prints is what would run.
 //!
 //! Must not: run or write anything.
@@ -28,36 +28,11 @@ pub fn render(climb: &Climb, bundle: &Path) -> String {
              complete; their folders are numbered as they run: `rungs/<NN>-<rung>`)\n",
         );
     }
-    let containers = climb.containers.as_ref();
-    if let Some(c) = containers {
-        s.push_str(&format!(
-            "container: {} image {} ({}); each command in its own container, removed after it\n   \
-             mounted at the same path: {}\n",
-            c.runtime.name(),
-            c.image,
-            if c.gpus { "GPUs passed in" } else { "no GPUs" },
-            c.mounts.iter().map(|m| m.display().to_string()).collect::<Vec<_>>().join(", ")
-        ));
-    }
-    if let Some(sl) = &climb.slurm {
-        s.push_str(&format!(
-            "launcher: slurm, job {}: each target run is a job step (srun, output labelled by task); cuda-gdb \
-             attaches on the waiting task's node (srun --overlap); the other tools run here, on the shared \
-             filesystem\n",
-            sl.job_id
-        ));
-    }
-    if let Some(sh) = &climb.ssh {
-        s.push_str(&format!(
-            "launcher: ssh, {} host(s) ({}): each target run is one rank a host (ssh, output labelled by rank, \
-             RANK/WORLD_SIZE/LOCAL_RANK and the rung's variables on the remote command line); cuda-gdb attaches \
-             on the waiting rank's host (ssh); the other tools run here, on the shared filesystem\n",
-            sh.hosts.len(),
-            sh.hosts.iter().map(|h| h.spec.as_str()).collect::<Vec<_>>().join(", ")
-        ));
+    for l in climb.launchers.iter() {
+        s.push_str(&l.plan());
     }
     s.push_str("\ncollect (once, in the background beside the climb; a failure is noted, not fatal):\n");
-    for job in collect::jobs(r, containers) {
+    for job in collect::jobs(r, &climb.launchers) {
         let inv = job.place.wrap(&job.inv);
         let shown = crate::redact::invocation(&inv, "plan", &mut Vec::new());
         s.push_str(&format!("   {}: {}\n", layout::env_file(&job.name), shown.shell_line()));
@@ -98,12 +73,11 @@ pub struct Planned {
 /// Every step of every planned rung, in order, wrapped where it would run. A step that runs
 /// only when the target is not built yet is left out when it is.
 pub fn steps(climb: &Climb, bundle: &Path) -> Vec<Planned> {
-    let containers = climb.containers.as_ref();
-    let missing = climb.recipe.not_built(containers.is_none()).is_some();
+    let missing = climb.recipe.not_built(!climb.launchers.in_container()).is_some();
     let mut out = Vec::new();
     let mut started = 0;
     for (i, id) in climb.plan.iter().enumerate() {
-        let mut target = Place::Host;
+        let mut target = Place::HOST;
         // Every rung of `--full` or `--rungs` runs, numbered as listed; the default climb runs
         // the first and then only what the verdict still needs, numbered as they run.
         let definite = climb.request.runs_every_planned_rung() || i == 0;
@@ -117,8 +91,7 @@ pub fn steps(climb: &Climb, bundle: &Path) -> Vec<Planned> {
             }
             // Named as the first dump's (or the only attach's) would be.
             step.stem = step.stem.replace("{n}", "1");
-            let place =
-                place_for(containers, climb.slurm.as_ref(), climb.ssh.as_ref(), &mut started, &step, &target);
+            let place = place_for(&climb.launchers, &mut started, &step, &target);
             if step.role == Role::Target {
                 target = place.clone();
             }

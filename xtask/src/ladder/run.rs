@@ -10,61 +10,23 @@ use anyhow::{Context, Result};
 
 use super::rung::{At, Step};
 use crate::bundle::{self, layout, CommandRecord};
-use crate::launch::container::Containers;
-use crate::launch::slurm::Slurm;
-use crate::launch::ssh::Ssh;
-use crate::launch::Place;
+use crate::launch::stack::Want;
+use crate::launch::{Launchers, Place};
 use crate::model::{Invocation, Role};
 use crate::process::{self, Control, Interrupt, Spec, Stream};
 use crate::redact::Redaction;
 
-/// Where a step runs, with the run's containers: a new container named after its logs (or
-/// its role), numbered by `started`; beside the target, inside the target's. Through Slurm,
-/// the target's run is a job step of the allocation (named as its container would be) wrapping
-/// that place, and what runs beside it runs on the waiting task's node; with an image through
-/// pyxis, the build is a step of one task on every node, in the image (what it installs must
-/// be in the container the target then runs in); the other steps (a build without pyxis,
-/// cuda-gdb on a dump, cuobjdump) stay where the bundle is (a shared filesystem). Through
-/// ssh, the target's run is one rank on every host, and what runs beside it runs on the
-/// waiting rank's host; every other step stays here, as under Slurm.
-pub fn place_for(
-    containers: Option<&Containers>,
-    slurm: Option<&Slurm>,
-    ssh: Option<&Ssh>,
-    started: &mut usize,
-    step: &Step,
-    target: &Place,
-) -> Place {
+/// Where a step runs: a new process placed by the run's launchers in turn (each numbered from
+/// `started` where one names it: a container named after its logs or its role, a Slurm job
+/// step named as its container would be), or, beside the target, where the target's place
+/// says ([`Place::beside`]: inside its container, on the waiting task's node or host).
+pub fn place_for(launchers: &Launchers, started: &mut usize, step: &Step, target: &Place) -> Place {
     let what = if step.stem.is_empty() { step.role.name() } else { step.stem.as_str() };
-    let inner = match (containers, step.at) {
-        (None, _) => Place::Host,
-        (Some(_), At::BesideTarget) => return target.beside(),
-        (Some(c), At::New(access)) => {
-            *started += 1;
-            Place::New(c.clone(), c.name(*started, what), access)
-        }
+    let want = match step.at {
+        At::New(access) => Some(Want { role: step.role, access, what }),
+        At::BesideTarget => None,
     };
-    match (slurm, step.at) {
-        (Some(_), At::BesideTarget) => target.beside(),
-        (Some(s), At::New(_)) if step.role == Role::Build && s.pyxis.is_some() && containers.is_none() => {
-            *started += 1;
-            Place::SlurmPerNode(s.clone(), s.step_name(*started, what))
-        }
-        (Some(s), At::New(access)) if step.role == Role::Target => {
-            if containers.is_none() {
-                *started += 1;
-            }
-            Place::Slurm(s.clone(), s.step_name(*started, what), access, Box::new(inner))
-        }
-        (Some(_), _) => inner,
-        (None, _) => match (ssh, step.at) {
-            (Some(_), At::BesideTarget) => target.beside(),
-            (Some(s), At::New(access)) if step.role == Role::Target => {
-                Place::Ssh(s.clone(), access, Box::new(inner))
-            }
-            _ => inner,
-        },
-    }
+    launchers.place(want.as_ref(), started, target)
 }
 
 /// What `process` runs for an invocation, with its two logs (the same path for both streams
@@ -164,7 +126,7 @@ pub fn run_logged_watched(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launch::slurm::Pyxis;
+    use crate::launch::slurm::{Pyxis, Slurm};
 
     /// Through Slurm with an image through pyxis, the build runs in the image on every node (a
     /// step of one task a node, in the climb's one container) and the target as a step of every
@@ -180,7 +142,7 @@ mod tests {
         let step = |role| Step::new(role, Invocation::new(vec!["pip".into(), "install".into()]), "build");
         let mut started = 0;
         let place = |s: &Slurm, started: &mut usize, role| {
-            place_for(None, Some(s), None, started, &step(role), &Place::Host)
+            place_for(&Launchers::default().with(Some(s.clone())), started, &step(role), &Place::HOST)
                 .wrap(&step(role).inv)
                 .argv
                 .join(" ")

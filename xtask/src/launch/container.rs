@@ -5,11 +5,20 @@
 //! be killed and removed whatever happens, and the variables passed by name (`-e NAME`, the
 //! value from the client's environment), never as `NAME=value` on a command line.
 //!
-//! Pure: builds [`Invocation`]s from values. Running them is `exec`'s (and `doctor`'s for the
-//! short probes); the orchestrator removes each container after its run.
+//! As a launcher ([`Launch`]), the innermost of the stack: every new process of the run in a
+//! container of its own, numbered and named after what it runs; a process beside the target
+//! inside the target's ([`Containers::exec_in`]).
+//!
+//! Must not: run anything but the short commands of its launcher's cleanup, record and
+//! give-back ([`run_short`]); building the commands is pure, running them is `process`'s
+//! (and `doctor`'s for the short probes).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+pub use super::stack::Access;
+use super::stack::{run_short, Announced, Launch, Layer, Number, Place, Want};
+use crate::bundle::manifest::ContainerRecord;
 use crate::model::{Invocation, Runtime};
 
 /// What a runtime is asked: its GPU flags, its version, an image's id.
@@ -101,15 +110,6 @@ pub fn name_prefix(bundle_name: &str, pid: u32) -> String {
     prefix.truncate(100);
     prefix.push_str(&format!("-{pid}"));
     prefix
-}
-
-/// What one wrapped command needs beyond the invocation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// A build, a target run, a tool on a dump.
-    Plain,
-    /// The attach rung's target: `SYS_PTRACE` and a seccomp profile that allows ptrace.
-    Ptrace,
 }
 
 impl Containers {
@@ -271,6 +271,131 @@ impl Containers {
             }),
             _ => None,
         }
+    }
+}
+
+/// The containers as a launcher: the innermost layer of every new process.
+impl Launch for Containers {
+    fn place(&self, want: &Want, _inner: &Place, number: &mut Number) -> Option<Arc<dyn Layer>> {
+        let name = self.name(number.get(), want.what);
+        Some(Arc::new(New { c: self.clone(), name, access: want.access }))
+    }
+
+    fn is_container(&self) -> bool {
+        true
+    }
+
+    fn plan(&self) -> String {
+        format!(
+            "container: {} image {} ({}); each command in its own container, removed after it\n   \
+             mounted at the same path: {}\n",
+            self.runtime.name(),
+            self.image,
+            if self.gpus { "GPUs passed in" } else { "no GPUs" },
+            self.mounts.iter().map(|m| m.display().to_string()).collect::<Vec<_>>().join(", ")
+        )
+    }
+
+    fn announce(&self) -> Announced {
+        let record = record(self);
+        let line = format!(
+            "container: {} {} ({}), image {} {}",
+            self.runtime.name(),
+            record.version.as_deref().unwrap_or("?"),
+            if self.gpus { "GPUs passed in" } else { "no GPUs" },
+            self.image,
+            record.image_id.as_deref().unwrap_or("(id unknown)")
+        );
+        Announced { line, container: Some(record) }
+    }
+
+    /// Docker and Podman run as root, so that cuda-gdb may attach.
+    fn give_back(&self, dir: &Path, owner_of: &Path) {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(meta) = std::fs::metadata(owner_of) else { return };
+        if let Some(inv) = self.chown(dir, meta.uid(), meta.gid()) {
+            run_short(&inv.argv);
+        }
+    }
+
+    fn workdir(&self) -> Option<&Path> {
+        Some(&self.workdir)
+    }
+}
+
+/// In a new container of this name, removed when the run ends however it ends.
+#[derive(Debug)]
+struct New {
+    c: Containers,
+    name: String,
+    access: Access,
+}
+
+impl Layer for New {
+    fn wrap(&self, inv: &Invocation) -> Invocation {
+        self.c.wrap(inv, &self.name, self.access)
+    }
+
+    fn beside(&self) -> Option<Arc<dyn Layer>> {
+        Some(Arc::new(In { c: self.c.clone(), name: self.name.clone() }))
+    }
+
+    fn in_container(&self) -> bool {
+        true
+    }
+
+    /// Kills and removes the container (a no-op when it has gone by itself with `--rm`).
+    fn clean_up(&self) -> bool {
+        if let Some(argv) = self.c.remove(&self.name) {
+            run_short(&argv);
+        }
+        true
+    }
+}
+
+/// Inside the running container of this name (cuda-gdb next to the attach rung's target).
+#[derive(Debug)]
+struct In {
+    c: Containers,
+    name: String,
+}
+
+impl Layer for In {
+    fn wrap(&self, inv: &Invocation) -> Invocation {
+        self.c.exec_in(&self.name, inv)
+    }
+
+    fn in_container(&self) -> bool {
+        true
+    }
+}
+
+/// The manifest's record of the containers: the runtime and its version, the image with its
+/// id and digests (for Apptainer, the `.sif` file's SHA-256), what was mounted.
+fn record(c: &Containers) -> ContainerRecord {
+    let run = |argv: &[String]| -> Option<String> {
+        let out = run_short(argv)?;
+        out.success().then(|| out.stdout.trim().to_string()).filter(|s| !s.is_empty())
+    };
+    let version = run(&c.runtime.version());
+    let (image_id, repo_digests) = match c.runtime {
+        Runtime::Apptainer => (
+            crate::bundle::archive::sha256_file(Path::new(&c.image)).ok().map(|h| format!("sha256:{h}")),
+            Vec::new(),
+        ),
+        _ => match run(&c.runtime.inspect_image(&c.image)) {
+            Some(line) => parse_inspect(&line),
+            None => (None, Vec::new()),
+        },
+    };
+    ContainerRecord {
+        runtime: c.runtime,
+        version,
+        image: c.image.clone(),
+        image_id,
+        repo_digests,
+        mounts: c.mounts.clone(),
+        gpus: c.gpus,
     }
 }
 

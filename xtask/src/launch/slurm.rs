@@ -14,15 +14,21 @@
 //! `srun --jobid=J --overlap -w NODE` ([`Slurm::on_node`]). Cleanup cancels the run's step by
 //! its name ([`Slurm::steps_query`], [`Slurm::cancel`]).
 //!
-//! Pure: builds [`Invocation`]s and reads text; running them is `process`'s.
+//! As a launcher ([`Launch`]), around the containers when there are: the target's run a job
+//! step of every task ([`Slurm::wrap`]), what runs beside it on the waiting task's node
+//! ([`Slurm::on_node`]: [`NODE`] until known), with pyxis the build a step of one task a node;
+//! every other process stays where the bundle is (a shared filesystem).
+//!
+//! Must not: run anything but its cleanup's `squeue` and `scancel` ([`run_short`]); building
+//! commands and reading text is pure, running them is `process`'s.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use super::container::Access;
-use crate::model::Invocation;
+pub use super::stack::NODE;
+use super::stack::{run_short, Access, Announced, Launch, Layer, Number, Place, Want};
+use crate::model::{Invocation, Role};
 
-/// Stands for the node of the task that printed the wait message in the plan.
-pub const NODE: &str = "<node of the waiting task>";
 /// Stands for the allocation's job id in a plan made outside one.
 pub const NO_JOB: &str = "<SLURM_JOB_ID>";
 
@@ -210,6 +216,129 @@ impl Slurm {
         let mut argv: Vec<String> = vec!["scancel".into()];
         argv.extend(ids);
         Some(argv)
+    }
+}
+
+/// The allocation as a launcher: the target's runs as job steps, and with pyxis (no container
+/// runtime) the build as a step of one task on every node.
+impl Launch for Slurm {
+    fn place(&self, want: &Want, inner: &Place, number: &mut Number) -> Option<Arc<dyn Layer>> {
+        let s = self.clone();
+        if want.role == Role::Build && self.pyxis.is_some() && inner.is_host() {
+            return Some(Arc::new(PerNode { name: self.step_name(number.get(), want.what), s }));
+        }
+        (want.role == Role::Target).then(|| {
+            let name = self.step_name(number.get(), want.what);
+            Arc::new(Step { s, name, access: want.access }) as Arc<dyn Layer>
+        })
+    }
+
+    fn ranked(&self) -> bool {
+        true
+    }
+
+    fn plan(&self) -> String {
+        format!(
+            "launcher: slurm, job {}: each target run is a job step (srun, output labelled by task); cuda-gdb \
+             attaches on the waiting task's node (srun --overlap); the other tools run here, on the shared \
+             filesystem\n",
+            self.job_id
+        )
+    }
+
+    fn announce(&self) -> Announced {
+        let line = format!(
+            "slurm: job {}, target runs as job steps{}",
+            crate::ui::safe(&self.job_id, true),
+            self.pyxis.as_ref().map(|p| format!(" in pyxis image {}", p.image)).unwrap_or_default()
+        );
+        Announced { line, container: None }
+    }
+}
+
+/// As a job step named so (every task of the allocation, `srun`), each task at the inner
+/// place on its node.
+#[derive(Debug)]
+struct Step {
+    s: Slurm,
+    name: String,
+    access: Access,
+}
+
+impl Layer for Step {
+    fn wrap(&self, inv: &Invocation) -> Invocation {
+        self.s.wrap(inv, &self.name, self.access)
+    }
+
+    fn beside(&self) -> Option<Arc<dyn Layer>> {
+        Some(Arc::new(On { s: self.s.clone(), node: NODE.into(), name: self.name.clone() }))
+    }
+
+    /// Cancels the step of its name and its beside steps still in the queue (`scancel
+    /// JOB.STEP`: killing srun ends its step, but an srun killed with SIGKILL may leave it
+    /// running).
+    fn clean_up(&self) -> bool {
+        self.s.cancel_left(&self.name, true);
+        true
+    }
+}
+
+/// As a job step named so of one task on every node, in pyxis's container (the build, with
+/// an image through pyxis: [`Slurm::wrap_per_node`]).
+#[derive(Debug)]
+struct PerNode {
+    s: Slurm,
+    name: String,
+}
+
+impl Layer for PerNode {
+    fn wrap(&self, inv: &Invocation) -> Invocation {
+        self.s.wrap_per_node(inv, &self.name)
+    }
+
+    fn in_container(&self) -> bool {
+        self.s.pyxis.is_some()
+    }
+
+    fn clean_up(&self) -> bool {
+        self.s.cancel_left(&self.name, true);
+        true
+    }
+}
+
+/// On one node (`srun --overlap -w NODE`) of the running step named so, at the inner place
+/// there (cuda-gdb beside the waiting task). The node is [`NODE`] until known.
+#[derive(Debug)]
+struct On {
+    s: Slurm,
+    node: String,
+    name: String,
+}
+
+impl Layer for On {
+    fn wrap(&self, inv: &Invocation) -> Invocation {
+        self.s.on_node(&self.node, &self.name, inv)
+    }
+
+    fn on_node(&self, node: &str) -> Option<Arc<dyn Layer>> {
+        Some(Arc::new(On { s: self.s.clone(), node: node.into(), name: self.name.clone() }))
+    }
+
+    /// Cancels only its beside step: the target may still be waiting.
+    fn clean_up(&self) -> bool {
+        self.s.cancel_left(&self.name, false);
+        true
+    }
+}
+
+impl Slurm {
+    /// Cancels what is left in the queue of the step named `name` ([`Slurm::cancel`]).
+    fn cancel_left(&self, name: &str, whole: bool) {
+        if let Some(argv) =
+            run_short(&self.steps_query()).and_then(|out| self.cancel(&out.stdout, name, whole))
+        {
+            run_short(&argv);
+        }
     }
 }
 

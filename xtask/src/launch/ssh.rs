@@ -15,14 +15,20 @@
 //! ([`Ssh::on_node`]). `DEBUG_IMA_SSH_COMMAND` replaces `ssh` (words split on spaces, as
 //! `GIT_SSH_COMMAND`), for a config file (`ssh -F FILE`) or a jump host.
 //!
+//! As a launcher ([`Launch`]), around the containers when there are: the target's run is one
+//! rank on every host, what runs beside it runs on the waiting rank's host ([`Ssh::on_node`]:
+//! [`NODE`] until known); every other process stays here (a shared filesystem).
+//!
 //! Pure: builds [`Invocation`]s and reads host lists; running them is `process`'s. Must not:
 //! pass a variable's value through anything but the remote command line it is recorded in
 //! (redacted there like every command).
 
-use super::container::Access;
+use std::sync::Arc;
+
+use super::stack::{Access, Announced, Launch, Layer, Number, Place, Want, NODE};
 use crate::model::invocation::quote;
 use crate::model::launcher::PLACED;
-use crate::model::Invocation;
+use crate::model::{Invocation, Role};
 
 /// The variable that replaces `ssh` (with its options).
 pub const SSH_COMMAND: &str = "DEBUG_IMA_SSH_COMMAND";
@@ -141,6 +147,79 @@ impl Ssh {
         let mut argv = self.ssh_to(&h);
         argv.push(inv.shell_line());
         Invocation { timeout: inv.timeout, ..Invocation::new(argv) }
+    }
+}
+
+/// The hosts as a launcher: the target's runs as one rank a host.
+impl Launch for Ssh {
+    fn place(&self, want: &Want, _inner: &Place, _number: &mut Number) -> Option<Arc<dyn Layer>> {
+        (want.role == Role::Target).then(|| Arc::new(Ranks { s: self.clone(), access: want.access }) as _)
+    }
+
+    fn ranked(&self) -> bool {
+        true
+    }
+
+    fn plan(&self) -> String {
+        format!(
+            "launcher: ssh, {} host(s) ({}): each target run is one rank a host (ssh, output labelled by rank, \
+             RANK/WORLD_SIZE/LOCAL_RANK and the rung's variables on the remote command line); cuda-gdb attaches \
+             on the waiting rank's host (ssh); the other tools run here, on the shared filesystem\n",
+            self.hosts.len(),
+            self.hosts.iter().map(|h| h.spec.as_str()).collect::<Vec<_>>().join(", ")
+        )
+    }
+
+    fn announce(&self) -> Announced {
+        let hosts: Vec<&str> = self.hosts.iter().map(|h| h.spec.as_str()).collect();
+        Announced {
+            line: format!("ssh: one rank on each of {}", crate::ui::safe(&hosts.join(", "), true)),
+            container: None,
+        }
+    }
+}
+
+/// One rank on every host of the list (`ssh`), each at the inner place on its host.
+#[derive(Debug)]
+struct Ranks {
+    s: Ssh,
+    access: Access,
+}
+
+impl Layer for Ranks {
+    fn wrap(&self, inv: &Invocation) -> Invocation {
+        self.s.wrap(inv, self.access)
+    }
+
+    fn beside(&self) -> Option<Arc<dyn Layer>> {
+        Some(Arc::new(On { s: self.s.clone(), node: NODE.into() }))
+    }
+
+    /// The ranks end with their connections; what they ran in is their hosts'.
+    fn clean_up(&self) -> bool {
+        false
+    }
+}
+
+/// On the host named so (`ssh HOST`), at the inner place there (cuda-gdb beside the waiting
+/// rank). The host is [`NODE`] until known.
+#[derive(Debug)]
+struct On {
+    s: Ssh,
+    node: String,
+}
+
+impl Layer for On {
+    fn wrap(&self, inv: &Invocation) -> Invocation {
+        self.s.on_node(&self.node, inv)
+    }
+
+    fn on_node(&self, node: &str) -> Option<Arc<dyn Layer>> {
+        Some(Arc::new(On { s: self.s.clone(), node: node.into() }))
+    }
+
+    fn clean_up(&self) -> bool {
+        false
     }
 }
 

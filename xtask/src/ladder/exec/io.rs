@@ -64,12 +64,11 @@ impl<'v, 'a> View<'v, 'a> {
         self.found.lock().unwrap_or_else(|e| e.into_inner()).extend(found);
     }
 
-    /// Where the next process of `step` runs: on the host, or in a new container named
-    /// after its logs (or role), as the plan names it.
+    /// Where the next process of `step` runs: where the climb's launchers place it (on the
+    /// host without any), numbered and named as the plan names it.
     fn place(&self, step: &Step) -> Place {
         let mut started = self.started.lock().unwrap_or_else(|e| e.into_inner());
-        let c = self.climb;
-        place_for(c.containers.as_ref(), c.slurm.as_ref(), c.ssh.as_ref(), &mut started, step, &Place::Host)
+        place_for(&self.climb.launchers, &mut started, step, &Place::HOST)
     }
 }
 
@@ -339,7 +338,7 @@ impl RungIo for Io<'_, '_, '_> {
     }
 
     fn in_container(&self) -> bool {
-        self.view.climb.containers.is_some()
+        self.view.climb.launchers.in_container()
     }
 
     fn sources(&self) -> Vec<String> {
