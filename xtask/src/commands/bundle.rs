@@ -59,6 +59,11 @@ pub enum BundleCommand {
         /// MB each, and they can hold model or user data).
         #[arg(long)]
         with_coredumps: bool,
+        /// Include the files that hold the program's input values (a reproducer's integer
+        /// storages copied from the faulting launch, which may be a prompt's token ids; the
+        /// manifest's `inputs` says how many and from which arguments).
+        #[arg(long)]
+        with_inputs: bool,
         /// Include a file that would be left out (a binary file, a coredump, a text too large
         /// to read), as it is: a path relative to the bundle as LEFT_OUT.tsv names it, or a
         /// folder for the files under it. Repeat it for more.
@@ -160,11 +165,12 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
                 out(&render_show(&path, &m, &files))
             }
         }
-        BundleCommand::Pack { path, with_coredumps, include, gzip, output, anonymize } => {
+        BundleCommand::Pack { path, with_coredumps, with_inputs, include, gzip, output, anonymize } => {
             let m = Bundle::load(&path)?;
             let compression = if gzip { archive::Compression::Gzip } else { archive::Compression::Zstd };
             let archive = output.unwrap_or_else(|| archive::default_archive_path_for(&path, compression));
-            let opts = PackOptions { with_coredumps, include, compression, ..PackOptions::default() };
+            let opts =
+                PackOptions { with_coredumps, with_inputs, include, compression, ..PackOptions::default() };
             // Ctrl-C stops the packing and removes the partial archive.
             let interrupt = Interrupt::install()?;
             let mut s = String::new();
@@ -653,7 +659,15 @@ pub fn report_of(path: &Path) -> Result<String> {
         );
     }
     let reproducer = reproducer_of(path);
-    Ok(report::render(&ReportInput { manifest: &m, analysis: &analysis, env_lines, logs, reproducer }))
+    let inputs = crate::bundle::user_data::inputs_in(path, Some(&m));
+    Ok(report::render(&ReportInput {
+        manifest: &m,
+        analysis: &analysis,
+        env_lines,
+        logs,
+        reproducer,
+        inputs,
+    }))
 }
 
 /// The repro rung's result and script (`repro/result.json`, `repro/repro.py`), when the run

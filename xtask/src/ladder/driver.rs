@@ -27,7 +27,7 @@ use super::run::{place_for, run_logged_watched};
 use super::rung::{self, ArmedEnd, Beside, Debug, Ran, Rung, RungIo, Step, StepCx};
 use super::side::{self, outcome_notes, Logged, Side};
 use crate::bundle::inputs::{is_rung_output, last_line, scan_file};
-use crate::bundle::{self, layout, Bundle, CommandRecord, RungRecord, RungStatus};
+use crate::bundle::{self, layout, Bundle, CommandRecord, InputsRecord, RungRecord, RungStatus};
 use crate::findings::coredump::sm_progress;
 use crate::findings::verdict::{decide, decide_in, Analysis};
 use crate::findings::Evidence;
@@ -155,11 +155,10 @@ impl Climb<'_> {
             }
         }
         for job in jobs.iter().filter(|j| !j.quiet) {
-            let shown = crate::redact::invocation(&job.place.wrap(&job.inv), "terminal", &mut Vec::new());
             progress.status(&format!(
                 "==> collect {} (beside the climb): {}",
                 layout::env_file(&job.name),
-                shown.shell_line()
+                collect::shown(job)
             ));
         }
         let collecting = collect::start(jobs, bundle.root().to_path_buf(), self.interrupt.clone());
@@ -377,6 +376,7 @@ impl State<'_, '_> {
                     commands: vec![],
                     files: vec![],
                     notes: vec!["skipped at the prompt".into()],
+                    inputs: vec![],
                 })?;
                 Ok(Asked::Skipped)
             }
@@ -396,6 +396,7 @@ impl State<'_, '_> {
             commands: vec![],
             files: vec![],
             notes: vec![],
+            inputs: vec![],
         };
         let steps = self.climb.steps(id, dir.clone(), attempt, self.facts);
         if let Some(k) = self.alone.iter().position(|&r| r == id) {
@@ -1070,6 +1071,13 @@ impl RungIo for Io<'_, '_, '_> {
 
     fn say(&self, text: &str) {
         self.bar.note(text);
+    }
+
+    fn holds_inputs(&mut self, record: InputsRecord) {
+        let text = record.text();
+        self.bar.note(&text);
+        self.record.notes.push(text);
+        self.record.inputs.push(record);
     }
 }
 

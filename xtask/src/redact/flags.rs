@@ -31,6 +31,35 @@ pub(super) const P_ATTACHED: &[&str] = &[
     "sshpass",
 ];
 
+/// Programs whose `-a` takes the password (`redis-cli -a PW`); elsewhere `-a` is a switch
+/// (`ls -a`, `cp -a`) or takes no secret.
+pub(super) const A_IS_PASSWORD: &[&str] = &["redis-cli", "redis-benchmark", "valkey-cli", "keydb-cli"];
+
+/// Whether one of `programs` is a word of `s[line_start..i]` (its base name: `/usr/bin/mysql`).
+fn program_before(s: &[u8], i: usize, programs: &[&str]) -> bool {
+    let from = i.saturating_sub(512);
+    let line_start = memchr::memrchr(b'\n', &s[from..i]).map_or(from, |k| from + k + 1);
+    // Words are split at what no program name holds: `CUDA_PLANT=mysql …` (an environment
+    // printed) and `<planted>mysql …` (an XML report) name the program too.
+    s[line_start..i].split(|&b| !(is_name_byte(b) || b == b'/')).any(|w| {
+        let base = w.rsplit(|&b| b == b'/').next().unwrap_or(w);
+        programs.iter().any(|p| p.as_bytes() == base)
+    })
+}
+
+/// `-a PASSWORD` after a program whose `-a` takes one ([`A_IS_PASSWORD`]) earlier on the line.
+pub(super) fn a_flag(s: &[u8], i: usize, spans: &mut Vec<Span>) {
+    let v = run(s, i + 2, is_blank);
+    if !program_before(s, i, A_IS_PASSWORD) {
+        return;
+    }
+    if let Some((start, end)) = value_span(s, v, Mode::Flag) {
+        if p_value(&s[start..end], false) {
+            spans.push((start, end, "password after -a"));
+        }
+    }
+}
+
 /// `--secret-flag value` (`--api-key sk-…`, `--token xyz`, `--password "a b"`), and
 /// `--user user:password`.
 pub(super) fn long_flag(s: &[u8], i: usize, spans: &mut Vec<Span>) {
@@ -118,15 +147,7 @@ pub(super) fn attached_p(s: &[u8], i: usize, spans: &mut Vec<Span>) {
     if start == end || s[start] == b'$' || s[start..].starts_with(MARK.as_bytes()) {
         return;
     }
-    let from = i.saturating_sub(512);
-    let line_start = memchr::memrchr(b'\n', &s[from..i]).map_or(from, |k| from + k + 1);
-    // Words are split at what no program name holds: `CUDA_PLANT=mysql …` (an environment
-    // printed) and `<planted>mysql …` (an XML report) name the program too.
-    let program = s[line_start..i].split(|&b| !(is_name_byte(b) || b == b'/')).any(|w| {
-        let base = w.rsplit(|&b| b == b'/').next().unwrap_or(w);
-        P_ATTACHED.iter().any(|p| p.as_bytes() == base)
-    });
-    if program {
+    if program_before(s, i, P_ATTACHED) {
         spans.push((start, end, "password after -p"));
     }
 }

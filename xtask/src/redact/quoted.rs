@@ -109,11 +109,16 @@ pub(super) fn value_span(s: &[u8], v: usize, mode: Mode) -> Option<(usize, usize
             (start, closing(s, start, q))
         }
         None => {
+            // A bracket closes a value only inside one (`{a: b, c: d}`, `f(k=v)`): a YAML or INI
+            // value outside any (`password: a,b)c`) runs to its blank.
+            let from = v.saturating_sub(4096);
+            let line = memchr::memrchr(b'\n', &s[from..v]).map_or(from, |k| from + k + 1);
+            let inside = s[line..v].iter().any(|b| b"{[(".contains(b));
             let stop = |b: u8| {
                 b.is_ascii_whitespace()
                     || is_quote(b)
                     || matches!(b, b'&' | b';' | b'<')
-                    || (mode != Mode::Flag && matches!(b, b',' | b')' | b']' | b'}'))
+                    || (mode != Mode::Flag && inside && matches!(b, b',' | b')' | b']' | b'}'))
             };
             (v, run(s, v, |b| !stop(b)))
         }

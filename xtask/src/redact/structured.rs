@@ -104,6 +104,12 @@ pub(super) fn redact_args_learning(
                 .any(|w| P_IS_A_SWITCH.contains(w))
         {
             asks = Some(Asks::Password);
+        } else if arg == "-a"
+            && [base_name(last_word), base_name(args.first().map_or("", String::as_str))]
+                .iter()
+                .any(|w| A_IS_PASSWORD.contains(w))
+        {
+            asks = Some(Asks::Password);
         } else if arg == "-u" || arg == "--user" {
             asks = Some(Asks::UserPass(arg.as_str()));
         }

@@ -417,6 +417,9 @@ pub trait RungIo {
     fn note(&mut self, text: String);
     /// A remark shown now, while the rung runs.
     fn say(&self, text: &str);
+    /// A file of the rung holds the program's input values: said now, noted, and recorded in
+    /// the manifest, where `bundle pack` finds what to leave out.
+    fn holds_inputs(&mut self, record: crate::bundle::InputsRecord);
 }
 
 /// Runs steps beside a running target, from inside its line callback.
