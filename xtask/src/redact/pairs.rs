@@ -216,7 +216,7 @@ pub(super) fn sequence(s: &[u8], v: usize, label: &'static str, strict: bool, sp
             Some(q) => {
                 let start = k + q.len();
                 let end = closing(s, start, q);
-                if start < end && find(&s[start..end], MARK.as_bytes()).is_none() && token(&s[start..end]) {
+                if start < end && find(&s[start..end], b"[REDACTED").is_none() && token(&s[start..end]) {
                     spans.push((start, end, label));
                 }
                 end + q.len()
@@ -227,7 +227,7 @@ pub(super) fn sequence(s: &[u8], v: usize, label: &'static str, strict: bool, sp
                 let plain = item.iter().all(|c| c.is_ascii_digit() || c == &b'.' || c == &b'-')
                     || super::flags::plain_word(item)
                     || item.starts_with(b"$")
-                    || find(item, MARK.as_bytes()).is_some();
+                    || find(item, b"[REDACTED").is_some();
                 if list && !item.is_empty() && !plain && token(item) {
                     spans.push((k, end, label));
                 }
