@@ -152,9 +152,15 @@ fn lower(r: &mut Rng, n: usize) -> String {
     r.from(b"abcdefghijklmnopqrstuvwxyz", n)
 }
 
+/// How many families there are.
+pub const FAMILIES: usize = 32;
+
 /// One item of family `k % FAMILIES`.
 fn draw(r: &mut Rng, k: usize) -> Item {
-    match k % 24 {
+    if k % FAMILIES >= 24 {
+        return draw_more(r, k % FAMILIES);
+    }
+    match k % FAMILIES {
         0 => {
             // A service's prefixed token, of a service no list names.
             let prefix = format!(
@@ -365,6 +371,72 @@ fn draw(r: &mut Rng, k: usize) -> Item {
             let mut it = item("export NAME=V", format!("export {n}='{v}'"), v.clone());
             it.kv = Some((n, v));
             it
+        }
+    }
+}
+
+/// Families 24 to 31: cloud and registry credentials in their files' syntax.
+fn draw_more(r: &mut Rng, family: usize) -> Item {
+    match family {
+        24 => {
+            let v = r.b64_token(40);
+            item("AWS secret key (credentials file)", format!("aws_secret_access_key = {v}"), v)
+        }
+        25 => {
+            let v = r.b64_token(86);
+            let a = lower(r, 8);
+            item(
+                "storage connection string (AccountKey=)",
+                format!("DefaultEndpointsProtocol=https;AccountName={a};AccountKey={v}==;EndpointSuffix=core.windows.net"),
+                v,
+            )
+        }
+        26 => {
+            let (u, pw) = (lower(r, 6), r.password(14));
+            let v = base64(&format!("{u}:{pw}"));
+            let host = lower(r, 7);
+            item(
+                "registry auth (docker config)",
+                format!("{{\"auths\": {{\"{host}.io\": {{\"auth\": \"{v}\"}}}}}}"),
+                v,
+            )
+        }
+        27 => {
+            let v = r.urlsafe(36);
+            let host = lower(r, 6);
+            item("registry token (.npmrc)", format!("//{host}.example.org/:_authToken={v}"), v)
+        }
+        28 => {
+            let n = name(r, 2);
+            let v = r.alnum(32);
+            let line = format!("curl -sS -H 'X-{n}: {v}' https://api.example.org/v1");
+            let mut it = item("custom secret header", line.clone(), v);
+            it.argv = Some(vec![
+                "curl".into(),
+                "-sS".into(),
+                "-H".into(),
+                format!("X-{n}: {}", it.secret),
+                "https://api.example.org/v1".into(),
+            ]);
+            it
+        }
+        29 => {
+            let prefix = r.pick(&["ghp_", "glpat-", "xoxb-", "sk_live_", "hf_", "npm_", "AKIA", "SG."]);
+            let body = if prefix == "AKIA" { r.upper(16) } else { r.alnum(36) };
+            item("token of a listed service", format!("token={prefix}{body}"), body)
+        }
+        30 => {
+            let body: String = (0..3).map(|_| r.b64(64)).collect::<Vec<_>>().join("\\n");
+            let line = format!(
+                "{{\"type\": \"service_account\", \"private_key\": \"-----BEGIN PRIVATE KEY-----\\n{body}\\n-----END PRIVATE KEY-----\\n\"}}"
+            );
+            let secret = body[70..110].to_string();
+            item("private key in a JSON file", line, secret)
+        }
+        _ => {
+            let n = name(r, 0);
+            let v = r.value();
+            item("os.environ assignment", format!("os.environ[\"{n}\"] = \"{v}\""), v)
         }
     }
 }

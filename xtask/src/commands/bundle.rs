@@ -157,8 +157,15 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
             let m = Bundle::load(opened.dir())?;
             let files = files(opened.dir())?;
             let fates = leaves::fates(opened.dir(), &files, &leaves::tool_files(&m));
-            let files: Vec<(String, u64, Fate)> =
+            let mut files: Vec<(String, u64, Fate)> =
                 files.into_iter().zip(fates).map(|((f, bytes), fate)| (f, bytes, fate)).collect();
+            // What holds the program's input values, as `pack` leaves it out.
+            let inputs = crate::bundle::user_data::inputs_in(opened.dir(), Some(&m));
+            for (f, _, fate) in files.iter_mut() {
+                if inputs.iter().any(|r| r.file == *f) {
+                    *fate = Fate::Left { why: leaves::INPUTS_WHY, coredump: false };
+                }
+            }
             if json {
                 out(&render_show_json(&path, &m, &files))
             } else {
@@ -321,16 +328,18 @@ fn render_packed(p: &archive::Packed) -> String {
     }
     let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {}", line(k))).collect();
     let cores = p.left_out.iter().any(|(_, _, why)| why == leaves::COREDUMP_WHY);
+    let inputs = p.left_out.iter().any(|(_, _, why)| why == leaves::INPUTS_WHY);
     writeln!(
         s,
-        "left out {} file{}, {} (listed in {}: {}): not read, or memory images that can hold model or user \
-         data; {}`--include PATH` adds one",
+        "left out {} file{}, {} (listed in {}: {}): not read, memory images that can hold model or user \
+         data, or the program's input values; {}{}`--include PATH` adds one",
         p.left_out.len(),
         if p.left_out.len() == 1 { "" } else { "s" },
         human(total),
         layout::LEFT_OUT,
         kinds.join(", "),
-        if cores { "`--with-coredumps` includes the coredumps, " } else { "" }
+        if cores { "`--with-coredumps` includes the coredumps, " } else { "" },
+        if inputs { "`--with-inputs` the input values, " } else { "" }
     )
     .unwrap();
     s

@@ -54,7 +54,7 @@ pub(super) fn a_flag(s: &[u8], i: usize, spans: &mut Vec<Span>) {
         return;
     }
     if let Some((start, end)) = value_span(s, v, Mode::Flag) {
-        if p_value(&s[start..end], false) {
+        if any_password(&s[start..end]) {
             spans.push((start, end, "password after -a"));
         }
     }
@@ -110,15 +110,21 @@ pub(super) fn short_flag(s: &[u8], i: usize, spans: &mut Vec<Span>, seen: &mut B
         let base = base.strip_prefix(b"'").unwrap_or(base);
         seen.switch |= P_IS_A_SWITCH.iter().any(|p| p.as_bytes() == base);
         // After `login` (`docker login -p X`, `az login -p X`) or a database client, what
-        // follows `-p` is the password even when it reads as a word (`+ mysql -u root -p PW`).
-        seen.login |= base == b"login" || P_ATTACHED.iter().any(|p| p.as_bytes() == base);
+        // follows `-p` is the password even when it reads as a word (`+ mysql -u root -p PW`);
+        // a program glued to what came before it (`s0=sshpass`, `<text>sshpass`) names it too.
+        seen.login |= base == b"login"
+            || w.split(|&b| !(is_name_byte(b) || b == b'/'))
+                .any(|p| P_ATTACHED.iter().any(|a| a.as_bytes() == base_of(p)));
     }
     seen.upto = i;
     if seen.switch {
         return;
     }
     if let Some((start, end)) = value_span(s, v, Mode::Flag) {
-        if p_value(&s[start..end], !seen.login) {
+        // After `login` or a program whose `-p` takes a password, any value is one
+        // (`sshpass -p a:b^c`); elsewhere not what reads as a port, a path or a revision.
+        let v = &s[start..end];
+        if (seen.login && any_password(v)) || p_value(v, !seen.login) {
             spans.push((start, end, "password after -p"));
         }
     }
@@ -150,6 +156,16 @@ pub(super) fn attached_p(s: &[u8], i: usize, spans: &mut Vec<Span>) {
     if program_before(s, i, P_ATTACHED) {
         spans.push((start, end, "password after -p"));
     }
+}
+
+/// Whether the value of a flag that takes a password after a program known to take one
+/// (`sshpass -p`, `redis-cli -a`) is one: anything but a shell reference, a placeholder or a
+/// value already redacted.
+pub(super) fn any_password(v: &[u8]) -> bool {
+    !v.is_empty()
+        && v[0] != b'$'
+        && !v.iter().any(|b| b.is_ascii_whitespace() || b"<>".contains(b))
+        && find(v, b"[REDACTED").is_none()
 }
 
 /// Whether the value of `-p` reads as a password: not a port or a number (`8000:8000/tcp`), a

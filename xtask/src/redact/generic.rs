@@ -175,12 +175,14 @@ fn short_token(s: &[u8], a: usize, e: usize, spans: &mut Vec<Span>) {
             return;
         }
     }
-    let floor = if len >= 32 { 4.0 } else { 3.6 };
+    if upper < 2 || lower < 2 || marks * 8 > len || (digit == 0 && (len < 24 || !random_enough(v, 4))) {
+        return;
+    }
     // Random text changes class (capital, small letter, digit) at most bytes; a name at its
     // words' edges.
     let changes = v.windows(2).filter(|w| class(w[0]) != class(w[1])).count();
-    let mixed = digit >= 1 || (len >= 24 && random_enough(v, 4));
-    if upper < 2 || lower < 2 || !mixed || marks * 8 > len || changes * 4 < len {
+    let floor = if len >= 32 { 4.0 } else { 3.6 };
+    if changes * 4 < len {
         return;
     }
     if entropy(v) < floor || wordy(v) {

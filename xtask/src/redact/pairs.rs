@@ -41,7 +41,7 @@ pub(super) fn separators(s: &[u8], spans: &mut Vec<Span>) {
 }
 
 /// `scheme://user:password@host` (the authority starts at `start`): the password, whatever it
-/// holds: when the authority read to its first `/`, `?` or `#` has a `user:` and no `@`, a
+/// holds: when the authority read to its first `/`, `?` or `#` has a `user:` and no host, a
 /// password with one of those (`p#ss`, `a/b`) ends at the last `@` of the word that a host
 /// follows (not after a port: `host:8080/a@b` is a path).
 pub(super) fn url_password(s: &[u8], start: usize, spans: &mut Vec<Span>) {
@@ -49,12 +49,18 @@ pub(super) fn url_password(s: &[u8], start: usize, spans: &mut Vec<Span>) {
         !(b.is_ascii_whitespace() || is_quote(b) || matches!(b, b'/' | b'?' | b'#' | b'<' | b'>'))
     });
     let mut authority = &s[start..end];
-    if !authority.contains(&b'@') {
+    // No `@` before the first `/`, `?` or `#`, or one right before it (`user:p@#ss@host`): the
+    // password may go on.
+    if !authority.contains(&b'@') || authority.last() == Some(&b'@') {
         let Some(colon) = authority.iter().position(|&b| b == b':') else { return };
         if authority[colon + 1..].iter().all(u8::is_ascii_digit) {
             return;
         }
-        let word = run(s, end, |b| !(b.is_ascii_whitespace() || is_quote(b) || matches!(b, b'<' | b'>')));
+        // The rest of the word, 256 bytes at most (a password is shorter): a line of
+        // `a://u:p#a://u:p#…` stays linear.
+        let bound = s.len().min(end + 256);
+        let word =
+            run(&s[..bound], end, |b| !(b.is_ascii_whitespace() || is_quote(b) || matches!(b, b'<' | b'>')));
         let Some(at) = s[end..word].iter().rposition(|&b| b == b'@').map(|k| end + k) else { return };
         let host = run(s, at + 1, |b| is_alnum(b) || b == b'.' || b == b'-');
         if host == at + 1 || !(host == word || matches!(s[host], b':' | b'/' | b'?' | b'#')) {
@@ -198,7 +204,8 @@ pub(super) fn name_value(s: &[u8], i: usize, spans: &mut Vec<Span>) -> Option<us
 
 /// A tuple or a list under a secret-named name, starting at `v` (`auth=("user", "pw")`,
 /// `api_keys: ['a', 'b']`, `tokens = [a1b2, c3d4]`): every quoted item, and in a list every
-/// bare one that is no number or plain word, to the bracket that closes it on the line.
+/// bare one that is no number or plain word, to the bracket that closes it on the line (16
+/// items at most).
 pub(super) fn sequence(s: &[u8], v: usize, label: &'static str, strict: bool, spans: &mut Vec<Span>) {
     // A list that is a secret by its items only: each of 8 bytes or more with letters and digits.
     let token = |t: &[u8]| {
@@ -206,7 +213,7 @@ pub(super) fn sequence(s: &[u8], v: usize, label: &'static str, strict: bool, sp
     };
     let list = s[v] == b'[';
     let mut k = v + 1;
-    for _ in 0..64 {
+    for _ in 0..16 {
         k = run(s, k, is_blank);
         let Some(&b) = s.get(k) else { return };
         if matches!(b, b')' | b']' | b'\n' | b'\r') {

@@ -141,7 +141,12 @@ pub(super) fn redact_args_learning(
                 got.push(MARK.to_string());
                 continue;
             }
-            Some(Asks::Password) if whole && p_value(arg.as_bytes(), false) => {
+            Some(Asks::Password)
+                if whole
+                    && (p_value(arg.as_bytes(), false)
+                        || (password_program(args.first().map_or("", String::as_str))
+                            && any_password(arg.as_bytes()))) =>
+            {
                 out.push(Redaction { place: place.to_string(), what: "value of -p (by name)".to_string() });
                 learned.push(arg.clone());
                 got.push(MARK.to_string());
@@ -178,6 +183,13 @@ pub(super) fn redact_args_learning(
         }
     }
     got
+}
+
+/// Whether `program` (a path or a name) takes a password after `-p` or `-a` (`sshpass`,
+/// `mysql`, `redis-cli`): what follows is one whatever it reads as.
+pub(super) fn password_program(program: &str) -> bool {
+    let base = base_name(program);
+    P_ATTACHED.contains(&base) || A_IS_PASSWORD.contains(&base)
 }
 
 pub(super) fn base_name(word: &str) -> &str {
