@@ -148,9 +148,10 @@ fn held_out_corpus_planted_in_a_run_leaks_at_most_one_percent_per_output() {
             }
         }
     }
+    // (A backslash in a name makes `pack` refuse the bundle today: issue 42's item 5.)
     let names: String = items
         .iter()
-        .filter(|it| !it.line.contains(['\n', '/']) && it.line.len() < 200)
+        .filter(|it| !it.line.contains(['\n', '/', '\\']) && it.line.len() < 200)
         .map(|it| format!("{}\n", it.line))
         .collect();
     for (f, text) in [("plant.txt", &printed), ("plant.xml", &xml_lines), ("names.txt", &names)] {
@@ -162,8 +163,11 @@ fn held_out_corpus_planted_in_a_run_leaks_at_most_one_percent_per_output() {
          collect:\n  - name: planted.txt\n    command: [\"sh\", \"-c\", \"cat \\\"$PLANT_FILE\\\"\"]\n\
          run:\n  command: [\"plant-target\", \"{s0}\", \"{s1}\"]\n  timeout: 30\n  env:\n",
     );
-    for it in &items {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, it) in items.iter().enumerate() {
         if let Some((k, v)) = &it.kv {
+            // A name drawn twice gets the item's number (`MYSQL_PWD_17`).
+            let k = if seen.insert(k.clone()) { k.clone() } else { format!("{k}_{i}") };
             recipe.push_str(&format!("    {k}: {}\n", literal(v)));
         }
     }
