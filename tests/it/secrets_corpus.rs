@@ -25,8 +25,11 @@ fn xml(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
+/// How a line of the target's (or a tool's) output is written in one place.
+type Writer = fn(&str) -> String;
+
 /// The text places: how a line of the target's (or a tool's) output is written there.
-pub const TEXT_PLACES: [(&str, fn(&str) -> String); 7] = [
+pub const TEXT_PLACES: [(&str, Writer); 7] = [
     ("log line", |l| format!("{l}\n")),
     ("traceback", |l| {
         format!("Traceback (most recent call last):\n  File \"/app/run.py\", line 12, in <module>\n    {l}\nRuntimeError: {l}\n")

@@ -285,6 +285,13 @@ fn draw(r: &mut Rng, k: usize) -> Item {
             let v = r.value();
             item("YAML", format!("  {n}: {v}"), v)
         }
+        _ => draw_mid(r, k % FAMILIES),
+    }
+}
+
+/// Families 12 to 23: keys in every syntax, escapes, random tokens, PEM blocks, flags.
+fn draw_mid(r: &mut Rng, family: usize) -> Item {
+    match family {
         12 => {
             let n = name(r, 1);
             let v = r.value();
@@ -296,7 +303,7 @@ fn draw(r: &mut Rng, k: usize) -> Item {
                 let n = 2 + r.below(3);
                 lower(r, n)
             };
-            let v = r.value().replace('&', "").replace('<', "");
+            let v = r.value().replace(['&', '<'], "");
             item("XML with a namespace", format!("<{ns}:{n}>{v}</{ns}:{n}>"), v)
         }
         14 => {
@@ -365,13 +372,14 @@ fn draw(r: &mut Rng, k: usize) -> Item {
             };
             item("escaped unicode JSON", format!("{{\"auth\": \"\\u0042earer {v}\"}}"), v)
         }
-        _ => {
+        23 => {
             let n = name(r, 0);
             let v = r.value();
             let mut it = item("export NAME=V", format!("export {n}='{v}'"), v.clone());
             it.kv = Some((n, v));
             it
         }
+        _ => unreachable!("family {family}"),
     }
 }
 

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::layout;
-use super::{InputsRecord, Manifest};
+use super::manifest::{InputsRecord, Manifest};
 use crate::findings::repro::{capture, native};
 
 /// The captures this reads, at most, and the largest it reads.

@@ -167,12 +167,19 @@ fn short_token(s: &[u8], a: usize, e: usize, spans: &mut Vec<Span>) {
     }
     let (mut upper, mut lower, mut digit, mut marks) = (0, 0, 0, 0);
     for &b in v {
-        upper += usize::from(b.is_ascii_uppercase());
-        lower += usize::from(b.is_ascii_lowercase());
-        digit += usize::from(b.is_ascii_digit());
-        marks += usize::from(b == b'-' || b == b'_');
-        if b == b'/' {
-            return;
+        match b {
+            b'A'..=b'Z' => upper += 1,
+            b'a'..=b'z' => lower += 1,
+            b'0'..=b'9' => digit += 1,
+            b'-' | b'_' => {
+                marks += 1;
+                // An identifier (`triton_poi_fused_add_0`): no need to read on.
+                if marks * 8 > len {
+                    return;
+                }
+            }
+            b'/' => return,
+            _ => {}
         }
     }
     if upper < 2 || lower < 2 || marks * 8 > len || (digit == 0 && (len < 24 || !random_enough(v, 4))) {

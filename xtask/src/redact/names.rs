@@ -41,13 +41,11 @@ pub fn secret_name(name: &str) -> bool {
 pub(super) fn secret_name_bytes(name: &[u8]) -> bool {
     let mut any = false;
     let mut last: &[u8] = b"";
-    let mut parts = 0;
-    for part in name.split(|b| !b.is_ascii_alphanumeric()).filter(|p| !p.is_empty()) {
+    for (n, part) in name.split(|b| !b.is_ascii_alphanumeric()).filter(|p| !p.is_empty()).enumerate() {
         // `PWD` alone is the shell's working folder; after an owner (`MYSQL_PWD`, `DB_PWD`) a
         // password. `PSK` is a pre-shared key.
-        any = any || secret_part(part) || (parts > 0 && short_part(part));
+        any = any || secret_part(part) || (n > 0 && short_part(part));
         last = part;
-        parts += 1;
     }
     any && !NOT_SECRET_LAST.iter().any(|w| last.eq_ignore_ascii_case(w.as_bytes()))
 }

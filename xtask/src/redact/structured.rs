@@ -98,17 +98,16 @@ pub(super) fn redact_args_learning(
         let asked = asks.take();
         if arg.starts_with("--") && !arg.starts_with("-----") && !arg.contains('=') && secret_name(arg) {
             asks = Some(Asks::Secret(arg.as_str()));
-        } else if arg == "-p"
+        } else if (arg == "-p"
             && ![base_name(last_word), base_name(args.first().map_or("", String::as_str))]
                 .iter()
-                .any(|w| P_IS_A_SWITCH.contains(w))
+                .any(|w| P_IS_A_SWITCH.contains(w)))
+            || (arg == "-a"
+                && [base_name(last_word), base_name(args.first().map_or("", String::as_str))]
+                    .iter()
+                    .any(|w| A_IS_PASSWORD.contains(w)))
         {
-            asks = Some(Asks::Password);
-        } else if arg == "-a"
-            && [base_name(last_word), base_name(args.first().map_or("", String::as_str))]
-                .iter()
-                .any(|w| A_IS_PASSWORD.contains(w))
-        {
+            // `-p` unless the program's is a switch; `-a` after `redis-cli`.
             asks = Some(Asks::Password);
         } else if arg == "-u" || arg == "--user" {
             asks = Some(Asks::UserPass(arg.as_str()));
