@@ -32,8 +32,10 @@ pub(super) const NOT_SECRET_LAST: &[&str] = &[
 /// `TOKENIZERS_PARALLELISM` or `max_tokens`), holding `SECRET`, `PASSWORD`, `PASSWD`,
 /// `PASSPHRASE` or `CREDENTIAL`, ending in `CREDS` or `AUTH` or starting with `AUTHORIZ`, or
 /// `KEY`, `KEYS`, `PASS`, `*APIKEY`, `*ACCESSKEY`, `*PRIVATEKEY`, `*ACCOUNTKEY` or a camel-case
-/// `…Key` (`API_KEY`, `--api-key`, `AccountKey`, `signingKey`, but not `KEYBOARD`, `MONKEY` or
-/// `DispatchKeySet`); unless the last part is a count or an id ([`NOT_SECRET_LAST`]).
+/// `…Key`, `…Pwd`, `…Pass`, `…Psk` (`API_KEY`, `--api-key`, `AccountKey`, `signingKey`,
+/// `dbPwd`, but not `KEYBOARD`, `MONKEY` or `DispatchKeySet`), or `PWD`, `PSK`, `PW` after
+/// another part (`MYSQL_PWD`, not `PWD`); unless the last part is a count or an id
+/// ([`NOT_SECRET_LAST`]).
 pub fn secret_name(name: &str) -> bool {
     secret_name_bytes(name.as_bytes())
 }
