@@ -35,6 +35,7 @@ mod recipe;
 mod recipes_builtin;
 mod repro;
 mod secrets;
+mod secrets_corpus;
 mod secrets_matrix;
 mod sites;
 mod slurm;

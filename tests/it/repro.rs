@@ -51,9 +51,10 @@ fn the_report_presents_the_verified_reproducer_and_the_analysis_ignores_its_dump
     let section = text.split("#### Minimal reproducer").nth(1).expect("the section");
     assert!(section.contains("**Verified:**") && section.contains("gather_kv_kernel"), "{section}");
     assert!(section.contains("CUDA graph capture"), "the graph note: {section}");
+    // The script holds the block table's values (the program's input): named, not shown.
     assert!(
-        section.contains("```python") && section.contains("-67108864"),
-        "the script, with the stale entry"
+        section.contains("**User data:**") && !section.contains("-67108864"),
+        "the script named with what it holds, not shown: {section}"
     );
     // The reproducer's dump (repro/cudagdb-1.log) is no input of the analysis.
     let analyzed =
@@ -111,8 +112,8 @@ fn a_native_reproducer_builds_with_the_real_nvcc() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A C++ reproducer in the report: how to build and run it, and the program named when it is
-/// too long to show (its allocations' recorded bytes).
+/// A C++ reproducer in the report: how to build and run it, and the program named, not shown:
+/// it holds its allocations' recorded bytes, the program's input values (issue 42).
 #[test]
 fn the_report_says_how_to_build_a_native_reproducer() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/bundles/repro_native/oob_read");
@@ -127,7 +128,10 @@ fn the_report_says_how_to_build_a_native_reproducer() {
         "{section}"
     );
     assert!(
-        section.contains("too long to show here") && section.contains("repro/repro_driver.cu"),
+        section.contains("**User data:**")
+            && section.contains("repro/repro_driver.cu")
+            && section.contains("`param ")
+            && !section.contains("```cpp"),
         "{section}"
     );
 }
@@ -203,4 +207,72 @@ fn a_reproducer_is_verified_only_when_it_faults_as_the_verdict_says() {
         }
         s.assert_no_standin_left();
     }
+}
+
+/// A prompt planted as token ids in a reproducer's integer storage (the capture's recorded
+/// bytes and the list `repro.py` holds) leaves through neither archive nor the report by
+/// default: `pack` lists both files in `LEFT_OUT.tsv`, the report names the script and says
+/// what it holds; `--with-inputs` packs them.
+#[test]
+fn a_prompt_planted_as_token_ids_is_not_in_packs_output_by_default() {
+    use std::io::Read;
+    let bundle = bundles().into_iter().find(|p| p.to_string_lossy().contains("/graph/")).unwrap();
+    let scratch = tempfile_dir("inputs");
+    let copy = scratch.join(bundle.file_name().unwrap());
+    assert!(Command::new("cp").arg("-r").arg(&bundle).arg(&copy).status().unwrap().success());
+    // The prompt as token ids: four-digit ids, one per byte.
+    let ids: Vec<i32> = "tell me the launch codes".bytes().map(|b| 7000 + i32::from(b) * 13).collect();
+    let listed = ids.iter().map(i32::to_string).collect::<Vec<_>>().join(", ");
+    let script = copy.join("repro/repro.py");
+    let text = std::fs::read_to_string(&script).unwrap();
+    let old = "115, 89, 36, 221, 43, 126";
+    assert!(text.contains(old), "the fixture's block table changed");
+    std::fs::write(&script, text.replacen(old, &listed, 1)).unwrap();
+    let capture = std::fs::read_dir(copy.join("repro"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("capture-"))
+        .unwrap();
+    let mut c: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&capture).unwrap()).unwrap();
+    let storage = c["storages"].as_array_mut().unwrap().iter_mut().find(|s| s["values"].is_string()).unwrap();
+    let mut bytes: Vec<u8> = ids.iter().flat_map(|i| i.to_le_bytes()).collect();
+    bytes.resize(storage["bytes"].as_u64().unwrap() as usize, 0);
+    let b64 = crate::support::corpus::base64_bytes(&bytes);
+    storage["values"] = serde_json::Value::String(b64.clone());
+    std::fs::write(&capture, serde_json::to_string(&c).unwrap()).unwrap();
+    let needles = [listed.clone(), b64[..40].to_string()];
+
+    let xtask = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_xtask")).args(args).arg(&copy).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        [o.stdout, o.stderr].concat()
+    };
+    let tar_of = |archive: &Path| {
+        let mut tar = Vec::new();
+        let f = std::fs::File::open(archive).unwrap();
+        zstd::stream::read::Decoder::new(f).unwrap().read_to_end(&mut tar).unwrap();
+        tar
+    };
+    let has = |hay: &[u8], n: &str| memchr::memmem::find(hay, n.as_bytes()).is_some();
+    let archive = copy.with_extension("tar.zst");
+    let said = xtask(&["bundle", "pack"]);
+    let tar = tar_of(&archive);
+    for n in &needles {
+        assert!(!has(&tar, n), "the planted prompt is in the archive");
+        assert!(!has(&said, n), "the planted prompt is on pack's terminal");
+    }
+    let left = String::from_utf8_lossy(&tar).to_string();
+    assert!(left.contains("repro/repro.py") && left.contains("--with-inputs"), "LEFT_OUT.tsv names it");
+    let report = xtask(&["bundle", "report"]);
+    let report_text = String::from_utf8_lossy(&report);
+    assert!(!has(&report, &listed), "the planted prompt is in the report");
+    assert!(
+        report_text.contains("**User data:**") && report_text.contains("block_table_ptr"),
+        "{report_text}"
+    );
+    // Asked for, they are packed.
+    xtask(&["bundle", "pack", "--with-inputs"]);
+    let tar = tar_of(&archive);
+    assert!(has(&tar, &listed) && has(&tar, &needles[1]), "--with-inputs packs them");
+    std::fs::remove_dir_all(&scratch).unwrap();
 }

@@ -6,6 +6,7 @@
 //! signal a process the test did not start (its runs of the binary, the stand-ins they
 //! recorded).
 
+pub mod corpus;
 pub mod plant;
 pub mod recipes;
 pub mod run;

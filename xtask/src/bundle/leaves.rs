@@ -58,6 +58,8 @@ pub const PAST_WHY: &str =
 pub const UNREAD_WHY: &str =
     "could not be read or redacted: not shared; pack with --include PATH to include it as it is";
 /// Why a file that appeared after the files were read (while packing) is left out.
+pub const INPUTS_WHY: &str = "the program's input values (the manifest's `inputs` says how many, from which \
+     arguments): may be your data; pack with --with-inputs to include";
 pub const UNSEEN_WHY: &str = "appeared while the bundle was packed: not read, so not shared";
 
 /// What a file holds, told from its first bytes.

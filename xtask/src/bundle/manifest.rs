@@ -102,6 +102,35 @@ pub struct RungRecord {
     pub files: Vec<FileRecord>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Files of the rung that hold the program's input values (a reproducer's integer
+    /// storages, a capture): `bundle pack` leaves them out unless `--with-inputs`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<InputsRecord>,
+}
+
+/// A file that holds the program's input values, as the manifest records it: how many values,
+/// copied from which arguments of the launch; never the values.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputsRecord {
+    /// Relative to the bundle.
+    pub file: String,
+    /// How many values (elements of the integer and bool storages recorded).
+    pub values: u64,
+    /// The launch's arguments (or parameters) they were copied from.
+    pub from: Vec<String>,
+}
+
+impl InputsRecord {
+    /// What a note, the terminal and `LEFT_OUT.tsv` say of it.
+    pub fn text(&self) -> String {
+        format!(
+            "`{}` holds {} input value(s) of the program, copied from argument(s) {}: they may be your data \
+             (token ids of a prompt); `bundle pack` leaves it out unless `--with-inputs`",
+            self.file,
+            self.values,
+            self.from.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")
+        )
+    }
 }
 
 impl RungRecord {

@@ -25,9 +25,12 @@ mod recorded;
 pub mod replay;
 pub mod report;
 pub mod sources;
+pub mod user_data;
 pub mod writer;
 
 pub use leaves::{redact_file, redact_left};
-pub use manifest::{CommandRecord, ContainerRecord, FileRecord, Manifest, RungRecord, RungStatus};
+pub use manifest::{
+    CommandRecord, ContainerRecord, FileRecord, InputsRecord, Manifest, RungRecord, RungStatus,
+};
 pub use recorded::{log_redactions, recorded_environment, ENV_ALLOW, ENV_ALLOW_PREFIXES};
 pub use writer::{utc_stamp, Bundle};

@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use crate::bundle::Manifest;
+use crate::bundle::{InputsRecord, Manifest};
 use crate::findings::render::render_text;
 use crate::findings::repro::{Outcome, Status};
 use crate::findings::verdict::Analysis;
@@ -32,6 +32,9 @@ pub struct ReportInput<'a> {
     pub logs: Vec<(String, String)>,
     /// What the repro rung wrote (`repro/result.json`) and its script, when it ran.
     pub reproducer: Option<(Outcome, Option<String>)>,
+    /// The files that hold the program's input values ([`super::user_data::inputs_in`]): a
+    /// reproducer among them is named, not shown.
+    pub inputs: Vec<InputsRecord>,
 }
 
 /// The longest reproducer the report shows whole; a longer one is named, not shown.
@@ -39,7 +42,7 @@ const SCRIPT_SHOWN: usize = 16_000;
 
 /// The "Minimal reproducer" section: what it showed, how to run it, what it needs and does
 /// not contain, and the script itself when it is short enough.
-fn reproducer_section(outcome: &Outcome, script: Option<&str>) -> String {
+fn reproducer_section(outcome: &Outcome, script: Option<&str>, inputs: &[InputsRecord]) -> String {
     let mut s = String::from("#### Minimal reproducer\n\n");
     let at = outcome.script.as_deref().unwrap_or(super::layout::repro_dir());
     let native = at.ends_with(".cu");
@@ -73,6 +76,12 @@ fn reproducer_section(outcome: &Outcome, script: Option<&str>) -> String {
     }
     if !outcome.notes.is_empty() {
         s.push('\n');
+    }
+    // A script that holds the program's input values is named, not shown: the report is what
+    // gets pasted into an issue.
+    if let Some(rec) = inputs.iter().find(|r| r.file == at) {
+        writeln!(s, "**User data:** {}; not shown here.\n", one(&rec.text())).unwrap();
+        return s;
     }
     if let Some(text) = script.filter(|t| t.len() > SCRIPT_SHOWN) {
         writeln!(
@@ -117,7 +126,7 @@ pub fn render(input: &ReportInput) -> String {
         None => writeln!(head, "**Unfinished:** {}\n", super::manifest::UNFINISHED).unwrap(),
     }
     if let Some((outcome, script)) = &input.reproducer {
-        head.push_str(&reproducer_section(outcome, script.as_deref()));
+        head.push_str(&reproducer_section(outcome, script.as_deref(), &input.inputs));
     }
 
     writeln!(head, "#### Environment\n\n| | |\n|---|---|").unwrap();

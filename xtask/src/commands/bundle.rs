@@ -59,6 +59,11 @@ pub enum BundleCommand {
         /// MB each, and they can hold model or user data).
         #[arg(long)]
         with_coredumps: bool,
+        /// Include the files that hold the program's input values (a reproducer's integer
+        /// storages copied from the faulting launch, which may be a prompt's token ids; the
+        /// manifest's `inputs` says how many and from which arguments).
+        #[arg(long)]
+        with_inputs: bool,
         /// Include a file that would be left out (a binary file, a coredump, a text too large
         /// to read), as it is: a path relative to the bundle as LEFT_OUT.tsv names it, or a
         /// folder for the files under it. Repeat it for more.
@@ -152,19 +157,27 @@ pub fn run(cmd: BundleCommand) -> Result<Outcome> {
             let m = Bundle::load(opened.dir())?;
             let files = files(opened.dir())?;
             let fates = leaves::fates(opened.dir(), &files, &leaves::tool_files(&m));
-            let files: Vec<(String, u64, Fate)> =
+            let mut files: Vec<(String, u64, Fate)> =
                 files.into_iter().zip(fates).map(|((f, bytes), fate)| (f, bytes, fate)).collect();
+            // What holds the program's input values, as `pack` leaves it out.
+            let inputs = crate::bundle::user_data::inputs_in(opened.dir(), Some(&m));
+            for (f, _, fate) in files.iter_mut() {
+                if inputs.iter().any(|r| r.file == *f) {
+                    *fate = Fate::Left { why: leaves::INPUTS_WHY, coredump: false };
+                }
+            }
             if json {
                 out(&render_show_json(&path, &m, &files))
             } else {
                 out(&render_show(&path, &m, &files))
             }
         }
-        BundleCommand::Pack { path, with_coredumps, include, gzip, output, anonymize } => {
+        BundleCommand::Pack { path, with_coredumps, with_inputs, include, gzip, output, anonymize } => {
             let m = Bundle::load(&path)?;
             let compression = if gzip { archive::Compression::Gzip } else { archive::Compression::Zstd };
             let archive = output.unwrap_or_else(|| archive::default_archive_path_for(&path, compression));
-            let opts = PackOptions { with_coredumps, include, compression, ..PackOptions::default() };
+            let opts =
+                PackOptions { with_coredumps, with_inputs, include, compression, ..PackOptions::default() };
             // Ctrl-C stops the packing and removes the partial archive.
             let interrupt = Interrupt::install()?;
             let mut s = String::new();
@@ -311,16 +324,18 @@ fn render_packed(p: &archive::Packed) -> String {
     }
     let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {}", line(k))).collect();
     let cores = p.left_out.iter().any(|(_, _, why)| why == leaves::COREDUMP_WHY);
+    let inputs = p.left_out.iter().any(|(_, _, why)| why == leaves::INPUTS_WHY);
     writeln!(
         s,
-        "left out {} file{}, {} (listed in {}: {}): not read, or memory images that can hold model or user \
-         data; {}`--include PATH` adds one",
+        "left out {} file{}, {} (listed in {}: {}): not read, memory images that can hold model or user \
+         data, or the program's input values; {}{}`--include PATH` adds one",
         p.left_out.len(),
         if p.left_out.len() == 1 { "" } else { "s" },
         human(total),
         layout::LEFT_OUT,
         kinds.join(", "),
-        if cores { "`--with-coredumps` includes the coredumps, " } else { "" }
+        if cores { "`--with-coredumps` includes the coredumps, " } else { "" },
+        if inputs { "`--with-inputs` the input values, " } else { "" }
     )
     .unwrap();
     s
@@ -700,7 +715,15 @@ pub fn report_of(path: &Path) -> Result<String> {
         );
     }
     let reproducer = reproducer_of(path);
-    Ok(report::render(&ReportInput { manifest: &m, analysis: &analysis, env_lines, logs, reproducer }))
+    let inputs = crate::bundle::user_data::inputs_in(path, Some(&m));
+    Ok(report::render(&ReportInput {
+        manifest: &m,
+        analysis: &analysis,
+        env_lines,
+        logs,
+        reproducer,
+        inputs,
+    }))
 }
 
 /// The repro rung's result and script (`repro/result.json`, `repro/repro.py`), when the run

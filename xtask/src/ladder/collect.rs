@@ -124,6 +124,21 @@ pub fn jobs(r: &Resolved, launchers: &Launchers) -> Vec<Job> {
     all.enumerate().map(|(i, (c, quiet))| job(i, c, quiet)).collect()
 }
 
+/// A job as the terminal shows it: its place and argv, redacted, without the environment it
+/// runs in (the run step's, which may hold secrets under names no rule knows; the bundle's
+/// `command.txt` records it redacted), and how many variables that is.
+pub fn shown(job: &Job) -> String {
+    let mut bare = job.inv.clone();
+    let vars = bare.env_set.len();
+    bare.env_set.clear();
+    bare.env_remove.clear();
+    let line = crate::redact::invocation(&job.place.wrap(&bare), "terminal", &mut Vec::new()).shell_line();
+    match vars {
+        0 => line,
+        n => format!("{line} ({n} variable{} set, not shown)", if n == 1 { "" } else { "s" }),
+    }
+}
+
 /// Runs one `collect` job into `root/env/NAME` (both streams). A command that is missing,
 /// fails or times out gives a note; none of it is needed to find the fault.
 fn run(root: &Path, job: &Job, interrupt: &Interrupt) -> Result<Collected> {
@@ -183,4 +198,24 @@ pub fn start(
             jobs.iter().take_while(|_| !interrupt.is_set()).map(|j| run(&root, j, &interrupt)).collect()
         })
         .context("cannot start the `collect` commands")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The terminal line of a collect command holds neither its environment nor a secret of its
+    /// argv: a password under a name no rule knows, set for the run step, is not shown.
+    #[test]
+    fn a_collect_line_shows_no_environment() {
+        let mut inv = Invocation::new(vec!["sh".into(), "-c".into(), "cat x".into()]);
+        inv.set("ZZ_PLAIN_SETTING", "Wq7uHnB3kLp2Xr9d");
+        inv.set("HF_TOKEN", "Jd8sKq2mNw4pLx7z");
+        inv.remove("LD_PRELOAD");
+        let job = Job { name: "x.txt".into(), inv, place: Place::HOST, quiet: false };
+        let line = shown(&job);
+        assert!(!line.contains("Wq7uHnB3kLp2Xr9d") && !line.contains("Jd8sKq2mNw4pLx7z"), "{line}");
+        assert!(!line.contains("ZZ_PLAIN_SETTING") && !line.contains("LD_PRELOAD"), "{line}");
+        assert!(line.starts_with("sh -c 'cat x'") && line.contains("2 variables set"), "{line}");
+    }
 }

@@ -52,11 +52,10 @@ impl Climb<'_> {
             }
         }
         for job in jobs.iter().filter(|j| !j.quiet) {
-            let shown = crate::redact::invocation(&job.place.wrap(&job.inv), "terminal", &mut Vec::new());
             progress.status(&format!(
                 "==> collect {} (beside the climb): {}",
                 layout::env_file(&job.name),
-                shown.shell_line()
+                collect::shown(job)
             ));
         }
         let collecting = collect::start(jobs, bundle.root().to_path_buf(), self.interrupt.clone());
@@ -309,6 +308,7 @@ impl State<'_, '_> {
                     commands: vec![],
                     files: vec![],
                     notes: vec!["skipped at the prompt".into()],
+                    inputs: vec![],
                 })?;
                 Ok(Asked::Skipped)
             }
@@ -328,6 +328,7 @@ impl State<'_, '_> {
             commands: vec![],
             files: vec![],
             notes: vec![],
+            inputs: vec![],
         };
         let steps = self.climb.steps(id, dir.clone(), attempt, self.facts);
         if let Some(k) = self.alone.iter().position(|&r| r == id) {

@@ -357,6 +357,7 @@ pub fn run(t: &Target, opts: &Options, progress: &dyn Progress) -> Result<Dumped
             commands: vec![],
             files: vec![],
             notes: vec![],
+            inputs: vec![],
         },
         dir,
         found: Vec::new(),

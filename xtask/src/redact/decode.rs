@@ -1,12 +1,14 @@
 //! Escapes decoded before matching, so that a secret written encoded is found: XML and HTML
-//! entities (`&quot;`, `&amp;`, `&#47;`, `&#x2F;`), JSON's `\uXXXX` and `\/`, and URL
-//! percent-encoding (`%3D`, `%2F`). [`decoded`] gives the decoded text and, for each of its
+//! entities (`&quot;`, `&amp;`, `&#47;`, `&#x2F;`), JSON's `\uXXXX`, `\/`, `\"` and `\\`, and
+//! URL percent-encoding (`%3D`, `%2F`). [`decoded`] gives the decoded text and, for each of its
 //! bytes, where it came from, so that a span found in it is redacted over the encoded bytes
-//! of the original ([`original`]): the output keeps its encoding but for the mark.
+//! of the original ([`original`]): the output keeps its encoding but for the mark. The scanner
+//! decodes again what one level left encoded (JSON in a JSON string, `%253D`), to a fixed
+//! point of at most [`LEVELS`] levels; the text as it is is always scanned too, so a rule that
+//! reads an escaped quote as part of a value (`"a\"b"`) still sees it.
 //!
-//! Must not: decode a control byte (a newline stays a line's end), a byte past ASCII, or a
-//! backslash-escaped quote (`\"` must not close a JSON string early); allocate for a text
-//! without an escape.
+//! Must not: decode a control byte (a newline stays a line's end) or a byte past ASCII;
+//! allocate for a text without an escape.
 
 use super::bytes::*;
 
@@ -22,6 +24,9 @@ fn escape(s: &[u8], i: usize) -> Option<(u8, usize)> {
         b'%' => (hex(s.get(i + 1..i + 3)?)?, 3),
         b'\\' => match s.get(i + 1)? {
             b'/' => (u32::from(b'/'), 2),
+            b'"' => (u32::from(b'"'), 2),
+            b'\'' => (u32::from(b'\''), 2),
+            b'\\' => (u32::from(b'\\'), 2),
             b'u' => (hex(s.get(i + 2..i + 6)?)?, 6),
             _ => return None,
         },
@@ -53,6 +58,9 @@ fn entity(s: &[u8], i: usize) -> Option<(u32, usize)> {
     };
     Some((v, semi + 1))
 }
+
+/// How many levels of escaping are decoded, at most.
+pub(super) const LEVELS: usize = 3;
 
 /// Whether `s` holds an escape [`decoded`] would decode: one SIMD search and a few
 /// comparisons per hit.

@@ -31,6 +31,35 @@ pub(super) const P_ATTACHED: &[&str] = &[
     "sshpass",
 ];
 
+/// Programs whose `-a` takes the password (`redis-cli -a PW`); elsewhere `-a` is a switch
+/// (`ls -a`, `cp -a`) or takes no secret.
+pub(super) const A_IS_PASSWORD: &[&str] = &["redis-cli", "redis-benchmark", "valkey-cli", "keydb-cli"];
+
+/// Whether one of `programs` is a word of `s[line_start..i]` (its base name: `/usr/bin/mysql`).
+fn program_before(s: &[u8], i: usize, programs: &[&str]) -> bool {
+    let from = i.saturating_sub(512);
+    let line_start = memchr::memrchr(b'\n', &s[from..i]).map_or(from, |k| from + k + 1);
+    // Words are split at what no program name holds: `CUDA_PLANT=mysql …` (an environment
+    // printed) and `<planted>mysql …` (an XML report) name the program too.
+    s[line_start..i].split(|&b| !(is_name_byte(b) || b == b'/')).any(|w| {
+        let base = w.rsplit(|&b| b == b'/').next().unwrap_or(w);
+        programs.iter().any(|p| p.as_bytes() == base)
+    })
+}
+
+/// `-a PASSWORD` after a program whose `-a` takes one ([`A_IS_PASSWORD`]) earlier on the line.
+pub(super) fn a_flag(s: &[u8], i: usize, spans: &mut Vec<Span>) {
+    let v = run(s, i + 2, is_blank);
+    if !program_before(s, i, A_IS_PASSWORD) {
+        return;
+    }
+    if let Some((start, end)) = value_span(s, v, Mode::Flag) {
+        if any_password(&s[start..end]) {
+            spans.push((start, end, "password after -a"));
+        }
+    }
+}
+
 /// `--secret-flag value` (`--api-key sk-…`, `--token xyz`, `--password "a b"`), and
 /// `--user user:password`.
 pub(super) fn long_flag(s: &[u8], i: usize, spans: &mut Vec<Span>) {
@@ -81,15 +110,21 @@ pub(super) fn short_flag(s: &[u8], i: usize, spans: &mut Vec<Span>, seen: &mut B
         let base = base.strip_prefix(b"'").unwrap_or(base);
         seen.switch |= P_IS_A_SWITCH.iter().any(|p| p.as_bytes() == base);
         // After `login` (`docker login -p X`, `az login -p X`) or a database client, what
-        // follows `-p` is the password even when it reads as a word (`+ mysql -u root -p PW`).
-        seen.login |= base == b"login" || P_ATTACHED.iter().any(|p| p.as_bytes() == base);
+        // follows `-p` is the password even when it reads as a word (`+ mysql -u root -p PW`);
+        // a program glued to what came before it (`s0=sshpass`, `<text>sshpass`) names it too.
+        seen.login |= base == b"login"
+            || w.split(|&b| !(is_name_byte(b) || b == b'/'))
+                .any(|p| P_ATTACHED.iter().any(|a| a.as_bytes() == base_of(p)));
     }
     seen.upto = i;
     if seen.switch {
         return;
     }
     if let Some((start, end)) = value_span(s, v, Mode::Flag) {
-        if p_value(&s[start..end], !seen.login) {
+        // After `login` or a program whose `-p` takes a password, any value is one
+        // (`sshpass -p a:b^c`); elsewhere not what reads as a port, a path or a revision.
+        let v = &s[start..end];
+        if (seen.login && any_password(v)) || p_value(v, !seen.login) {
             spans.push((start, end, "password after -p"));
         }
     }
@@ -118,17 +153,19 @@ pub(super) fn attached_p(s: &[u8], i: usize, spans: &mut Vec<Span>) {
     if start == end || s[start] == b'$' || s[start..].starts_with(MARK.as_bytes()) {
         return;
     }
-    let from = i.saturating_sub(512);
-    let line_start = memchr::memrchr(b'\n', &s[from..i]).map_or(from, |k| from + k + 1);
-    // Words are split at what no program name holds: `CUDA_PLANT=mysql …` (an environment
-    // printed) and `<planted>mysql …` (an XML report) name the program too.
-    let program = s[line_start..i].split(|&b| !(is_name_byte(b) || b == b'/')).any(|w| {
-        let base = w.rsplit(|&b| b == b'/').next().unwrap_or(w);
-        P_ATTACHED.iter().any(|p| p.as_bytes() == base)
-    });
-    if program {
+    if program_before(s, i, P_ATTACHED) {
         spans.push((start, end, "password after -p"));
     }
+}
+
+/// Whether the value of a flag that takes a password after a program known to take one
+/// (`sshpass -p`, `redis-cli -a`) is one: anything but a shell reference, a placeholder or a
+/// value already redacted.
+pub(super) fn any_password(v: &[u8]) -> bool {
+    !v.is_empty()
+        && v[0] != b'$'
+        && !v.iter().any(|b| b.is_ascii_whitespace() || b"<>".contains(b))
+        && find(v, b"[REDACTED").is_none()
 }
 
 /// Whether the value of `-p` reads as a password: not a port or a number (`8000:8000/tcp`), a

@@ -53,18 +53,22 @@ fn blob_byte(b: u8) -> bool {
 /// The least length of a standalone blob.
 const BLOB_MIN: usize = 40;
 
+/// The least length of a standalone token told by its randomness alone ([`short_token`]).
+const TOKEN_MIN: usize = 20;
+
 /// Long standalone base64 (or base64url) blobs anywhere: a run of 40 bytes or more (its `=`
 /// padding too) with upper- and lowercase letters and digits, 4.4 bits of entropy a byte or
 /// more (random base64 of 40 bytes has 4.9; words, paths and identifiers 3.5 to 4.1), few
-/// `-`, `_` or `/` (identifiers and paths have many), and not a mangled name (`_Z…`). Runs are
-/// found by looking at every 40th byte first, so text of short words costs little.
+/// `-`, `_` or `/` (identifiers and paths have many), and not a mangled name (`_Z…`); a
+/// shorter run of 20 bytes or more when it reads as a random token ([`short_token`]). Runs are
+/// found by looking at every 20th byte first, so text of short words costs little.
 pub(super) fn blobs(s: &[u8], spans: &mut Vec<Span>) {
     let n = s.len();
     let mut i = 0;
     // `s[i..known]` are known to be blob bytes: no byte is looked at backwards twice.
     let mut known = 0;
-    while i + BLOB_MIN <= n {
-        let last = i + BLOB_MIN - 1;
+    while i + TOKEN_MIN <= n {
+        let last = i + TOKEN_MIN - 1;
         if !blob_byte(s[last]) {
             i = last + 1;
             known = i;
@@ -82,7 +86,11 @@ pub(super) fn blobs(s: &[u8], spans: &mut Vec<Span>) {
         }
         let end = run(s, last + 1, blob_byte);
         if i == 0 || !blob_byte(s[i - 1]) {
-            blob(s, i, end, spans);
+            if end - i >= BLOB_MIN {
+                blob(s, i, end, spans);
+            } else {
+                short_token(s, i, end, spans);
+            }
         }
         i = end + 1;
         known = i;
@@ -122,6 +130,99 @@ fn blob(s: &[u8], a: usize, e: usize, spans: &mut Vec<Span>) {
     // A token another rule found (`xoxb-…` keeps its prefix, a PEM line its kind) is theirs.
     if &s[a..end] != MARK.as_bytes() && !spans.iter().any(|&(x, y, _)| x < end && a < y) {
         spans.push((a, end, "base64 blob"));
+    }
+}
+
+/// A run `s[a..e]` of 20 to 39 bytes that reads as a random token, not as a name: upper- and
+/// lowercase letters and digits, two of each at least, case changing inside words, few `-` or
+/// `_` (one in 8 bytes: `ab_live_…` is a prefixed token, `cutlass_80_tensorop_s1688gemm` an
+/// identifier), no `/` (a path), 3.6 bits of entropy a byte (4.0 from 32 bytes: random
+/// alphanumerics of 20 bytes have about 4.0, of 32 about 4.5), not mostly words
+/// ([`wordy`]); or 2 to 4 capitals before 32 hex digits or more (`SK…`, `AC…`: a telephony
+/// API's key and account ids). A hex digest, an address, a UUID, a base32 hash of one case, a
+/// mangled name and a kernel's name are none.
+fn short_token(s: &[u8], a: usize, e: usize, spans: &mut Vec<Span>) {
+    let v = &s[a..e];
+    let len = v.len();
+    // `eyJ…` is base64 of JSON: a JWT's header alone, which the JWT rule judges whole.
+    if v.starts_with(b"_Z")
+        || v.starts_with(b"eyJ")
+        || (a > 0 && matches!(s[a - 1], b'$' | b'%' | b'\\' | b'.' | b'@' | b'#'))
+    {
+        return;
+    }
+    let next = s.get(e + 1).copied().unwrap_or(b' ');
+    if e < s.len() && (matches!(s[e], b'@' | b'(' | b'<' | b'\\') || (s[e] == b'.' && is_alnum(next))) {
+        return; // a file name, a host, a call, a template
+    }
+    let caps = run(v, 0, |b| b.is_ascii_uppercase());
+    let hex = &v[caps..];
+    if (2..=4).contains(&caps)
+        && hex.len() >= 32
+        && hex.iter().all(|&b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && entropy(hex) >= 3.0
+    {
+        spans.push((a + caps, e, "hex key after a prefix"));
+        return;
+    }
+    let (mut upper, mut lower, mut digit, mut marks) = (0, 0, 0, 0);
+    for &b in v {
+        match b {
+            b'A'..=b'Z' => upper += 1,
+            b'a'..=b'z' => lower += 1,
+            b'0'..=b'9' => digit += 1,
+            b'-' | b'_' => {
+                marks += 1;
+                // An identifier (`triton_poi_fused_add_0`): no need to read on.
+                if marks * 8 > len {
+                    return;
+                }
+            }
+            b'/' => return,
+            _ => {}
+        }
+    }
+    if upper < 2 || lower < 2 || marks * 8 > len || (digit == 0 && (len < 24 || !random_enough(v, 4))) {
+        return;
+    }
+    // Random text changes class (capital, small letter, digit) at most bytes; a name at its
+    // words' edges.
+    let changes = v.windows(2).filter(|w| class(w[0]) != class(w[1])).count();
+    let floor = if len >= 32 { 4.0 } else { 3.6 };
+    if changes * 4 < len {
+        return;
+    }
+    if entropy(v) < floor || wordy(v) {
+        return;
+    }
+    if find(&s[a..e], MARK.as_bytes()).is_none() && !spans.iter().any(|&(x, y, _)| x < e && a < y) {
+        spans.push((a, e, "random token"));
+    }
+}
+
+/// Whether base64 looks random rather than like words or a path (`/home/Alex/Miniconda3/bin`):
+/// upper- and lowercase letters and digits, and at least `changes` lowercase letters followed
+/// by an uppercase one (random base64 has one every six bytes or so).
+pub(super) fn random_enough(body: &[u8], changes: usize) -> bool {
+    let (mut upper, mut lower, mut digit, mut n) = (false, false, false, 0);
+    let mut prev = 0u8;
+    for &b in body {
+        upper |= b.is_ascii_uppercase();
+        lower |= b.is_ascii_lowercase();
+        digit |= b.is_ascii_digit();
+        n += usize::from(prev.is_ascii_lowercase() && b.is_ascii_uppercase());
+        prev = b;
+    }
+    upper && lower && digit && n >= changes
+}
+
+/// A byte's class for [`short_token`]: capital, small letter, digit, other.
+fn class(b: u8) -> u8 {
+    match b {
+        b'A'..=b'Z' => 0,
+        b'a'..=b'z' => 1,
+        b'0'..=b'9' => 2,
+        _ => 3,
     }
 }
 

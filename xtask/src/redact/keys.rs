@@ -152,22 +152,6 @@ pub(super) fn key_lines(s: &[u8], spans: &mut Vec<Span>) {
     }
 }
 
-/// Whether base64 looks random rather than like words or a path (`/home/Alex/Miniconda3/bin`):
-/// upper- and lowercase letters and digits, and at least `changes` lowercase letters followed
-/// by an uppercase one (random base64 has one every six bytes or so).
-pub(super) fn random_enough(body: &[u8], changes: usize) -> bool {
-    let (mut upper, mut lower, mut digit, mut n) = (false, false, false, 0);
-    let mut prev = 0u8;
-    for &b in body {
-        upper |= b.is_ascii_uppercase();
-        lower |= b.is_ascii_lowercase();
-        digit |= b.is_ascii_digit();
-        n += usize::from(prev.is_ascii_lowercase() && b.is_ascii_uppercase());
-        prev = b;
-    }
-    upper && lower && digit && n >= changes
-}
-
 /// XML elements named as secrets, on one line: `<password>hunter2</password>`,
 /// `<ApiKey type="x">…</ApiKey>` (a Maven `settings.xml`, a NuGet config), also escaped as
 /// compute-sanitizer's XML report quotes what a program printed (`&lt;password&gt;…`): the
@@ -181,9 +165,16 @@ pub(super) fn xml_elements(s: &[u8], spans: &mut Vec<Span>) {
     for (close, lt, gt) in forms {
         for i in close.find_iter(s) {
             let name_start = i + lt.len() + 1;
-            let name_end = run(s, name_start, is_name_byte);
+            let mut name_end = run(s, name_start, is_name_byte);
+            // A namespaced element (`<ns:password>`): its local name says what it is.
+            let mut local = name_start;
+            if s.get(name_end) == Some(&b':') && name_end > name_start {
+                local = name_end + 1;
+                name_end = run(s, local, is_name_byte);
+            }
             let name = &s[name_start..name_end];
-            if name.is_empty() || !s[name_end..].starts_with(gt) || !secret_name_bytes(name) {
+            if local == name_end || !s[name_end..].starts_with(gt) || !secret_name_bytes(&s[local..name_end])
+            {
                 continue;
             }
             let from = i.saturating_sub(64 * 1024);

@@ -4,9 +4,10 @@
 //! name says secret (`*TOKEN`, `*SECRET*`, `*PASSWORD*`, `KEY`, credentials, auth), HTTP
 //! headers (`Authorization:`, `X-Api-Key:`, `Cookie:`), `-p`/`--password` arguments, `.netrc`
 //! passwords and cuda-gdb's locals. By value: tokens with a known prefix (`ghp_…`, `glpat-…`,
-//! `xoxb-…`, `sk_live_…`, `AKIA…`, `AIza…`, `eyJ…` JWTs, ...), passwords in URLs, PEM private
-//! keys (one line at a time, or a whole block with [`Lines`]), and the values [`remember`]ed
-//! for the run. The secret part becomes [`MARK`]; what says what it was (the prefix, the name,
+//! `xoxb-…`, `sk_live_…`, `AKIA…`, `AIza…`, `eyJ…` JWTs, ...), passwords in URLs (any character),
+//! PEM private keys (one line at a time, or a whole block with [`Lines`]), random tokens of 20
+//! bytes or more told by their randomness wherever they are, and the values [`remember`]ed for
+//! the run; over the text as it is and decoded, to three levels of escaping. The secret part becomes [`MARK`]; what says what it was (the prefix, the name,
 //! the header) is kept, so a bundle stays readable. What was redacted is reported as
 //! [`Redaction`]s that name the place and the kind, never the value.
 //!

@@ -32,8 +32,10 @@ pub(super) const NOT_SECRET_LAST: &[&str] = &[
 /// `TOKENIZERS_PARALLELISM` or `max_tokens`), holding `SECRET`, `PASSWORD`, `PASSWD`,
 /// `PASSPHRASE` or `CREDENTIAL`, ending in `CREDS` or `AUTH` or starting with `AUTHORIZ`, or
 /// `KEY`, `KEYS`, `PASS`, `*APIKEY`, `*ACCESSKEY`, `*PRIVATEKEY`, `*ACCOUNTKEY` or a camel-case
-/// `…Key` (`API_KEY`, `--api-key`, `AccountKey`, `signingKey`, but not `KEYBOARD`, `MONKEY` or
-/// `DispatchKeySet`); unless the last part is a count or an id ([`NOT_SECRET_LAST`]).
+/// `…Key`, `…Pwd`, `…Pass`, `…Psk` (`API_KEY`, `--api-key`, `AccountKey`, `signingKey`,
+/// `dbPwd`, but not `KEYBOARD`, `MONKEY` or `DispatchKeySet`), or `PWD`, `PSK`, `PW` after
+/// another part (`MYSQL_PWD`, not `PWD`); unless the last part is a count or an id
+/// ([`NOT_SECRET_LAST`]).
 pub fn secret_name(name: &str) -> bool {
     secret_name_bytes(name.as_bytes())
 }
@@ -41,11 +43,28 @@ pub fn secret_name(name: &str) -> bool {
 pub(super) fn secret_name_bytes(name: &[u8]) -> bool {
     let mut any = false;
     let mut last: &[u8] = b"";
-    for part in name.split(|b| !b.is_ascii_alphanumeric()).filter(|p| !p.is_empty()) {
-        any = any || secret_part(part);
+    for (n, part) in name.split(|b| !b.is_ascii_alphanumeric()).filter(|p| !p.is_empty()).enumerate() {
+        // `PWD` alone is the shell's working folder; after an owner (`MYSQL_PWD`, `DB_PWD`) a
+        // password. `PSK` is a pre-shared key.
+        any = any || secret_part(part) || (n > 0 && short_part(part));
         last = part;
     }
     any && !NOT_SECRET_LAST.iter().any(|w| last.eq_ignore_ascii_case(w.as_bytes()))
+}
+
+/// The short words that say secret only after another part (`MYSQL_PWD`, not `PWD` or
+/// `OLDPWD`).
+fn short_part(p: &[u8]) -> bool {
+    p.eq_ignore_ascii_case(b"PWD") || p.eq_ignore_ascii_case(b"PSK") || p.eq_ignore_ascii_case(b"PW")
+}
+
+/// Whether `p` ends with the camel-case word `w` after a lowercase letter or a digit
+/// (`dbPwd`, `redisPass`, `wifiPsk`).
+fn ends_camel(p: &[u8], w: &[u8]) -> bool {
+    p.len() > w.len() && p.ends_with(w) && {
+        let b = p[p.len() - w.len() - 1];
+        b.is_ascii_lowercase() || b.is_ascii_digit()
+    }
 }
 
 pub(super) fn secret_part(p: &[u8]) -> bool {
@@ -66,10 +85,13 @@ pub(super) fn secret_part(p: &[u8]) -> bool {
         || ends_ci(p, b"PRIVATEKEY")
         || ends_ci(p, b"ACCOUNTKEY")
         || (p.len() > 3 && p.ends_with(b"Key") && p[p.len() - 4].is_ascii_lowercase())
+        || ends_camel(p, b"Pwd")
+        || ends_camel(p, b"Pass")
+        || ends_camel(p, b"Psk")
 }
 
 /// A necessary condition of [`secret_name`], in one pass over the name: every word it looks for
-/// holds a `k`, `ss`, `cr` or `th`. Most names a log puts before a `:` or `=` have none.
+/// holds a `k`, `ss`, `cr`, `th` or `pw`. Most names a log puts before a `:` or `=` have none.
 pub(super) fn maybe_secret_name(name: &[u8]) -> bool {
     let mut prev = 0u8;
     for &b in name {
@@ -78,6 +100,7 @@ pub(super) fn maybe_secret_name(name: &[u8]) -> bool {
             || (prev == b's' && b == b's')
             || (prev == b'c' && b == b'r')
             || (prev == b't' && b == b'h')
+            || (prev == b'p' && b == b'w')
         {
             return true;
         }

@@ -40,12 +40,34 @@ pub(super) fn separators(s: &[u8], spans: &mut Vec<Span>) {
     }
 }
 
-/// `scheme://user:password@host` (the authority starts at `start`): the password.
+/// `scheme://user:password@host` (the authority starts at `start`): the password, whatever it
+/// holds: when the authority read to its first `/`, `?` or `#` has a `user:` and no host, a
+/// password with one of those (`p#ss`, `a/b`) ends at the last `@` of the word that a host
+/// follows (not after a port: `host:8080/a@b` is a path).
 pub(super) fn url_password(s: &[u8], start: usize, spans: &mut Vec<Span>) {
     let end = run(s, start, |b| {
         !(b.is_ascii_whitespace() || is_quote(b) || matches!(b, b'/' | b'?' | b'#' | b'<' | b'>'))
     });
-    let authority = &s[start..end];
+    let mut authority = &s[start..end];
+    // No `@` before the first `/`, `?` or `#`, or one right before it (`user:p@#ss@host`): the
+    // password may go on.
+    if !authority.contains(&b'@') || authority.last() == Some(&b'@') {
+        let Some(colon) = authority.iter().position(|&b| b == b':') else { return };
+        if authority[colon + 1..].iter().all(u8::is_ascii_digit) {
+            return;
+        }
+        // The rest of the word, 256 bytes at most (a password is shorter): a line of
+        // `a://u:p#a://u:p#…` stays linear.
+        let bound = s.len().min(end + 256);
+        let word =
+            run(&s[..bound], end, |b| !(b.is_ascii_whitespace() || is_quote(b) || matches!(b, b'<' | b'>')));
+        let Some(at) = s[end..word].iter().rposition(|&b| b == b'@').map(|k| end + k) else { return };
+        let host = run(s, at + 1, |b| is_alnum(b) || b == b'.' || b == b'-');
+        if host == at + 1 || !(host == word || matches!(s[host], b':' | b'/' | b'?' | b'#')) {
+            return;
+        }
+        authority = &s[start..at + 1];
+    }
     let Some(at) = authority.iter().rposition(|&b| b == b'@') else { return };
     let Some(colon) = authority[..at].iter().position(|&b| b == b':') else { return };
     let (pw_start, pw_end) = (start + colon + 1, start + at);
@@ -64,6 +86,10 @@ pub(super) enum Kind {
     Secret(&'static str),
     /// A header whose whole value is secret, to the end of the line or a quote.
     Header(&'static str),
+    /// A list whose items are secrets when they read as such (`access_tokens: [...]`, where
+    /// `max_tokens: 16384` is a count): only a tuple or list value, each item with letters and
+    /// digits.
+    List(&'static str),
 }
 
 /// The separator at `i` (`=` or `:`) after a secret-named name: `HF_TOKEN=…`, `--api-key=…`,
@@ -137,8 +163,21 @@ pub(super) fn name_value(s: &[u8], i: usize, spans: &mut Vec<Span>) -> Option<us
         std_string(s, v, spans);
         return None;
     }
+    match (s.get(v), &kind) {
+        (Some(b'(' | b'['), Kind::Secret(label)) => {
+            sequence(s, v, label, false, spans);
+            return None;
+        }
+        (Some(b'(' | b'['), Kind::List(label)) => {
+            sequence(s, v, label, true, spans);
+            return None;
+        }
+        (_, Kind::List(_)) => return None,
+        _ => {}
+    }
     match kind {
         Kind::Header(label) => return Some(header_value(s, v, label, spans)),
+        Kind::List(_) => {}
         Kind::Secret(label) => {
             let mode = if equals && (spaced || value_spaced) {
                 if quote_at(s, v).is_some() {
@@ -161,6 +200,53 @@ pub(super) fn name_value(s: &[u8], i: usize, spans: &mut Vec<Span>) -> Option<us
         }
     }
     None
+}
+
+/// A tuple or a list under a secret-named name, starting at `v` (`auth=("user", "pw")`,
+/// `api_keys: ['a', 'b']`, `tokens = [a1b2, c3d4]`): every quoted item, and in a list every
+/// bare one that is no number or plain word, to the bracket that closes it on the line (16
+/// items at most).
+pub(super) fn sequence(s: &[u8], v: usize, label: &'static str, strict: bool, spans: &mut Vec<Span>) {
+    // A list that is a secret by its items only: each of 8 bytes or more with letters and digits.
+    let token = |t: &[u8]| {
+        !strict || (t.len() >= 8 && t.iter().any(u8::is_ascii_digit) && t.iter().any(u8::is_ascii_alphabetic))
+    };
+    let list = s[v] == b'[';
+    let mut k = v + 1;
+    for _ in 0..16 {
+        k = run(s, k, is_blank);
+        let Some(&b) = s.get(k) else { return };
+        if matches!(b, b')' | b']' | b'\n' | b'\r') {
+            return;
+        }
+        let next = match quote_at(s, k) {
+            Some(q) => {
+                let start = k + q.len();
+                let end = closing(s, start, q);
+                if start < end && find(&s[start..end], b"[REDACTED").is_none() && token(&s[start..end]) {
+                    spans.push((start, end, label));
+                }
+                end + q.len()
+            }
+            None => {
+                let end = run(s, k, |c| !(c.is_ascii_whitespace() || b",)]\n".contains(&c)));
+                let item = &s[k..end];
+                let plain = item.iter().all(|c| c.is_ascii_digit() || c == &b'.' || c == &b'-')
+                    || super::flags::plain_word(item)
+                    || item.starts_with(b"$")
+                    || find(item, b"[REDACTED").is_some();
+                if list && !item.is_empty() && !plain && token(item) {
+                    spans.push((k, end, label));
+                }
+                end.max(k + 1)
+            }
+        };
+        k = run(s, next.min(s.len()), is_blank);
+        match s.get(k) {
+            Some(b',') => k += 1,
+            _ => return,
+        }
+    }
 }
 
 /// Whether `name` followed by `:` and `rest` is a file and a position (`x.yaml:3:1`,
@@ -202,6 +288,9 @@ pub(super) fn name_kind(s: &[u8], left: usize, name: &[u8], equals: bool) -> Opt
         if secret_name_bytes(name) {
             return Some(Kind::Secret(label));
         }
+    }
+    if ends_ci(name, b"TOKENS") && !secret_name_bytes(name) {
+        return Some(Kind::List("secret-named list"));
     }
     let query = equals
         && matches!(before, Some(b'?' | b'&'))

@@ -109,13 +109,31 @@ pub(super) fn value_span(s: &[u8], v: usize, mode: Mode) -> Option<(usize, usize
             (start, closing(s, start, q))
         }
         None => {
-            let stop = |b: u8| {
+            // A bracket closes a value only inside one (`{a: b, c: d}`, `f(k=v)`): a YAML or INI
+            // value outside any (`password: a,b)c`) runs to its blank.
+            // (The 512 bytes before: a hostile line of `key = x key = x …` stays linear.)
+            let from = v.saturating_sub(512);
+            let line = memchr::memrchr(b'\n', &s[from..v]).map_or(from, |k| from + k + 1);
+            let inside = memchr::memchr3(b'{', b'[', b'(', &s[line..v]).is_some();
+            // Inside one, a `,` separates only before a blank, a quote or a bracket (`{a: b, c:
+            // d}`); `a,b` is one value.
+            let stop = |k: usize| {
+                let b = s[k];
+                let next = s.get(k + 1).copied().unwrap_or(b' ');
                 b.is_ascii_whitespace()
                     || is_quote(b)
                     || matches!(b, b'&' | b';' | b'<')
-                    || (mode != Mode::Flag && matches!(b, b',' | b')' | b']' | b'}'))
+                    || (mode != Mode::Flag
+                        && inside
+                        && (matches!(b, b')' | b']' | b'}')
+                            || (b == b','
+                                && (next.is_ascii_whitespace() || is_quote(next) || b"[{".contains(&next)))))
             };
-            (v, run(s, v, |b| !stop(b)))
+            let mut end = v;
+            while end < s.len() && !stop(end) {
+                end += 1;
+            }
+            (v, end)
         }
     };
     let value = &s[start..end];

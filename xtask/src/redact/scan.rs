@@ -82,10 +82,18 @@ pub fn remember(values: impl IntoIterator<Item = String>) -> bool {
 /// there put back over the encoded bytes.
 pub(super) fn scan(s: &[u8], spans: &mut Vec<Span>) {
     rules(s, spans);
-    if let Some((text, map)) = decoded(s) {
+    let Some((mut text, mut map)) = decoded(s) else { return };
+    for level in 1..=LEVELS {
         let mut found = Vec::new();
         rules(&text, &mut found);
         original(&found, &map, spans);
+        if level == LEVELS {
+            break;
+        }
+        // One more level: what this one left encoded (`\\\"` in a JSON string's JSON, `%253D`).
+        let Some((next, next_map)) = decoded(&text) else { break };
+        map = next_map.iter().map(|&k| map[k]).collect();
+        text = next;
     }
 }
 
@@ -140,6 +148,7 @@ pub(super) fn punctuation(s: &[u8], spans: &mut Vec<Span>) {
                 Some(b'p' | b'u') if s.get(i + 2).is_some_and(|&b| is_blank(b)) => {
                     short_flag(s, i, spans, &mut before)
                 }
+                Some(b'a') if s.get(i + 2).is_some_and(|&b| is_blank(b)) => a_flag(s, i, spans),
                 Some(b'p') => attached_p(s, i, spans),
                 _ => {}
             }

@@ -98,11 +98,16 @@ pub(super) fn redact_args_learning(
         let asked = asks.take();
         if arg.starts_with("--") && !arg.starts_with("-----") && !arg.contains('=') && secret_name(arg) {
             asks = Some(Asks::Secret(arg.as_str()));
-        } else if arg == "-p"
+        } else if (arg == "-p"
             && ![base_name(last_word), base_name(args.first().map_or("", String::as_str))]
                 .iter()
-                .any(|w| P_IS_A_SWITCH.contains(w))
+                .any(|w| P_IS_A_SWITCH.contains(w)))
+            || (arg == "-a"
+                && [base_name(last_word), base_name(args.first().map_or("", String::as_str))]
+                    .iter()
+                    .any(|w| A_IS_PASSWORD.contains(w)))
         {
+            // `-p` unless the program's is a switch; `-a` after `redis-cli`.
             asks = Some(Asks::Password);
         } else if arg == "-u" || arg == "--user" {
             asks = Some(Asks::UserPass(arg.as_str()));
@@ -135,7 +140,12 @@ pub(super) fn redact_args_learning(
                 got.push(MARK.to_string());
                 continue;
             }
-            Some(Asks::Password) if whole && p_value(arg.as_bytes(), false) => {
+            Some(Asks::Password)
+                if whole
+                    && (p_value(arg.as_bytes(), false)
+                        || (password_program(args.first().map_or("", String::as_str))
+                            && any_password(arg.as_bytes()))) =>
+            {
                 out.push(Redaction { place: place.to_string(), what: "value of -p (by name)".to_string() });
                 learned.push(arg.clone());
                 got.push(MARK.to_string());
@@ -172,6 +182,13 @@ pub(super) fn redact_args_learning(
         }
     }
     got
+}
+
+/// Whether `program` (a path or a name) takes a password after `-p` or `-a` (`sshpass`,
+/// `mysql`, `redis-cli`): what follows is one whatever it reads as.
+pub(super) fn password_program(program: &str) -> bool {
+    let base = base_name(program);
+    P_ATTACHED.contains(&base) || A_IS_PASSWORD.contains(&base)
 }
 
 pub(super) fn base_name(word: &str) -> &str {

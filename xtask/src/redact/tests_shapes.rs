@@ -690,6 +690,18 @@ fn hostile_lines_cost_linear_time() {
         "\\u002F",
         "Q7abcdefghijklmnopqrstuvwxyz0123456789ABC ",
         "Q7abcdefghijklmnopqrstuvwxyz0123456789AB/",
+        // Issue 42's rules: tuples and lists under a secret key, URL passwords that go on past
+        // `#`, escapes of escapes, `-a` after redis-cli, tokens of 20 to 39 bytes.
+        "auth=('x', ",
+        "api_keys: [a1b2c3d4e5, ",
+        "access_tokens = [",
+        "https://u:p#",
+        "a://u:p@#",
+        "\\\"",
+        "%25",
+        "redis-cli -a x ",
+        "Q7abcdEFGHij23klmnoPQ ",
+        "SKa1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7 ",
     ] {
         let line = unit.repeat((256 << 10) / unit.len());
         let one = std::time::Instant::now();

@@ -67,6 +67,9 @@ impl<W: Write> Compressor<W> {
 pub struct PackOptions {
     /// Include coredumps (left out by default: they may hold model or user data).
     pub with_coredumps: bool,
+    /// Include the files that hold the program's input values (a reproducer's integer
+    /// storages, its captures: the manifest's `inputs`), left out by default.
+    pub with_inputs: bool,
     /// Paths relative to the bundle (a file, or a folder: the files under it) to include
     /// although they would be left out (binary files, coredumps, texts too large to read), as
     /// they are.
@@ -85,6 +88,7 @@ impl Default for PackOptions {
     fn default() -> Self {
         PackOptions {
             with_coredumps: false,
+            with_inputs: false,
             include: Vec::new(),
             level: DEFAULT_LEVEL,
             threads: 0,
@@ -383,9 +387,18 @@ pub fn pack_until(
     }
 
     // What may leave: names cleaned and texts redacted in place, every file's fate.
-    let tool = crate::bundle::manifest::read(bundle).map(|m| leaves::tool_files(&m)).unwrap_or_default();
+    let manifest = crate::bundle::manifest::read(bundle).ok();
+    let tool = manifest.as_ref().map(leaves::tool_files).unwrap_or_default();
     let mut redactions = Vec::new();
-    let sorted = leaves::redact_left(bundle, bundle, &tool, &mut redactions);
+    let mut sorted = leaves::redact_left(bundle, bundle, &tool, &mut redactions);
+    if !opts.with_inputs {
+        // What holds the program's input values stays out unless asked for.
+        for rec in crate::bundle::user_data::inputs_in(bundle, manifest.as_ref()) {
+            if let Some(f) = sorted.fates.get_mut(&rec.file) {
+                f.1 = Fate::Left { why: leaves::INPUTS_WHY, coredump: false };
+            }
+        }
+    }
     let top = leaves::clean_name(&top).unwrap_or(top);
     let (items, odd) = walk(bundle)?;
     let (kept, mut left_out) = select(bundle, items, &sorted.fates, opts)?;

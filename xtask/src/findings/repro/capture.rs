@@ -130,6 +130,16 @@ impl Storage {
     }
 }
 
+/// The bytes of one element of a tensor of `dtype` (`torch.int64`: 8, `torch.bool`: 1).
+fn itemsize(dtype: &str) -> u64 {
+    match dtype {
+        d if d.ends_with("64") => 8,
+        d if d.ends_with("32") => 4,
+        d if d.ends_with("16") => 2,
+        _ => 1,
+    }
+}
+
 /// Standard base64 (`A-Z a-z 0-9 + /`, `=` padding), as Python's `base64.b64encode` writes it;
 /// `None` for anything else.
 fn base64_decode(text: &str) -> Option<Vec<u8>> {
@@ -166,6 +176,42 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
 }
 
 impl Capture {
+    /// The program's input values this capture recorded (elements of the integer and bool
+    /// storages whose bytes it holds) and the arguments they came from, in order; `None` when
+    /// it holds none.
+    pub fn input_values(&self) -> Option<(u64, Vec<String>)> {
+        fn walk(name: String, v: &Value, c: &Capture, seen: &mut Vec<usize>, out: &mut (u64, Vec<String>)) {
+            match v {
+                Value::Tensor { dtype, storage, .. } => {
+                    let Some(s) = c.storages.get(*storage).filter(|s| s.values.is_some()) else { return };
+                    if !out.1.contains(&name) {
+                        out.1.push(name);
+                    }
+                    if !seen.contains(storage) {
+                        seen.push(*storage);
+                        out.0 += s.bytes / itemsize(dtype);
+                    }
+                }
+                Value::Tuple { items } => {
+                    for (i, x) in items.iter().enumerate() {
+                        walk(format!("{name}[{i}]"), x, c, seen, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut out = (0, Vec::new());
+        let mut seen = Vec::new();
+        for (i, a) in self.args.iter().enumerate() {
+            let name = self.params.get(i).cloned().unwrap_or_else(|| format!("argument {i}"));
+            walk(name, a, self, &mut seen, &mut out);
+        }
+        for (k, v) in self.keywords() {
+            walk(k, &v, self, &mut seen, &mut out);
+        }
+        (!out.1.is_empty()).then_some(out)
+    }
+
     /// The keywords, each as a [`Value`] (a keyword the recorder wrote in a shape this reader does
     /// not know becomes [`Value::Other`]).
     pub fn keywords(&self) -> Vec<(String, Value)> {

@@ -53,6 +53,22 @@ pub struct Allocation {
     pub values: Option<String>,
 }
 
+impl NativeCapture {
+    /// The program's input values this capture recorded (the bytes of the allocations its
+    /// pointer parameters point into, whose element types it does not know: counted in
+    /// bytes) and the parameters they came from (`param 0`); `None` when it holds none.
+    pub fn input_values(&self) -> Option<(u64, Vec<String>)> {
+        let mut out = (0, Vec::new());
+        for (i, p) in self.params.iter().enumerate() {
+            if let Some(v) = p.allocation.as_ref().and_then(|a| a.values.as_ref()) {
+                out.0 += v.len() as u64 / 2;
+                out.1.push(format!("param {i}"));
+            }
+        }
+        (!out.1.is_empty()).then_some(out)
+    }
+}
+
 fn hex_ok(s: &str) -> bool {
     s.len().is_multiple_of(2) && s.bytes().all(|b| b.is_ascii_hexdigit())
 }

@@ -15,7 +15,7 @@ use anyhow::Result;
 
 use super::side::{self, outcome_notes, Logged, Side};
 use crate::bundle::inputs::scan_file;
-use crate::bundle::{layout, CommandRecord, RungRecord};
+use crate::bundle::{layout, CommandRecord, InputsRecord, RungRecord};
 use crate::findings::coredump::sm_progress;
 use crate::findings::verdict::Analysis;
 use crate::findings::Evidence;
@@ -386,5 +386,12 @@ impl RungIo for Io<'_, '_, '_> {
 
     fn say(&self, text: &str) {
         self.bar.note(text);
+    }
+
+    fn holds_inputs(&mut self, record: InputsRecord) {
+        let text = record.text();
+        self.bar.note(&text);
+        self.record.notes.push(text);
+        self.record.inputs.push(record);
     }
 }

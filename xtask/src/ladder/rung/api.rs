@@ -396,6 +396,9 @@ pub trait RungIo {
     fn note(&mut self, text: String);
     /// A remark shown now, while the rung runs.
     fn say(&self, text: &str);
+    /// A file of the rung holds the program's input values: said now, noted, and recorded in
+    /// the manifest, where `bundle pack` finds what to leave out.
+    fn holds_inputs(&mut self, record: crate::bundle::InputsRecord);
 }
 
 /// What watches each line of a run, with a runner for steps beside it.

@@ -26,7 +26,7 @@ use super::api::{exec, step, Ran, Rung, RungIo, Step, StepCx, When};
 use super::armed;
 use super::build::{target, with_options};
 use super::coredump::reading_steps;
-use super::repro_check::{finish, latest_capture, others_note, verify, SUSPECT_KERNEL};
+use super::repro_check::{finish, holds_inputs, latest_capture, others_note, verify, SUSPECT_KERNEL};
 use super::repro_native as native;
 use crate::bundle::layout;
 use crate::findings::repro::capture::{self, Capture};
@@ -211,6 +211,7 @@ impl Rung for Repro {
         let path = dir.join(layout::REPRO_SCRIPT);
         std::fs::write(&path, script).with_context(|| format!("cannot write {}", path.display()))?;
         outcome.script = Some(format!("{}/{}", layout::repro_dir(), layout::REPRO_SCRIPT));
+        holds_inputs(io, &dir, layout::CAPTURE_PREFIX, layout::REPRO_SCRIPT, c.input_values());
         let floats = unrecorded_floats(&c);
         verify(io, steps, &dir, &mut outcome, floats)?;
         finish(io, &dir, outcome, ran.success())

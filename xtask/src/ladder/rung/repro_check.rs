@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use super::api::{exec, step, Ran, RungIo, Step, When};
 use super::coredump::read_dumps;
 use crate::bundle::inputs::scan_file;
-use crate::bundle::layout;
+use crate::bundle::{layout, InputsRecord};
 use crate::findings::repro::{check, Expected, Outcome, Status};
 use crate::findings::verdict::decide;
 
@@ -117,6 +117,34 @@ pub fn latest_capture<T>(
         }
     }
     Ok(crate::findings::repro::capture::choose(found))
+}
+
+/// Says that the reproducer `script` and the capture files (`prefix*.json`) in `dir` hold the
+/// program's input values (`values`: how many, from which arguments), when they do: on the
+/// terminal, in the rung's notes and in the manifest, where `bundle pack` finds what to leave
+/// out unless `--with-inputs`.
+pub fn holds_inputs(
+    io: &mut dyn RungIo,
+    dir: &Path,
+    prefix: &str,
+    script: &str,
+    values: Option<(u64, Vec<String>)>,
+) {
+    let Some((values, from)) = values else { return };
+    let mut files = vec![script.to_string()];
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        let mut names: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|n| n.starts_with(prefix) && n.ends_with(".json"))
+            .collect();
+        names.sort();
+        files.extend(names);
+    }
+    for f in files {
+        let file = format!("{}/{f}", layout::repro_dir());
+        io.holds_inputs(InputsRecord { file, values, from: from.clone() });
+    }
 }
 
 /// The note for a capture chosen among `others + 1` processes'.

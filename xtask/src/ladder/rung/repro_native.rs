@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use super::api::{exec, step, Ran, RungIo, Step, When, SOURCE};
 use super::armed;
 use super::build::{target, with_options};
-use super::repro_check::{finish, latest_capture, others_note, verify, SUSPECT_KERNEL};
+use super::repro_check::{finish, holds_inputs, latest_capture, others_note, verify, SUSPECT_KERNEL};
 use crate::bundle::layout;
 use crate::findings::repro::native;
 use crate::findings::repro::{Expected, Outcome, Status};
@@ -170,6 +170,7 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step], v: &Verdict) -> Result<Ran> {
     std::fs::write(dir.join(DRIVER), driver).context("cannot write the reproducer")?;
     std::fs::write(dir.join(BUILD), native::build_script(&source)).context("cannot write build.sh")?;
     outcome.script = Some(format!("{}/{DRIVER}", layout::repro_dir()));
+    holds_inputs(io, &dir, PREFIX, DRIVER, c.input_values());
     let build = step(steps, When::ReproBuild)?.filled(SOURCE, &source, 0);
     if !exec(io, &build)?.success() {
         outcome.status = Status::DidNotReproduce;
