@@ -797,7 +797,7 @@ fn load_names_and_paths() {
 
     std::fs::write(&path, format!("{MINIMAL}extra: 1\n")).unwrap();
     let e = format!("{:#}", load(path.to_str().unwrap()).unwrap_err());
-    assert_eq!(e, format!("{}:6:1: unknown field `extra`, expected one of `version`, `name`, `description`, `python`, `variables`, `collect`, `build`, `run`, `rungs`, `container`, `launch`", path.display()));
+    assert_eq!(e, format!("{}:6:1: unknown field `extra`, expected one of `version`, `name`, `description`, `python`, `variables`, `collect`, `knobs`, `build`, `run`, `rungs`, `container`, `launch`", path.display()));
 
     std::fs::write(&path, "a: ".repeat(MAX_RECIPE_BYTES)).unwrap();
     let e = format!("{:#}", load(path.to_str().unwrap()).unwrap_err());
