@@ -273,7 +273,10 @@ mod tests {
     #[test]
     fn the_built_in_recipes_ship_their_knobs() {
         let names = |n: &str| -> Vec<String> { load(n).unwrap().knobs.into_iter().map(|k| k.name).collect() };
-        assert_eq!(names("pytorch"), ["compile-off", "cudagraphs-off", "caching-allocator-off", "expandable-segments"]);
+        assert_eq!(
+            names("pytorch"),
+            ["compile-off", "cudagraphs-off", "caching-allocator-off", "expandable-segments"]
+        );
         assert_eq!(
             names("vllm"),
             [

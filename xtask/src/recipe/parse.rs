@@ -975,8 +975,9 @@ impl<'de> Deserialize<'de> for KnobList {
                             "the knob `{name}` changes nothing: give `env`, `env_remove`, `args_add` or `args_remove`"
                         )));
                     }
-                    if let Some(both) =
-                        removed.iter().find(|r| k.env.as_ref().is_some_and(|m| m.0.keys().any(|e| e.0 == **r)))
+                    if let Some(both) = removed
+                        .iter()
+                        .find(|r| k.env.as_ref().is_some_and(|m| m.0.keys().any(|e| e.0 == **r)))
                     {
                         return Err(de::Error::custom(format!(
                             "the knob `{name}` both sets and removes `{both}`: a variable is either set or removed"
