@@ -223,7 +223,7 @@ fn version_name_and_commands_are_checked() {
 // ---- every error at once (issue 24) ------------------------------------------------------
 
 const TOP_KEYS: &str = "expected one of `version`, `name`, `description`, `python`, `variables`, `collect`, \
-                        `build`, `run`, `rungs`, `container`, `launch`";
+                        `knobs`, `build`, `run`, `rungs`, `container`, `launch`";
 
 /// The last line of an error with several: how many, and the command to check again.
 fn summary(n: usize) -> String {
