@@ -86,6 +86,36 @@ fn a_fault_that_needs_two_of_five_knobs_is_blamed_on_those_two_in_twelve_runs_or
     s.assert_no_standin_left();
 }
 
+/// Ctrl-C while a configuration runs: the search ends with what it learnt (the original
+/// faulted), said and written into the parent bundle, which is sealed; exit 130.
+#[test]
+fn ctrl_c_ends_the_search_with_what_was_learnt() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let s = Scratch::for_run("ablate-ctrl-c");
+    let recipe = s.write_recipe(&recipe());
+    let run = ablate(&s, &recipe).env("STANDIN_HANG_ON_A", "1");
+    let start = std::time::Instant::now();
+    let child = run.spawn();
+    let log = s.path("knobs.log");
+    let second = support::wait_for(std::time::Duration::from_secs(30), || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.lines().count() >= 2)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    let out = run.finish(child, start);
+    assert!(second, "the second run never started:\n{}", out.both());
+    assert_eq!(out.code(), Some(130), "{}", out.both());
+    assert!(out.stdout.contains("stopped after 1 runs"), "{}", out.both());
+    let b = s.only_bundle();
+    let md = b.read("ablation.md");
+    assert!(md.contains("| original | 1/1 |") && !md.contains("| knob-a |"), "{md}");
+    let json: serde_json::Value = serde_json::from_str(&b.read("ablation.json")).unwrap();
+    assert_eq!(json["ending"], "stopped", "{json:#}");
+    assert!(b.exists("SHA256SUMS"), "the parent bundle is sealed");
+    s.assert_no_standin_left();
+}
+
 #[test]
 fn a_recipe_without_knobs_or_an_unknown_knob_is_a_usage_error() {
     let s = Scratch::for_run("ablate-usage");
