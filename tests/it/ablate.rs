@@ -106,7 +106,7 @@ fn ctrl_c_ends_the_search_with_what_was_learnt() {
     let out = run.finish(child, start);
     assert!(second, "the second run never started:\n{}", out.both());
     assert_eq!(out.code(), Some(130), "{}", out.both());
-    assert!(out.stdout.contains("stopped after 1 runs"), "{}", out.both());
+    assert!(out.stdout.contains("stopped after 1 run:"), "{}", out.both());
     let b = s.only_bundle();
     let md = b.read("ablation.md");
     assert!(md.contains("| original | 1/1 |") && !md.contains("| knob-a |"), "{md}");
@@ -114,6 +114,22 @@ fn ctrl_c_ends_the_search_with_what_was_learnt() {
     assert_eq!(json["ending"], "stopped", "{json:#}");
     assert!(b.exists("SHA256SUMS"), "the parent bundle is sealed");
     s.assert_no_standin_left();
+}
+
+/// `--dry-run`: every knob with its change and the run it makes; nothing runs, no bundle.
+#[test]
+fn the_dry_run_shows_each_knob_s_run_and_runs_nothing() {
+    let s = Scratch::for_run("ablate-dry-run");
+    let recipe = s.write_recipe(&recipe());
+    let out = ablate(&s, &recipe).arg("--dry-run").run();
+    assert_eq!(out.code(), Some(0), "{}", out.both());
+    assert!(out.stdout.contains("original:\n  knobbed\n"), "{}", out.both());
+    assert!(
+        out.stdout.contains("knob-c (sets STANDIN_KNOB_C): STANDIN_KNOB_C=1\n  STANDIN_KNOB_C=1 knobbed\n"),
+        "{}",
+        out.both()
+    );
+    assert!(!s.bundles().exists() && !s.path("knobs.log").exists(), "nothing ran");
 }
 
 #[test]

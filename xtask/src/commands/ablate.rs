@@ -67,6 +67,9 @@ pub struct AblateArgs {
     /// Each run's time limit (overrides the recipe's `run.timeout`).
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=2_592_000))]
     pub timeout: Option<u64>,
+    /// Prints the knobs and the run each one's change makes, and runs nothing.
+    #[arg(long)]
+    pub dry_run: bool,
     /// No prompts (ablate asks none; accepted as `debug-ima run` accepts it).
     #[arg(long, short = 'y')]
     pub yes: bool,
@@ -155,6 +158,11 @@ pub fn run(args: AblateArgs) -> Result<Outcome> {
     let interrupt = Interrupt::install()?;
     let (resolved, knobs) = recipe_and_knobs(&args)?;
     let budget = budget(&args)?;
+    if args.dry_run {
+        let text = dry_run(&resolved, &knobs, &budget);
+        ui::out(&crate::redact::redact_text(&text, "plan", &mut Vec::new()))?;
+        return Ok(Outcome::Done);
+    }
     preflight::check(&resolved, true)?;
     let env = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
     crate::redact::remember(crate::redact::secret_values(
@@ -263,6 +271,41 @@ pub fn run(args: AblateArgs) -> Result<Outcome> {
         return Ok(Outcome::Interrupted);
     }
     Ok(Outcome::Done)
+}
+
+/// `--dry-run`: the original run, then each knob with its change and the run it makes; what
+/// the search may run (each configuration is one armed run: `debug-ima run --rungs baseline
+/// --dry-run` shows its exact steps).
+fn dry_run(r: &Resolved, knobs: &[Knob], budget: &Budget) -> String {
+    let env = |s: &recipe::Step| -> String {
+        let mut parts: Vec<String> =
+            s.env.iter().map(|(k, v)| format!("{k}={}", recipe::join_words(&[v]))).collect();
+        parts.extend(s.env_remove.iter().map(|k| format!("-u {k}")));
+        parts.join(" ")
+    };
+    let line = |s: &recipe::Step| -> String {
+        let e = env(s);
+        let cmd = recipe::join_words(&s.argv);
+        if e.is_empty() {
+            cmd
+        } else {
+            format!("{e} {cmd}")
+        }
+    };
+    let mut out = format!(
+        "ablation of the recipe `{}`: at most {} runs, a clean verdict at a miss under {} %; each run is one \
+         armed run (`debug-ima run --rungs baseline`) into its own bundle\n\noriginal:\n  {}\n",
+        r.name,
+        budget.max_runs,
+        percent(budget.miss),
+        line(&r.run)
+    );
+    for k in knobs {
+        let mut run = r.run.clone();
+        k.apply(&mut run);
+        out.push_str(&format!("{} ({}): {}\n  {}\n", k.name, k.description, k.change(), line(&run)));
+    }
+    out
 }
 
 /// `PATH` for the runs when doctor found tools outside the tool's own `PATH`.
@@ -390,7 +433,7 @@ fn conclusion_line(knobs: &[Knob], c: &Conclusion, budget: &Budget) -> String {
             let why = if *ending == Ending::OutOfRuns {
                 format!("the budget of {} runs ended first", budget.max_runs)
             } else {
-                format!("stopped after {} runs", c.runs)
+                format!("stopped after {} run{}", c.runs, if c.runs == 1 { "" } else { "s" })
             };
             if fixes.is_empty() {
                 format!("{why}: no knob was found to make the fault go away yet")
