@@ -14,6 +14,7 @@
 
 mod support;
 
+mod ablate;
 mod analyze;
 mod archive;
 mod bundle;

@@ -223,7 +223,7 @@ fn version_name_and_commands_are_checked() {
 // ---- every error at once (issue 24) ------------------------------------------------------
 
 const TOP_KEYS: &str = "expected one of `version`, `name`, `description`, `python`, `variables`, `collect`, \
-                        `build`, `run`, `rungs`, `container`, `launch`";
+                        `knobs`, `build`, `run`, `rungs`, `container`, `launch`";
 
 /// The last line of an error with several: how many, and the command to check again.
 fn summary(n: usize) -> String {
@@ -797,7 +797,7 @@ fn load_names_and_paths() {
 
     std::fs::write(&path, format!("{MINIMAL}extra: 1\n")).unwrap();
     let e = format!("{:#}", load(path.to_str().unwrap()).unwrap_err());
-    assert_eq!(e, format!("{}:6:1: unknown field `extra`, expected one of `version`, `name`, `description`, `python`, `variables`, `collect`, `build`, `run`, `rungs`, `container`, `launch`", path.display()));
+    assert_eq!(e, format!("{}:6:1: unknown field `extra`, expected one of `version`, `name`, `description`, `python`, `variables`, `collect`, `knobs`, `build`, `run`, `rungs`, `container`, `launch`", path.display()));
 
     std::fs::write(&path, "a: ".repeat(MAX_RECIPE_BYTES)).unwrap();
     let e = format!("{:#}", load(path.to_str().unwrap()).unwrap_err());

@@ -13,7 +13,7 @@
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::commands::{analyze, bench, bundle, container, debug_ima, doctor, recipe, watch, Outcome};
+use crate::commands::{ablate, analyze, bench, bundle, container, debug_ima, doctor, recipe, watch, Outcome};
 use crate::files;
 use crate::model::Exit;
 use crate::process::{self, Cause, Interrupt};
@@ -93,6 +93,9 @@ pub enum Command {
     /// Exit codes: the job's own (128 + the signal that ended it), 1 when it could not start,
     /// 2 usage, 130 interrupted by Ctrl-C, 143 by SIGTERM.
     Watch(watch::WatchArgs),
+    // Its help is `ablate::ABOUT` and `ablate::LONG_ABOUT` (docs/why.md).
+    #[command(about = ablate::ABOUT, long_about = ablate::LONG_ABOUT)]
+    Ablate(ablate::AblateArgs),
     /// Take the evidence of a process that already runs (a hang): host stacks (py-spy, gdb),
     /// the GPU state through a cuda-gdb attach that leaves it running, the NCCL flight
     /// recorder; with `--kill`, its user-triggered GPU dump, then its tree ended. Into a
@@ -322,7 +325,10 @@ fn run(cli: Cli) -> Result<i32> {
         })?;
     }
     // An installed tool whose clone is gone reads its built-in recipes from its cache folder.
-    if matches!(cli.command, Command::DebugIma(_) | Command::Watch(_) | Command::Recipe(_)) {
+    if matches!(
+        cli.command,
+        Command::DebugIma(_) | Command::Watch(_) | Command::Ablate(_) | Command::Recipe(_)
+    ) {
         crate::commands::builtin_files::ensure()?;
     }
     // Their hints name the container files' README (`launch::images::readme`), which must be
@@ -341,6 +347,7 @@ fn run(cli: Cli) -> Result<i32> {
             }
         }
         Command::Watch(args) => watch::run(args)?,
+        Command::Ablate(args) => ablate::run(args)?,
         Command::Dump(args) => crate::commands::dump::run(args)?,
         Command::Doctor(args) => doctor::run(args)?,
         Command::Recipe(cmd) => recipe::run(cmd)?,

@@ -21,6 +21,10 @@
 //!                   run's stdout.log/stderr.log, repro-run.log and cuda-gdb on its dump: the
 //!                   reproducer's folder, outside `rungs/` since its runs are no evidence of
 //!                   the target's
+//!   ablation.md     (`debug-ima ablate`, its parent bundle) the configurations tried, each
+//!                   faulted k of n and its verdicts, and the one-line conclusion
+//!   ablation.json   the same for machines
+//!   runs/<UTC time>_run<NN>-<knobs>/  (`debug-ima ablate`) each run's own bundle
 //!   rungs/01-dump/    (`debug-ima dump PID`) pyspy-<pid>.log, gdb-<pid>.log,
 //!                     cudagdb-attach-<pid>.log, nccl-trace-<rank>.json, cudagdb-<pid>.log and
 //!                     the GPU dump it read (`--kill`: core_<host>.<pid>.<time>), each tool's
@@ -39,6 +43,12 @@ pub const MANIFEST: &str = "manifest.yaml";
 pub const SUMMARY: &str = "summary.md";
 pub const FINDINGS: &str = "findings.json";
 pub const REPLAY: &str = "replay.sh";
+/// `debug-ima ablate`'s conclusion in its parent bundle, for a human (`bundle report` shows it).
+pub const ABLATION_MD: &str = "ablation.md";
+/// The same for machines.
+pub const ABLATION_JSON: &str = "ablation.json";
+/// `debug-ima ablate`'s runs, each a bundle of its own, in its parent bundle.
+pub const ABLATION_RUNS: &str = "runs";
 /// Every file's SHA-256, in `sha256sum -c` form.
 pub const SUMS: &str = "SHA256SUMS";
 /// What an archive left out, with sizes and reasons.

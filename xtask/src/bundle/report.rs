@@ -101,6 +101,30 @@ fn reproducer_section(outcome: &Outcome, script: Option<&str>, inputs: &[InputsR
     s
 }
 
+/// The report of `debug-ima ablate`'s parent bundle: its `ablation.md` (the table and the
+/// conclusion), cut to [`BUDGET`] characters.
+pub fn render_ablation(m: &Manifest, ablation: &str) -> String {
+    let mut s = String::new();
+    let tool = if m.tool.is_empty() { "cargo xtask debug-ima" } else { m.tool.as_str() };
+    writeln!(s, "### `{}` ablation report: recipe `{}`\n", crate::ui::safe(tool, true), m.recipe_name())
+        .unwrap();
+    let room = BUDGET.saturating_sub(s.len() + 64);
+    if ablation.len() <= room {
+        s.push_str(ablation);
+    } else {
+        let mut cut = room;
+        while !ablation.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.push_str(&ablation[..cut]);
+        writeln!(s, "\n\n(cut: `{}` in the bundle has it whole)", super::layout::ABLATION_MD).unwrap();
+    }
+    if !s.ends_with('\n') {
+        s.push('\n');
+    }
+    s
+}
+
 /// Renders the report; never longer than [`BUDGET`] characters.
 pub fn render(input: &ReportInput) -> String {
     let m = input.manifest;

@@ -671,6 +671,14 @@ pub fn render_show_json(path: &Path, m: &Manifest, files: &[(String, u64, Fate)]
 /// The report of a bundle directory.
 pub fn report_of(path: &Path) -> Result<String> {
     let m = Bundle::load(path)?;
+    // `debug-ima ablate`'s parent bundle: its conclusion is the report (each run's bundle,
+    // under it, has its own).
+    let ablation = path.join(layout::ABLATION_MD);
+    if ablation.is_file() {
+        let text = read_tail(&ablation, 256 * 1024)
+            .with_context(|| format!("cannot read `{}`", ablation.display()))?;
+        return Ok(report::render_ablation(&m, &text));
+    }
     let analysis = crate::bundle::inputs::analyze(&[path.to_path_buf()])?;
     let mut env_lines = Vec::new();
     // `git describe` only when it succeeded (outside a checkout it prints `fatal: ...`).

@@ -4,6 +4,7 @@
 //! Must not: choose exit numbers (that is `cli`), print other than through `ui`, or spawn
 //! processes other than through `process`.
 
+pub mod ablate;
 pub mod analyze;
 pub mod args;
 pub mod bench;

@@ -75,6 +75,7 @@ fn job(args: &WatchArgs) -> Result<Resolved> {
             python: super::args::runs_python(&args.command),
             vars: BTreeMap::from([("cwd".to_string(), cwd.display().to_string())]),
             collect: Vec::new(),
+            knobs: Vec::new(),
             build: None,
             run: Step {
                 argv: Vec::new(),

@@ -222,4 +222,72 @@ mod tests {
         assert_eq!(run.missing_script(), Some("other.py".into()));
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// `knobs:`: each knob's change resolved with the variables, applied to the run step (its
+    /// variables set or removed, its words removed where present and added at the end).
+    #[test]
+    fn knobs_are_resolved_and_applied_to_the_run() {
+        let text = concat!(
+            "version: 1\nname: x\ndescription: d\nvariables:\n  flag: { default: --eager }\n",
+            "run:\n  command: \"./serve --fast --port 1\"\n  env: { A: a }\n  env_remove: [B]\n",
+            "knobs:\n  - name: eager\n    description: e\n    args_add: \"{flag}\"\n    args_remove: [--fast]\n",
+            "  - name: env\n    description: v\n    env: { B: b }\n    env_remove: [A]\n",
+        );
+        let r = parse(text, RecipeSource::Builtin("x".into()), PathBuf::from(".")).unwrap();
+        assert_eq!(r.knobs.len(), 2);
+        let res = resolve_in(&r, &BTreeMap::new(), Path::new("/p")).unwrap();
+        assert_eq!(res.knobs[0].args_add, ["--eager"]);
+        let mut run = res.run.clone();
+        res.knobs[0].apply(&mut run);
+        assert_eq!(run.argv, ["/p/serve", "--port", "1", "--eager"]);
+        res.knobs[1].apply(&mut run);
+        assert_eq!(run.env, BTreeMap::from([("B".to_string(), "b".to_string())]));
+        assert_eq!(run.env_remove, ["A"]);
+        assert_eq!(res.knobs[1].change(), "B=b -A (unset)");
+    }
+
+    /// A knob without a change, two of one name, an unknown key or a bad name: refused at
+    /// their line and column.
+    #[test]
+    fn a_knob_that_changes_nothing_or_repeats_a_name_is_refused_where_it_stands() {
+        let head = "version: 1\nname: x\ndescription: d\nrun:\n  command: [a]\nknobs:\n";
+        let err = |knobs: &str| {
+            let text = format!("{head}{knobs}");
+            format!("{:#}", parse(&text, RecipeSource::Builtin("x".into()), PathBuf::from(".")).unwrap_err())
+        };
+        let e = err("  - name: k\n    description: d\n");
+        assert!(e.contains("recipes/x.yaml:7:") && e.contains("the knob `k` changes nothing"), "{e}");
+        let e = err("  - { name: k, description: d, env: { A: b } }\n  - { name: k, description: d, env: { A: c } }\n");
+        assert!(e.contains("two knobs are named `k`"), "{e}");
+        let e = err("  - { name: k, description: d, colour: red }\n");
+        assert!(e.contains("recipes/x.yaml:7:") && e.contains("unknown field `colour`"), "{e}");
+        let e = err("  - { name: \"a b\", description: d, env: { A: b } }\n");
+        assert!(e.contains("invalid knob name `a b`"), "{e}");
+        let e = err("  - { name: k, description: d, env: { A: b }, env_remove: [A] }\n");
+        assert!(e.contains("both sets and removes `A`"), "{e}");
+        let e = err("  - { name: k, description: d, env: { A: \"{nope}\" } }\n");
+        assert!(e.contains("nope"), "{e}");
+    }
+
+    /// The built-in recipes ship the usual suspects.
+    #[test]
+    fn the_built_in_recipes_ship_their_knobs() {
+        let names = |n: &str| -> Vec<String> { load(n).unwrap().knobs.into_iter().map(|k| k.name).collect() };
+        assert_eq!(
+            names("pytorch"),
+            ["compile-off", "cudagraphs-off", "caching-allocator-off", "expandable-segments"]
+        );
+        assert_eq!(
+            names("vllm"),
+            [
+                "enforce-eager",
+                "cudagraphs-off",
+                "prefix-caching-off",
+                "chunked-prefill-off",
+                "custom-allreduce-off",
+                "flashinfer-sampler-off",
+                "caching-allocator-off"
+            ]
+        );
+    }
 }

@@ -219,6 +219,8 @@ struct RawRecipe {
     #[serde(default)]
     collect: Option<CollectList>,
     #[serde(default)]
+    knobs: Option<KnobList>,
+    #[serde(default)]
     build: Option<RawBuild>,
     run: RawRun,
     #[serde(default)]
@@ -279,6 +281,21 @@ struct RawCollect {
     command: Command,
     #[serde(default)]
     timeout: Option<Timeout>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKnob {
+    name: KnobName,
+    description: String,
+    #[serde(default)]
+    env: Option<UniqueMap<EnvName, Tpl>>,
+    #[serde(default)]
+    env_remove: Option<EnvNameList>,
+    #[serde(default)]
+    args_add: Option<Args>,
+    #[serde(default)]
+    args_remove: Option<Args>,
 }
 
 /// `rungs:`: a mapping keyed by rung name ([`RungId::from_name`]: the ladder's rungs, each
@@ -511,6 +528,21 @@ impl RawRecipe {
                     .collect()
             })
             .unwrap_or_default();
+        let knobs = self
+            .knobs
+            .map(|k| {
+                k.0.into_iter()
+                    .map(|k| KnobTemplate {
+                        name: k.name.0,
+                        description: k.description,
+                        env: env_map(k.env),
+                        env_remove: k.env_remove.map(|l| l.0).unwrap_or_default(),
+                        args_add: k.args_add.map(|a| a.0).unwrap_or(Words::List(Vec::new())),
+                        args_remove: k.args_remove.map(|a| a.0).unwrap_or(Words::List(Vec::new())),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         let build = self.build.map(|b| StepTemplate {
             command: b.command.0,
             cwd: b.cwd.map(|c| c.0),
@@ -542,6 +574,7 @@ impl RawRecipe {
             python: self.python,
             variables,
             collect,
+            knobs,
             build,
             run,
             hang_after,
@@ -887,6 +920,84 @@ impl<'de> Deserialize<'de> for CollectList {
             }
         }
         d.deserialize_seq(V)
+    }
+}
+
+/// A knob's name: what `ablate --knob NAME` and the ablation's table call it.
+struct KnobName(String);
+
+impl<'de> Deserialize<'de> for KnobName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_str(CheckedStr { expecting: "a knob name", check: check_knob_name }).map(KnobName)
+    }
+}
+
+fn check_knob_name(s: &str) -> std::result::Result<(), String> {
+    let ok = !s.is_empty()
+        && s.len() <= 64
+        && s.as_bytes()[0].is_ascii_alphanumeric()
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if ok {
+        return Ok(());
+    }
+    Err(format!(
+        "invalid knob name `{}`: 1 to 64 letters, digits, `-`, `_` or `.`, starting with a letter or digit (`ablate --knob NAME` names it)",
+        s.escape_debug()
+    ))
+}
+
+/// `knobs:` entries, their names unique, each changing something, no variable both set and
+/// removed by one knob.
+struct KnobList(Vec<RawKnob>);
+
+impl<'de> Deserialize<'de> for KnobList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = KnobList;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of mappings with `name`, `description` and the change (`env`, `env_remove`, `args_add`, `args_remove`)")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<KnobList, A::Error> {
+                let mut out: Vec<RawKnob> = Vec::new();
+                while let Some(k) = seq.next_element::<RawKnob>()? {
+                    let name = &k.name.0;
+                    if out.iter().any(|o| o.name.0 == *name) {
+                        return Err(de::Error::custom(format!(
+                            "two knobs are named `{name}`: `ablate --knob NAME` names one, so names must differ"
+                        )));
+                    }
+                    let env = k.env.as_ref().map(|m| m.0.len()).unwrap_or(0);
+                    let removed = k.env_remove.as_ref().map(|l| l.0.clone()).unwrap_or_default();
+                    let words = |w: &Option<Args>| w.as_ref().is_some_and(|a| !a.0.is_empty());
+                    if env == 0 && removed.is_empty() && !words(&k.args_add) && !words(&k.args_remove) {
+                        return Err(de::Error::custom(format!(
+                            "the knob `{name}` changes nothing: give `env`, `env_remove`, `args_add` or `args_remove`"
+                        )));
+                    }
+                    if let Some(both) = removed
+                        .iter()
+                        .find(|r| k.env.as_ref().is_some_and(|m| m.0.keys().any(|e| e.0 == **r)))
+                    {
+                        return Err(de::Error::custom(format!(
+                            "the knob `{name}` both sets and removes `{both}`: a variable is either set or removed"
+                        )));
+                    }
+                    out.push(k);
+                }
+                Ok(KnobList(out))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// A knob's words (`args_add`, `args_remove`): a list, or a string split into words.
+struct Args(Words);
+
+impl<'de> Deserialize<'de> for Args {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(WordsVisitor { command: false, mounts: false }).map(Args)
     }
 }
 

@@ -118,6 +118,12 @@ pub(super) fn template_fields(r: &Recipe) -> Vec<(String, &str)> {
         push_step(&mut out, "build", b);
     }
     push_step(&mut out, "run", &r.run);
+    for k in &r.knobs {
+        let field = format!("knobs.{}", k.name);
+        out.extend(k.env.iter().map(|(e, v)| (format!("{field}.env.{e}"), v.as_str())));
+        push_words(&mut out, &format!("{field}.args_add"), &k.args_add);
+        push_words(&mut out, &format!("{field}.args_remove"), &k.args_remove);
+    }
     for (name, o) in &r.rungs {
         out.extend(o.env.iter().map(|(k, v)| (format!("rungs.{name}.env.{k}"), v.as_str())));
         out.extend(o.args.iter().enumerate().map(|(i, a)| (format!("rungs.{name}.args[{i}]"), a.as_str())));
@@ -390,6 +396,18 @@ fn resolve_with(r: &Recipe, vars: BTreeMap<String, String>, cwd: &Path) -> Resul
             .collect::<Result<Vec<_>>>()?;
         rungs.insert(*name, RungOptions { env, args, ..o.clone() });
     }
+    let mut knobs = Vec::new();
+    for k in &r.knobs {
+        let field = format!("knobs.{}", k.name);
+        knobs.push(Knob {
+            name: k.name.clone(),
+            description: k.description.clone(),
+            env: resolve_env(r, &field, &k.env, &vars)?,
+            env_remove: k.env_remove.clone(),
+            args_add: expand_words(r, &format!("{field}.args_add"), &k.args_add, &vars)?,
+            args_remove: expand_words(r, &format!("{field}.args_remove"), &k.args_remove, &vars)?,
+        });
+    }
     let container = resolve_container(r, &vars, cwd)?;
     Ok(Resolved {
         name: r.name.clone(),
@@ -397,6 +415,7 @@ fn resolve_with(r: &Recipe, vars: BTreeMap<String, String>, cwd: &Path) -> Resul
         python: r.python,
         vars,
         collect,
+        knobs,
         build,
         run,
         hang_after: r.hang_after.map(Duration::from_secs),

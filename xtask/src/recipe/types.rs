@@ -183,6 +183,66 @@ pub struct CollectTemplate {
     pub timeout: Option<u64>,
 }
 
+/// One `knobs:` entry before expansion: a setting `debug-ima ablate` may change in the run
+/// (docs/why.md), and how: variables set or removed, words added to or removed from the run
+/// command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnobTemplate {
+    pub name: String,
+    pub description: String,
+    pub env: BTreeMap<String, String>,
+    pub env_remove: Vec<String>,
+    pub args_add: Words,
+    pub args_remove: Words,
+}
+
+/// A knob ready to apply: its values expanded, its words split.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Knob {
+    pub name: String,
+    pub description: String,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env_remove: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args_add: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args_remove: Vec<String>,
+}
+
+impl Knob {
+    /// Applies the knob's change to the run step: its variables set (and no longer removed),
+    /// removed (and no longer set), its words removed from the command where present (the
+    /// program itself never), then added at the end.
+    pub fn apply(&self, run: &mut Step) {
+        for (k, v) in &self.env {
+            run.env.insert(k.clone(), v.clone());
+            run.env_remove.retain(|r| r != k);
+        }
+        for k in &self.env_remove {
+            run.env.remove(k);
+            if !run.env_remove.contains(k) {
+                run.env_remove.push(k.clone());
+            }
+        }
+        if let Some((program, rest)) = run.argv.split_first() {
+            let kept: Vec<String> = rest.iter().filter(|a| !self.args_remove.contains(a)).cloned().collect();
+            run.argv = std::iter::once(program.clone()).chain(kept).collect();
+        }
+        run.argv.extend(self.args_add.iter().cloned());
+    }
+
+    /// The change in a few words, for tables: `TORCH_COMPILE_DISABLE=1`, `+--enforce-eager`.
+    pub fn change(&self) -> String {
+        let mut parts: Vec<String> = self.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        parts.extend(self.env_remove.iter().map(|k| format!("-{k} (unset)")));
+        parts.extend(self.args_add.iter().map(|a| format!("+{a}")));
+        parts.extend(self.args_remove.iter().map(|a| format!("-{a}")));
+        parts.join(" ")
+    }
+}
+
 /// How the rebuild rung compiles device code: `-lineinfo` or `-G`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DebugInfo {
@@ -247,6 +307,8 @@ pub struct Recipe {
     pub variables: BTreeMap<String, Variable>,
     /// Commands whose output goes into the bundle's `env/`, run beside the climb.
     pub collect: Vec<CollectTemplate>,
+    /// `knobs:`: the settings `debug-ima ablate` may change, in the recipe's order.
+    pub knobs: Vec<KnobTemplate>,
     pub build: Option<StepTemplate>,
     pub run: StepTemplate,
     /// `run.hang_after`, seconds: a run still going after this long is looked at as hung
@@ -426,6 +488,9 @@ pub struct Resolved {
     /// Run once beside the climb, each into `env/NAME`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub collect: Vec<Collect>,
+    /// `knobs:`, expanded: what `debug-ima ablate` may change in the run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub knobs: Vec<Knob>,
     pub build: Option<Step>,
     pub run: Step,
     /// `run.hang_after` (or `--hang-after`): from the target's start, how long before a run
