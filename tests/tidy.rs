@@ -70,7 +70,11 @@ const RUNG_NAME_ALLOWED: &[(&str, &str, &str)] = &[
         "compute-sanitizer's `--tool` value, not the rung id",
     ),
     ("xtask/src/findings/cudagdb/parser.rs", "attach", "cuda-gdb's `attach PID` command, not the rung id"),
-    ("xtask/src/ladder/rung/evidence.rs", "dump", "py-spy's `dump` subcommand, not the dump's folder id"),
+    (
+        "xtask/src/ladder/rung/parts/evidence.rs",
+        "dump",
+        "py-spy's `dump` subcommand, not the dump's folder id",
+    ),
     ("xtask/src/findings/mod.rs", "coredump", "the name of the tool whose output was read, not the rung id"),
     ("xtask/src/findings/mod.rs", "memcheck", "the name of the tool whose output was read, not the rung id"),
     ("xtask/src/findings/mod.rs", "hang", "the error class of a verdict, not the rung id"),

@@ -255,8 +255,13 @@ fn vllm_builds_from_source_for_the_local_gpu() {
 
     // The rebuild: line info (and host debug info), caches bypassed, the precompiled switches
     // gone.
-    let inv =
-        rungs::rebuild::invocation(&res, b, rungs::Debug::LineInfo, None, xtask::model::RungId::Rebuild);
+    let inv = rungs::parts::target_build::invocation(
+        &res,
+        b,
+        rungs::Debug::LineInfo,
+        None,
+        xtask::model::RungId::Rebuild,
+    );
     for (k, v) in [
         ("NVCC_PREPEND_FLAGS", "-lineinfo -g"),
         ("CCACHE_DISABLE", "1"),

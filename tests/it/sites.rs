@@ -1,4 +1,4 @@
-//! The launch sites of a native target read from its binary (`ladder/rung/sites.rs`): beside
+//! The launch sites of a native target read from its binary (`ladder/rung/parts/sites.rs`): beside
 //! the armed run when the executable's symbols hold kernel stubs, so that the run starts at
 //! once and at full speed; before it otherwise, to decide on launch-blocking. The target is an
 //! ELF executable built here whose symbols hold a kernel's host stub, as an nvcc build's do, and

@@ -101,7 +101,7 @@ pub const STDERR: &str = "stderr.log";
 pub const COMMAND: &str = "command.txt";
 /// The rebuild's line-info table.
 pub const LINEINFO_TABLE: &str = "lineinfo.tsv";
-/// The rebuild of a Python target without a `build:` step (`ladder/rung/rebuild_jit.rs`): the
+/// The rebuild of a Python target without a `build:` step (`ladder/rung/parts/rebuild_jit.rs`): the
 /// folder in its rung folder that holds the fresh, empty JIT build folders its run compiles
 /// into, one per library: `TORCH_EXTENSIONS_DIR`, `CUPY_CACHE_DIR`, `FLASHINFER_WORKSPACE_BASE`,
 /// `DG_JIT_CACHE_DIR`. What is inside is build output, not tool output ([`is_jit_build`]).

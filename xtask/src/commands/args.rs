@@ -38,7 +38,8 @@ impl RecipeArgs {
 
 /// Whether a program is a Python one: its first word is an interpreter, or a `.py` file.
 pub fn runs_python(argv: &[String]) -> bool {
-    argv.first().is_some_and(|a| crate::ladder::rung::evidence::is_python_name(a) || a.ends_with(".py"))
+    argv.first()
+        .is_some_and(|a| crate::ladder::rung::parts::evidence::is_python_name(a) || a.ends_with(".py"))
 }
 
 /// How a recipe made of the program after `--` names its source ([`command_recipe`]).

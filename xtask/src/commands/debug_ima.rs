@@ -20,7 +20,7 @@ use crate::doctor;
 use crate::findings::render::{render_json, render_text, render_verdict};
 use crate::ladder::driver::{rung_line, Climb, Stopped};
 use crate::ladder::policy::{self, Request};
-use crate::ladder::rung::{self, rebuild::create_binary_dirs, Debug};
+use crate::ladder::rung::{self, parts::target_build::create_binary_dirs, Debug};
 use crate::launch::container::{self, Containers};
 use crate::launch::slurm::{self, Pyxis, Slurm};
 use crate::launch::ssh::{self, Ssh};
@@ -318,7 +318,7 @@ impl Config {
             Some(s) => Some(s.hosts.len() as u32),
             None => Slurm::from_env(&|k| std::env::var(k).ok(), "").ok().and_then(|s| s.ntasks),
         };
-        let blocking_unsafe = rung::armed::blocking_unsafe(
+        let blocking_unsafe = rung::parts::armed::blocking_unsafe(
             &resolved,
             ranks,
             launcher,

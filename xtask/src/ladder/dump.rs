@@ -41,7 +41,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Result;
 
 use super::run::run_logged;
-use super::rung::evidence::{self, Wrote};
+use super::rung::parts::evidence::{self, Wrote};
 use crate::bundle::inputs::{is_rung_output, scan_file};
 use crate::bundle::{self, layout, Bundle, RungRecord, RungStatus};
 use crate::findings::verdict::{decide_in, Analysis};

@@ -138,7 +138,7 @@ pub struct Ran {
     /// that rerun it would hang too.
     pub hung: bool,
     /// Whether the target's disassembly named its kernels' launch sites, where this rung
-    /// read it ([`super::sites`]); for the armed baseline, whether its run counted on them
+    /// read it ([`super::parts::sites`]); for the armed baseline, whether its run counted on them
     /// (`policy::Facts::static_sites`).
     pub static_sites: Option<bool>,
 }
@@ -207,7 +207,7 @@ pub enum When {
     /// Again on that dump, with fewer commands, when cuda-gdb crashed on it.
     PerDumpAfterCrash,
     /// Before the armed run of a native target, while the policy does not know yet whether
-    /// the binary names its launch sites ([`super::sites`]).
+    /// the binary names its launch sites ([`super::parts::sites`]).
     LaunchSites,
     /// Instead of the launch-blocking armed run, when the binary named its launch sites.
     LaunchSitesKnown,

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 
 use super::api::{exit_of, step, At, Debug, Ran, Run, Rung, RungIo, Step, StepCx, When, PID};
-use super::build::{target, with_options};
+use super::parts::build::{target, with_options};
 use crate::findings::verdict::Part;
 use crate::findings::waits::wait_notice;
 use crate::launch::container::Access;
@@ -41,7 +41,7 @@ pub fn gdb(pid: &str, full: bool, locals: bool, python: bool) -> Invocation {
         first.extend(["-iex".to_string(), "set auto-solib-add off".to_string()]);
     }
     first.extend(["-p".to_string(), pid.to_string()]);
-    super::build::cuda_gdb(&first, None, full, locals)
+    super::parts::build::cuda_gdb(&first, None, full, locals)
 }
 
 impl Rung for Attach {

@@ -2,14 +2,14 @@
 //! the user-triggered dump pipe, the CPU core or Python's faulthandler, and launch-blocking
 //! where it is safe), so that the first occurrence of a fault yields the kernel, the line, the
 //! block and thread and, under launch-blocking, the launch site: the coredump rung's reading
-//! of the dumps runs here ([`coredump::read_dumps`]). What the program printed is the symptom.
+//! of the dumps runs here ([`dumps::read_dumps`]). What the program printed is the symptom.
 //! A retry of it (a fault that did not come back) alternates launch-blocking off and on, so
 //! that a race it hides shows too (the policy says which attempt blocks). When a binary the build
 //! makes does not exist yet, the recipe's build runs first, with line info and host debug info
 //! (`NVCC_PREPEND_FLAGS="-lineinfo -g"`, which leave the device code as it is), so that no
 //! rebuild is needed later; binaries that existed already are checked with `cuobjdump`
 //! instead, and the policy rebuilds only when they lack line info. A run still going at its time
-//! limit is looked at as hung there ([`hang::collect_after`]: host stacks, a GPU dump of every
+//! limit is looked at as hung there ([`hung::collect_after`]: host stacks, a GPU dump of every
 //! CUDA process) before it is ended, so a hang needs no second run. A native binary's launch
 //! sites ([`sites`]) are read beside the armed run when its symbols hold kernel stubs (the run
 //! then goes at full speed), else before it, to decide on launch-blocking.
@@ -23,8 +23,8 @@ use std::time::{Duration, SystemTime};
 use anyhow::Result;
 
 use super::api::{step, ArmedEnd, Ran, Rung, RungIo, Step, StepCx, When, DUMP};
-use super::build::{target, with_options, DEFAULT_RUN_TIMEOUT};
-use super::{armed, coredump, evidence, hang, lineinfo, rebuild, sites};
+use super::parts::build::{target, with_options, DEFAULT_RUN_TIMEOUT};
+use super::parts::{armed, dumps, evidence, hung, lineinfo, sites, target_build};
 use crate::findings::verdict::Part;
 use crate::model::{Exit, Invocation, Role, RungId};
 use crate::recipe::Resolved;
@@ -32,11 +32,11 @@ use crate::recipe::Resolved;
 pub struct Baseline;
 
 /// The armed first run, into the rung's folder `dir`; launch-blocking when `blocking`. Its
-/// process is given [`hang::HANG_MARGIN`] beyond its time limit ([`limit`]): at the limit the
+/// process is given [`hung::HANG_MARGIN`] beyond its time limit ([`limit`]): at the limit the
 /// run is looked at as hung, its evidence taken, and only then is it ended.
 pub fn invocation(r: &Resolved, dir: &Path, blocking: bool) -> Invocation {
     let mut inv = with_options(armed::invocation(r, dir, blocking), r, RungId::Baseline);
-    inv.timeout = Some(limit(r) + hang::HANG_MARGIN);
+    inv.timeout = Some(limit(r) + hung::HANG_MARGIN);
     inv
 }
 
@@ -70,7 +70,7 @@ impl Rung for Baseline {
     fn steps(&self, cx: &StepCx) -> Vec<Step> {
         let mut steps = Vec::new();
         if let Some(b) = &cx.recipe.build {
-            let build = rebuild::invocation(
+            let build = target_build::invocation(
                 cx.recipe,
                 b,
                 cx.debug,
@@ -92,11 +92,11 @@ impl Rung for Baseline {
             steps.push(Step::target(invocation(cx.recipe, &cx.dir, false)).when(When::LaunchSitesKnown));
         }
         // At its time limit the run counts as hung: the hang rung's evidence, taken beside it.
-        steps.extend(hang::beside_steps(cx));
+        steps.extend(hung::beside_steps(cx));
         if let Some(b) = &cx.recipe.build {
-            steps.extend(rebuild::lineinfo_checks(b, When::BinariesPresent));
+            steps.extend(lineinfo::lineinfo_checks(b, When::BinariesPresent));
         }
-        steps.extend(coredump::reading_steps(cx));
+        steps.extend(dumps::reading_steps(cx));
         steps.push(
             Step::new(Role::CudaGdb, evidence::gdb(&cx.dir.join(DUMP)), "cudagdb-{n}")
                 .when(When::PerHangDump),
@@ -106,7 +106,7 @@ impl Rung for Baseline {
 
     fn run(&self, io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
         let build = io.recipe().build.clone();
-        let built = rebuild::build_if_missing(io, steps)?;
+        let built = target_build::build_if_missing(io, steps)?;
         let unblocked = steps.iter().find(|s| s.when == When::LaunchSitesKnown);
         // The disassembly runs beside the armed run unless the run waits for its answer (to
         // leave launch-blocking off), which symbols holding kernel stubs give at once.
@@ -138,7 +138,7 @@ impl Rung for Baseline {
         let static_sites = static_sites.or(taken);
         if hung {
             // A hang's dumps are read with the hang rung's commands (`info cuda threads`).
-            let read = coredump::read_dumps(io, steps, When::PerHangDump, started, ran)?;
+            let read = dumps::read_dumps(io, steps, When::PerHangDump, started, ran)?;
             return Ok(Ran {
                 faulted: read.yielded,
                 yielded: read.yielded,
@@ -172,12 +172,12 @@ impl Rung for Baseline {
             }
             _ => None,
         };
-        let dumps = coredump::dumps(io.dir())?.len();
+        let dumps = dumps::dumps(io.dir())?.len();
         let secs = started.elapsed().map(|d| d.as_secs_f64()).unwrap_or(f64::MAX);
         io.reading_begins(ArmedEnd { dumps, secs, lineinfo });
-        let read = coredump::read_dumps(io, steps, When::PerDump, started, ran)?;
+        let read = dumps::read_dumps(io, steps, When::PerDump, started, ran)?;
         if !read.yielded && !ran.success() && !io.interrupted() {
-            io.note(coredump::no_dump_note(ran));
+            io.note(dumps::no_dump_note(ran));
         }
         Ok(Ran { faulted: read.faulted, yielded: true, lineinfo, hung: false, static_sites })
     }
@@ -185,7 +185,7 @@ impl Rung for Baseline {
 
 /// Runs the armed `target` (one of `steps`), `side` beside it (the disassembly, whose table is
 /// taken once both end); at its time limit ([`limit`]) it counts as hung and the hang rung's
-/// evidence is taken ([`hang::run_until_hung`]) before it is ended. Its exit, whether it hung,
+/// evidence is taken ([`hung::run_until_hung`]) before it is ended. Its exit, whether it hung,
 /// and whether the disassembly beside it named launch sites (`None`: none ran).
 fn run_to_limit(
     io: &mut dyn RungIo,
@@ -195,7 +195,7 @@ fn run_to_limit(
 ) -> Result<(Exit, bool, Option<bool>)> {
     let limit = limit(io.recipe());
     let why = format!("still running at its time limit ({} s)", limit.as_secs());
-    let (ran, exits) = hang::run_until_hung(io, steps, target, (limit, &why), side);
+    let (ran, exits) = hung::run_until_hung(io, steps, target, (limit, &why), side);
     let then =
         "the armed run went at full speed on the kernel stubs in its symbols, so a fault's launch site \
                 needs a launch-blocking run";

@@ -7,7 +7,7 @@
 use anyhow::Result;
 
 use super::api::{Ran, Rung, RungIo, Step, StepCx};
-use super::sanitizer::{self, Scope};
+use super::parts::sanitizer::{self, Scope};
 use crate::findings::verdict::Part;
 use crate::model::RungId;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::api::{exec, step, Ran, Rung, RungIo, Step, StepCx, When};
-use super::build::{target, with_options};
+use super::parts::build::{target, with_options};
 use crate::findings::verdict::Part;
 use crate::model::{Invocation, RungId};
 use crate::recipe::Resolved;

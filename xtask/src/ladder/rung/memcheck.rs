@@ -12,7 +12,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::api::{Ran, Rung, RungIo, Step, StepCx};
-use super::sanitizer::{self, Scope};
+use super::parts::sanitizer::{self, Scope};
 use crate::findings::verdict::Part;
 use crate::model::{Invocation, RungId};
 use crate::recipe::Resolved;

@@ -1,12 +1,10 @@
 //! The rungs: one file each, holding the rung's whole behaviour: what it is for, what it
 //! costs, what the policy needs to know of it, the steps it runs (the exact commands and
 //! environments, which `--dry-run` shows too) and how it runs them. This file registers them
-//! (a `mod` line and an entry in [`ALL`] each) and declares the files they share: the [`Rung`] trait and
-//! the [`Step`] value (`api`), the command builders (`build`, `sanitizer`), the armed run
-//! (`armed`, `sites`), the hang's evidence (`evidence`), `watch`'s baseline (`watch`), the
-//! line-info flags and check (`lineinfo`), the rebuild's half for a Python target's run-time
-//! builds (`rebuild_jit`) and the repro rung's shared check (`repro_check`) and native half
-//! (`repro_native`).
+//! (a `mod` line and an entry in [`ALL`] each); `watch` is the baseline of a climb that watches
+//! a job ([`get_for`]). Beside the rungs: the [`Rung`] trait and the [`Step`] value (`api`),
+//! and [`parts`], what the rungs share (the command builders, the armed run, the reading of
+//! dumps, the run until hung, ...): a rung imports `api` and `parts`, never another rung.
 //!
 //! Adding a rung: its line in `model/rung.rs` (its [`RungId`], name, needs and recipe
 //! options), its file here implementing [`Rung`], its `mod` line and its entry in [`ALL`] below
@@ -16,20 +14,11 @@
 //! (every step runs through [`RungIo`], which the driver implements).
 
 mod api;
-pub mod armed;
-mod build;
-pub mod evidence;
-mod lineinfo;
-mod rebuild_jit;
-mod repro_check;
-mod repro_native;
-pub mod sanitizer;
-pub mod sites;
-pub mod watch;
+pub mod parts;
 
 use crate::model::RungId;
 pub use api::*;
-pub use build::*;
+pub use parts::build::*;
 
 // The rungs' files, declared plainly so that `cargo fmt` formats them (a macro hid them).
 pub mod attach;
@@ -43,6 +32,7 @@ pub mod racecheck;
 pub mod rebuild;
 pub mod repro;
 pub mod synccheck;
+pub mod watch;
 
 /// The rungs, in ladder order (as [`RungId::ALL`]: the test below holds them so).
 pub const ALL: [&dyn Rung; 11] = [

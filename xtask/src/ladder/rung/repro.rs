@@ -23,11 +23,11 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::api::{exec, step, Ran, Rung, RungIo, Step, StepCx, When};
-use super::armed;
-use super::build::{target, with_options};
-use super::coredump::reading_steps;
-use super::repro_check::{finish, holds_inputs, latest_capture, others_note, verify, SUSPECT_KERNEL};
-use super::repro_native as native;
+use super::parts::armed;
+use super::parts::build::{target, with_options};
+use super::parts::dumps::reading_steps;
+use super::parts::repro_check::{finish, holds_inputs, latest_capture, others_note, verify, SUSPECT_KERNEL};
+use super::parts::repro_native as native;
 use crate::bundle::layout;
 use crate::findings::repro::capture::{self, Capture};
 use crate::findings::repro::{python, Expected, Outcome, Status};

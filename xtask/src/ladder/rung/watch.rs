@@ -1,9 +1,9 @@
 //! The baseline as `watch` runs it: the one run of a long job (a server, a training run),
-//! armed ([`super::armed::watched`]) but at full speed (never launch-blocking), with no time
+//! armed ([`super::parts::armed::watched`]) but at full speed (never launch-blocking), with no time
 //! limit, for as long as it runs. A device fault leaves its dumps and ends the job (the
 //! driver's abort after the dump: `skip_abort` hid the fault from a job on the H200, see
-//! [`super::armed::watched`]); they are read after the job ends, with the static launch sites
-//! of a native binary ([`super::sites`]) for the launch line; a hang is taken while the job runs, with the hang rung's evidence (py-spy stacks, the
+//! [`super::parts::armed::watched`]); they are read after the job ends, with the static launch sites
+//! of a native binary ([`super::parts::sites`]) for the launch line; a hang is taken while the job runs, with the hang rung's evidence (py-spy stacks, the
 //! NCCL flight recorder, a user-triggered dump of every CUDA process), when:
 //! - nothing was printed for `hang_after` and a GPU is busy (a server idle between requests
 //!   prints nothing either, but leaves the GPU idle), checked every [`GPU_CHECK`];
@@ -19,8 +19,8 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Result;
 
 use super::api::{exit_of, step, At, Beside, Ran, Run, Rung, RungIo, Step, StepCx, When, DUMP};
-use super::build::with_options;
-use super::{armed, coredump, evidence, hang, sites};
+use super::parts::build::with_options;
+use super::parts::{armed, dumps, evidence, hung, sites};
 use crate::findings::verdict::Part;
 use crate::launch::container::Access;
 use crate::model::{Exit, Role, RungId};
@@ -56,9 +56,9 @@ pub fn over_cap(mut dumps: Vec<(std::path::PathBuf, u64, SystemTime)>, cap: u64)
     gone
 }
 
-/// The GPU dumps in `dir` ([`coredump::dumps`]) with their sizes and times.
+/// The GPU dumps in `dir` ([`dumps::dumps`]) with their sizes and times.
 fn dumps_in(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u64, SystemTime)> {
-    coredump::dumps(dir)
+    dumps::dumps(dir)
         .unwrap_or_default()
         .into_iter()
         .filter_map(|p| {
@@ -121,9 +121,9 @@ pub fn steps(cx: &StepCx) -> Vec<Step> {
         steps.push(sites::step(r));
     }
     steps.push(Step::target(job).at(At::New(Access::Ptrace)));
-    steps.extend(hang::beside_steps(cx));
+    steps.extend(hung::beside_steps(cx));
     // No abort, so no CPU core to read.
-    steps.extend(coredump::reading_steps(cx).into_iter().filter(|s| s.when != When::PerCpuCore));
+    steps.extend(dumps::reading_steps(cx).into_iter().filter(|s| s.when != When::PerCpuCore));
     steps.push(
         Step::new(Role::CudaGdb, evidence::gdb(&cx.dir.join(DUMP)), "cudagdb-{n}").when(When::PerHangDump),
     );
@@ -167,7 +167,7 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
     let watchdog = Cell::new(false);
     let mut next_check = Instant::now();
     let mut next_dump_check = Instant::now();
-    let mut seen = hang::Seen::default();
+    let mut seen = hung::Seen::default();
     let ran = {
         let watch = &mut |line: &str, _: &mut dyn Beside| {
             silent_since.set(Instant::now());
@@ -200,7 +200,7 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
             seen.hung = true;
             beside.say(&format!("{why}: taking the hang's evidence"));
             seen.notes.push(format!("{HUNG_NOTE} after {} s: {why}", running.elapsed().as_secs()));
-            hang::collect(&dir, running, beside, &pyspy, convert.as_ref(), &mut seen);
+            hung::collect(&dir, running, beside, &pyspy, convert.as_ref(), &mut seen);
             if running.child_exited() {
                 Control::Continue
             } else {
@@ -212,7 +212,7 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
     let (exit, exits) = (exit_of(ran.exit), ran.with);
     let then = "a fault's launch site is not known from the binary (`watch` never launch-blocks)";
     let exit = exit?;
-    coredump::remove_fifos(&dir);
+    dumps::remove_fifos(&dir);
     for n in std::mem::take(&mut seen.notes) {
         io.note(n);
     }
@@ -220,12 +220,12 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
         return Err(e);
     }
     if !seen.hung {
-        let read = coredump::read_dumps(io, steps, When::PerDump, started, exit)?;
+        let read = dumps::read_dumps(io, steps, When::PerDump, started, exit)?;
         // A job that left no dump leaves no bundle: what its binary's disassembly named (or did
         // not) is no news to the user (issue 41: it printed the objdump note).
         sites::taken(io, &side, exits, read.yielded.then_some(then))?;
         if !read.yielded && !exit.success() && !io.interrupted() && exit != Exit::Interrupted {
-            io.note(coredump::no_dump_note(exit));
+            io.note(dumps::no_dump_note(exit));
         }
         return Ok(Ran {
             faulted: read.faulted,
@@ -237,7 +237,7 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
     }
     sites::taken(io, &side, exits, Some(then))?;
     // The dumps of a hang are read with the hang rung's commands (`info cuda threads`).
-    let read = coredump::read_dumps(io, steps, When::PerHangDump, started, exit)?;
+    let read = dumps::read_dumps(io, steps, When::PerHangDump, started, exit)?;
     Ok(Ran { faulted: read.yielded, yielded: read.yielded, lineinfo: None, hung: true, static_sites: None })
 }
 

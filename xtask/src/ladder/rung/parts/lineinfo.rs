@@ -11,9 +11,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::api::{exec, Debug, RungIo, Step};
 use crate::bundle::layout;
-use crate::model::Invocation;
+use crate::ladder::rung::api::{exec, Debug, RungIo, Step, When};
+use crate::model::{Invocation, Role};
+use crate::recipe::Step as RecipeStep;
 
 /// `NVCC_PREPEND_FLAGS` of a build with line info: the debug level's flags, then those the
 /// ladder was started with.
@@ -68,6 +69,17 @@ pub fn check_lineinfo<'s>(
     let table_path = io.dir().join(layout::LINEINFO_TABLE);
     std::fs::write(&table_path, table).with_context(|| format!("cannot write `{}`", table_path.display()))?;
     Ok(all_ok)
+}
+
+/// The `cuobjdump -elf` step of each binary, run `when`.
+pub fn lineinfo_checks(b: &RecipeStep, when: When) -> Vec<Step> {
+    b.binaries
+        .iter()
+        .enumerate()
+        .map(|(i, bin)| {
+            Step::new(Role::Cuobjdump, lineinfo_check(bin), format!("cuobjdump-{}", i + 1)).when(when)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -13,8 +13,8 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::api::TRACE;
 use super::build::GDB_TIMEOUT;
+use crate::ladder::rung::api::TRACE;
 use crate::model::Invocation;
 
 /// How long a triggered process may take to write its dump and abort (the H200's took

@@ -13,12 +13,12 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::api::{exec, step, Ran, RungIo, Step, StepCx, When, KERNEL, KERNELS, LAUNCHES};
 use super::build::{on_binary, target, with_options};
-use super::coredump::executable;
+use super::dumps::executable;
 use crate::bundle::layout::{self, ELF_STEM, SCOPE_TABLE};
 use crate::files::open_regular;
 use crate::findings::cubin;
+use crate::ladder::rung::api::{exec, step, Ran, RungIo, Step, StepCx, When, KERNEL, KERNELS, LAUNCHES};
 use crate::model::{Exit, Invocation, Role, RungId};
 use crate::recipe::Resolved;
 

@@ -17,11 +17,11 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
 
-use super::api::{exec, step, Debug, Ran, RungIo, Step, StepCx, When, EXTENSION};
 use super::build::{target, with_options};
 use super::lineinfo::{check_lineinfo, lineinfo_check, prepend_flags};
-use super::{armed, coredump};
+use super::{armed, dumps};
 use crate::bundle::layout;
+use crate::ladder::rung::api::{exec, step, Debug, Ran, RungIo, Step, StepCx, When, EXTENSION};
 use crate::model::{Invocation, Role, RungId};
 use crate::recipe::Resolved;
 
@@ -94,7 +94,7 @@ pub fn invocation(
 pub fn steps(cx: &StepCx) -> Vec<Step> {
     let inv = invocation(cx.recipe, &cx.dir, cx.blocking, cx.debug, cx.inherited_prepend.as_deref());
     let mut steps = vec![Step::target(inv)];
-    steps.extend(coredump::reading_steps(cx));
+    steps.extend(dumps::reading_steps(cx));
     let library = library_placeholder(&cx.dir);
     steps.push(
         Step::new(Role::Cuobjdump, lineinfo_check(&library), "cuobjdump-{n}").when(When::PerJitLibrary),
@@ -118,13 +118,13 @@ pub fn run(io: &mut dyn RungIo, steps: &[Step]) -> Result<Ran> {
     let started = SystemTime::now();
     let ran = exec(io, step(steps, When::Always)?)?;
     // The armed run's pipes are no files a bundle can hold.
-    coredump::remove_fifos(io.dir());
-    let read = coredump::read_dumps(io, steps, When::PerDump, started, ran)?;
+    dumps::remove_fifos(io.dir());
+    let read = dumps::read_dumps(io, steps, When::PerDump, started, ran)?;
     if io.interrupted() {
         return Ok(read);
     }
     if !read.yielded {
-        io.note(coredump::no_dump_note(ran));
+        io.note(dumps::no_dump_note(ran));
     }
     let lineinfo = check_libraries(io, steps)?;
     let sources = files_ending(&jit.join(layout::JIT_CUPY), layout::CUPY_SOURCE_SUFFIX);

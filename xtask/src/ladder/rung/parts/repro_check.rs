@@ -10,12 +10,12 @@ use std::time::{Instant, SystemTime};
 
 use anyhow::{Context, Result};
 
-use super::api::{exec, step, Ran, RungIo, Step, When};
-use super::coredump::read_dumps;
+use super::dumps::read_dumps;
 use crate::bundle::inputs::scan_file;
 use crate::bundle::{layout, InputsRecord};
 use crate::findings::repro::{check, Expected, Outcome, Status};
 use crate::findings::verdict::decide;
+use crate::ladder::rung::api::{exec, step, Ran, RungIo, Step, When};
 
 /// Stands for the verdict's kernel (a Triton function's name, or an operator's kernel) in the
 /// capture run's environment.

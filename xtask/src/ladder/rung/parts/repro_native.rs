@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::api::{exec, step, Ran, RungIo, Step, When, SOURCE};
 use super::armed;
 use super::build::{target, with_options};
 use super::repro_check::{finish, holds_inputs, latest_capture, others_note, verify, SUSPECT_KERNEL};
@@ -22,12 +21,13 @@ use crate::findings::repro::native;
 use crate::findings::repro::{Expected, Outcome, Status};
 use crate::findings::verdict::Verdict;
 use crate::ladder::recorder;
+use crate::ladder::rung::api::{exec, step, Ran, RungIo, Step, When, SOURCE};
 use crate::model::invocation::quote;
 use crate::model::{Invocation, RungId};
 use crate::recipe::Resolved;
 
 /// The capture library's source, written into the rung's folder and built there.
-pub const LIBRARY_SOURCE: &str = include_str!("../capture_native.c");
+pub const LIBRARY_SOURCE: &str = include_str!("../../capture_native.c");
 const LIBRARY_C: &str = layout::CAPTURE_LIBRARY_SOURCE;
 const LIBRARY: &str = layout::CAPTURE_LIBRARY;
 const DRIVER: &str = layout::REPRO_DRIVER;

@@ -20,12 +20,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use super::api::{exec, RungIo, Step, When};
 use super::build::on_binary;
-use super::coredump::executable;
+use super::dumps::executable;
 use crate::bundle::layout::{self, LAUNCH_SITES, OBJDUMP_STEM};
 use crate::files::open_regular;
 use crate::findings::launch_sites;
+use crate::ladder::rung::api::{exec, RungIo, Step, When};
 use crate::model::{Exit, Role};
 use crate::recipe::Resolved;
 
