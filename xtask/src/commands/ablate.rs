@@ -184,9 +184,9 @@ pub fn run(args: AblateArgs) -> Result<Outcome> {
     }
     let (runnable, _) = doctor::gate(&report, &plan, true, false)?;
     if !runnable.contains(&RungId::Baseline) {
-        return Err(anyhow::anyhow!("this machine cannot make the armed run: `cargo xtask doctor` says why"));
+        return Err(anyhow::anyhow!("this machine cannot make the armed run: `debug-ima doctor` says why"));
     }
-    let path = path_with(&report)?;
+    let path = super::debug_ima::tool_path(&report)?;
     let recipe_value = serde_json::to_value(&resolved).context("cannot record the recipe")?;
     let mut parent = Bundle::create(&bundle_root, &format!("{}-ablate", resolved.name), &recipe_value)?;
     parent.start(doctor::versions(&report), plan.clone())?;
@@ -306,18 +306,6 @@ fn dry_run(r: &Resolved, knobs: &[Knob], budget: &Budget) -> String {
         out.push_str(&format!("{} ({}): {}\n  {}\n", k.name, k.description, k.change(), line(&run)));
     }
     out
-}
-
-/// `PATH` for the runs when doctor found tools outside the tool's own `PATH`.
-fn path_with(report: &doctor::Report) -> Result<Option<String>> {
-    let additions = report.path_additions();
-    if additions.is_empty() {
-        return Ok(None);
-    }
-    let old = std::env::var_os("PATH").unwrap_or_default();
-    let joined = std::env::join_paths(additions.iter().cloned().chain(std::env::split_paths(&old)))
-        .context("cannot extend PATH with the CUDA tool directories")?;
-    Ok(Some(joined.to_string_lossy().into_owned()))
 }
 
 /// The bundle of run `n`, under the parent's `runs/`, named by the knobs applied.

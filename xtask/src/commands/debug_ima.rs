@@ -392,13 +392,7 @@ impl Config {
         }
         self.resolved = recipe::resolve(&self.recipe, &self.sets, &self.supplied)?;
         with_hang_after(&mut self.resolved, args)?;
-        let additions = report.path_additions();
-        if !additions.is_empty() {
-            let old = std::env::var_os("PATH").unwrap_or_default();
-            let joined = std::env::join_paths(additions.iter().cloned().chain(std::env::split_paths(&old)))
-                .context("cannot extend PATH with the CUDA tool directories")?;
-            self.path = Some(joined.to_string_lossy().into_owned());
-        }
+        self.path = tool_path(report)?;
         Ok(())
     }
 
@@ -439,6 +433,19 @@ impl Config {
             interrupt,
         })
     }
+}
+
+/// `PATH` for the climb's processes on the host when doctor found CUDA tools outside the
+/// tool's own `PATH` (`/usr/local/cuda/bin`): those folders first; `None` when it found none.
+pub(super) fn tool_path(report: &doctor::Report) -> Result<Option<String>> {
+    let additions = report.path_additions();
+    if additions.is_empty() {
+        return Ok(None);
+    }
+    let old = std::env::var_os("PATH").unwrap_or_default();
+    let joined = std::env::join_paths(additions.iter().cloned().chain(std::env::split_paths(&old)))
+        .context("cannot extend PATH with the CUDA tool directories")?;
+    Ok(Some(joined.to_string_lossy().into_owned()))
 }
 
 /// Before a run in containers: the build's output folders are made now (the baseline would

@@ -118,8 +118,9 @@ pub fn run(args: WatchArgs) -> Result<Outcome> {
     let plan = vec![RungId::Baseline];
     let req =
         Request { rungs: Some(plan.clone()), watch: true, python: resolved.python, ..Request::default() };
+    let bundle_root = args.bundle_dir.clone().unwrap_or_else(|| PathBuf::from(layout::DEFAULT_ROOT));
     let report = doctor::run_checks(&doctor::Options {
-        coredump_dir: args.bundle_dir.clone().unwrap_or_else(|| PathBuf::from(layout::DEFAULT_ROOT)),
+        coredump_dir: bundle_root.clone(),
         need: plan.clone(),
         container: None,
         wait_for_gpu: true,
@@ -128,7 +129,6 @@ pub fn run(args: WatchArgs) -> Result<Outcome> {
         ui::status("debug-ima: interrupted while checking the machine: the job did not start");
         return Ok(Outcome::Interrupted);
     }
-    let bundle_root = args.bundle_dir.clone().unwrap_or_else(|| PathBuf::from(layout::DEFAULT_ROOT));
     let recipe_value = serde_json::to_value(&resolved).context("cannot record the job")?;
     let mut bundle = Bundle::create(&bundle_root, &resolved.name, &recipe_value)?;
     bundle.start(doctor::versions(&report), plan.clone())?;
